@@ -1,0 +1,61 @@
+import type {
+  BootstrapRequest,
+  BootstrapResponse,
+  ContextEngineServiceAfterTurnRequest,
+  ContextEngineServiceAfterTurnResponse,
+  ContextEngineServiceAssembleRequest,
+  ContextEngineServiceAssembleResponse,
+  ContextEngineServiceCompactRequest,
+  ContextEngineServiceCompactResponse,
+  ContextEngineServiceMaintainRequest,
+  ContextEngineServiceMaintainResponse,
+  ContextEngineServicePrepareSubagentSpawnRequest,
+  ContextEngineServicePrepareSubagentSpawnResponse,
+  ContextEngineServiceRollbackSubagentSpawnRequest,
+  ContextEngineServiceRollbackSubagentSpawnResponse,
+  EngineInfo,
+  IngestBatchRequest,
+  IngestBatchResponse,
+  IngestRequest,
+  IngestResponse,
+  OnSubagentEndedRequest,
+  OnSubagentEndedResponse,
+} from "./gen/contextd/v1/engine.js";
+
+/** The contract version this build speaks (SPEC §2: this document is version 1). */
+export const PROTOCOL_VERSION = 1;
+
+/**
+ * What every engine call gets besides its request: a signal that fires when the caller's deadline
+ * passes or the call is cancelled, and the absolute deadline so an engine can budget its work.
+ */
+export interface CallContext {
+  signal: AbortSignal;
+  deadlineMs: number;
+}
+
+/**
+ * ContextEngineService as a TypeScript interface. The in-process `legacy` engine implements it
+ * directly; a remote engine is reached through a client that implements it over gRPC, so the host
+ * and router never know which kind they are calling.
+ */
+export interface ContextEngine {
+  info(): EngineInfo;
+  ingest(req: IngestRequest, ctx: CallContext): Promise<IngestResponse>;
+  assemble(req: ContextEngineServiceAssembleRequest, ctx: CallContext): Promise<ContextEngineServiceAssembleResponse>;
+  compact(req: ContextEngineServiceCompactRequest, ctx: CallContext): Promise<ContextEngineServiceCompactResponse>;
+  bootstrap?(req: BootstrapRequest, ctx: CallContext): Promise<BootstrapResponse>;
+  ingestBatch?(req: IngestBatchRequest, ctx: CallContext): Promise<IngestBatchResponse>;
+  afterTurn?(req: ContextEngineServiceAfterTurnRequest, ctx: CallContext): Promise<ContextEngineServiceAfterTurnResponse>;
+  maintain?(req: ContextEngineServiceMaintainRequest, ctx: CallContext): Promise<ContextEngineServiceMaintainResponse>;
+  prepareSubagentSpawn?(
+    req: ContextEngineServicePrepareSubagentSpawnRequest,
+    ctx: CallContext,
+  ): Promise<ContextEngineServicePrepareSubagentSpawnResponse>;
+  rollbackSubagentSpawn?(
+    req: ContextEngineServiceRollbackSubagentSpawnRequest,
+    ctx: CallContext,
+  ): Promise<ContextEngineServiceRollbackSubagentSpawnResponse>;
+  onSubagentEnded?(req: OnSubagentEndedRequest, ctx: CallContext): Promise<OnSubagentEndedResponse>;
+  dispose?(ctx: CallContext): Promise<void>;
+}

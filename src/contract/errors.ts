@@ -1,0 +1,83 @@
+import { status } from "@grpc/grpc-js";
+
+/**
+ * Every error contextd raises on purpose carries the gRPC status it maps to. Lower layers (store,
+ * legacy engine, host) throw these; the server's handler wrapper (src/server/unary.ts) is the one
+ * place that turns them into gRPC errors. Anything else is an INTERNAL bug.
+ */
+export class ContextdError extends Error {
+  constructor(
+    readonly code: status,
+    message: string,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class InvalidArgumentError extends ContextdError {
+  constructor(message: string) {
+    super(status.INVALID_ARGUMENT, message);
+  }
+}
+
+export class NotFoundError extends ContextdError {
+  constructor(message: string) {
+    super(status.NOT_FOUND, message);
+  }
+}
+
+export class AlreadyExistsError extends ContextdError {
+  constructor(message: string) {
+    super(status.ALREADY_EXISTS, message);
+  }
+}
+
+export class ResourceExhaustedError extends ContextdError {
+  constructor(message: string) {
+    super(status.RESOURCE_EXHAUSTED, message);
+  }
+}
+
+export class UnauthenticatedError extends ContextdError {
+  constructor(message: string) {
+    super(status.UNAUTHENTICATED, message);
+  }
+}
+
+export class PermissionDeniedError extends ContextdError {
+  constructor(message: string) {
+    super(status.PERMISSION_DENIED, message);
+  }
+}
+
+export class FailedPreconditionError extends ContextdError {
+  constructor(message: string) {
+    super(status.FAILED_PRECONDITION, message);
+  }
+}
+
+/** Optimistic-concurrency loss: another compaction of the session committed first. */
+export class ConflictError extends ContextdError {
+  constructor(message: string) {
+    super(status.ABORTED, message);
+  }
+}
+
+export class DeadlineExceededError extends ContextdError {
+  constructor(message: string) {
+    super(status.DEADLINE_EXCEEDED, message);
+  }
+}
+
+export class CancelledError extends ContextdError {
+  constructor(message: string) {
+    super(status.CANCELLED, message);
+  }
+}
+
+export class UnimplementedError extends ContextdError {
+  constructor(message: string) {
+    super(status.UNIMPLEMENTED, message);
+  }
+}

@@ -1,0 +1,11 @@
+// The public contract for package users: the shared types, errors and helpers. Service-specific
+// request/response types live in ./gen/contextd/v1/<service>.js (ts-proto emits a few helper
+// names in every file, so they cannot all be re-exported from one module).
+export * from "./gen/contextd/v1/types.js";
+export * from "./errors.js";
+export * from "./messages.js";
+export * from "./engine-api.js";
+export { ContextEngineServiceService, ContextEngineServiceClient, EngineInfo } from "./gen/contextd/v1/engine.js";
+export { SessionServiceService, SessionServiceClient } from "./gen/contextd/v1/session.js";
+export { RegistryServiceService, RegistryServiceClient } from "./gen/contextd/v1/registry.js";
+export { HostServiceService, HostServiceClient } from "./gen/contextd/v1/host.js";

@@ -1,0 +1,95 @@
+import { Role, type ContentBlock, type Message } from "./gen/contextd/v1/types.js";
+
+/** Metadata key that marks the user message carrying a compaction summary in an active view. */
+export const SUMMARY_METADATA_KEY = "contextd.kind";
+export const SUMMARY_METADATA_VALUE = "compaction_summary";
+
+/** The text of every text, thinking and tool-call block, one per line. */
+export function messageText(message: Message): string {
+  const parts: string[] = [];
+  for (const block of message.content) {
+    const text = blockText(block);
+    if (text) parts.push(text);
+  }
+  return parts.join("\n");
+}
+
+export function blockText(block: ContentBlock): string {
+  const b = block.block;
+  if (!b) return "";
+  switch (b.$case) {
+    case "text":
+      return b.value.text;
+    case "thinking":
+      return b.value.thinking;
+    case "toolCall":
+      return `${b.value.name}(${b.value.argumentsJson})`;
+    case "image":
+      return "";
+  }
+}
+
+/** Ids of the tool calls an assistant message makes. */
+export function toolCallIds(message: Message): string[] {
+  const ids: string[] = [];
+  for (const block of message.content) {
+    if (block.block?.$case === "toolCall") ids.push(block.block.value.id);
+  }
+  return ids;
+}
+
+export function isSummaryMessage(message: Message): boolean {
+  return message.metadata?.[SUMMARY_METADATA_KEY] === SUMMARY_METADATA_VALUE;
+}
+
+export function textMessage(role: Role, text: string, extra: Partial<Message> = {}): Message {
+  return {
+    id: "",
+    role,
+    content: [{ block: { $case: "text", value: { text } } }],
+    timestampMs: 0,
+    toolCallId: "",
+    toolName: "",
+    isError: false,
+    customType: "",
+    metadata: {},
+    tokenCount: 0,
+    ...extra,
+  };
+}
+
+export const ROLE_NAMES: Record<Role, string> = {
+  [Role.ROLE_UNSPECIFIED]: "unspecified",
+  [Role.ROLE_USER]: "user",
+  [Role.ROLE_ASSISTANT]: "assistant",
+  [Role.ROLE_TOOL_RESULT]: "tool_result",
+  [Role.ROLE_SYSTEM]: "system",
+  [Role.ROLE_CUSTOM]: "custom",
+  [Role.UNRECOGNIZED]: "unrecognized",
+};
+
+/**
+ * The summary reaches the model as a user message that says the earlier conversation was compacted
+ * into it. Engines recognise it by its metadata (SUMMARY_METADATA_KEY), not by its wording.
+ */
+const SUMMARY_PREAMBLE =
+  "The earlier part of this conversation was compacted into the summary below. " +
+  "Treat it as what happened before the messages that follow.\n\n<summary>\n";
+const SUMMARY_CLOSING = "\n</summary>";
+
+export function summaryMessage(summary: string, entryId = "", tokenCount = 0, timestampMs = 0): Message {
+  return textMessage(Role.ROLE_USER, SUMMARY_PREAMBLE + summary + SUMMARY_CLOSING, {
+    id: entryId,
+    tokenCount,
+    timestampMs,
+    metadata: { [SUMMARY_METADATA_KEY]: SUMMARY_METADATA_VALUE },
+  });
+}
+
+/** The raw summary inside a summary message (the inverse of summaryMessage). */
+export function summaryOf(message: Message): string {
+  const text = messageText(message);
+  const start = text.startsWith(SUMMARY_PREAMBLE) ? SUMMARY_PREAMBLE.length : 0;
+  const end = text.endsWith(SUMMARY_CLOSING) ? text.length - SUMMARY_CLOSING.length : text.length;
+  return text.slice(start, end);
+}
