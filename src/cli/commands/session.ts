@@ -1,0 +1,53 @@
+import type { Command } from "commander";
+import { SessionInfo } from "../../contract/gen/contextd/v1/session.js";
+import { iso, keyValues, pct, printJson, table } from "../format.js";
+import { action, clientOptions, globals, withSessions } from "./shared.js";
+
+/** `contextctl session ID`: the session's counts and its context overview by section. */
+export function registerSession(program: Command): void {
+  program
+    .command("session")
+    .description("show a session's counts and its context overview (tokens by section)")
+    .argument("<id>", "session id")
+    .action(
+      action(async (id: string, _opts: unknown, cmd: Command) => {
+        const g = globals(cmd);
+        const res = await withSessions(clientOptions(g), (client) => client.getSession({ session: { sessionId: id } }));
+        const info = res.info ?? SessionInfo.fromPartial({});
+        if (g.json) return printJson(SessionInfo.toJSON(info));
+        process.stdout.write(`${describe(id, info)}\n\n${overview(info)}\n`);
+      }),
+    );
+}
+
+function describe(id: string, info: SessionInfo): string {
+  const s = info.session;
+  return keyValues([
+    ["session", s?.sessionId || id],
+    ["agent", s?.agentId || "-"],
+    ["key", s?.sessionKey || "-"],
+    ...(info.parentSessionId ? ([["parent", info.parentSessionId]] as [string, string][]) : []),
+    ["selected engine", info.selectedEngineId || "-"],
+    ["created", iso(info.createdAtMs)],
+    ["updated", iso(info.updatedAtMs)],
+    ["entries", info.entryCount],
+    ["messages", info.messageCount],
+    ["compactions", info.compactionCount],
+    ["total tokens", info.totalTokens],
+    ["active tokens", info.activeTokens],
+  ]);
+}
+
+/** The context overview (GetSession.info.overview) as a table: tokens and share of the total. */
+function overview(info: SessionInfo): string {
+  const o = info.overview ?? { summaryTokens: 0, messageTokens: 0, toolResultTokens: 0, systemAdditionTokens: 0, totalTokens: 0 };
+  const sections: [string, number][] = [
+    ["summary", o.summaryTokens],
+    ["messages", o.messageTokens],
+    ["tool results", o.toolResultTokens],
+    ["system addition", o.systemAdditionTokens],
+  ];
+  const rows = sections.map(([name, tokens]) => [name, tokens, pct(tokens, o.totalTokens)]);
+  rows.push(["total", o.totalTokens, o.totalTokens > 0 ? "100.0%" : "-"]);
+  return `context overview\n${table(["section", "tokens", "share"], rows)}`;
+}

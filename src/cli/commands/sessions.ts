@@ -1,0 +1,38 @@
+import type { Command } from "commander";
+import { SessionInfo } from "../../contract/gen/contextd/v1/session.js";
+import { iso, printJson, table } from "../format.js";
+import { action, clientOptions, globals, withSessions } from "./shared.js";
+
+/** `contextctl sessions`: every session, newest activity first (follows ListSessions pages). */
+export function registerSessions(program: Command): void {
+  program
+    .command("sessions")
+    .description("list sessions, newest activity first")
+    .action(
+      action(async (_opts: unknown, cmd: Command) => {
+        const g = globals(cmd);
+        const sessions = await withSessions(clientOptions(g), async (client) => {
+          const all: SessionInfo[] = [];
+          let pageToken = "";
+          do {
+            const page = await client.listSessions({ pageSize: 1000, pageToken });
+            all.push(...page.sessions);
+            pageToken = page.nextPageToken;
+          } while (pageToken);
+          return all;
+        });
+        if (g.json) return printJson({ sessions: sessions.map((s) => SessionInfo.toJSON(s)) });
+        if (sessions.length === 0) return void process.stdout.write("no sessions\n");
+        const rows = sessions.map((s) => [
+          s.session?.sessionId ?? "",
+          s.session?.agentId || "-",
+          s.messageCount,
+          s.compactionCount,
+          s.activeTokens,
+          s.totalTokens,
+          iso(s.updatedAtMs),
+        ]);
+        process.stdout.write(`${table(["session", "agent", "messages", "compactions", "active tokens", "total tokens", "updated"], rows)}\n`);
+      }),
+    );
+}

@@ -1,0 +1,35 @@
+import { Command, Option } from "commander";
+import { registerCompact } from "./commands/compact.js";
+import { registerDoctor } from "./commands/doctor.js";
+import { registerEngines } from "./commands/engines.js";
+import { registerHealth } from "./commands/health.js";
+import { registerReplay } from "./commands/replay.js";
+import { registerSession } from "./commands/session.js";
+import { registerSessions } from "./commands/sessions.js";
+import { positiveInt } from "./commands/shared.js";
+
+/**
+ * contextctl — the operator and developer CLI for contextd (SPEC §5). Global options come before
+ * or after the command: `contextctl --address host:port sessions --json`. Exit codes: 0 success,
+ * 1 a failed check or call (one line on stderr), 2 bad usage.
+ */
+const program = new Command("contextctl")
+  .description("operate and inspect a contextd server")
+  .addOption(new Option("--address <host:port>", "contextd gRPC address").env("CONTEXTD_ADDRESS").default("127.0.0.1:50051"))
+  .addOption(new Option("--token <token>", "runtime/operator token, sent as `authorization: Bearer`").env("CONTEXTD_RUNTIME_TOKEN"))
+  .option("--json", "machine-readable JSON output")
+  .addOption(new Option("--timeout <ms>", "deadline per call in ms (default 30000; compact and replay 300000)").argParser(positiveInt))
+  .showHelpAfterError()
+  .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2));
+
+registerHealth(program);
+registerSessions(program);
+registerSession(program);
+registerCompact(program);
+registerReplay(program);
+registerDoctor(program);
+registerEngines(program);
+
+await program.parseAsync(process.argv);
+// gRPC channels are closed by every command; exit explicitly so a lingering handle cannot keep the CLI alive.
+process.exit(process.exitCode ?? 0);

@@ -1,0 +1,67 @@
+import Table from "cli-table3";
+import { status as Status, type ServiceError } from "@grpc/grpc-js";
+import { Mode } from "../contract/gen/contextd/v1/types.js";
+import { EngineHealth } from "../contract/gen/contextd/v1/registry.js";
+
+type Cell = string | number;
+type Align = "left" | "right";
+
+/**
+ * A plain table (no colours, so output is the same on a terminal and in a pipe). Columns whose
+ * cells are all numbers are right-aligned and numbers are printed with thousands separators.
+ */
+export function table(head: string[], rows: Cell[][]): string {
+  const colAligns: Align[] = head.map((_, i) => (rows.length > 0 && rows.every((r) => typeof r[i] === "number") ? "right" : "left"));
+  const t = new Table({ head, colAligns, style: { head: [], border: [], compact: true } });
+  for (const row of rows) t.push(row.map((c) => (typeof c === "number" ? num(c) : c)));
+  return t.toString();
+}
+
+/** A two-column `key  value` listing without borders. */
+export function keyValues(rows: [string, Cell][]): string {
+  const width = Math.max(0, ...rows.map(([k]) => k.length));
+  return rows.map(([k, v]) => `${k.padEnd(width)}  ${typeof v === "number" ? num(v) : v}`).join("\n");
+}
+
+export function num(n: number): string {
+  return n.toLocaleString("en-US");
+}
+
+/** `part` as a percentage of `total`, one decimal (`-` when total is 0). */
+export function pct(part: number, total: number): string {
+  return total > 0 ? `${((part / total) * 100).toFixed(1)}%` : "-";
+}
+
+/** Milliseconds since the epoch as ISO 8601 (`-` for 0). */
+export function iso(ms: number): string {
+  return ms > 0 ? new Date(ms).toISOString() : "-";
+}
+
+export function yesNo(b: boolean): string {
+  return b ? "yes" : "no";
+}
+
+export function modeName(mode: Mode): string {
+  return Mode[mode]?.replace(/^MODE_/, "") ?? String(mode);
+}
+
+export function healthName(health: EngineHealth): string {
+  return EngineHealth[health]?.replace(/^ENGINE_HEALTH_/, "") ?? String(health);
+}
+
+/** One line for an error: gRPC errors as `CODE: details`, others by message. */
+export function errorText(err: unknown): string {
+  if (isServiceError(err)) {
+    const details = (err.details || err.message).replace(/\s*Resolution note:\s*$/, "").trim();
+    return `${Status[err.code] ?? err.code}: ${details}`;
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+function isServiceError(err: unknown): err is ServiceError {
+  return err instanceof Error && typeof (err as Partial<ServiceError>).code === "number" && "details" in err;
+}
+
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}

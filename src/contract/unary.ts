@@ -1,0 +1,51 @@
+import { randomBytes } from "node:crypto";
+import type { handleUnaryCall, Metadata, sendUnaryData, ServerUnaryCall } from "@grpc/grpc-js";
+import type { Logger } from "pino";
+import { isInternal, toServiceError } from "./grpc-status.js";
+
+/** What every handler gets besides its request. */
+export interface RequestContext {
+  requestId: string;
+  metadata: Metadata;
+  /** The caller's deadline as epoch ms; Infinity when it set none. */
+  deadlineMs: number;
+  /** Fires when the caller cancels the call (or its deadline passes). */
+  signal: AbortSignal;
+  log: Logger;
+}
+
+/**
+ * Adapts an async handler to grpc-js: a request id and a child logger per call, the caller's
+ * deadline and cancellation as a signal, and typed errors mapped to gRPC status in one place.
+ */
+export function unary<Req, Res>(
+  method: string,
+  logger: Logger,
+  handler: (req: Req, ctx: RequestContext) => Promise<Res>,
+): handleUnaryCall<Req, Res> {
+  return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
+    const requestId = headerValue(call.metadata, "x-request-id") || randomBytes(6).toString("hex");
+    const controller = new AbortController();
+    call.on("cancelled", () => controller.abort(new Error("cancelled by the caller")));
+    const deadline = call.getDeadline();
+    const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
+    const log = logger.child({ requestId, method });
+    const started = performance.now();
+    handler(call.request, { requestId, metadata: call.metadata, deadlineMs, signal: controller.signal, log })
+      .then((res) => {
+        log.debug({ ms: Math.round(performance.now() - started) }, "ok");
+        callback(null, res);
+      })
+      .catch((err: unknown) => {
+        const serviceError = toServiceError(err);
+        if (isInternal(err)) log.error({ err }, "internal error");
+        else log.info({ code: serviceError.code, reason: serviceError.details }, "request refused");
+        callback(serviceError, null);
+      });
+  };
+}
+
+function headerValue(metadata: Metadata, key: string): string {
+  const value = metadata.get(key)[0];
+  return typeof value === "string" ? value : "";
+}

@@ -1,0 +1,38 @@
+import { summaryMessage } from "../contract/messages.js";
+import { Role, type Message } from "../contract/gen/contextd/v1/types.js";
+import type { ContextOverview } from "../contract/gen/contextd/v1/session.js";
+import type { ActiveView } from "../store/types.js";
+
+/**
+ * The active view as engines and the model see it: the latest compaction's summary as a user
+ * message, then the kept entries. Message ids are entry ids; token counts are the stored ones.
+ */
+export function viewMessages(view: ActiveView): Message[] {
+  const out: Message[] = [];
+  if (view.compaction) {
+    const { entry, summaryTokens } = view.compaction;
+    const summary = entry.entry?.$case === "compaction" ? entry.entry.value.summary : "";
+    out.push(summaryMessage(summary, entry.id, summaryTokens, entry.timestampMs));
+  }
+  for (const m of view.messages) out.push(m.message);
+  return out;
+}
+
+/** Tokens of the active view by section, for GetSession and `contextctl session`. */
+export function contextOverview(view: ActiveView): ContextOverview {
+  let messageTokens = 0;
+  let toolResultTokens = 0;
+  for (const m of view.messages) {
+    if (m.message.role === Role.ROLE_TOOL_RESULT) toolResultTokens += m.tokenCount;
+    else messageTokens += m.tokenCount;
+  }
+  const summaryTokens = view.compaction?.summaryTokens ?? 0;
+  const systemAdditionTokens = view.session.systemAdditionTokens;
+  return {
+    summaryTokens,
+    messageTokens,
+    toolResultTokens,
+    systemAdditionTokens,
+    totalTokens: summaryTokens + messageTokens + toolResultTokens + systemAdditionTokens,
+  };
+}

@@ -1,0 +1,81 @@
+import { ConflictError } from "../contract/errors.js";
+import { summaryMessage } from "../contract/messages.js";
+import type { CompactionResult, CompactionTarget } from "../contract/gen/contextd/v1/types.js";
+import { compactNative, type NativeCompactionDeps } from "../legacy/compaction/native-compaction.js";
+import type { ActiveView, TranscriptStore } from "../store/types.js";
+import { viewMessages } from "./active-view.js";
+
+export interface CommitOutcome {
+  committed: boolean;
+  reason: string;
+}
+
+export interface NativeRequest {
+  tokenBudget: number;
+  target: CompactionTarget;
+  force: boolean;
+  customInstructions?: string;
+  currentTokenCount?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * Commits compaction results to the store with optimistic concurrency, and runs the host's native
+ * compaction (auto-compaction before Assemble, and later HostService.DelegateCompaction).
+ */
+export class Compactions {
+  constructor(
+    private readonly store: TranscriptStore,
+    private readonly native: NativeCompactionDeps,
+  ) {}
+
+  /**
+   * Appends the compaction entry unless another compaction of the session was committed since the
+   * view was read; then the result is discarded and the transcript is untouched.
+   */
+  async commit(view: ActiveView, result: CompactionResult, engineId: string): Promise<CommitOutcome> {
+    const summaryTokens = this.native.tokenizer.countMessage(summaryMessage(result.summary));
+    try {
+      await this.store.commitCompaction(
+        view.session.sessionId,
+        {
+          summary: result.summary,
+          firstKeptEntryId: result.firstKeptEntryId,
+          tokensBefore: result.tokensBefore,
+          tokensAfter: result.tokensAfter,
+          engineId,
+          details: result.details,
+        },
+        view.session.latestCompactionId,
+        summaryTokens,
+      );
+      return { committed: true, reason: "" };
+    } catch (err) {
+      if (err instanceof ConflictError) {
+        return { committed: false, reason: `discarded: another compaction of this session was committed first (${err.message})` };
+      }
+      throw err;
+    }
+  }
+
+  /** The host's native compaction of `view`, committed under `engineId`. */
+  async runNative(view: ActiveView, req: NativeRequest, engineId: string) {
+    const outcome = await compactNative(
+      {
+        messages: viewMessages(view),
+        tokenBudget: req.tokenBudget,
+        target: req.target,
+        force: req.force,
+        customInstructions: req.customInstructions,
+        currentTokenCount: req.currentTokenCount,
+        signal: req.signal,
+      },
+      this.native,
+    );
+    if (!outcome.compacted || !outcome.result) return { ...outcome, committed: false };
+    const commit = await this.commit(view, outcome.result, engineId);
+    return commit.committed
+      ? { ...outcome, committed: true }
+      : { compacted: false, reason: commit.reason, result: undefined, committed: false };
+  }
+}

@@ -1,0 +1,216 @@
+import type { Logger } from "pino";
+import { NotFoundError, ResourceExhaustedError } from "../contract/errors.js";
+import type * as S from "../contract/gen/contextd/v1/session.js";
+import { CompactionTarget, Mode, PromptAuthority, type SessionRef } from "../contract/gen/contextd/v1/types.js";
+import type { CallerContext, Router, Selection } from "../registry/router.js";
+import type { ActiveView, TranscriptStore } from "../store/types.js";
+import type { Tokenizer } from "../tokens/tokenizer.js";
+import { viewMessages } from "./active-view.js";
+import type { Compactions } from "./compactions.js";
+import { checkAssembled, checkCompaction } from "./engine-answers.js";
+import { runtimeSettings } from "./runtime-settings.js";
+import { requireBudget, requireSession, validateAppend, type AppendLimits } from "./validate.js";
+
+/** An overflow compaction is tried at most this many times per Assemble (SPEC §4). */
+export const MAX_OVERFLOW_COMPACTIONS = 3;
+
+export interface HostCall extends CallerContext {
+  log: Logger;
+}
+
+/**
+ * The session lifecycle for runtimes: append, assemble (with auto-compaction), compact, after-turn
+ * and maintenance. Every engine call goes through the router, so whether `legacy` or a sidecar
+ * serves it is decided in one place.
+ */
+export class SessionHost {
+  constructor(
+    readonly store: TranscriptStore,
+    private readonly tokenizer: Tokenizer,
+    readonly router: Router,
+    private readonly compactions: Compactions,
+    private readonly limits: AppendLimits,
+  ) {}
+
+  async readView(session: SessionRef): Promise<ActiveView> {
+    const view = await this.store.readActiveView(session.sessionId);
+    if (!view) throw new NotFoundError(`session "${session.sessionId}" not found`);
+    return view;
+  }
+
+  async appendMessages(req: S.AppendMessagesRequest, call: HostCall): Promise<S.AppendMessagesResponse> {
+    const session = requireSession(req.session);
+    validateAppend(req.messages, this.limits);
+    const existing = await this.store.getSession(session.sessionId);
+    const entries = existing?.entryCount ?? 0;
+    if (entries + req.messages.length > this.limits.maxSessionEntries) {
+      throw new ResourceExhaustedError(
+        `session "${session.sessionId}" would have ${entries + req.messages.length} entries, over limits.max_session_entries (${this.limits.maxSessionEntries})`,
+      );
+    }
+    const counted = req.messages.map((message) => ({
+      message: { ...message, id: "" },
+      tokenCount: this.tokenizer.countMessage(message),
+    }));
+    const stored = await this.store.appendMessages(session.sessionId, counted, {
+      sessionKey: session.sessionKey,
+      agentId: session.agentId,
+    });
+    const storedMessages = stored.flatMap((e) => (e.entry?.$case === "message" ? [e.entry.value] : []));
+    await this.ingest(session, storedMessages, req.isHeartbeat, call);
+    return { entryIds: stored.map((e) => e.id), tokenCounts: counted.map((c) => c.tokenCount) };
+  }
+
+  /** The transcript is already durable; an engine that cannot ingest falls back and never fails the append. */
+  private async ingest(session: SessionRef, messages: S.AppendMessagesRequest["messages"], isHeartbeat: boolean, call: HostCall) {
+    const selection = this.router.select(session);
+    try {
+      await this.router.call(selection, "ingest", call, (engine, ctx) => {
+        if (engine.ingestBatch && engine.info().capabilities?.ingestBatch) {
+          return engine.ingestBatch({ session, messages, isHeartbeat, host: undefined }, ctx);
+        }
+        return (async () => {
+          for (const message of messages) await engine.ingest({ session, message, isHeartbeat, host: undefined }, ctx);
+          return { ingestedCount: messages.length };
+        })();
+      });
+    } catch (err) {
+      call.log.warn({ err, sessionId: session.sessionId }, "ingest failed after the append was stored");
+    }
+  }
+
+  async assemble(req: S.AssembleRequest, call: HostCall): Promise<S.AssembleResponse> {
+    const session = requireSession(req.session);
+    const budget = requireBudget(req.tokenBudget);
+    let view = await this.readView(session);
+    const selection = this.router.select(session);
+    const autoCompact = req.autoCompact ?? true;
+    let compaction: S.AssembleResponse["compaction"];
+
+    if (autoCompact && !selection.target.info.ownsCompaction) {
+      for (let attempt = 0; attempt < MAX_OVERFLOW_COMPACTIONS && view.tokens > budget; attempt++) {
+        const outcome = await this.compactions.runNative(
+          view,
+          { tokenBudget: budget, target: CompactionTarget.COMPACTION_TARGET_BUDGET, force: false, signal: call.signal },
+          "legacy",
+        );
+        if (!outcome.committed) break;
+        compaction = outcome.result;
+        view = await this.readView(session);
+      }
+    }
+
+    const routed = await this.router.call(
+      selection,
+      "assemble",
+      call,
+      (engine, ctx) =>
+        engine.assemble(
+          {
+            session,
+            messages: viewMessages(view),
+            tokenBudget: budget,
+            availableTools: req.availableTools,
+            model: req.model,
+            prompt: req.prompt,
+            runtimeSettings: runtimeSettings(selection, budget, req.model),
+            host: undefined,
+          },
+          ctx,
+        ),
+      (answer, target) => checkAssembled(answer, budget, target.builtin),
+    );
+    const answer = routed.value;
+    let mode = routed.mode;
+    let fallbackReason = routed.fallbackReason;
+    if (answer.promptAuthority === PromptAuthority.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW && answer.estimatedTokens > budget) {
+      mode = Mode.MODE_DEGRADED;
+      fallbackReason ||= autoCompact
+        ? `context is ${answer.estimatedTokens} tokens, over token_budget ${budget} after ${MAX_OVERFLOW_COMPACTIONS} compaction attempts`
+        : `context is ${answer.estimatedTokens} tokens, over token_budget ${budget}, and auto_compact is off`;
+    }
+    const additionTokens = answer.systemPromptAddition ? this.tokenizer.countText(answer.systemPromptAddition) : 0;
+    if (additionTokens !== view.session.systemAdditionTokens) await this.store.setSystemAdditionTokens(session.sessionId, additionTokens);
+    return {
+      messages: answer.messages,
+      estimatedTokens: answer.estimatedTokens,
+      systemPromptAddition: answer.systemPromptAddition,
+      engineId: routed.engineId,
+      mode,
+      fallbackReason,
+      compaction,
+    };
+  }
+
+  async compact(req: S.CompactRequest, call: HostCall): Promise<S.CompactResponse> {
+    const session = requireSession(req.session);
+    const budget = requireBudget(req.tokenBudget);
+    const view = await this.readView(session);
+    const selection = this.router.select(session);
+    const messages = viewMessages(view);
+    const routed = await this.router.call(
+      selection,
+      "compact",
+      call,
+      (engine, ctx) =>
+        engine.compact(
+          {
+            session,
+            messages,
+            tokenBudget: budget,
+            force: req.force,
+            currentTokenCount: req.currentTokenCount,
+            compactionTarget: req.compactionTarget,
+            customInstructions: req.customInstructions,
+            runtimeSettings: runtimeSettings(selection, budget),
+            host: undefined,
+          },
+          ctx,
+        ),
+      (answer) => checkCompaction(answer, messages),
+    );
+    const answer = routed.value;
+    const base = { engineId: routed.engineId, mode: routed.mode, fallbackReason: routed.fallbackReason };
+    if (!answer.compacted || !answer.result) {
+      return { ok: answer.ok, compacted: false, reason: answer.reason, result: undefined, ...base };
+    }
+    const commit = await this.compactions.commit(view, answer.result, routed.engineId);
+    if (!commit.committed) return { ok: true, compacted: false, reason: commit.reason, result: undefined, ...base };
+    return { ok: true, compacted: true, reason: answer.reason, result: answer.result, ...base };
+  }
+
+  async afterTurn(req: S.AfterTurnRequest, call: HostCall): Promise<S.AfterTurnResponse> {
+    const session = requireSession(req.session);
+    const view = await this.readView(session);
+    const selection = this.router.select(session);
+    const routed = await this.router.call(selection, "after_turn", call, async (engine, ctx) => {
+      if (!engine.afterTurn || !engine.info().capabilities?.afterTurn) return {};
+      return engine.afterTurn(
+        {
+          session,
+          messages: viewMessages(view),
+          prePromptMessageCount: req.prePromptMessageCount,
+          autoCompactionSummary: req.autoCompactionSummary,
+          tokenBudget: req.tokenBudget,
+          runtimeSettings: runtimeSettings(selection, req.tokenBudget),
+          host: undefined,
+        },
+        ctx,
+      );
+    });
+    return { engineId: routed.engineId, mode: routed.mode, fallbackReason: routed.fallbackReason };
+  }
+
+  async maintain(req: S.MaintainRequest, call: HostCall): Promise<S.MaintainResponse> {
+    const session = requireSession(req.session);
+    await this.readView(session);
+    const selection: Selection = this.router.select(session);
+    const routed = await this.router.call(selection, "maintain", call, async (engine, ctx) => {
+      if (!engine.maintain || !engine.info().capabilities?.maintain) {
+        return { changed: false, bytesFreed: 0, rewrittenEntries: 0, reason: `engine "${engine.info().id}" has no maintenance` };
+      }
+      return engine.maintain({ session, runtimeSettings: runtimeSettings(selection, 0), host: undefined }, ctx);
+    });
+    return { ...routed.value, engineId: routed.engineId, mode: routed.mode, fallbackReason: routed.fallbackReason };
+  }
+}

@@ -1,0 +1,73 @@
+import { InvalidArgumentError } from "../contract/errors.js";
+import type * as S from "../contract/gen/contextd/v1/session.js";
+import type { Router } from "../registry/router.js";
+import type { ActiveView, TranscriptStore } from "../store/types.js";
+import { contextOverview } from "./active-view.js";
+import { decodePageToken, encodePageToken, pageSize } from "./page-token.js";
+import { requireSession } from "./validate.js";
+import type { SessionHost } from "./session-host.js";
+
+/** Read-side SessionService calls: session info, listings, the whole transcript, deletion. */
+export class SessionQueries {
+  constructor(
+    private readonly host: SessionHost,
+    private readonly store: TranscriptStore,
+    private readonly router: Router,
+  ) {}
+
+  async getSession(req: S.GetSessionRequest): Promise<S.GetSessionResponse> {
+    const session = requireSession(req.session);
+    const view = await this.host.readView(session);
+    return { info: this.info(view) };
+  }
+
+  async listSessions(req: S.ListSessionsRequest): Promise<S.ListSessionsResponse> {
+    const limit = pageSize(req.pageSize, 100, 1000);
+    const cursor = decodePageToken(req.pageToken);
+    const page = await this.store.listSessions(limit, cursor);
+    const sessions: S.SessionInfo[] = [];
+    for (const record of page.sessions) {
+      const view = await this.store.readActiveView(record.sessionId);
+      if (view) sessions.push(this.info(view));
+    }
+    return { sessions, nextPageToken: page.nextCursor ? encodePageToken(page.nextCursor) : "" };
+  }
+
+  async getTranscript(req: S.GetTranscriptRequest): Promise<S.GetTranscriptResponse> {
+    const session = requireSession(req.session);
+    await this.host.readView(session);
+    const limit = pageSize(req.pageSize, 500, 5000);
+    const position = decodePageToken(req.pageToken);
+    const afterSeq = position === undefined ? 0 : Number(position);
+    if (!Number.isInteger(afterSeq) || afterSeq < 0) throw new InvalidArgumentError("page_token is not a token this server issued");
+    const entries = await this.store.readEntries(session.sessionId, afterSeq, limit + 1);
+    const more = entries.length > limit;
+    const page = more ? entries.slice(0, limit) : entries;
+    const last = page[page.length - 1];
+    return { entries: page, nextPageToken: more && last ? encodePageToken(String(last.seq)) : "" };
+  }
+
+  async deleteSession(req: S.DeleteSessionRequest): Promise<S.DeleteSessionResponse> {
+    const session = requireSession(req.session);
+    await this.host.readView(session);
+    return { deleted: await this.store.deleteSession(session.sessionId) };
+  }
+
+  private info(view: ActiveView): S.SessionInfo {
+    const s = view.session;
+    const ref = { sessionId: s.sessionId, sessionKey: s.sessionKey, agentId: s.agentId };
+    return {
+      session: ref,
+      createdAtMs: s.createdAtMs,
+      updatedAtMs: s.updatedAtMs,
+      entryCount: s.entryCount,
+      messageCount: s.messageCount,
+      compactionCount: s.compactionCount,
+      totalTokens: s.totalTokens,
+      activeTokens: view.tokens,
+      selectedEngineId: this.router.select(ref).selectedId,
+      overview: contextOverview(view),
+      parentSessionId: s.parentSessionId,
+    };
+  }
+}

@@ -1,0 +1,61 @@
+import { Message, Role, type SessionRef } from "../contract/gen/contextd/v1/types.js";
+import { InvalidArgumentError, ResourceExhaustedError } from "../contract/errors.js";
+
+export interface AppendLimits {
+  maxMessageBytes: number;
+  maxMessagesPerAppend: number;
+  maxSessionEntries: number;
+}
+
+const MAX_ID_LENGTH = 256;
+
+/** A session reference must name a session; its id is the key everything else hangs off. */
+export function requireSession(session: SessionRef | undefined, field = "session"): SessionRef {
+  const id = session?.sessionId?.trim() ?? "";
+  if (!id) throw new InvalidArgumentError(`${field}.session_id is required`);
+  if (id.length > MAX_ID_LENGTH) throw new InvalidArgumentError(`${field}.session_id is longer than ${MAX_ID_LENGTH} characters`);
+  if (/[\u0000-\u001f]/.test(id)) throw new InvalidArgumentError(`${field}.session_id contains control characters`);
+  return { sessionId: id, sessionKey: session?.sessionKey ?? "", agentId: session?.agentId ?? "" };
+}
+
+export function requireBudget(tokenBudget: number | undefined): number {
+  if (!tokenBudget || tokenBudget <= 0) throw new InvalidArgumentError("token_budget must be greater than 0");
+  return tokenBudget;
+}
+
+/**
+ * Checks a whole batch before anything is written, so a bad message rejects the batch and leaves
+ * the transcript as it was. Returns each message's encoded size.
+ */
+export function validateAppend(messages: Message[], limits: AppendLimits): void {
+  if (messages.length === 0) throw new InvalidArgumentError("messages is empty: append at least one message");
+  if (messages.length > limits.maxMessagesPerAppend) {
+    throw new ResourceExhaustedError(
+      `messages has ${messages.length} messages, over limits.max_messages_per_append (${limits.maxMessagesPerAppend})`,
+    );
+  }
+  messages.forEach((m, i) => validateMessage(m, `messages[${i}]`, limits.maxMessageBytes));
+}
+
+function validateMessage(m: Message, field: string, maxBytes: number): void {
+  if (m.role === Role.ROLE_UNSPECIFIED || m.role === Role.UNRECOGNIZED || Role[m.role] === undefined) {
+    throw new InvalidArgumentError(`${field}.role is required (ROLE_USER, ROLE_ASSISTANT, ROLE_TOOL_RESULT, ROLE_SYSTEM or ROLE_CUSTOM)`);
+  }
+  if (m.content.length === 0) throw new InvalidArgumentError(`${field}.content is empty: a message needs at least one content block`);
+  m.content.forEach((block, j) => {
+    if (!block.block) throw new InvalidArgumentError(`${field}.content[${j}] has no block set (text, image, thinking or tool_call)`);
+    if (block.block.$case === "toolCall" && !block.block.value.id) {
+      throw new InvalidArgumentError(`${field}.content[${j}].tool_call.id is required`);
+    }
+  });
+  if (m.role === Role.ROLE_TOOL_RESULT && !m.toolCallId) {
+    throw new InvalidArgumentError(`${field}.tool_call_id is required for a ROLE_TOOL_RESULT message`);
+  }
+  if (m.role === Role.ROLE_CUSTOM && !m.customType) {
+    throw new InvalidArgumentError(`${field}.custom_type is required for a ROLE_CUSTOM message`);
+  }
+  const bytes = Message.encode(m).finish().length;
+  if (bytes > maxBytes) {
+    throw new ResourceExhaustedError(`${field} is ${bytes} bytes, over limits.max_message_bytes (${maxBytes})`);
+  }
+}

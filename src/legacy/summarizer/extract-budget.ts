@@ -1,0 +1,106 @@
+/**
+ * Fits a summary into its hard character cap by dropping the least valuable lines first:
+ * tool activity, progress, earlier requests, focus notes, oldest decisions, oldest errors, the
+ * tail of a foreign earlier summary, low-value identifiers, then goals; the latest user request is
+ * shortened (head and tail kept) rather than dropped. The result never exceeds `maxChars`.
+ */
+import { clipHeadTail } from "./extract-text.js";
+import { SECTIONS, SUMMARY_TITLE, renderSections, type SectionId } from "./extract-format.js";
+
+/** Drop tiers: lower tiers go first. */
+export const TIER = {
+  tools: 0,
+  progress: 1,
+  requests: 2,
+  notes: 3,
+  decisions: 4,
+  errors: 5,
+  earlier: 6,
+  identifiers: 7,
+  goals: 8,
+  latest: 9,
+  focus: 10,
+} as const satisfies Record<SectionId, number>;
+
+export interface Entry {
+  section: SectionId;
+  /** The rendered line (block sections: the whole block). */
+  line: string;
+  /** Higher rank survives longer within a tier. */
+  rank: number;
+  /** Among equal ranks, lower seq is dropped first (use the index for oldest-first, -index for newest-first). */
+  seq: number;
+}
+
+/** The latest request is never cut below this many characters while anything else can still go. */
+const LATEST_FLOOR = 1200;
+
+const HEADING_COST = new Map(SECTIONS.map((s) => [s.id, 2 + s.heading.length]));
+
+/** Renders `entries` (already in display order) into at most `maxChars` characters. */
+export function fitToBudget(entries: Entry[], maxChars: number): string {
+  const max = Math.max(0, Math.floor(maxChars));
+  const alive = entries.map(() => true);
+  const perSection = new Map<SectionId, number>();
+  let total = SUMMARY_TITLE.length;
+  for (const e of entries) {
+    const n = perSection.get(e.section) ?? 0;
+    if (n === 0) total += HEADING_COST.get(e.section) ?? 0;
+    total += 1 + e.line.length;
+    perSection.set(e.section, n + 1);
+  }
+
+  const drop = (i: number): void => {
+    if (!alive[i]) return;
+    alive[i] = false;
+    const e = entries[i];
+    total -= 1 + e.line.length;
+    const n = (perSection.get(e.section) ?? 1) - 1;
+    perSection.set(e.section, n);
+    if (n === 0) total -= HEADING_COST.get(e.section) ?? 0;
+  };
+  const resize = (i: number, line: string): void => {
+    total += line.length - entries[i].line.length;
+    entries[i] = { ...entries[i], line };
+  };
+
+  if (total > max) {
+    const order = entries
+      .map((e, i) => i)
+      .filter((i) => entries[i].section !== "latest")
+      .sort((a, b) => {
+        const ea = entries[a];
+        const eb = entries[b];
+        return TIER[ea.section] - TIER[eb.section] || ea.rank - eb.rank || ea.seq - eb.seq || a - b;
+      });
+    const latest = entries.findIndex((e) => e.section === "latest");
+    let next = 0;
+    const dropThrough = (tier: number): void => {
+      while (total > max && next < order.length && TIER[entries[order[next]].section] <= tier) drop(order[next++]);
+    };
+    const shrinkLatest = (floor: number): void => {
+      if (latest < 0 || total <= max) return;
+      const line = entries[latest].line;
+      const target = Math.max(floor, line.length - (total - max));
+      if (target < line.length) {
+        if (target < 40) drop(latest);
+        else resize(latest, clipHeadTail(line, target));
+      }
+    };
+    dropThrough(TIER.earlier);
+    shrinkLatest(LATEST_FLOOR);
+    dropThrough(TIER.goals);
+    shrinkLatest(0);
+    dropThrough(Number.POSITIVE_INFINITY);
+  }
+
+  const lines = new Map<SectionId, string[]>();
+  entries.forEach((e, i) => {
+    if (!alive[i]) return;
+    const list = lines.get(e.section);
+    if (list) list.push(e.line);
+    else lines.set(e.section, [e.line]);
+  });
+  const out = renderSections(lines);
+  return out.length <= max ? out : out.slice(0, max);
+}

@@ -1,0 +1,188 @@
+/**
+ * The extractive summary's text format, and its parser (so a later compaction can merge an
+ * earlier summary section by section).
+ *
+ *   # Conversation summary (contextd extractive v1)
+ *
+ *   ## Goals and constraints
+ *   - Task: Migrate the config loader to YAML.
+ *   - Never read /etc/contextd.conf directly.
+ *
+ *   ## Latest user request
+ *   Now make the tests pass.
+ *   ...
+ *
+ * List sections hold one "- item" per line; block sections (Focus, Latest user request) hold text
+ * verbatim; "Earlier summary" holds another engine's summary line by line.
+ */
+import { ID_KINDS, type IdKind, type Identifier } from "./extract-identifiers.js";
+
+export const SUMMARY_TITLE = "# Conversation summary (contextd extractive v1)";
+
+export type SectionId =
+  | "focus"
+  | "goals"
+  | "latest"
+  | "requests"
+  | "decisions"
+  | "errors"
+  | "identifiers"
+  | "notes"
+  | "progress"
+  | "tools"
+  | "earlier";
+
+/** Sections in render order, with their headings. */
+export const SECTIONS: ReadonlyArray<{ id: SectionId; heading: string; block?: boolean }> = [
+  { id: "focus", heading: "## Focus", block: true },
+  { id: "goals", heading: "## Goals and constraints" },
+  { id: "latest", heading: "## Latest user request", block: true },
+  { id: "requests", heading: "## Earlier user requests" },
+  { id: "decisions", heading: "## Decisions" },
+  { id: "errors", heading: "## Errors" },
+  { id: "identifiers", heading: "## Identifiers" },
+  { id: "notes", heading: "## Relevant to focus" },
+  { id: "progress", heading: "## Progress" },
+  { id: "tools", heading: "## Tool activity" },
+  { id: "earlier", heading: "## Earlier summary", block: true },
+];
+
+const BY_HEADING = new Map(SECTIONS.map((s) => [s.heading, s]));
+
+/** Everything a summary holds, as plain data. */
+export interface SummaryDoc {
+  focus: string;
+  goals: string[];
+  latest: string;
+  requests: string[];
+  decisions: string[];
+  errors: string[];
+  identifiers: Identifier[];
+  notes: string[];
+  progress: string[];
+  tools: string[];
+  /** Lines of a summary written by something else (another engine, an LLM summarizer). */
+  earlier: string[];
+}
+
+export function emptyDoc(): SummaryDoc {
+  return {
+    focus: "",
+    goals: [],
+    latest: "",
+    requests: [],
+    decisions: [],
+    errors: [],
+    identifiers: [],
+    notes: [],
+    progress: [],
+    tools: [],
+    earlier: [],
+  };
+}
+
+/** A line inside block text that would read as one of our headings is indented by one space. */
+export function escapeBlock(text: string): string {
+  return text
+    .split("\n")
+    .map((line) => (BY_HEADING.has(line.trimEnd()) || line.startsWith(SUMMARY_TITLE) ? ` ${line}` : line))
+    .join("\n");
+}
+
+function unescapeBlock(text: string): string {
+  return text
+    .split("\n")
+    .map((line) => {
+      const t = line.slice(1);
+      return line.startsWith(" ") && (BY_HEADING.has(t.trimEnd()) || t.startsWith(SUMMARY_TITLE)) ? t : line;
+    })
+    .join("\n");
+}
+
+export function identifierLine(id: Identifier): string {
+  return `- ${id.kind}: ${id.value}`;
+}
+
+const KIND_SET = new Set<string>(ID_KINDS);
+
+/** True when `text` is (or contains) a summary this summarizer wrote. */
+export function isOwnSummary(text: string): boolean {
+  return text.includes(SUMMARY_TITLE);
+}
+
+/** Parses a summary this summarizer wrote; undefined when `text` is in some other format. */
+export function parseSummary(text: string): SummaryDoc | undefined {
+  const start = text.indexOf(SUMMARY_TITLE);
+  if (start < 0) return undefined;
+  const doc = emptyDoc();
+  const lines = text.slice(start + SUMMARY_TITLE.length).replace(/\r\n?/g, "\n").split("\n");
+  let current: (typeof SECTIONS)[number] | undefined;
+  let block: string[] = [];
+  const flush = (): void => {
+    if (!current) return;
+    if (current.block) {
+      const body = unescapeBlock(block.join("\n")).replace(/^\n+|\s+$/g, "");
+      if (current.id === "focus") doc.focus = body;
+      else if (current.id === "latest") doc.latest = body;
+      else doc.earlier.push(...body.split("\n").filter((l) => l.trim()));
+    }
+    block = [];
+  };
+  for (const line of lines) {
+    const section = BY_HEADING.get(line.trimEnd());
+    if (section) {
+      flush();
+      current = section;
+      continue;
+    }
+    if (!current) continue;
+    if (current.block) {
+      block.push(line);
+      continue;
+    }
+    const trimmed = line.trim();
+    if (!trimmed) continue;
+    const item = trimmed.startsWith("- ") ? trimmed.slice(2).trim() : trimmed;
+    if (!item) continue;
+    if (current.id === "identifiers") {
+      const colon = item.indexOf(": ");
+      const kind = colon > 0 ? item.slice(0, colon) : "";
+      if (KIND_SET.has(kind)) doc.identifiers.push({ kind: kind as IdKind, value: item.slice(colon + 2).trim() });
+      else doc.identifiers.push({ kind: "symbol", value: item });
+      continue;
+    }
+    const list = doc[current.id as Exclude<SectionId, "focus" | "latest" | "earlier" | "identifiers">];
+    if (!trimmed.startsWith("- ") && list.length > 0) list[list.length - 1] += ` ${item}`;
+    else list.push(item);
+  }
+  flush();
+  return doc;
+}
+
+/** Lines of one section as rendered (without its heading). */
+export function sectionLines(doc: SummaryDoc, id: SectionId): string[] {
+  switch (id) {
+    case "focus":
+      return doc.focus ? [escapeBlock(doc.focus)] : [];
+    case "latest":
+      return doc.latest ? [escapeBlock(doc.latest)] : [];
+    case "earlier":
+      return doc.earlier.map((l) => escapeBlock(l));
+    case "identifiers":
+      return doc.identifiers.map(identifierLine);
+    default:
+      return doc[id].map((item) => `- ${item}`);
+  }
+}
+
+/** Renders lines grouped by section: title, then "\n\n## Heading" and "\n" + line per line. */
+export function renderSections(lines: ReadonlyMap<SectionId, readonly string[]>): string {
+  let out = SUMMARY_TITLE;
+  for (const s of SECTIONS) {
+    const ls = lines.get(s.id);
+    if (!ls || ls.length === 0) continue;
+    out += `\n\n${s.heading}`;
+    for (const l of ls) out += `\n${l}`;
+  }
+  return out;
+}

@@ -1,0 +1,48 @@
+import type { CallContext } from "../contract/engine-api.js";
+import { CancelledError, DeadlineExceededError } from "../contract/errors.js";
+
+/**
+ * Runs `fn` under an absolute deadline. The signal handed to `fn` fires when the deadline passes or
+ * the caller cancels, and the returned promise settles at that moment even if `fn` ignores the
+ * signal — a hung engine must never hold the runtime past its deadline. A late result is dropped.
+ */
+export async function withDeadline<T>(
+  deadlineMs: number,
+  callerSignal: AbortSignal | undefined,
+  describe: string,
+  fn: (ctx: CallContext) => Promise<T>,
+): Promise<T> {
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  let onCallerAbort: (() => void) | undefined;
+  const budgetMs = deadlineMs - Date.now();
+
+  const stop = new Promise<never>((_, reject) => {
+    const expire = () => {
+      const err = new DeadlineExceededError(`${describe}: deadline of ${Math.max(0, Math.round(budgetMs))}ms exceeded`);
+      controller.abort(err);
+      reject(err);
+    };
+    if (budgetMs <= 0) return expire();
+    if (Number.isFinite(deadlineMs)) timer = setTimeout(expire, budgetMs);
+    if (callerSignal) {
+      onCallerAbort = () => {
+        const err = new CancelledError(`${describe}: cancelled by the caller`);
+        controller.abort(err);
+        reject(err);
+      };
+      if (callerSignal.aborted) onCallerAbort();
+      else callerSignal.addEventListener("abort", onCallerAbort, { once: true });
+    }
+  });
+
+  try {
+    const work = fn({ signal: controller.signal, deadlineMs });
+    work.catch(() => undefined); // a result or error that arrives after the deadline is dropped
+    return await Promise.race([work, stop]);
+  } finally {
+    if (timer) clearTimeout(timer);
+    if (onCallerAbort) callerSignal?.removeEventListener("abort", onCallerAbort);
+    stop.catch(() => undefined);
+  }
+}

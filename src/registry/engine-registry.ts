@@ -1,0 +1,94 @@
+import type { ContextEngine } from "../contract/engine-api.js";
+import type { EngineInfo } from "../contract/gen/contextd/v1/engine.js";
+import { EngineHealth, type EngineStatus, type QuarantineState } from "../contract/gen/contextd/v1/registry.js";
+import { NotFoundError } from "../contract/errors.js";
+import { CORE_OWNER, LEGACY_ENGINE_ID } from "../legacy/legacy-engine.js";
+
+/** Per-engine call counters, as reported in EngineStatus. */
+export interface EngineCounters {
+  calls: number;
+  failures: number;
+  fallbacks: number;
+  timeouts: number;
+}
+
+/** An engine the registry knows: the built-in `legacy` one or an admitted sidecar. */
+export interface RegisteredEngine {
+  id: string;
+  owner: string;
+  /** Empty for the in-process engine. */
+  endpoint: string;
+  builtin: boolean;
+  engine: ContextEngine;
+  info: EngineInfo;
+  registeredAtMs: number;
+  health: EngineHealth;
+  quarantine?: QuarantineState;
+  counters: EngineCounters;
+}
+
+/**
+ * The set of engines contextd can route to. `legacy` is always present and owned by `core`.
+ * Admission of remote engines (ownership rules, contract validation, quarantine) is layered on top
+ * of this map by the registration service; this class only holds the state and renders it.
+ */
+export class EngineRegistry {
+  private readonly engines = new Map<string, RegisteredEngine>();
+
+  constructor(legacy: ContextEngine) {
+    this.engines.set(LEGACY_ENGINE_ID, {
+      id: LEGACY_ENGINE_ID,
+      owner: CORE_OWNER,
+      endpoint: "",
+      builtin: true,
+      engine: legacy,
+      info: legacy.info(),
+      registeredAtMs: Date.now(),
+      health: EngineHealth.ENGINE_HEALTH_SERVING,
+      counters: { calls: 0, failures: 0, fallbacks: 0, timeouts: 0 },
+    });
+  }
+
+  get legacy(): RegisteredEngine {
+    return this.engines.get(LEGACY_ENGINE_ID)!;
+  }
+
+  get(id: string): RegisteredEngine | undefined {
+    return this.engines.get(id);
+  }
+
+  list(): RegisteredEngine[] {
+    return [...this.engines.values()].sort((a, b) => (a.builtin === b.builtin ? a.id.localeCompare(b.id) : a.builtin ? -1 : 1));
+  }
+
+  set(engine: RegisteredEngine): void {
+    this.engines.set(engine.id, engine);
+  }
+
+  delete(id: string): boolean {
+    return this.engines.delete(id);
+  }
+
+  status(id: string): EngineStatus {
+    const engine = this.engines.get(id);
+    if (!engine) throw new NotFoundError(`engine_id "${id}" is not registered`);
+    return toEngineStatus(engine);
+  }
+}
+
+export function toEngineStatus(e: RegisteredEngine): EngineStatus {
+  return {
+    engineId: e.id,
+    owner: e.owner,
+    endpoint: e.endpoint,
+    info: e.info,
+    health: e.health,
+    quarantine: e.quarantine,
+    registeredAtMs: e.registeredAtMs,
+    calls: e.counters.calls,
+    failures: e.counters.failures,
+    fallbacks: e.counters.fallbacks,
+    timeouts: e.counters.timeouts,
+    builtin: e.builtin,
+  };
+}

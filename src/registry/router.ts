@@ -1,0 +1,153 @@
+import type { CallContext, ContextEngine } from "../contract/engine-api.js";
+import { CancelledError, ContextdError, DeadlineExceededError } from "../contract/errors.js";
+import { status } from "@grpc/grpc-js";
+import { Mode, SelectionSource, type SessionRef } from "../contract/gen/contextd/v1/types.js";
+import { withDeadline } from "./deadline.js";
+import type { EngineRegistry, RegisteredEngine } from "./engine-registry.js";
+
+export type EngineOperation = "ingest" | "assemble" | "compact" | "after_turn" | "maintain" | "bootstrap" | "subagent";
+export type OnFailure = "fallback" | "strict";
+
+export interface RoutingSettings {
+  contextEngine: string;
+  agents: Record<string, string>;
+  timeoutsMs: Record<EngineOperation, number>;
+  onFailure: OnFailure;
+  overrides: Record<string, { timeoutsMs?: Partial<Record<EngineOperation, number>>; onFailure?: OnFailure }>;
+}
+
+/** Which engine serves a session, and whether that is the one the slot asked for. */
+export interface Selection {
+  /** The engine id the slot names for this session. */
+  selectedId: string;
+  source: SelectionSource;
+  /** The engine that will be called: the selected one, or `legacy` when it is unusable. */
+  target: RegisteredEngine;
+  mode: Mode;
+  fallbackReason: string;
+}
+
+export interface Routed<T> {
+  value: T;
+  engineId: string;
+  mode: Mode;
+  fallbackReason: string;
+}
+
+/** What the runtime's own call contributes: its deadline (Infinity when none) and cancellation. */
+export interface CallerContext {
+  deadlineMs: number;
+  signal?: AbortSignal;
+}
+
+/** Why an engine call did not produce a usable answer. */
+export type FailureKind = "error" | "timeout" | "contract";
+
+/** Told about every engine failure that is the engine's fault (never the caller's cancellation). */
+export interface FailureObserver {
+  onEngineFailure(engine: RegisteredEngine, op: EngineOperation, kind: FailureKind, reason: string): void;
+  onFallback(engine: RegisteredEngine, op: EngineOperation, reason: string): void;
+}
+
+/** Thrown by a `validate` callback when an engine's answer breaks the contract. */
+export class ContractViolation extends Error {}
+
+/**
+ * Routes engine calls: resolves the slot, bounds every call with its deadline, and falls back to
+ * `legacy` within what is left of the runtime's deadline when the selected engine fails.
+ */
+export class Router {
+  constructor(
+    private readonly registry: EngineRegistry,
+    private readonly settings: RoutingSettings,
+    private readonly observer?: FailureObserver,
+  ) {}
+
+  select(session: SessionRef | undefined): Selection {
+    const agentId = session?.agentId ?? "";
+    const perAgent = agentId ? this.settings.agents[agentId] : undefined;
+    const selectedId = perAgent ?? this.settings.contextEngine;
+    const source = perAgent || selectedId !== "legacy" ? SelectionSource.SELECTION_SOURCE_CONFIGURED : SelectionSource.SELECTION_SOURCE_DEFAULT;
+    const legacy = this.registry.legacy;
+    const engine = this.registry.get(selectedId);
+    if (!engine) return this.fallbackSelection(selectedId, source, `engine "${selectedId}" is not registered`);
+    if (engine.quarantine) {
+      return this.fallbackSelection(selectedId, source, `engine "${selectedId}" is quarantined (${engine.quarantine.operation}: ${engine.quarantine.reason})`);
+    }
+    if (engine === legacy) return { selectedId, source, target: legacy, mode: Mode.MODE_NORMAL, fallbackReason: "" };
+    return { selectedId, source, target: engine, mode: Mode.MODE_NORMAL, fallbackReason: "" };
+  }
+
+  private fallbackSelection(selectedId: string, source: SelectionSource, reason: string): Selection {
+    return { selectedId, source, target: this.registry.legacy, mode: Mode.MODE_FALLBACK, fallbackReason: reason };
+  }
+
+  timeoutMs(engineId: string, op: EngineOperation): number {
+    return this.settings.overrides[engineId]?.timeoutsMs?.[op] ?? this.settings.timeoutsMs[op];
+  }
+
+  private onFailure(engineId: string): OnFailure {
+    return this.settings.overrides[engineId]?.onFailure ?? this.settings.onFailure;
+  }
+
+  /**
+   * Calls `fn` on the selected engine under its deadline; on failure retries on `legacy` (or fails
+   * closed when the slot is `strict`). `validate` checks the answer against the contract.
+   */
+  async call<T>(
+    selection: Selection,
+    op: EngineOperation,
+    caller: CallerContext,
+    fn: (engine: ContextEngine, ctx: CallContext, target: RegisteredEngine) => Promise<T>,
+    validate?: (value: T, target: RegisteredEngine) => void,
+  ): Promise<Routed<T>> {
+    const target = selection.target;
+    if (target.builtin) {
+      const value = await this.attempt(target, op, caller, fn, validate);
+      return { value, engineId: target.id, mode: selection.mode, fallbackReason: selection.fallbackReason };
+    }
+    try {
+      const value = await this.attempt(target, op, caller, fn, validate);
+      return { value, engineId: target.id, mode: Mode.MODE_NORMAL, fallbackReason: "" };
+    } catch (err) {
+      if (err instanceof CancelledError || caller.signal?.aborted) throw err;
+      const kind: FailureKind = err instanceof DeadlineExceededError ? "timeout" : err instanceof ContractViolation ? "contract" : "error";
+      const reason = `engine "${target.id}" failed on ${op}: ${errorText(err)}`;
+      this.observer?.onEngineFailure(target, op, kind, reason);
+      if (this.onFailure(target.id) === "strict") {
+        throw new ContextdError(kind === "timeout" ? status.DEADLINE_EXCEEDED : status.UNAVAILABLE, `${reason} (on_failure: strict, no fallback)`);
+      }
+      target.counters.fallbacks++;
+      this.observer?.onFallback(target, op, reason);
+      const legacy = this.registry.legacy;
+      const value = await this.attempt(legacy, op, caller, fn, validate);
+      return { value, engineId: legacy.id, mode: Mode.MODE_FALLBACK, fallbackReason: reason };
+    }
+  }
+
+  private async attempt<T>(
+    target: RegisteredEngine,
+    op: EngineOperation,
+    caller: CallerContext,
+    fn: (engine: ContextEngine, ctx: CallContext, target: RegisteredEngine) => Promise<T>,
+    validate?: (value: T, target: RegisteredEngine) => void,
+  ): Promise<T> {
+    const deadlineMs = Math.min(Date.now() + this.timeoutMs(target.id, op), caller.deadlineMs);
+    target.counters.calls++;
+    try {
+      const value = await withDeadline(deadlineMs, caller.signal, `engine "${target.id}" ${op}`, (ctx) => fn(target.engine, ctx, target));
+      if (validate) validate(value, target);
+      return value;
+    } catch (err) {
+      if (!(err instanceof CancelledError)) {
+        target.counters.failures++;
+        if (err instanceof DeadlineExceededError) target.counters.timeouts++;
+      }
+      throw err;
+    }
+  }
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

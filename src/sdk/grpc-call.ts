@@ -1,0 +1,40 @@
+import { credentials as grpcCredentials, Metadata, type ChannelCredentials, type Client, type ServiceError } from "@grpc/grpc-js";
+
+export interface ClientOptions {
+  /** host:port or unix:/path. */
+  address: string;
+  /** Sent as `authorization: Bearer <token>`. */
+  token?: string;
+  /** Default: plaintext (local development). */
+  credentials?: ChannelCredentials;
+  /** Per-call deadline when the call does not give one. Default 30 s. */
+  timeoutMs?: number;
+}
+
+export interface CallOptions {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  metadata?: Metadata;
+}
+
+type UnaryMethod<Req, Res> = (
+  request: Req,
+  metadata: Metadata,
+  options: { deadline: Date },
+  callback: (error: ServiceError | null, response: Res) => void,
+) => { cancel(): void };
+
+export function channelCredentials(options: ClientOptions): ChannelCredentials {
+  return options.credentials ?? grpcCredentials.createInsecure();
+}
+
+/** Promise form of one unary call with a deadline, bearer metadata and AbortSignal cancellation. */
+export function callUnary<Req, Res>(client: Client, method: UnaryMethod<Req, Res>, request: Req, defaults: ClientOptions, options: CallOptions = {}): Promise<Res> {
+  const metadata = options.metadata?.clone() ?? new Metadata();
+  if (defaults.token && !metadata.get("authorization").length) metadata.set("authorization", `Bearer ${defaults.token}`);
+  const deadline = new Date(Date.now() + (options.timeoutMs ?? defaults.timeoutMs ?? 30_000));
+  return new Promise<Res>((resolve, reject) => {
+    const call = method.call(client, request, metadata, { deadline }, (err, res) => (err ? reject(err) : resolve(res)));
+    options.signal?.addEventListener("abort", () => call.cancel(), { once: true });
+  });
+}

@@ -1,0 +1,299 @@
+import { z } from "zod";
+import type { TokenizerName } from "../tokens/tokenizer.js";
+import { DURATION_HINT, MAX_DURATION_MS, formatDuration, parseDuration } from "./duration.js";
+
+/**
+ * The config file's schema (SPEC §7). Every object is strict: an unknown key is an error. Keys stay
+ * snake_case as in the file, so the docs, the YAML and the code use the same names; durations come
+ * out as milliseconds. Error texts are written for the one-line `config: <path>: <why>` message.
+ */
+
+/** Renders a value for an error message, short. */
+export function show(value: unknown): string {
+  if (value === undefined) return "nothing";
+  const s = JSON.stringify(value) ?? String(value);
+  return s.length > 60 ? `${s.slice(0, 57)}...` : s;
+}
+
+const expected = (what: string) => (iss: { input?: unknown }) =>
+  iss.input === undefined ? "is required" : `expected ${what}, got ${show(iss.input)}`;
+
+/** A non-empty trimmed string; YAML numbers are accepted as their text (an engine id `2024`). */
+const text = (what = "a string") =>
+  z.preprocess(
+    (v) => (typeof v === "number" ? String(v) : v),
+    z.string({ error: expected(what) }).trim().min(1, { error: "must not be empty", abort: true }),
+  );
+
+const int = (min: 0 | 1) => {
+  const error = expected(min ? "a positive integer" : "a non-negative integer");
+  return z.number({ error }).int({ error }).min(min, { error }).max(Number.MAX_SAFE_INTEGER, { error });
+};
+
+const bool = () => z.boolean({ error: expected("true or false") });
+
+const oneOf = <const T extends readonly [string, ...string[]]>(values: T) =>
+  z.enum(values, { error: (iss) => `${show(iss.input)} is not one of ${values.join(", ")}` });
+
+/** A duration string (`500ms`, `2s`, `3m`), as positive milliseconds. */
+const duration = () =>
+  z.unknown().transform((v, ctx): number => {
+    let ms: number;
+    try {
+      if (typeof v !== "string") throw new RangeError(`${show(v)} is not a duration (${DURATION_HINT})`);
+      ms = parseDuration(v);
+    } catch (e) {
+      ctx.issues.push({ code: "custom", message: (e as Error).message, input: v });
+      return z.NEVER;
+    }
+    if (ms <= 0 || ms > MAX_DURATION_MS) {
+      const why = ms <= 0 ? "must be longer than 0" : `is too long (at most ${formatDuration(3_600_000 * 596)})`;
+      ctx.issues.push({ code: "custom", message: `${show(v)} ${why}`, input: v });
+      return z.NEVER;
+    }
+    return ms;
+  });
+
+/** Checks `host:port` (`[v6]:port` for IPv6) or `unix:/path`; returns why it is not one. */
+export function addressProblem(addr: string, allowPortZero: boolean): string | undefined {
+  if (addr.startsWith("unix:")) return addr.length > 5 ? undefined : "unix: needs a socket path";
+  const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/.exec(addr);
+  const bad = `${show(addr)} is not an address (use host:port, [::1]:port or unix:/path)`;
+  if (!m) return addr.split(":").length > 2 && !addr.startsWith("[") ? `${bad}; write IPv6 hosts in brackets` : bad;
+  const port = Number(m[2]);
+  if (port > 65535 || (port === 0 && !allowPortZero))
+    return `port ${port} out of range (${allowPortZero ? 0 : 1}..65535)`;
+  return undefined;
+}
+
+const address = (allowPortZero = true) =>
+  text("an address").superRefine((v, ctx) => {
+    const problem = addressProblem(v, allowPortZero);
+    if (problem) ctx.addIssue({ code: "custom", message: problem, input: v });
+  });
+
+const storeUrl = text("a store URL").superRefine((v, ctx) => {
+  const bad = `${show(v)} is not a store URL (use sqlite:./path.db or postgres://user@host:5432/db)`;
+  if (/^sqlite:/.test(v)) {
+    if (v.length === 7) ctx.addIssue({ code: "custom", message: `${bad}: sqlite: needs a file path`, input: v });
+    return;
+  }
+  if (!/^postgres(ql)?:\/\//.test(v) || !URL.canParse(v)) ctx.addIssue({ code: "custom", message: bad, input: v });
+});
+
+const envName = text("an environment variable name").refine((v) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(v), {
+  error: (iss) => `${show(iss.input)} is not an environment variable name`,
+});
+const sha256 = text("64 hex characters")
+  .transform((v) => v.toLowerCase())
+  .refine((v) => /^[0-9a-f]{64}$/.test(v), {
+    error: (iss) => `${show(iss.input)} is not a sha256 hex digest (64 hex characters)`,
+  });
+
+const secretShape = { token_env: envName.optional(), token_sha256: sha256.optional() };
+const exactlyOneSecret = (v: { token_env?: string; token_sha256?: string }, ctx: z.RefinementCtx) => {
+  if ((v.token_env === undefined) === (v.token_sha256 === undefined))
+    ctx.addIssue({ code: "custom", message: "set exactly one of token_env or token_sha256", input: v });
+};
+const agentPattern = text("an agent id or pattern").refine((v) => !v.slice(0, -1).includes("*"), {
+  error: (iss) => `${show(iss.input)}: "*" may only end a pattern ("*", "team-*")`,
+});
+
+const auth = z.strictObject({
+  required: bool().prefault(true),
+  owners: z
+    .record(
+      z.string().refine((k) => k.trim() === k && k !== "" && k !== "core", {
+        error: (iss) =>
+          iss.input === "core" ? `owner "core" is reserved for contextd itself` : `${show(iss.input)} is not an owner name`,
+      }),
+      z.strictObject(secretShape).superRefine(exactlyOneSecret),
+    )
+    .prefault({}),
+  operators: z.array(z.strictObject({ ...secretShape, name: text().optional() }).superRefine(exactlyOneSecret)).prefault([]),
+  runtimes: z
+    .array(
+      z
+        .strictObject({ ...secretShape, name: text().optional(), agents: z.array(agentPattern).min(1).prefault(["*"]) })
+        .superRefine(exactlyOneSecret),
+    )
+    .prefault([]),
+});
+
+const timeoutDefaults = { ingest: "5s", assemble: "10s", compact: "180s", after_turn: "30s", maintain: "60s", bootstrap: "60s", subagent: "10s" };
+const eachTimeout = <S>(f: (dflt: string) => S) =>
+  Object.fromEntries(Object.entries(timeoutDefaults).map(([k, d]) => [k, f(d)])) as Record<keyof typeof timeoutDefaults, S>;
+const timeouts = z.strictObject(eachTimeout((d) => duration().prefault(d)));
+const partialTimeouts = z.strictObject(eachTimeout(() => duration().optional()));
+const onFailure = oneOf(["fallback", "strict"]);
+const filePath = text("a file path");
+const stringMap = z.record(z.string(), z.preprocess((v) => (typeof v === "number" || typeof v === "boolean" ? String(v) : v), z.string({ error: expected("a string") })));
+
+const engines = z.strictObject({
+  allow_endpoints: z.array(text()).prefault(["127.0.0.1", "localhost", "::1", "unix:"]),
+  timeouts: timeouts.prefault({}),
+  health: z
+    .strictObject({ interval: duration().prefault("5s"), timeout: duration().prefault("1s"), unhealthy_threshold: int(1).prefault(2) })
+    .superRefine((v, ctx) => {
+      if (v.timeout > v.interval)
+        ctx.addIssue({ code: "custom", path: ["timeout"], input: v.timeout, message: `${formatDuration(v.timeout)} must not exceed engines.health.interval (${formatDuration(v.interval)})` });
+    })
+    .prefault({}),
+  quarantine: z
+    .strictObject({ base_ejection: duration().prefault("30s"), max_ejection: duration().prefault("300s") })
+    .superRefine((v, ctx) => {
+      if (v.max_ejection < v.base_ejection)
+        ctx.addIssue({ code: "custom", path: ["max_ejection"], input: v.max_ejection, message: `${formatDuration(v.max_ejection)} must be at least engines.quarantine.base_ejection (${formatDuration(v.base_ejection)})` });
+    })
+    .prefault({}),
+  on_failure: onFailure.prefault("fallback"),
+  overrides: z
+    .record(z.string().min(1), z.strictObject({ timeouts: partialTimeouts.prefault({}), on_failure: onFailure.optional() }))
+    .prefault({}),
+  managed: z
+    .array(
+      z.strictObject({
+        id: text("an engine id"),
+        command: z.array(text()).min(1, { error: "must name a program: [program, ...args]" }),
+        env: stringMap.prefault({}),
+        cwd: filePath.optional(),
+      }),
+    )
+    .superRefine((list, ctx) => {
+      list.forEach((m, i) => {
+        if (list.findIndex((o) => o.id === m.id) < i)
+          ctx.addIssue({ code: "custom", path: [i, "id"], input: m.id, message: `engine ${show(m.id)} is listed twice` });
+      });
+    })
+    .prefault([]),
+  tls: z
+    .strictObject({ ca_file: filePath.optional(), cert_file: filePath.optional(), key_file: filePath.optional() })
+    .superRefine((v, ctx) => {
+      if ((v.cert_file === undefined) !== (v.key_file === undefined))
+        ctx.addIssue({ code: "custom", input: v, message: "set both cert_file and key_file (client certificate) or neither" });
+    })
+    .optional(),
+});
+
+const summarizer = z.discriminatedUnion("kind", [
+  z.strictObject({ kind: z.literal("extractive") }),
+  z.strictObject({
+    kind: z.literal("openai"),
+    base_url: text("a URL").refine((v) => /^https?:\/\//.test(v) && URL.canParse(v), {
+      error: (iss) => `${show(iss.input)} is not an http(s) URL`,
+    }),
+    model: text("a model name"),
+    api_key_env: envName,
+  }),
+]);
+
+export const configSchema = z.strictObject({
+  listen: address().prefault("127.0.0.1:50051"),
+  metrics_listen: address().prefault("127.0.0.1:9464"),
+  host_endpoint: address(false).optional(),
+  store: storeUrl.prefault("sqlite:./data/contextd.db"),
+  log_level: oneOf(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).prefault("info"),
+  tls: z
+    .strictObject({ cert_file: filePath, key_file: filePath, client_ca_file: filePath.optional(), require_client_cert: bool().prefault(false) })
+    .superRefine((v, ctx) => {
+      if (v.require_client_cert && v.client_ca_file === undefined)
+        ctx.addIssue({ code: "custom", path: ["client_ca_file"], message: "is required when require_client_cert is true" });
+    })
+    .optional(),
+  slots: z
+    .strictObject({ context_engine: text("an engine id").prefault("legacy"), agents: z.record(z.string().min(1), text("an engine id")).prefault({}) })
+    .prefault({}),
+  auth: auth.prefault({}),
+  engines: engines.prefault({}),
+  compaction: z
+    .strictObject({
+      reserve_tokens: int(0).prefault(16384),
+      keep_recent_tokens: int(0).prefault(20000),
+      summary_max_chars: int(1).prefault(16000),
+      summarizer: summarizer.prefault({ kind: "extractive" }),
+    })
+    .prefault({}),
+  tokenizer: oneOf(["o200k_base", "cl100k_base", "heuristic"]).prefault("o200k_base"),
+  image_tokens: int(0).prefault(1200),
+  limits: z
+    .strictObject({ max_message_bytes: int(1).prefault(4194304), max_messages_per_append: int(1).prefault(1000), max_session_entries: int(1).prefault(1000000) })
+    .prefault({}),
+});
+
+// ---- The normalized config type (what loadConfig returns). Durations are milliseconds. ----
+
+export type OnFailure = "fallback" | "strict";
+export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+export interface EngineTimeouts {
+  ingest: number;
+  assemble: number;
+  compact: number;
+  after_turn: number;
+  maintain: number;
+  bootstrap: number;
+  subagent: number;
+}
+/** A secret: exactly one of the name of an env var holding the token, or the token's sha256 (hex, lower case). */
+export interface SecretRef {
+  token_env?: string;
+  token_sha256?: string;
+}
+export interface AuthConfig {
+  required: boolean;
+  /** owner name -> secret that proves it (engine registration). */
+  owners: Record<string, SecretRef>;
+  operators: Array<SecretRef & { name?: string }>;
+  /** `agents`: agent ids this token may use; `"*"` is any, `"team-*"` a prefix. Default `["*"]`. */
+  runtimes: Array<SecretRef & { name?: string; agents: string[] }>;
+}
+export interface ManagedEngineConfig {
+  id: string;
+  /** [program, ...args] — run without a shell. */
+  command: string[];
+  env: Record<string, string>;
+  cwd?: string;
+}
+export interface EnginesConfig {
+  /** Hosts (or `unix:`) engine endpoints may use; the registry interprets the entries. */
+  allow_endpoints: string[];
+  timeouts: EngineTimeouts;
+  health: { interval: number; timeout: number; unhealthy_threshold: number };
+  quarantine: { base_ejection: number; max_ejection: number };
+  on_failure: OnFailure;
+  /** engine id -> per-engine deadlines / failure mode (see `engineSettings`). */
+  overrides: Record<string, { timeouts: Partial<EngineTimeouts>; on_failure?: OnFailure }>;
+  managed: ManagedEngineConfig[];
+  /** Client TLS for registry→engine calls; when set, engines are dialled over TLS. */
+  tls?: { ca_file?: string; cert_file?: string; key_file?: string };
+}
+export type SummarizerConfig =
+  | { kind: "extractive" }
+  | { kind: "openai"; base_url: string; model: string; api_key_env: string };
+export interface ServerTlsConfig {
+  cert_file: string;
+  key_file: string;
+  client_ca_file?: string;
+  require_client_cert: boolean;
+}
+export interface ContextdConfig {
+  listen: string;
+  metrics_listen: string;
+  /** Address engines use to call HostService. Always set by loadConfig (defaults from `listen`). */
+  host_endpoint: string;
+  store: string;
+  log_level: LogLevel;
+  tls?: ServerTlsConfig;
+  slots: { context_engine: string; agents: Record<string, string> };
+  auth: AuthConfig;
+  engines: EnginesConfig;
+  compaction: { reserve_tokens: number; keep_recent_tokens: number; summary_max_chars: number; summarizer: SummarizerConfig };
+  tokenizer: TokenizerName;
+  image_tokens: number;
+  limits: { max_message_bytes: number; max_messages_per_append: number; max_session_entries: number };
+}
+
+// Compile-time proof that the schema produces exactly this shape (host_endpoint is filled in by loadConfig).
+type Parsed = z.output<typeof configSchema>;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const schemaMatchesType: Same<Omit<Parsed, "host_endpoint">, Omit<ContextdConfig, "host_endpoint">> = true;
+void schemaMatchesType;

@@ -1,0 +1,59 @@
+import { parseArgs } from "node:util";
+import { ConfigError, loadConfig } from "./config.js";
+import { Contextd } from "./contextd.js";
+import { createLogger } from "./logger.js";
+
+/**
+ * `contextd [--config FILE]`: loads and validates the config (a bad key exits 2 with a one-line
+ * reason), starts the server, logs `contextd listening` with the bound address, and shuts down
+ * gracefully on SIGTERM/SIGINT.
+ */
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { config: { type: "string", short: "c" } }, allowPositionals: false });
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig({ file: values.config, env: process.env });
+  } catch (err) {
+    if (err instanceof ConfigError) fail(2, err.message);
+    throw err;
+  }
+  const logger = createLogger(config.log_level);
+  let contextd: Contextd;
+  try {
+    contextd = await Contextd.create(config, logger);
+  } catch (err) {
+    if (err instanceof ConfigError) fail(2, err.message);
+    fail(1, `cannot start: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  let address: string;
+  try {
+    address = await contextd.listen();
+  } catch (err) {
+    await contextd.close();
+    fail(1, `cannot listen on ${config.listen}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  logger.info({ address, store: contextd.storeKind, auth_required: config.auth.required }, "contextd listening");
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "contextd shutting down");
+    contextd
+      .shutdown()
+      .then(() => process.exit(0))
+      .catch((err: unknown) => {
+        logger.error({ err }, "shutdown failed");
+        process.exit(1);
+      });
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+}
+
+function fail(code: number, message: string): never {
+  process.stderr.write(`contextd: ${message.replace(/\s*\n\s*/g, " ")}\n`);
+  process.exit(code);
+}
+
+await main();

@@ -1,0 +1,17 @@
+import type { EngineOperation, RoutingSettings } from "../registry/router.js";
+import type { ContextdConfig } from "./config.js";
+
+/** The router's view of the config: slots, per-operation deadlines and the failure policy. */
+export function routingSettings(config: ContextdConfig): RoutingSettings {
+  const overrides: RoutingSettings["overrides"] = {};
+  for (const [id, o] of Object.entries(config.engines.overrides)) {
+    overrides[id] = { timeoutsMs: o.timeouts as Partial<Record<EngineOperation, number>> | undefined, onFailure: o.on_failure };
+  }
+  return {
+    contextEngine: config.slots.context_engine,
+    agents: config.slots.agents,
+    timeoutsMs: config.engines.timeouts as Record<EngineOperation, number>,
+    onFailure: config.engines.on_failure,
+    overrides,
+  };
+}

@@ -1,0 +1,90 @@
+import type Database from "better-sqlite3";
+
+/**
+ * Versioned schema of the embedded SQLite transcript store.
+ *
+ * The schema version lives in `PRAGMA user_version`. Migrations are append-only: never edit a
+ * migration that has shipped, add a new one with the next version. `migrate` applies every pending
+ * migration, and the version bump, in one IMMEDIATE transaction, so a crash leaves the database at
+ * the old version or the new one, and two processes opening the same file at once do not both
+ * migrate it.
+ */
+export interface Migration {
+  version: number;
+  description: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: "sessions and append-only transcript entries",
+    sql: `
+      CREATE TABLE sessions (
+        session_id             TEXT    NOT NULL PRIMARY KEY,
+        session_key            TEXT    NOT NULL DEFAULT '',
+        agent_id               TEXT    NOT NULL DEFAULT '',
+        parent_session_id      TEXT    NOT NULL DEFAULT '',
+        created_at_ms          INTEGER NOT NULL,
+        updated_at_ms          INTEGER NOT NULL,
+        entry_count            INTEGER NOT NULL DEFAULT 0,
+        message_count          INTEGER NOT NULL DEFAULT 0,
+        compaction_count       INTEGER NOT NULL DEFAULT 0,
+        -- tokens of every message ever appended (summaries not included)
+        total_tokens           INTEGER NOT NULL DEFAULT 0,
+        last_seq               INTEGER NOT NULL DEFAULT 0,
+        last_entry_id          TEXT    NOT NULL DEFAULT '',
+        -- derived active-view pointers: readActiveView reads the session row, the latest
+        -- compaction entry by (session_id, latest_compaction_seq), then the range
+        -- seq >= active_from_seq; it never scans history before the active view
+        latest_compaction_id   TEXT    NOT NULL DEFAULT '',
+        latest_compaction_seq  INTEGER NOT NULL DEFAULT 0,
+        active_from_seq        INTEGER NOT NULL DEFAULT 1,
+        active_summary_tokens  INTEGER NOT NULL DEFAULT 0,
+        system_addition_tokens INTEGER NOT NULL DEFAULT 0
+      );
+
+      CREATE INDEX sessions_by_activity ON sessions (updated_at_ms DESC, session_id ASC);
+
+      CREATE TABLE entries (
+        session_id   TEXT    NOT NULL REFERENCES sessions (session_id) ON DELETE CASCADE,
+        seq          INTEGER NOT NULL CHECK (seq >= 1),
+        id           TEXT    NOT NULL,
+        parent_id    TEXT    NOT NULL DEFAULT '',
+        kind         TEXT    NOT NULL CHECK (kind IN ('message', 'compaction', 'custom')),
+        -- Role of a message entry; NULL for compaction and custom entries
+        role         INTEGER,
+        -- message entries: the message's tokens; compaction entries: the summary's tokens
+        token_count  INTEGER NOT NULL DEFAULT 0 CHECK (token_count >= 0),
+        timestamp_ms INTEGER NOT NULL,
+        -- TranscriptEntry.encode(entry).finish(): the entry exactly as it is returned
+        payload      BLOB    NOT NULL,
+        PRIMARY KEY (session_id, seq)
+      );
+
+      CREATE UNIQUE INDEX entries_by_id ON entries (session_id, id);
+    `,
+  },
+];
+
+export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
+
+/** Brings the database to SCHEMA_VERSION. Returns the version it found. */
+export function migrate(db: Database.Database): number {
+  const apply = db.transaction((): number => {
+    const found = db.pragma("user_version", { simple: true }) as number;
+    if (found > SCHEMA_VERSION) {
+      throw new Error(
+        `transcript store schema version ${found} is newer than this contextd supports (${SCHEMA_VERSION}); ` +
+          "upgrade contextd or point it at another database",
+      );
+    }
+    for (const m of MIGRATIONS) {
+      if (m.version <= found) continue;
+      db.exec(m.sql);
+      db.pragma(`user_version = ${m.version}`);
+    }
+    return found;
+  });
+  return apply.immediate();
+}
