@@ -21,6 +21,7 @@ import type {
   OnSubagentEndedRequest,
   OnSubagentEndedResponse,
 } from "./gen/contextd/v1/engine.js";
+import type { HostContext } from "./gen/contextd/v1/types.js";
 
 /** The contract version this build speaks (SPEC §2: this document is version 1). */
 export const PROTOCOL_VERSION = 1;
@@ -32,6 +33,8 @@ export const PROTOCOL_VERSION = 1;
 export interface CallContext {
   signal: AbortSignal;
   deadlineMs: number;
+  /** How a remote engine calls back into the host during this call (unset for in-process engines). */
+  host?: HostContext;
 }
 
 /**

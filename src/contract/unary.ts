@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { handleUnaryCall, Metadata, sendUnaryData, ServerUnaryCall } from "@grpc/grpc-js";
+import type { PeerCertificate } from "node:tls";
 import type { Logger } from "pino";
 import { isInternal, toServiceError } from "./grpc-status.js";
 
@@ -12,6 +13,8 @@ export interface RequestContext {
   /** Fires when the caller cancels the call (or its deadline passes). */
   signal: AbortSignal;
   log: Logger;
+  /** The verified client certificate when the server runs mTLS. */
+  peerCertificate?: PeerCertificate;
 }
 
 /**
@@ -31,7 +34,8 @@ export function unary<Req, Res>(
     const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
     const log = logger.child({ requestId, method });
     const started = performance.now();
-    handler(call.request, { requestId, metadata: call.metadata, deadlineMs, signal: controller.signal, log })
+    const peerCertificate = call.getAuthContext?.().sslPeerCertificate;
+    handler(call.request, { requestId, metadata: call.metadata, deadlineMs, signal: controller.signal, log, peerCertificate })
       .then((res) => {
         log.debug({ ms: Math.round(performance.now() - started) }, "ok");
         callback(null, res);

@@ -8,6 +8,16 @@ import { viewMessages } from "./active-view.js";
 export interface CommitOutcome {
   committed: boolean;
   reason: string;
+  /** The compaction entry's id when committed. */
+  entryId?: string;
+}
+
+export interface NativeRun {
+  compacted: boolean;
+  committed: boolean;
+  reason: string;
+  result?: CompactionResult;
+  entryId?: string;
 }
 
 export interface NativeRequest {
@@ -36,7 +46,7 @@ export class Compactions {
   async commit(view: ActiveView, result: CompactionResult, engineId: string): Promise<CommitOutcome> {
     const summaryTokens = this.native.tokenizer.countMessage(summaryMessage(result.summary));
     try {
-      await this.store.commitCompaction(
+      const entry = await this.store.commitCompaction(
         view.session.sessionId,
         {
           summary: result.summary,
@@ -49,7 +59,7 @@ export class Compactions {
         view.session.latestCompactionId,
         summaryTokens,
       );
-      return { committed: true, reason: "" };
+      return { committed: true, reason: "", entryId: entry.id };
     } catch (err) {
       if (err instanceof ConflictError) {
         return { committed: false, reason: `discarded: another compaction of this session was committed first (${err.message})` };
@@ -59,7 +69,7 @@ export class Compactions {
   }
 
   /** The host's native compaction of `view`, committed under `engineId`. */
-  async runNative(view: ActiveView, req: NativeRequest, engineId: string) {
+  async runNative(view: ActiveView, req: NativeRequest, engineId: string): Promise<NativeRun> {
     const outcome = await compactNative(
       {
         messages: viewMessages(view),
@@ -72,10 +82,10 @@ export class Compactions {
       },
       this.native,
     );
-    if (!outcome.compacted || !outcome.result) return { ...outcome, committed: false };
+    if (!outcome.compacted || !outcome.result) return { ...outcome, committed: false, entryId: undefined };
     const commit = await this.commit(view, outcome.result, engineId);
     return commit.committed
-      ? { ...outcome, committed: true }
-      : { compacted: false, reason: commit.reason, result: undefined, committed: false };
+      ? { ...outcome, committed: true, entryId: commit.entryId }
+      : { compacted: false, reason: commit.reason, result: undefined, committed: false, entryId: undefined };
   }
 }

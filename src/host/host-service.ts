@@ -1,21 +1,104 @@
+import type { Metadata } from "@grpc/grpc-js";
 import type { Logger } from "pino";
-import { UnimplementedError } from "../contract/errors.js";
-import type { HostServiceServer } from "../contract/gen/contextd/v1/host.js";
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError, UnauthenticatedError } from "../contract/errors.js";
+import type * as H from "../contract/gen/contextd/v1/host.js";
+import type { TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
 import { unary } from "../contract/unary.js";
+import type { HostGrant, HostGrants } from "../registry/host-grants.js";
+import type { TranscriptStore } from "../store/types.js";
+import type { Tokenizer } from "../tokens/tokenizer.js";
+import type { Compactions } from "./compactions.js";
+import { decodePageToken, encodePageToken, pageSize } from "./page-token.js";
+import { requireSession, validateAppend, type AppendLimits } from "./validate.js";
 
 /**
- * HostService (engine callbacks). Not built yet: every RPC answers UNIMPLEMENTED until remote
- * engines and host tokens land (see README, Status).
+ * HostService: engines call back into the host during an engine call. Every call is authorized by
+ * the HostContext token the registry issued for that call — one engine, one session, until the
+ * call's deadline.
  */
-export function createHostService(logger: Logger): HostServiceServer {
-  const unimplemented = (method: string) =>
-    unary(method, logger, async () => {
-      throw new UnimplementedError(`HostService.${method} is not built yet: it arrives with remote engines (see README, Status)`);
-    });
+export function createHostService(
+  grants: HostGrants,
+  store: TranscriptStore,
+  compactions: Compactions,
+  tokenizer: Tokenizer,
+  limits: AppendLimits,
+  logger: Logger,
+): H.HostServiceServer {
+  const authorize = (metadata: Metadata, sessionId: string): HostGrant => {
+    const header = metadata.get("authorization")[0];
+    const token = typeof header === "string" ? /^Bearer\s+(.+)$/i.exec(header.trim())?.[1] ?? "" : "";
+    if (!token) throw new UnauthenticatedError("missing host token: send metadata 'authorization: Bearer <HostContext.token>'");
+    return grants.verify(token, sessionId);
+  };
+  const grantSignal = (grant: HostGrant, callerSignal: AbortSignal) => AbortSignal.any([callerSignal, AbortSignal.timeout(Math.max(0, grant.expiresAtMs - Date.now()))]);
+
   return {
-    readTranscript: unimplemented("ReadTranscript"),
-    rewriteTranscriptEntries: unimplemented("RewriteTranscriptEntries"),
-    delegateCompaction: unimplemented("DelegateCompaction"),
-    complete: unimplemented("Complete"),
+    readTranscript: unary("ReadTranscript", logger, async (req: H.ReadTranscriptRequest, ctx) => {
+      const session = requireSession(req.session);
+      authorize(ctx.metadata, session.sessionId);
+      if (req.activeOnly) {
+        const view = await store.readActiveView(session.sessionId);
+        if (!view) throw new NotFoundError(`session "${session.sessionId}" not found`);
+        const entries: TranscriptEntry[] = view.compaction ? [view.compaction.entry] : [];
+        for (const m of view.messages) {
+          entries.push({ id: m.entryId, parentId: "", seq: m.seq, timestampMs: m.message.timestampMs, entry: { $case: "message", value: m.message }, revision: 0 });
+        }
+        return { entries, nextPageToken: "" };
+      }
+      const limit = pageSize(req.pageSize, 500, 5000);
+      const position = decodePageToken(req.pageToken);
+      const afterSeq = position === undefined ? 0 : Number(position);
+      if (!(await store.getSession(session.sessionId))) throw new NotFoundError(`session "${session.sessionId}" not found`);
+      const entries = await store.readEntries(session.sessionId, afterSeq, limit + 1);
+      const more = entries.length > limit;
+      const page = more ? entries.slice(0, limit) : entries;
+      return { entries: page, nextPageToken: more ? encodePageToken(String(page[page.length - 1].seq)) : "" };
+    }),
+
+    rewriteTranscriptEntries: unary("RewriteTranscriptEntries", logger, async (req: H.RewriteTranscriptEntriesRequest, ctx) => {
+      const session = requireSession(req.session);
+      const grant = authorize(ctx.metadata, session.sessionId);
+      if (req.rewrites.length === 0) throw new InvalidArgumentError("rewrites is empty");
+      const messages = req.rewrites.map((r, i) => {
+        if (!r.entryId) throw new InvalidArgumentError(`rewrites[${i}].entry_id is required`);
+        if (!r.message) throw new InvalidArgumentError(`rewrites[${i}].message is required`);
+        return r.message;
+      });
+      validateAppend(messages, limits);
+      const outcome = await store.rewriteEntries(
+        session.sessionId,
+        req.rewrites.map((r) => ({ entryId: r.entryId, message: r.message!, tokenCount: tokenizer.countMessage(r.message!) })),
+        req.reason || `rewritten by engine "${grant.engineId}"`,
+      );
+      return { rewrittenEntries: outcome.rewrittenEntries, bytesFreed: outcome.bytesFreed };
+    }),
+
+    delegateCompaction: unary("DelegateCompaction", logger, async (req: H.DelegateCompactionRequest, ctx) => {
+      const session = requireSession(req.session);
+      const grant = authorize(ctx.metadata, session.sessionId);
+      if (!req.tokenBudget) throw new InvalidArgumentError("token_budget must be greater than 0");
+      const view = await store.readActiveView(session.sessionId);
+      if (!view) throw new NotFoundError(`session "${session.sessionId}" not found`);
+      const outcome = await compactions.runNative(
+        view,
+        {
+          tokenBudget: req.tokenBudget,
+          target: req.compactionTarget,
+          force: req.force,
+          customInstructions: req.customInstructions,
+          currentTokenCount: req.currentTokenCount,
+          signal: grantSignal(grant, ctx.signal),
+        },
+        grant.engineId,
+      );
+      if (outcome.committed && outcome.entryId) grant.delegatedCompactionIds.push(outcome.entryId);
+      return { ok: true, compacted: outcome.committed, reason: outcome.reason, result: outcome.committed ? outcome.result : undefined };
+    }),
+
+    complete: unary("Complete", logger, async (req: H.CompleteRequest, ctx) => {
+      const session = requireSession(req.session);
+      authorize(ctx.metadata, session.sessionId);
+      throw new FailedPreconditionError("Complete needs a summarizer model, and none is configured (compaction.summarizer.kind is extractive)");
+    }),
   };
 }

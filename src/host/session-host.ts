@@ -67,10 +67,10 @@ export class SessionHost {
     try {
       await this.router.call(selection, "ingest", call, (engine, ctx) => {
         if (engine.ingestBatch && engine.info().capabilities?.ingestBatch) {
-          return engine.ingestBatch({ session, messages, isHeartbeat, host: undefined }, ctx);
+          return engine.ingestBatch({ session, messages, isHeartbeat, host: ctx.host }, ctx);
         }
         return (async () => {
-          for (const message of messages) await engine.ingest({ session, message, isHeartbeat, host: undefined }, ctx);
+          for (const message of messages) await engine.ingest({ session, message, isHeartbeat, host: ctx.host }, ctx);
           return { ingestedCount: messages.length };
         })();
       });
@@ -114,7 +114,7 @@ export class SessionHost {
             model: req.model,
             prompt: req.prompt,
             runtimeSettings: runtimeSettings(selection, budget, req.model),
-            host: undefined,
+            host: ctx.host,
           },
           ctx,
         ),
@@ -163,7 +163,7 @@ export class SessionHost {
             compactionTarget: req.compactionTarget,
             customInstructions: req.customInstructions,
             runtimeSettings: runtimeSettings(selection, budget),
-            host: undefined,
+            host: ctx.host,
           },
           ctx,
         ),
@@ -173,6 +173,10 @@ export class SessionHost {
     const base = { engineId: routed.engineId, mode: routed.mode, fallbackReason: routed.fallbackReason };
     if (!answer.compacted || !answer.result) {
       return { ok: answer.ok, compacted: false, reason: answer.reason, result: undefined, ...base };
+    }
+    if (routed.grant?.delegatedCompactionIds.length) {
+      // The engine delegated to HostService.DelegateCompaction, which already committed this result.
+      return { ok: true, compacted: true, reason: answer.reason, result: answer.result, ...base };
     }
     const commit = await this.compactions.commit(view, answer.result, routed.engineId);
     if (!commit.committed) return { ok: true, compacted: false, reason: commit.reason, result: undefined, ...base };
@@ -193,7 +197,7 @@ export class SessionHost {
           autoCompactionSummary: req.autoCompactionSummary,
           tokenBudget: req.tokenBudget,
           runtimeSettings: runtimeSettings(selection, req.tokenBudget),
-          host: undefined,
+          host: ctx.host,
         },
         ctx,
       );
@@ -209,7 +213,7 @@ export class SessionHost {
       if (!engine.maintain || !engine.info().capabilities?.maintain) {
         return { changed: false, bytesFreed: 0, rewrittenEntries: 0, reason: `engine "${engine.info().id}" has no maintenance` };
       }
-      return engine.maintain({ session, runtimeSettings: runtimeSettings(selection, 0), host: undefined }, ctx);
+      return engine.maintain({ session, runtimeSettings: runtimeSettings(selection, 0), host: ctx.host }, ctx);
     });
     return { ...routed.value, engineId: routed.engineId, mode: routed.mode, fallbackReason: routed.fallbackReason };
   }

@@ -45,7 +45,7 @@ export class Subagents {
     try {
       const routed = await this.host.router.call(selection, "subagent", call, async (engine, ctx) => {
         if (!engine.prepareSubagentSpawn || !engine.info().capabilities?.subagents) return { rollbackHandle: "" };
-        return engine.prepareSubagentSpawn({ parent, child, contextMode: mode, ttlMs: req.ttlMs, host: undefined }, ctx);
+        return engine.prepareSubagentSpawn({ parent, child, contextMode: mode, ttlMs: req.ttlMs, host: ctx.host }, ctx);
       });
       return {
         rollbackHandle: encodeHandle(child.sessionId, routed.value.rollbackHandle),

@@ -3,6 +3,7 @@ import type { EngineInfo } from "../contract/gen/contextd/v1/engine.js";
 import { EngineHealth, type EngineStatus, type QuarantineState } from "../contract/gen/contextd/v1/registry.js";
 import { NotFoundError } from "../contract/errors.js";
 import { CORE_OWNER, LEGACY_ENGINE_ID } from "../legacy/legacy-engine.js";
+import type { RemoteEngine } from "./remote-engine.js";
 
 /** Per-engine call counters, as reported in EngineStatus. */
 export interface EngineCounters {
@@ -25,6 +26,12 @@ export interface RegisteredEngine {
   health: EngineHealth;
   quarantine?: QuarantineState;
   counters: EngineCounters;
+  /** The gRPC client of a sidecar (unset for `legacy`). */
+  remote?: RemoteEngine;
+  /** Failed health checks in a row. */
+  healthFailures: number;
+  /** Consecutive ejections; the next quarantine lasts base_ejection × (ejections + 1). */
+  ejections: number;
 }
 
 /**
@@ -46,6 +53,8 @@ export class EngineRegistry {
       registeredAtMs: Date.now(),
       health: EngineHealth.ENGINE_HEALTH_SERVING,
       counters: { calls: 0, failures: 0, fallbacks: 0, timeouts: 0 },
+      healthFailures: 0,
+      ejections: 0,
     });
   }
 

@@ -4,6 +4,7 @@ import { status } from "@grpc/grpc-js";
 import { Mode, SelectionSource, type SessionRef } from "../contract/gen/contextd/v1/types.js";
 import { withDeadline } from "./deadline.js";
 import type { EngineRegistry, RegisteredEngine } from "./engine-registry.js";
+import type { HostGrant, HostGrants } from "./host-grants.js";
 
 export type EngineOperation = "ingest" | "assemble" | "compact" | "after_turn" | "maintain" | "bootstrap" | "subagent";
 export type OnFailure = "fallback" | "strict";
@@ -18,6 +19,7 @@ export interface RoutingSettings {
 
 /** Which engine serves a session, and whether that is the one the slot asked for. */
 export interface Selection {
+  session: SessionRef;
   /** The engine id the slot names for this session. */
   selectedId: string;
   source: SelectionSource;
@@ -32,6 +34,8 @@ export interface Routed<T> {
   engineId: string;
   mode: Mode;
   fallbackReason: string;
+  /** The host grant of the call that answered (remote engines only). */
+  grant?: HostGrant;
 }
 
 /** What the runtime's own call contributes: its deadline (Infinity when none) and cancellation. */
@@ -60,26 +64,23 @@ export class Router {
   constructor(
     private readonly registry: EngineRegistry,
     private readonly settings: RoutingSettings,
+    private readonly grants: HostGrants,
     private readonly observer?: FailureObserver,
   ) {}
 
-  select(session: SessionRef | undefined): Selection {
-    const agentId = session?.agentId ?? "";
+  select(session: SessionRef): Selection {
+    const agentId = session.agentId;
     const perAgent = agentId ? this.settings.agents[agentId] : undefined;
     const selectedId = perAgent ?? this.settings.contextEngine;
     const source = perAgent || selectedId !== "legacy" ? SelectionSource.SELECTION_SOURCE_CONFIGURED : SelectionSource.SELECTION_SOURCE_DEFAULT;
     const legacy = this.registry.legacy;
     const engine = this.registry.get(selectedId);
-    if (!engine) return this.fallbackSelection(selectedId, source, `engine "${selectedId}" is not registered`);
+    const fallback = (reason: string): Selection => ({ session, selectedId, source, target: legacy, mode: Mode.MODE_FALLBACK, fallbackReason: reason });
+    if (!engine) return fallback(`engine "${selectedId}" is not registered`);
     if (engine.quarantine) {
-      return this.fallbackSelection(selectedId, source, `engine "${selectedId}" is quarantined (${engine.quarantine.operation}: ${engine.quarantine.reason})`);
+      return fallback(`engine "${selectedId}" is quarantined (${engine.quarantine.operation}: ${engine.quarantine.reason})`);
     }
-    if (engine === legacy) return { selectedId, source, target: legacy, mode: Mode.MODE_NORMAL, fallbackReason: "" };
-    return { selectedId, source, target: engine, mode: Mode.MODE_NORMAL, fallbackReason: "" };
-  }
-
-  private fallbackSelection(selectedId: string, source: SelectionSource, reason: string): Selection {
-    return { selectedId, source, target: this.registry.legacy, mode: Mode.MODE_FALLBACK, fallbackReason: reason };
+    return { session, selectedId, source, target: engine, mode: Mode.MODE_NORMAL, fallbackReason: "" };
   }
 
   timeoutMs(engineId: string, op: EngineOperation): number {
@@ -103,12 +104,12 @@ export class Router {
   ): Promise<Routed<T>> {
     const target = selection.target;
     if (target.builtin) {
-      const value = await this.attempt(target, op, caller, fn, validate);
+      const { value } = await this.attempt(selection.session, target, op, caller, fn, validate);
       return { value, engineId: target.id, mode: selection.mode, fallbackReason: selection.fallbackReason };
     }
     try {
-      const value = await this.attempt(target, op, caller, fn, validate);
-      return { value, engineId: target.id, mode: Mode.MODE_NORMAL, fallbackReason: "" };
+      const { value, grant } = await this.attempt(selection.session, target, op, caller, fn, validate);
+      return { value, engineId: target.id, mode: Mode.MODE_NORMAL, fallbackReason: "", grant };
     } catch (err) {
       if (err instanceof CancelledError || caller.signal?.aborted) throw err;
       const kind: FailureKind = err instanceof DeadlineExceededError ? "timeout" : err instanceof ContractViolation ? "contract" : "error";
@@ -120,24 +121,28 @@ export class Router {
       target.counters.fallbacks++;
       this.observer?.onFallback(target, op, reason);
       const legacy = this.registry.legacy;
-      const value = await this.attempt(legacy, op, caller, fn, validate);
+      const { value } = await this.attempt(selection.session, legacy, op, caller, fn, validate);
       return { value, engineId: legacy.id, mode: Mode.MODE_FALLBACK, fallbackReason: reason };
     }
   }
 
   private async attempt<T>(
+    session: SessionRef,
     target: RegisteredEngine,
     op: EngineOperation,
     caller: CallerContext,
     fn: (engine: ContextEngine, ctx: CallContext, target: RegisteredEngine) => Promise<T>,
     validate?: (value: T, target: RegisteredEngine) => void,
-  ): Promise<T> {
+  ): Promise<{ value: T; grant?: HostGrant }> {
     const deadlineMs = Math.min(Date.now() + this.timeoutMs(target.id, op), caller.deadlineMs);
+    const issued = target.builtin ? undefined : this.grants.issue(target.id, session.sessionId, deadlineMs);
     target.counters.calls++;
     try {
-      const value = await withDeadline(deadlineMs, caller.signal, `engine "${target.id}" ${op}`, (ctx) => fn(target.engine, ctx, target));
+      const value = await withDeadline(deadlineMs, caller.signal, `engine "${target.id}" ${op}`, (ctx) =>
+        fn(target.engine, { ...ctx, host: issued?.host }, target),
+      );
       if (validate) validate(value, target);
-      return value;
+      return { value, grant: issued?.grant };
     } catch (err) {
       if (!(err instanceof CancelledError)) {
         target.counters.failures++;

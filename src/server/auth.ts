@@ -94,6 +94,14 @@ export class Authenticator {
     return { kind: "runtime", name: runtimes[0].name, agents: runtimes.flatMap((c) => c.agents ?? []), anonymous: false };
   }
 
+  /** Any recognised credential (runtime, operator or owner): enough to read the registry. */
+  anyone(metadata: Metadata): void {
+    if (!this.required) return;
+    const token = bearerToken(metadata);
+    if (token === undefined) throw new UnauthenticatedError(MISSING("runtime, owner or operator"));
+    if (this.match(token).length === 0) throw new UnauthenticatedError("token not recognised");
+  }
+
   /** Throws PERMISSION_DENIED when the runtime's token does not cover `agentId`. */
   checkAgent(principal: RuntimePrincipal, agentId: string): void {
     if (!agentAllowed(principal.agents, agentId))

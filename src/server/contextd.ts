@@ -1,6 +1,5 @@
-import { Server, type Metadata } from "@grpc/grpc-js";
+import { Server } from "@grpc/grpc-js";
 import type { Logger } from "pino";
-import type { SessionRef } from "../contract/gen/contextd/v1/types.js";
 import { HostServiceService } from "../contract/gen/contextd/v1/host.js";
 import { RegistryServiceService } from "../contract/gen/contextd/v1/registry.js";
 import { SessionServiceService } from "../contract/gen/contextd/v1/session.js";
@@ -12,32 +11,42 @@ import { createSessionService } from "../host/session-service.js";
 import { Subagents } from "../host/subagents.js";
 import { LegacyEngine } from "../legacy/legacy-engine.js";
 import { createSummarizer } from "../legacy/summarizer/create-summarizer.js";
+import { Admission } from "../registry/admission.js";
+import { EndpointAllowList } from "../registry/endpoint-allow-list.js";
+import { EngineEvents } from "../registry/engine-events.js";
 import { EngineRegistry } from "../registry/engine-registry.js";
+import { HealthMonitor } from "../registry/health-monitor.js";
+import { HostGrants } from "../registry/host-grants.js";
+import { Quarantine } from "../registry/quarantine.js";
 import { createRegistryService } from "../registry/registry-service.js";
 import { Router } from "../registry/router.js";
-import { openStore } from "../store/open-store.js";
-import type { TranscriptStore } from "../store/types.js";
+import { openStore, type ContextdStore } from "../store/open-store.js";
 import { createTokenizer } from "../tokens/create-tokenizer.js";
 import { Authenticator } from "./auth.js";
-import type { ContextdConfig } from "./config.js";
+import { authorizers } from "./authorizers.js";
+import { defaultHostEndpoint, type ContextdConfig } from "./config.js";
+import { engineCredentials, serverCredentials } from "./credentials.js";
 import { routingSettings } from "./routing-settings.js";
-import { serverCredentials } from "./credentials.js";
 import { addStandardServices, setServing } from "./standard-services.js";
 
 const SERVICE_NAMES = ["contextd.v1.SessionService", "contextd.v1.RegistryService", "contextd.v1.HostService"];
 const MIN_GRPC_MESSAGE_BYTES = 64 * 1024 * 1024;
+/** Deadline of the GetInfo and health probes before an engine is admitted. */
+const ADMISSION_PROBE_MS = 3_000;
 
 /**
  * Wires the layers together (runtime → SessionService → router → engine → store) and owns the
- * gRPC server's lifecycle.
+ * server's lifecycle.
  */
 export class Contextd {
   private constructor(
     private readonly config: ContextdConfig,
-    private readonly logger: Logger,
-    private readonly store: TranscriptStore,
+    private readonly store: ContextdStore,
     private readonly server: Server,
     private readonly health: ReturnType<typeof addStandardServices>,
+    private readonly grants: HostGrants,
+    private readonly monitor: HealthMonitor,
+    readonly auth: Authenticator,
   ) {}
 
   get storeKind(): string {
@@ -57,42 +66,37 @@ export class Contextd {
         summaryMaxChars: config.compaction.summary_max_chars,
       },
     };
-    const store = await openStore(config.store);
-    const registry = new EngineRegistry(new LegacyEngine(compactionDeps));
-    const router = new Router(registry, routingSettings(config));
-    const host = new SessionHost(store, tokenizer, router, new Compactions(store, compactionDeps), {
+    const limits = {
       maxMessageBytes: config.limits.max_message_bytes,
       maxMessagesPerAppend: config.limits.max_messages_per_append,
       maxSessionEntries: config.limits.max_session_entries,
-    });
+    };
+    const store = await openStore(config.store);
+
+    // Registry: engines, their events, quarantine, health, admission, routing.
+    const registry = new EngineRegistry(new LegacyEngine(compactionDeps));
+    const events = new EngineEvents();
+    const e = config.engines;
+    const quarantine = new Quarantine(registry, store, { baseEjectionMs: e.quarantine.base_ejection, maxEjectionMs: e.quarantine.max_ejection }, events, logger);
+    const monitor = new HealthMonitor(registry, quarantine, events, { intervalMs: e.health.interval, timeoutMs: e.health.timeout, unhealthyThreshold: e.health.unhealthy_threshold }, logger);
+    const admission = new Admission(registry, store, quarantine, new EndpointAllowList(e.allow_endpoints), events, { probeTimeoutMs: ADMISSION_PROBE_MS, credentials: engineCredentials(e.tls) }, logger);
+    await admission.restore();
+    await quarantine.restore();
+    const grants = new HostGrants(config.host_endpoint);
+    const router = new Router(registry, routingSettings(config), grants, quarantine);
+
+    // Host: sessions and engine callbacks.
+    const compactions = new Compactions(store, compactionDeps);
+    const host = new SessionHost(store, tokenizer, router, compactions, limits);
 
     const maxBytes = Math.max(MIN_GRPC_MESSAGE_BYTES, config.limits.max_message_bytes * 4);
     const server = new Server({ "grpc.max_receive_message_length": maxBytes, "grpc.max_send_message_length": maxBytes });
-    const authorizer = {
-      authorizeRuntime: (metadata: Metadata, sessions: (SessionRef | undefined)[]) => {
-        const principal = auth.runtime(metadata);
-        for (const s of sessions) if (s) auth.checkAgent(principal, s.agentId);
-      },
-      authorizeReader: (metadata: Metadata) => {
-        try {
-          auth.runtime(metadata);
-        } catch (err) {
-          try {
-            auth.operator(metadata);
-          } catch {
-            throw err;
-          }
-        }
-      },
-    };
-    server.addService(
-      SessionServiceService,
-      createSessionService(host, new SessionQueries(host, store, router), new Subagents(host, store), authorizer, logger),
-    );
-    server.addService(RegistryServiceService, createRegistryService(registry, authorizer, logger));
-    server.addService(HostServiceService, createHostService(logger));
+    const authz = authorizers(auth);
+    server.addService(SessionServiceService, createSessionService(host, new SessionQueries(host, store, router), new Subagents(host, store), authz, logger));
+    server.addService(RegistryServiceService, createRegistryService(registry, admission, quarantine, events, authz, logger));
+    server.addService(HostServiceService, createHostService(grants, store, compactions, tokenizer, limits, logger));
     const health = addStandardServices(server, SERVICE_NAMES);
-    return new Contextd(config, logger, store, server, health);
+    return new Contextd(config, store, server, health, grants, monitor, auth);
   }
 
   /** Binds the configured address; resolves with the bound address (the real port when 0 was asked). */
@@ -101,8 +105,13 @@ export class Contextd {
     return new Promise((resolve, reject) => {
       this.server.bindAsync(listen, serverCredentials(this.config.tls), (err, port) => {
         if (err) return reject(err);
+        const address = listen.startsWith("unix:") ? listen : `${listen.slice(0, listen.lastIndexOf(":"))}:${port}`;
+        // Engines call HostService at host_endpoint; with port 0 only the bound address is real.
+        if (this.config.host_endpoint === defaultHostEndpoint(listen)) this.grants.endpoint = defaultHostEndpoint(address);
         setServing(this.health, SERVICE_NAMES, true);
-        resolve(listen.startsWith("unix:") ? listen : `${listen.slice(0, listen.lastIndexOf(":"))}:${port}`);
+        this.monitor.start();
+        void this.monitor.checkAll();
+        resolve(address);
       });
     });
   }
@@ -110,6 +119,7 @@ export class Contextd {
   /** Stops taking calls, lets calls in flight finish (bounded), then closes the store. */
   async shutdown(graceMs = 10_000): Promise<void> {
     setServing(this.health, SERVICE_NAMES, false);
+    this.monitor.stop();
     await new Promise<void>((resolve) => {
       const force = setTimeout(() => {
         this.server.forceShutdown();

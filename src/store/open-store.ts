@@ -3,16 +3,20 @@ import { dirname, resolve } from "node:path";
 
 import { FailedPreconditionError, InvalidArgumentError } from "../contract/errors.js";
 import { SqliteStore } from "./sqlite/sqlite-store.js";
+import type { RegistryStore } from "./registry-store.js";
 import type { TranscriptStore } from "./types.js";
 
+/** What contextd keeps durably: transcripts, engine registrations and quarantine records, in one store. */
+export type ContextdStore = TranscriptStore & RegistryStore;
+
 /**
- * Opens the transcript store a URL names:
+ * Opens the store (transcripts and registry state) a URL names:
  * - `sqlite:./data/contextd.db` (relative to the working directory), `sqlite:/abs/path.db`, also
  *   `sqlite:///abs/path.db`; parent directories are created. `sqlite::memory:` is a private
  *   in-memory database (tests only: nothing is durable).
  * - `postgres://…` / `postgresql://…`: not built yet (FailedPreconditionError).
  */
-export async function openStore(url: string): Promise<TranscriptStore> {
+export async function openStore(url: string): Promise<ContextdStore> {
   if (typeof url !== "string" || url.trim() === "") {
     throw new InvalidArgumentError("store URL is empty: use sqlite:PATH");
   }

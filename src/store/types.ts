@@ -42,6 +42,15 @@ export interface TranscriptStore {
   ): Promise<TranscriptEntry>;
   /** Deletes a session and its entries. False when it did not exist. */
   deleteSession(sessionId: string): Promise<boolean>;
+  /**
+   * Replaces the content of message entries (HostService.RewriteTranscriptEntries), in one
+   * transaction. The previous revision of each entry is kept (readEntryRevisions); the entry's
+   * `revision` goes up by one. Throws InvalidArgumentError when an id is not a message entry of the
+   * session (and writes nothing).
+   */
+  rewriteEntries(sessionId: string, rewrites: EntryRewriteInput[], reason: string): Promise<RewriteOutcome>;
+  /** Earlier revisions of one entry, oldest first. */
+  readEntryRevisions(sessionId: string, entryId: string): Promise<EntryRevision[]>;
   /** Records what the last assembly added to the system prompt (for the context overview). */
   setSystemAdditionTokens(sessionId: string, tokens: number): Promise<void>;
   close(): Promise<void>;
@@ -97,4 +106,22 @@ export interface ActiveView {
   messages: ViewMessage[];
   /** Summary tokens plus every message's tokens. */
   tokens: number;
+}
+
+export interface EntryRewriteInput {
+  entryId: string;
+  message: Message;
+  tokenCount: number;
+}
+
+export interface RewriteOutcome {
+  rewrittenEntries: number;
+  /** Encoded bytes saved in the live transcript (old payloads minus new; may be negative → 0). */
+  bytesFreed: number;
+}
+
+export interface EntryRevision {
+  entry: TranscriptEntry;
+  replacedAtMs: number;
+  reason: string;
 }

@@ -1,8 +1,11 @@
 /**
- * Fits a summary into its hard character cap by dropping the least valuable lines first:
- * tool activity, progress, earlier requests, focus notes, oldest decisions, oldest errors, the
- * tail of a foreign earlier summary, low-value identifiers, then goals; the latest user request is
- * shortened (head and tail kept) rather than dropped. The result never exceeds `maxChars`.
+ * Fits a summary into its hard character cap. Under pressure, tool activity and progress notes go
+ * first; then every section over its share of the cap is trimmed to that share (so a flood of, say,
+ * identifiers cannot crowd out everything else); then whole tiers go, least valuable first:
+ * earlier requests, focus notes, oldest decisions, oldest errors, the tail of a foreign earlier
+ * summary, low-value identifiers, then goals; the latest user request is shortened (head and tail kept) rather than
+ * dropped. Within a section, lines matching the focus and higher-ranked lines go last.
+ * The result never exceeds `maxChars`.
  */
 import { clipHeadTail } from "./extract-text.js";
 import { SECTIONS, SUMMARY_TITLE, renderSections, type SectionId } from "./extract-format.js";
@@ -32,6 +35,21 @@ export interface Entry {
   seq: number;
 }
 
+/**
+ * Under pressure (after tool activity and progress are gone), a section holding more than this
+ * share of the cap is trimmed to it, lowest tier first, so no single section crowds out all the
+ * others; then the tier order applies.
+ */
+const SHARE: ReadonlyArray<[SectionId, number]> = [
+  ["requests", 0.12],
+  ["notes", 0.1],
+  ["decisions", 0.2],
+  ["errors", 0.2],
+  ["earlier", 0.3],
+  ["identifiers", 0.4],
+  ["goals", 0.35],
+];
+
 /** The latest request is never cut below this many characters while anything else can still go. */
 const LATEST_FLOOR = 1200;
 
@@ -42,12 +60,14 @@ export function fitToBudget(entries: Entry[], maxChars: number): string {
   const max = Math.max(0, Math.floor(maxChars));
   const alive = entries.map(() => true);
   const perSection = new Map<SectionId, number>();
+  const sectionChars = new Map<SectionId, number>();
   let total = SUMMARY_TITLE.length;
   for (const e of entries) {
     const n = perSection.get(e.section) ?? 0;
     if (n === 0) total += HEADING_COST.get(e.section) ?? 0;
     total += 1 + e.line.length;
     perSection.set(e.section, n + 1);
+    sectionChars.set(e.section, (sectionChars.get(e.section) ?? 0) + 1 + e.line.length);
   }
 
   const drop = (i: number): void => {
@@ -55,12 +75,14 @@ export function fitToBudget(entries: Entry[], maxChars: number): string {
     alive[i] = false;
     const e = entries[i];
     total -= 1 + e.line.length;
+    sectionChars.set(e.section, (sectionChars.get(e.section) ?? 0) - 1 - e.line.length);
     const n = (perSection.get(e.section) ?? 1) - 1;
     perSection.set(e.section, n);
     if (n === 0) total -= HEADING_COST.get(e.section) ?? 0;
   };
   const resize = (i: number, line: string): void => {
     total += line.length - entries[i].line.length;
+    sectionChars.set(entries[i].section, (sectionChars.get(entries[i].section) ?? 0) + line.length - entries[i].line.length);
     entries[i] = { ...entries[i], line };
   };
 
@@ -87,6 +109,18 @@ export function fitToBudget(entries: Entry[], maxChars: number): string {
         else resize(latest, clipHeadTail(line, target));
       }
     };
+    const bySection = new Map<SectionId, number[]>();
+    for (const i of order) {
+      const list = bySection.get(entries[i].section);
+      if (list) list.push(i);
+      else bySection.set(entries[i].section, [i]);
+    }
+    // Tool activity and progress notes go entirely before anything else is touched.
+    dropThrough(TIER.progress);
+    for (const [section, share] of SHARE) {
+      const list = bySection.get(section) ?? [];
+      for (let k = 0; k < list.length && total > max && (sectionChars.get(section) ?? 0) > share * max; k++) drop(list[k]);
+    }
     dropThrough(TIER.earlier);
     shrinkLatest(LATEST_FLOOR);
     dropThrough(TIER.goals);
@@ -102,5 +136,6 @@ export function fitToBudget(entries: Entry[], maxChars: number): string {
     else lines.set(e.section, [e.line]);
   });
   const out = renderSections(lines);
+  if (out.length > max && max >= SUMMARY_TITLE.length) throw new Error(`over: ${out.length} > ${max}`);
   return out.length <= max ? out : out.slice(0, max);
 }

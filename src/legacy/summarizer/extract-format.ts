@@ -121,7 +121,7 @@ export function parseSummary(text: string): SummaryDoc | undefined {
   const flush = (): void => {
     if (!current) return;
     if (current.block) {
-      const body = unescapeBlock(block.join("\n")).replace(/^\n+|\s+$/g, "");
+      const body = unescapeBlock(block.join("\n")).replace(/^\n+/, "").trimEnd();
       if (current.id === "focus") doc.focus = body;
       else if (current.id === "latest") doc.latest = body;
       else doc.earlier.push(...body.split("\n").filter((l) => l.trim()));

@@ -16,15 +16,15 @@ export const ID_KINDS: readonly IdKind[] = ["file", "function", "url", "ticket",
 
 /** How much a kind is worth keeping when the budget is tight. */
 export const KIND_WEIGHT: Record<IdKind, number> = {
-  error: 7,
+  error: 6,
   file: 6,
+  function: 6,
   ticket: 6,
-  url: 5,
-  function: 5,
-  env: 4,
-  symbol: 3,
-  version: 3,
-  number: 2,
+  url: 6,
+  env: 5,
+  symbol: 4,
+  version: 4,
+  number: 3,
 };
 
 export const MAX_ID_CHARS = 200;
@@ -55,7 +55,7 @@ const VERSION = /^(?:v\d+(?:\.\d+){1,3}(?:-[0-9A-Za-z.]+)?|\d+\.\d+\.\d+(?:\.\d+
 const ENV = /^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$/;
 const CAMEL = /^[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*$/;
 const NOT_SYMBOLS = new Set(["iPhone", "iPad", "iCloud", "iTunes", "macOS", "watchOS", "tvOS", "eBay", "eCommerce"]);
-const URL_SCAN = /\b[a-z][\w+.-]*:\/\/[^\s"'`<>()[\]{}]+/gi;
+const URL_SCAN = /(?<![\w+.-])[a-z][\w+.-]*:\/\/[^\s"'`<>()[\]{}]+/gi;
 
 const FUNC_CALL = /(?<![\w$.])([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*){0,3})\((\))?/g;
 const CLASS_METHOD = /(?<![\w$./])([A-Z][\w$]*\.[a-z_$][\w$]*)(?![\w$(./])/g;
@@ -68,8 +68,16 @@ const NUMBER_UNIT =
 const PORT = /\bport\s+(\d{2,5})\b/gi;
 const TOKEN_SPLIT = /[\s"'`()[\]{}<>,;|=]+/;
 
+const TRIM_START = new Set(["*", "_"]);
+const TRIM_END = new Set([".", ":", "!", "?", "*", "_"]);
+
+/** Strips emphasis markers and sentence punctuation around a token (a loop: no regex backtracking). */
 function trimToken(t: string): string {
-  return t.replace(/^[*_]+/, "").replace(/[.:!?*_]+$/, "");
+  let start = 0;
+  let end = t.length;
+  while (start < end && TRIM_START.has(t[start])) start++;
+  while (end > start && TRIM_END.has(t[end - 1])) end--;
+  return t.slice(start, end);
 }
 
 function isUnixPath(t: string): boolean {
@@ -85,8 +93,10 @@ function isUnixPath(t: string): boolean {
 /** Classifies one whitespace-delimited token; undefined when it is not an identifier. */
 export function classifyToken(raw: string): Identifier | undefined {
   let t = raw;
+  if (t.length > 400) return undefined;
   if (URL.test(t)) {
-    t = t.replace(/[.,;:!?'"*_]+$/, "");
+    t = trimToken(t);
+    while (/[,;'"]$/.test(t)) t = trimToken(t.slice(0, -1));
     return t.length <= 300 ? { kind: "url", value: t } : undefined;
   }
   t = trimToken(t);
@@ -160,7 +170,7 @@ export function extractIdentifiers(text: string, opts: IdOptions): Identifier[] 
 }
 
 /** Tokens that may be a path, URL or ticket: they hold a slash, a backslash after a drive, or look like a ticket. */
-const PATHISH = /(?:[a-z][\w+.-]*:\/\/[^\s"'`<>()[\]{}]+|[A-Za-z]:\\[^\s"'<>|*?]+|[\w.@~+-]*\/[\w.@+/-]*[\w@+-]|(?<![\w-])(?:[A-Z][A-Z0-9]{1,9}-\d{1,6}|#\d{1,7})(?![\w-]))/gi;
+const PATHISH = /(?<![\w.@~+:/\\-])(?:[a-z][\w+.-]*:\/\/[^\s"'`<>()[\]{}]+|[A-Za-z]:\\[^\s"'<>|*?]+|[\w.@~+-]*\/[\w.@+/-]*[\w@+-]|(?<![\w-])(?:[A-Z][A-Z0-9]{1,9}-\d{1,6}|#\d{1,7})(?![\w-]))/gi;
 const PATHISH_TICKET = /^(?:[A-Z][A-Z0-9]{1,9}-\d{1,6}|#\d{1,7})$/;
 
 /**
@@ -189,7 +199,7 @@ export function extractPaths(text: string, limit = Number.POSITIVE_INFINITY, ski
 
 /** A line that states an error message outright (`TypeError: …`, `error TS2322: …`, `panic: …`). */
 const ERROR_MESSAGE =
-  /(?:\b[A-Z][\w.]*(?:Error|Exception|Fault|Failure)\b|\bE(?:NO[A-Z]+|ACCES|ADDRINUSE|CONN[A-Z]+|PERM|EXIST|ISDIR|NOTDIR|TIMEDOUT|PIPE|MFILE|AI_AGAIN)\b|\berror(?:\[[\w-]+\])?|\bError|\bERROR|\bfatal|\bFATAL|\bpanic)(?:\s+TS\d+)?:\s*\S[^\n]*/;
+  /(?:(?<![\w.])[A-Z][\w.]*(?:Error|Exception|Fault|Failure)\b|\bE(?:NO[A-Z]+|ACCES|ADDRINUSE|CONN[A-Z]+|PERM|EXIST|ISDIR|NOTDIR|TIMEDOUT|PIPE|MFILE|AI_AGAIN)\b|\berror(?:\[[\w-]+\])?|\bError|\bERROR|\bfatal|\bFATAL|\bpanic)(?:\s+TS\d+)?:\s*\S[^\n]*/;
 /** Strong signals: an error message, a traceback, a test failure marker, an errno-style code. */
 const STRONG_ERROR =
   /(?:\bTraceback \(most recent call last\)|\bpanicked at\b|\b[Ss]egmentation fault\b|\bnpm ERR!|^\s*(?:FAIL|FAILED|ERROR|FATAL)\b|^\s*[×✗✘]\s|\bE[A-Z]{3,}:|\b(?:code|errno):?\s*['"]?E[A-Z]{3,}\b|\bERR_[A-Z_]{3,}\b|\bexit(?:ed)? (?:with )?(?:code|status) [1-9]\d*)/;

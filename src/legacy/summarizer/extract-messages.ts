@@ -38,6 +38,14 @@ const DECISION =
 const PROGRESS =
   /\b(?:fixed|implemented|added|created|updated|removed|deleted|renamed|refactored|migrated|wrote|completed|finished|resolved|succeeded|passing|tests pass|now pass(?:es)?|verified|confirmed|works now|now works|installed|configured|deployed|merged|committed)\b/i;
 
+const FIRM_DECISION =
+  /\b(?:decided|decision|chose|chosen|choose to|switch(?:ed|ing)? (?:to|from)|instead of|opt(?:ed|ing)? (?:for|to)|settled on|the plan|the fix is|fix is to|root cause|approach is|rather than|in favou?r of|going with|will use)\b/i;
+
+/** 1 for a firm decision ("decided", "instead of", "root cause"…), 0 for a plain "I'll …". */
+export function decisionWeight(sentence: string): number {
+  return FIRM_DECISION.test(plainQuotes(sentence)) ? 1 : 0;
+}
+
 /** 2 = must/never/always/don't…, 1 = should/avoid/only/need to…, 0 = not a constraint. */
 export function constraintStrength(sentence: string): 0 | 1 | 2 {
   const s = plainQuotes(sentence);

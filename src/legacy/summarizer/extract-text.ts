@@ -37,11 +37,14 @@ export function clipHeadTail(s: string, max: number): string {
   return s.slice(0, safeCut(s, head)).trimEnd() + ELISION + s.slice(tailCut).trimStart();
 }
 
+const KEY_TRAILING = new Set([" ", ".", ";", ":", ",", "!", "?", "…"]);
+
 /** The key two items are considered duplicates under: case-, whitespace- and end-punctuation-insensitive. */
 export function dedupeKey(s: string): string {
-  return oneLine(s)
-    .toLowerCase()
-    .replace(/[\s.;:,!?…]+$/, "");
+  const t = oneLine(s).toLowerCase();
+  let end = t.length;
+  while (end > 0 && KEY_TRAILING.has(t[end - 1])) end--;
+  return t.slice(0, end);
 }
 
 /** Normalises typographic apostrophes so "I’ll" matches like "I'll". */
@@ -109,7 +112,7 @@ export function focusKeywords(instructions: string | undefined): string[] {
   if (!instructions) return [];
   const out: string[] = [];
   const seen = new Set<string>();
-  for (const m of instructions.toLowerCase().matchAll(/[\p{L}\p{N}_][\p{L}\p{N}_./-]*/gu)) {
+  for (const m of instructions.slice(0, 2000).toLowerCase().matchAll(/[\p{L}\p{N}_][\p{L}\p{N}_./-]*/gu)) {
     const w = m[0].replace(/[./-]+$/, "");
     if (w.length < 3 || STOPWORDS.has(w) || seen.has(w)) continue;
     seen.add(w);

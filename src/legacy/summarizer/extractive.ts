@@ -15,8 +15,8 @@
 import type { SummarizeInput, Summarizer } from "./summarizer.js";
 import { fitToBudget, type Entry } from "./extract-budget.js";
 import { emptyDoc, escapeBlock, identifierLine, parseSummary, type SectionId, type SummaryDoc } from "./extract-format.js";
-import { ID_KINDS, KIND_WEIGHT } from "./extract-identifiers.js";
-import { FAILED, collect, constraintStrength, type Collected, type ScoredIdentifier } from "./extract-messages.js";
+import { KIND_WEIGHT } from "./extract-identifiers.js";
+import { FAILED, collect, constraintStrength, decisionWeight, type Collected, type ScoredIdentifier } from "./extract-messages.js";
 import { clip, clipHeadTail, dedupeKey, focusKeywords, focusMatches, oneLine, unique } from "./extract-text.js";
 
 export const EXTRACTIVE_KIND = "extractive";
@@ -192,16 +192,15 @@ function entriesOf(doc: SummaryDoc, scores: ReadonlyMap<string, number>, keyword
   list("goals", doc.goals, true, goalRank);
   if (doc.latest) entries.push({ section: "latest", line: escapeBlock(doc.latest), rank: 0, seq: 0 });
   list("requests", doc.requests);
-  list("decisions", doc.decisions);
+  list("decisions", doc.decisions, false, (d) => decisionWeight(d) * 3);
   list("errors", doc.errors);
-  const order = new Map(doc.identifiers.map((id, i) => [id.value, i]));
-  for (const kind of ID_KINDS) {
-    for (const id of doc.identifiers) {
-      if (id.kind !== kind) continue;
-      const line = identifierLine(id);
-      entries.push({ section: "identifiers", line, rank: (scores.get(id.value) ?? 0) + focus(id.value), seq: order.get(id.value) ?? 0 });
-    }
-  }
+  // Among equally valuable identifiers the middle of the first-seen order goes first (weighted
+  // towards the old side): the oldest ones anchor the original task, the newest the current work.
+  const n = doc.identifiers.length;
+  doc.identifiers.forEach((id, i) => {
+    const line = identifierLine(id);
+    entries.push({ section: "identifiers", line, rank: (scores.get(id.value) ?? 0) + focus(id.value), seq: -Math.min(2 * i, n - 1 - i) });
+  });
   list("notes", doc.notes);
   list("progress", doc.progress);
   list("tools", doc.tools, false, (t) => (t.endsWith(FAILED) ? 1 : 0));

@@ -65,12 +65,57 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE UNIQUE INDEX entries_by_id ON entries (session_id, id);
     `,
   },
+  {
+    version: 2,
+    description: "previous revisions of rewritten entries; engine registrations and quarantine records",
+    sql: `
+      -- One row per replaced revision of a message entry (HostService.RewriteTranscriptEntries).
+      -- The live revision stays in entries; this keeps what it replaced.
+      CREATE TABLE entry_revisions (
+        session_id     TEXT    NOT NULL REFERENCES sessions (session_id) ON DELETE CASCADE,
+        entry_id       TEXT    NOT NULL,
+        -- the revision that was replaced (TranscriptEntry.revision of payload)
+        revision       INTEGER NOT NULL CHECK (revision >= 0),
+        token_count    INTEGER NOT NULL DEFAULT 0 CHECK (token_count >= 0),
+        replaced_at_ms INTEGER NOT NULL,
+        reason         TEXT    NOT NULL DEFAULT '',
+        -- TranscriptEntry.encode(entry).finish() of the replaced revision
+        payload        BLOB    NOT NULL,
+        PRIMARY KEY (session_id, entry_id, revision)
+      );
+
+      -- Who owns each engine id (SPEC section 3), so ownership survives a restart.
+      CREATE TABLE engine_registrations (
+        engine_id        TEXT    NOT NULL PRIMARY KEY,
+        owner            TEXT    NOT NULL,
+        endpoint         TEXT    NOT NULL DEFAULT '',
+        -- EngineInfo.encode(info).finish()
+        info             BLOB    NOT NULL,
+        protocol_version INTEGER NOT NULL DEFAULT 0,
+        registered_at_ms INTEGER NOT NULL
+      );
+
+      -- Quarantine records (SPEC section 3: persisted, visible to every replica).
+      CREATE TABLE engine_quarantines (
+        engine_id     TEXT    NOT NULL PRIMARY KEY,
+        -- QuarantineState.encode(state).finish()
+        payload       BLOB    NOT NULL,
+        updated_at_ms INTEGER NOT NULL
+      );
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
 
-/** Brings the database to SCHEMA_VERSION. Returns the version it found. */
-export function migrate(db: Database.Database): number {
+/**
+ * Brings the database to `target` (SCHEMA_VERSION unless a test asks for an older schema, e.g. to
+ * build a version-1 file and check the upgrade). Returns the version it found.
+ */
+export function migrate(db: Database.Database, target: number = SCHEMA_VERSION): number {
+  if (!MIGRATIONS.some((m) => m.version === target)) {
+    throw new Error(`unknown transcript store schema version ${target}`);
+  }
   const apply = db.transaction((): number => {
     const found = db.pragma("user_version", { simple: true }) as number;
     if (found > SCHEMA_VERSION) {
@@ -80,7 +125,7 @@ export function migrate(db: Database.Database): number {
       );
     }
     for (const m of MIGRATIONS) {
-      if (m.version <= found) continue;
+      if (m.version <= found || m.version > target) continue;
       db.exec(m.sql);
       db.pragma(`user_version = ${m.version}`);
     }

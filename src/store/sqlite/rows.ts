@@ -3,8 +3,11 @@ import { randomBytes } from "node:crypto";
 import type Database from "better-sqlite3";
 
 import { InvalidArgumentError } from "../../contract/errors.js";
+import { EngineInfo } from "../../contract/gen/contextd/v1/engine.js";
+import { QuarantineState } from "../../contract/gen/contextd/v1/registry.js";
 import { CompactionEntry, Message, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
-import type { SessionLabels, SessionRecord, ViewMessage } from "../types.js";
+import type { StoredRegistration } from "../registry-store.js";
+import type { EntryRevision, SessionLabels, SessionRecord, ViewMessage } from "../types.js";
 
 // The SQL side of the SQLite store: row shapes, prepared statements, and row <-> entry mapping.
 
@@ -202,17 +205,190 @@ export function newSessionRow(sessionId: string, labels: SessionLabels | undefin
   };
 }
 
-export type Statements = ReturnType<typeof prepareStatements>;
+/** An entry looked up by id for a rewrite. */
+export interface RewriteTargetRow {
+  seq: number;
+  kind: EntryKind;
+  token_count: number;
+  payload: Buffer;
+}
+
+/** The parameters of the entries UPDATE a rewrite runs. */
+export interface EntryUpdateRow {
+  session_id: string;
+  seq: number;
+  role: number;
+  token_count: number;
+  payload: Uint8Array;
+}
+
+/** A replaced revision of an entry (entry_revisions). */
+export interface RevisionRow {
+  session_id: string;
+  entry_id: string;
+  revision: number;
+  token_count: number;
+  replaced_at_ms: number;
+  reason: string;
+  payload: Uint8Array;
+}
+
+/**
+ * The next revision of a message entry: `input` replaces the message, which keeps the entry's id
+ * (as `message.id`), the new `tokenCount` and the entry's timestamp; the entry keeps its id, seq,
+ * parent id and timestamp, and its revision goes up by one.
+ */
+export function rewrittenEntryRow(
+  sessionId: string,
+  seq: number,
+  previous: TranscriptEntry,
+  input: Message,
+  tokenCount: number,
+  what: string,
+): { row: EntryUpdateRow; entry: TranscriptEntry } {
+  checkTokenCount(tokenCount, `${what}: token count`);
+  if (!input || typeof input !== "object") throw new InvalidArgumentError(`${what}: message is missing`);
+  const message: Message = {
+    ...Message.fromPartial({}),
+    ...input,
+    id: previous.id,
+    tokenCount,
+    timestampMs: previous.timestampMs,
+  };
+  const entry: TranscriptEntry = {
+    id: previous.id,
+    parentId: previous.parentId,
+    seq: previous.seq,
+    timestampMs: previous.timestampMs,
+    entry: { $case: "message", value: message },
+    revision: (previous.revision ?? 0) + 1,
+  };
+  const row: EntryUpdateRow = {
+    session_id: sessionId,
+    seq,
+    role: message.role,
+    token_count: tokenCount,
+    payload: encode(entry, what),
+  };
+  return { row, entry };
+}
+
+export function toEntryRevision(row: Pick<RevisionRow, "payload" | "replaced_at_ms" | "reason">): EntryRevision {
+  return { entry: decodeEntry(row.payload), replacedAtMs: row.replaced_at_ms, reason: row.reason };
+}
+
+/** A row of engine_registrations. */
+export interface RegistrationRow {
+  engine_id: string;
+  owner: string;
+  endpoint: string;
+  info: Uint8Array;
+  protocol_version: number;
+  registered_at_ms: number;
+}
+
+export function registrationRow(r: StoredRegistration): RegistrationRow {
+  if (!r || typeof r !== "object") throw new InvalidArgumentError("registration is missing");
+  if (typeof r.engineId !== "string" || r.engineId === "") {
+    throw new InvalidArgumentError("registration: engine id is required");
+  }
+  const what = `registration of engine ${r.engineId}`;
+  if (typeof r.owner !== "string" || r.owner.trim() === "") throw new InvalidArgumentError(`${what}: owner is required`);
+  checkInteger(r.protocolVersion, `${what}: protocol version`);
+  checkInteger(r.registeredAtMs, `${what}: registered_at_ms`);
+  let info: Uint8Array;
+  try {
+    info = EngineInfo.encode(EngineInfo.fromPartial(r.info ?? {})).finish();
+  } catch (err) {
+    throw new InvalidArgumentError(`${what}: engine info cannot be encoded: ${(err as Error).message}`);
+  }
+  return {
+    engine_id: r.engineId,
+    owner: r.owner,
+    endpoint: r.endpoint ?? "",
+    info,
+    protocol_version: r.protocolVersion,
+    registered_at_ms: r.registeredAtMs,
+  };
+}
+
+export function toStoredRegistration(row: RegistrationRow): StoredRegistration {
+  return {
+    engineId: row.engine_id,
+    owner: row.owner,
+    endpoint: row.endpoint,
+    info: EngineInfo.decode(row.info),
+    protocolVersion: row.protocol_version,
+    registeredAtMs: row.registered_at_ms,
+  };
+}
+
+/** A row of engine_quarantines. */
+export interface QuarantineRow {
+  engine_id: string;
+  payload: Uint8Array;
+  updated_at_ms: number;
+}
+
+export function quarantineRow(engineId: string, q: QuarantineState, nowMs: number): QuarantineRow {
+  if (typeof engineId !== "string" || engineId === "") throw new InvalidArgumentError("quarantine: engine id is required");
+  if (!q || typeof q !== "object") throw new InvalidArgumentError(`quarantine of engine ${engineId}: state is missing`);
+  let payload: Uint8Array;
+  try {
+    payload = QuarantineState.encode(QuarantineState.fromPartial(q)).finish();
+  } catch (err) {
+    throw new InvalidArgumentError(`quarantine of engine ${engineId} cannot be encoded: ${(err as Error).message}`);
+  }
+  return { engine_id: engineId, payload, updated_at_ms: nowMs };
+}
+
+function checkInteger(n: number, what: string): void {
+  if (!Number.isSafeInteger(n) || n < 0) {
+    throw new InvalidArgumentError(`${what} must be a non-negative integer, got ${String(n)}`);
+  }
+}
+
+type Stmt<P extends unknown[], R = unknown> = Database.Statement<P, R>;
+
+/** Every statement the store runs, prepared once per connection (named, so declarations can be emitted). */
+export interface Statements {
+  session: Stmt<[string], SessionRow>;
+  insertSession: Stmt<[SessionRow], void>;
+  saveSession: Stmt<[SessionRow], void>;
+  insertEntry: Stmt<[EntryRow], void>;
+  entryById: Stmt<[string, string], { seq: number; kind: string }>;
+  entryBySeq: Stmt<[string, number], PayloadRow>;
+  activeMessages: Stmt<[string, number], PayloadRow>;
+  entriesAfter: Stmt<[string, number, number], { payload: Buffer }>;
+  listFirst: Stmt<[number], SessionRow>;
+  listAfter: Stmt<[{ u: number; s: string; n: number }], SessionRow>;
+  deleteRevisions: Stmt<[string], void>;
+  deleteEntries: Stmt<[string], void>;
+  deleteSession: Stmt<[string], void>;
+  setSystemAdditionTokens: Stmt<[number, string], void>;
+  // rewrites
+  rewriteTarget: Stmt<[string, string], RewriteTargetRow>;
+  updateEntry: Stmt<[EntryUpdateRow], void>;
+  insertRevision: Stmt<[RevisionRow], void>;
+  revisions: Stmt<[string, string], Pick<RevisionRow, "payload" | "replaced_at_ms" | "reason">>;
+  // registry
+  saveRegistration: Stmt<[RegistrationRow], void>;
+  deleteRegistration: Stmt<[string], void>;
+  listRegistrations: Stmt<[], RegistrationRow>;
+  saveQuarantine: Stmt<[QuarantineRow], void>;
+  clearQuarantine: Stmt<[string], void>;
+  listQuarantines: Stmt<[], QuarantineRow>;
+}
 
 /** Every statement the store runs, prepared once per connection. */
-export function prepareStatements(db: Database.Database) {
+export function prepareStatements(db: Database.Database): Statements {
   return {
     session: db.prepare<[string], SessionRow>("SELECT * FROM sessions WHERE session_id = ?"),
-    insertSession: db.prepare(
+    insertSession: db.prepare<[SessionRow], void>(
       `INSERT INTO sessions (session_id, session_key, agent_id, parent_session_id, created_at_ms, updated_at_ms)
        VALUES (@session_id, @session_key, @agent_id, @parent_session_id, @created_at_ms, @updated_at_ms)`,
     ),
-    saveSession: db.prepare(
+    saveSession: db.prepare<[SessionRow], void>(
       `UPDATE sessions SET updated_at_ms = @updated_at_ms, entry_count = @entry_count,
          message_count = @message_count, compaction_count = @compaction_count,
          total_tokens = @total_tokens, last_seq = @last_seq, last_entry_id = @last_entry_id,
@@ -245,10 +421,42 @@ export function prepareStatements(db: Database.Database) {
        WHERE updated_at_ms <= @u AND (updated_at_ms < @u OR session_id > @s)
        ORDER BY updated_at_ms DESC, session_id ASC LIMIT @n`,
     ),
+    deleteRevisions: db.prepare<[string], void>("DELETE FROM entry_revisions WHERE session_id = ?"),
     deleteEntries: db.prepare<[string], void>("DELETE FROM entries WHERE session_id = ?"),
     deleteSession: db.prepare<[string], void>("DELETE FROM sessions WHERE session_id = ?"),
     setSystemAdditionTokens: db.prepare<[number, string], void>(
       "UPDATE sessions SET system_addition_tokens = ? WHERE session_id = ?",
     ),
+    rewriteTarget: db.prepare<[string, string], RewriteTargetRow>(
+      "SELECT seq, kind, token_count, payload FROM entries WHERE session_id = ? AND id = ?",
+    ),
+    updateEntry: db.prepare<[EntryUpdateRow], void>(
+      `UPDATE entries SET role = @role, token_count = @token_count, payload = @payload
+       WHERE session_id = @session_id AND seq = @seq`,
+    ),
+    insertRevision: db.prepare<[RevisionRow], void>(
+      `INSERT INTO entry_revisions (session_id, entry_id, revision, token_count, replaced_at_ms, reason, payload)
+       VALUES (@session_id, @entry_id, @revision, @token_count, @replaced_at_ms, @reason, @payload)`,
+    ),
+    revisions: db.prepare<[string, string], Pick<RevisionRow, "payload" | "replaced_at_ms" | "reason">>(
+      `SELECT payload, replaced_at_ms, reason FROM entry_revisions
+       WHERE session_id = ? AND entry_id = ? ORDER BY revision`,
+    ),
+    saveRegistration: db.prepare<[RegistrationRow], void>(
+      `INSERT INTO engine_registrations (engine_id, owner, endpoint, info, protocol_version, registered_at_ms)
+       VALUES (@engine_id, @owner, @endpoint, @info, @protocol_version, @registered_at_ms)
+       ON CONFLICT (engine_id) DO UPDATE SET owner = excluded.owner, endpoint = excluded.endpoint,
+         info = excluded.info, protocol_version = excluded.protocol_version,
+         registered_at_ms = excluded.registered_at_ms`,
+    ),
+    deleteRegistration: db.prepare<[string], void>("DELETE FROM engine_registrations WHERE engine_id = ?"),
+    listRegistrations: db.prepare<[], RegistrationRow>("SELECT * FROM engine_registrations ORDER BY engine_id"),
+    saveQuarantine: db.prepare<[QuarantineRow], void>(
+      `INSERT INTO engine_quarantines (engine_id, payload, updated_at_ms)
+       VALUES (@engine_id, @payload, @updated_at_ms)
+       ON CONFLICT (engine_id) DO UPDATE SET payload = excluded.payload, updated_at_ms = excluded.updated_at_ms`,
+    ),
+    clearQuarantine: db.prepare<[string], void>("DELETE FROM engine_quarantines WHERE engine_id = ?"),
+    listQuarantines: db.prepare<[], QuarantineRow>("SELECT * FROM engine_quarantines ORDER BY engine_id"),
   };
 }

@@ -6,10 +6,15 @@ import {
   InvalidArgumentError,
   NotFoundError,
 } from "../../contract/errors.js";
+import { QuarantineState } from "../../contract/gen/contextd/v1/registry.js";
 import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
+import type { RegistryStore, StoredRegistration } from "../registry-store.js";
 import type {
   ActiveView,
+  EntryRevision,
+  EntryRewriteInput,
   NewMessage,
+  RewriteOutcome,
   SeedEntry,
   SessionLabels,
   SessionRecord,
@@ -24,7 +29,12 @@ import {
   newEntryId,
   newSessionRow,
   prepareStatements,
+  quarantineRow,
+  registrationRow,
+  rewrittenEntryRow,
+  toEntryRevision,
   toSessionRecord,
+  toStoredRegistration,
   toViewMessage,
   type SessionRow,
   type Statements,
@@ -53,9 +63,19 @@ const DEFAULT_READ_LIMIT = 1_000;
  *   treats a non-positive limit as 1000.
  * - listSessions treats a non-positive limit as 100 and caps it at 1000; `nextCursor` is "" on the
  *   last page; a malformed cursor is an InvalidArgumentError.
- * - updated_at_ms moves on appends and compactions only (not on setSystemAdditionTokens).
+ * - updated_at_ms moves on appends, compactions and rewrites only (not on setSystemAdditionTokens).
+ * - rewriteEntries: the new message keeps the entry's id (as `message.id`) and the entry's
+ *   timestamp (as `message.timestampMs`, whatever the caller sent); `tokenCount` is the new count.
+ *   Entries anywhere in the session's history may be rewritten, not only those of the active view.
+ *   An id named twice in one call is an InvalidArgumentError; an empty list writes nothing and
+ *   returns zeros (the session must still exist). `bytesFreed` is the sum over the call, floored at 0.
+ * - readEntryRevisions: NotFoundError for an unknown session or an id that is no entry of it; []
+ *   for an entry never rewritten.
+ *
+ * It is also the RegistryStore (engine registrations and quarantine records live in the same file).
+ * Lists are ordered by engine id.
  */
-export class SqliteStore implements TranscriptStore {
+export class SqliteStore implements TranscriptStore, RegistryStore {
   readonly kind = "sqlite" as const;
 
   private readonly stmts: Statements;
@@ -235,10 +255,72 @@ export class SqliteStore implements TranscriptStore {
 
   async deleteSession(sessionId: string): Promise<boolean> {
     const run = this.db.transaction((): boolean => {
+      this.stmts.deleteRevisions.run(sessionId);
       this.stmts.deleteEntries.run(sessionId);
       return this.stmts.deleteSession.run(sessionId).changes > 0;
     });
     return run.immediate();
+  }
+
+  async rewriteEntries(sessionId: string, rewrites: EntryRewriteInput[], reason: string): Promise<RewriteOutcome> {
+    checkSessionId(sessionId);
+    if (!Array.isArray(rewrites)) throw new InvalidArgumentError("rewrites must be a list");
+    const why = typeof reason === "string" ? reason : "";
+    const run = this.db.transaction((): RewriteOutcome => {
+      const row = this.stmts.session.get(sessionId);
+      if (!row) throw new NotFoundError(`session ${sessionId} not found`);
+      // Resolve and encode every rewrite before writing anything.
+      const seen = new Set<string>();
+      const planned = rewrites.map((r, i) => {
+        const id: unknown = r?.entryId;
+        if (typeof id !== "string" || id === "") throw new InvalidArgumentError(`rewrite ${i}: entry_id is required`);
+        if (seen.has(id)) throw new InvalidArgumentError(`entry ${id} is rewritten more than once in one request`);
+        seen.add(id);
+        const target = this.stmts.rewriteTarget.get(sessionId, id);
+        if (!target || target.kind !== "message") {
+          throw new InvalidArgumentError(`entry ${id} is not a message entry of session ${sessionId}`);
+        }
+        const previous = decodeEntry(target.payload);
+        const next = rewrittenEntryRow(sessionId, target.seq, previous, r.message, r.tokenCount, `rewrite of entry ${id}`);
+        return { id, target, previous, next };
+      });
+      if (planned.length === 0) return { rewrittenEntries: 0, bytesFreed: 0 };
+      const now = Date.now();
+      let tokenDelta = 0;
+      let bytesFreed = 0;
+      for (const p of planned) {
+        this.stmts.insertRevision.run({
+          session_id: sessionId,
+          entry_id: p.id,
+          revision: p.previous.revision ?? 0,
+          token_count: p.target.token_count,
+          replaced_at_ms: now,
+          reason: why,
+          payload: p.target.payload,
+        });
+        this.stmts.updateEntry.run(p.next.row);
+        tokenDelta += p.next.row.token_count - p.target.token_count;
+        bytesFreed += p.target.payload.length - p.next.row.payload.length;
+      }
+      row.total_tokens += tokenDelta;
+      this.saveSession(row, now);
+      return { rewrittenEntries: planned.length, bytesFreed: Math.max(0, bytesFreed) };
+    });
+    return run.immediate();
+  }
+
+  async readEntryRevisions(sessionId: string, entryId: string): Promise<EntryRevision[]> {
+    const run = this.db.transaction((): EntryRevision[] => {
+      const rows = this.stmts.revisions.all(sessionId, entryId);
+      if (rows.length === 0) {
+        if (!this.stmts.session.get(sessionId)) throw new NotFoundError(`session ${sessionId} not found`);
+        if (!this.stmts.entryById.get(sessionId, entryId)) {
+          throw new NotFoundError(`entry ${entryId} not found in session ${sessionId}`);
+        }
+      }
+      return rows.map(toEntryRevision);
+    });
+    return run.deferred();
   }
 
   async setSystemAdditionTokens(sessionId: string, tokens: number): Promise<void> {
@@ -246,6 +328,34 @@ export class SqliteStore implements TranscriptStore {
     if (this.stmts.setSystemAdditionTokens.run(tokens, sessionId).changes === 0) {
       throw new NotFoundError(`session ${sessionId} not found`);
     }
+  }
+
+  // --- RegistryStore ---------------------------------------------------------------------------
+
+  async saveRegistration(registration: StoredRegistration): Promise<void> {
+    this.stmts.saveRegistration.run(registrationRow(registration));
+  }
+
+  async deleteRegistration(engineId: string): Promise<boolean> {
+    return this.stmts.deleteRegistration.run(engineId).changes > 0;
+  }
+
+  async listRegistrations(): Promise<StoredRegistration[]> {
+    return this.stmts.listRegistrations.all().map(toStoredRegistration);
+  }
+
+  async saveQuarantine(engineId: string, quarantine: QuarantineState): Promise<void> {
+    this.stmts.saveQuarantine.run(quarantineRow(engineId, quarantine, Date.now()));
+  }
+
+  async clearQuarantine(engineId: string): Promise<boolean> {
+    return this.stmts.clearQuarantine.run(engineId).changes > 0;
+  }
+
+  async listQuarantines(): Promise<Map<string, QuarantineState>> {
+    const out = new Map<string, QuarantineState>();
+    for (const r of this.stmts.listQuarantines.all()) out.set(r.engine_id, QuarantineState.decode(r.payload));
+    return out;
   }
 
   async close(): Promise<void> {

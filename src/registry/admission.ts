@@ -1,0 +1,172 @@
+import type { ChannelCredentials } from "@grpc/grpc-js";
+import type { Logger } from "pino";
+import { PROTOCOL_VERSION } from "../contract/engine-api.js";
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from "../contract/errors.js";
+import type { EngineInfo } from "../contract/gen/contextd/v1/engine.js";
+import {
+  EngineEventType,
+  EngineHealth,
+  Refusal,
+  type DeregisterEngineRequest,
+  type RegisterEngineRequest,
+  type RegisterEngineResponse,
+} from "../contract/gen/contextd/v1/registry.js";
+import { LEGACY_ENGINE_ID } from "../legacy/legacy-engine.js";
+import type { RegistryStore } from "../store/registry-store.js";
+import type { EndpointAllowList } from "./endpoint-allow-list.js";
+import type { EngineEvents } from "./engine-events.js";
+import { toEngineStatus, type EngineRegistry, type RegisteredEngine } from "./engine-registry.js";
+import { KeyedLock } from "./keyed-lock.js";
+import type { Quarantine } from "./quarantine.js";
+import { RemoteEngine } from "./remote-engine.js";
+
+export const SUPPORTED_PROTOCOL_VERSIONS = [PROTOCOL_VERSION];
+
+export interface AdmissionSettings {
+  /** Deadline of the GetInfo and health probes made before admitting. */
+  probeTimeoutMs: number;
+  credentials: ChannelCredentials;
+}
+
+/**
+ * RegisterEngine and DeregisterEngine (SPEC §3): the ownership rules, the endpoint allow-list
+ * (checked before any connection), contract validation through GetInfo, protocol negotiation and
+ * a health check before admission. The caller's credentials were checked by the service layer.
+ */
+export class Admission {
+  constructor(
+    private readonly registry: EngineRegistry,
+    private readonly store: RegistryStore,
+    private readonly quarantine: Quarantine,
+    private readonly allowList: EndpointAllowList,
+    private readonly events: EngineEvents,
+    private readonly settings: AdmissionSettings,
+    private readonly log: Logger,
+  ) {}
+
+  private readonly lock = new KeyedLock();
+
+  register(req: RegisterEngineRequest, owner: string): Promise<RegisterEngineResponse> {
+    return this.lock.run(req.engineId.trim(), () => this.admit(req, owner));
+  }
+
+  private async admit(req: RegisterEngineRequest, owner: string): Promise<RegisterEngineResponse> {
+    const engineId = req.engineId.trim();
+    const endpoint = req.endpoint.trim();
+    if (!engineId) throw new InvalidArgumentError("engine_id is required");
+    if (!endpoint) throw new InvalidArgumentError("endpoint is required");
+    const refuse = (refusal: Refusal, message: string, existingOwner = ""): RegisterEngineResponse => {
+      this.log.warn({ engineId, owner, endpoint, refusal: Refusal[refusal], reason: message }, "engine registration refused");
+      return { ok: false, existingOwner, refusal, message, engine: undefined, protocolVersion: 0 };
+    };
+
+    if (engineId === LEGACY_ENGINE_ID) return refuse(Refusal.REFUSAL_DEFAULT_SLOT_RESERVED, `"${LEGACY_ENGINE_ID}" is the default slot, owned by core (contextd itself)`, "core");
+    const existing = this.registry.get(engineId);
+    if (existing && existing.owner !== owner) {
+      return refuse(Refusal.REFUSAL_OWNED_BY_OTHER, `engine "${engineId}" is owned by "${existing.owner}"`, existing.owner);
+    }
+    if (existing && !req.allowSameOwnerRefresh) {
+      return refuse(Refusal.REFUSAL_ALREADY_REGISTERED, `engine "${engineId}" is already registered by "${owner}"; set allow_same_owner_refresh to replace it`, owner);
+    }
+    const notAllowed = this.allowList.check(endpoint);
+    if (notAllowed) return refuse(Refusal.REFUSAL_ENDPOINT_NOT_ALLOWED, `endpoint "${endpoint}" refused without dialling: ${notAllowed}`);
+    const offered = req.protocolVersions.length ? req.protocolVersions : [PROTOCOL_VERSION];
+    const version = Math.max(0, ...offered.filter((v) => SUPPORTED_PROTOCOL_VERSIONS.includes(v)));
+    if (!version) return refuse(Refusal.REFUSAL_VERSION_UNSUPPORTED, `protocol_versions [${offered.join(", ")}] has none of [${SUPPORTED_PROTOCOL_VERSIONS.join(", ")}]`);
+
+    const remote = new RemoteEngine(endpoint, emptyInfo(engineId), this.settings.credentials);
+    const probe = await this.probe(remote, engineId, version);
+    if (probe.refusal) {
+      remote.close();
+      return refuse(probe.refusal, probe.message);
+    }
+    remote.setInfo(probe.info!);
+
+    const engine: RegisteredEngine = {
+      id: engineId,
+      owner,
+      endpoint,
+      builtin: false,
+      engine: remote,
+      remote,
+      info: probe.info!,
+      registeredAtMs: Date.now(),
+      health: EngineHealth.ENGINE_HEALTH_SERVING,
+      counters: existing?.counters ?? { calls: 0, failures: 0, fallbacks: 0, timeouts: 0 },
+      healthFailures: 0,
+      ejections: existing?.ejections ?? 0,
+      quarantine: existing?.quarantine,
+    };
+    await this.store.saveRegistration({ engineId, owner, endpoint, info: probe.info!, protocolVersion: version, registeredAtMs: engine.registeredAtMs });
+    this.registry.set(engine);
+    if (existing?.remote && existing.remote !== remote) existing.remote.close();
+    // SPEC §3 rule 5: a successful registration clears any quarantine of that id.
+    await this.quarantine.clear(engine, "re-registered");
+    this.log.info({ engineId, owner, endpoint, protocolVersion: version, refreshed: Boolean(existing) }, "engine registered");
+    this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_REGISTERED, engine, existing ? "registration refreshed" : "registered");
+    return { ok: true, existingOwner: "", refusal: Refusal.REFUSAL_NONE, message: "registered", engine: toEngineStatus(engine), protocolVersion: version };
+  }
+
+  /** GetInfo under a short deadline, contract validation, then a health check. */
+  private async probe(remote: RemoteEngine, engineId: string, version: number): Promise<{ refusal?: Refusal; message: string; info?: EngineInfo }> {
+    let info: EngineInfo | undefined;
+    try {
+      info = await remote.getInfo(this.settings.probeTimeoutMs);
+    } catch (err) {
+      return { refusal: Refusal.REFUSAL_UNREACHABLE, message: `GetInfo on ${remote.endpoint} failed: ${(err as Error).message}` };
+    }
+    if (!info || !info.id.trim() || !info.name.trim()) {
+      return { refusal: Refusal.REFUSAL_CONTRACT_INVALID, message: "GetInfo must answer an EngineInfo with non-empty id and name" };
+    }
+    if (info.id !== engineId) {
+      return { refusal: Refusal.REFUSAL_CONTRACT_INVALID, message: `GetInfo says id "${info.id}", but the registration is for "${engineId}"` };
+    }
+    if (info.protocolVersions.length && !info.protocolVersions.includes(version)) {
+      return { refusal: Refusal.REFUSAL_VERSION_UNSUPPORTED, message: `the engine speaks protocol [${info.protocolVersions.join(", ")}], contextd [${SUPPORTED_PROTOCOL_VERSIONS.join(", ")}]` };
+    }
+    const health = await remote.checkHealth(this.settings.probeTimeoutMs);
+    if (health !== "SERVING") return { refusal: Refusal.REFUSAL_UNREACHABLE, message: `health check answered ${health}` };
+    return { message: "", info };
+  }
+
+  async deregister(req: DeregisterEngineRequest, authorize: (owner: string) => void): Promise<boolean> {
+    const engineId = req.engineId.trim();
+    if (engineId === LEGACY_ENGINE_ID) throw new FailedPreconditionError(`"${LEGACY_ENGINE_ID}" is built in and cannot be deregistered`);
+    const engine = this.registry.get(engineId);
+    if (!engine) throw new NotFoundError(`engine_id "${engineId}" is not registered`);
+    authorize(engine.owner);
+    this.registry.delete(engineId);
+    engine.remote?.close();
+    await this.store.deleteRegistration(engineId);
+    await this.store.clearQuarantine(engineId);
+    this.log.info({ engineId, owner: engine.owner }, "engine deregistered");
+    this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_DEREGISTERED, engine, "deregistered");
+    return true;
+  }
+
+  /** Restores persisted registrations at start; health is UNKNOWN until the first check. */
+  async restore(): Promise<void> {
+    for (const r of await this.store.listRegistrations()) {
+      if (r.engineId === LEGACY_ENGINE_ID) continue;
+      const remote = new RemoteEngine(r.endpoint, r.info, this.settings.credentials);
+      this.registry.set({
+        id: r.engineId,
+        owner: r.owner,
+        endpoint: r.endpoint,
+        builtin: false,
+        engine: remote,
+        remote,
+        info: r.info,
+        registeredAtMs: r.registeredAtMs,
+        health: EngineHealth.ENGINE_HEALTH_UNKNOWN,
+        counters: { calls: 0, failures: 0, fallbacks: 0, timeouts: 0 },
+        healthFailures: 0,
+        ejections: 0,
+      });
+    }
+  }
+}
+
+function emptyInfo(id: string): EngineInfo {
+  return { id, name: "", version: "", ownsCompaction: false, turnMaintenanceMode: 0, capabilities: undefined, hostRequirements: [], protocolVersions: [] };
+}

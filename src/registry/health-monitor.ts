@@ -1,0 +1,69 @@
+import type { Logger } from "pino";
+import { EngineEventType, EngineHealth } from "../contract/gen/contextd/v1/registry.js";
+import type { EngineEvents } from "./engine-events.js";
+import type { EngineRegistry, RegisteredEngine } from "./engine-registry.js";
+import type { Quarantine } from "./quarantine.js";
+
+export interface HealthSettings {
+  intervalMs: number;
+  timeoutMs: number;
+  unhealthyThreshold: number;
+}
+
+/**
+ * Checks every registered sidecar with grpc.health.v1 on an interval, each check under its own
+ * deadline. `unhealthy_threshold` failures in a row quarantine the engine; a passing check after
+ * the ejection time releases it.
+ */
+export class HealthMonitor {
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+
+  constructor(
+    private readonly registry: EngineRegistry,
+    private readonly quarantine: Quarantine,
+    private readonly events: EngineEvents,
+    private readonly settings: HealthSettings,
+    private readonly log: Logger,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.checkAll(), this.settings.intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  /** One round over every sidecar; a round still running makes the next tick a no-op. */
+  async checkAll(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    try {
+      await Promise.all(this.registry.list().filter((e) => e.remote).map((e) => this.check(e)));
+    } finally {
+      this.running = false;
+    }
+  }
+
+  async check(engine: RegisteredEngine): Promise<void> {
+    const answer = await engine.remote!.checkHealth(this.settings.timeoutMs);
+    if (this.registry.get(engine.id) !== engine) return; // replaced or deregistered meanwhile
+    const health = answer === "SERVING" ? EngineHealth.ENGINE_HEALTH_SERVING : answer === "NOT_SERVING" ? EngineHealth.ENGINE_HEALTH_NOT_SERVING : EngineHealth.ENGINE_HEALTH_UNKNOWN;
+    if (health !== engine.health) {
+      engine.health = health;
+      this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_HEALTH_CHANGED, engine, `health check: ${answer}`);
+    }
+    if (answer === "SERVING") {
+      engine.healthFailures = 0;
+      await this.quarantine.releaseIfDue(engine);
+      return;
+    }
+    engine.healthFailures++;
+    this.log.debug({ engineId: engine.id, answer, failures: engine.healthFailures }, "health check failed");
+    if (!engine.quarantine && engine.healthFailures >= this.settings.unhealthyThreshold) {
+      await this.quarantine.isolate(engine, "health", `health check failed ${engine.healthFailures} times in a row (${answer})`, false);
+    }
+  }
+}

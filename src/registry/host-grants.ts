@@ -1,0 +1,53 @@
+import { randomBytes } from "node:crypto";
+import type { HostContext } from "../contract/gen/contextd/v1/types.js";
+import { PermissionDeniedError, UnauthenticatedError } from "../contract/errors.js";
+
+/** What one host token allows: calls for one engine and one session, until the engine call's deadline. */
+export interface HostGrant {
+  engineId: string;
+  sessionId: string;
+  expiresAtMs: number;
+  /** Compaction entries committed through DelegateCompaction during this call. */
+  delegatedCompactionIds: string[];
+}
+
+/**
+ * Issues the HostContext tokens handed to remote engines with each call, and verifies them when
+ * the engine calls HostService. Tokens are random, held only in memory, and die with their call's
+ * deadline: a leaked token is useless a few seconds later and never opens another session.
+ */
+export class HostGrants {
+  private readonly grants = new Map<string, HostGrant>();
+  private sweepAt = 0;
+
+  constructor(public endpoint: string) {}
+
+  issue(engineId: string, sessionId: string, expiresAtMs: number): { host: HostContext; grant: HostGrant } {
+    this.sweep();
+    const token = randomBytes(24).toString("base64url");
+    const grant: HostGrant = { engineId, sessionId, expiresAtMs, delegatedCompactionIds: [] };
+    this.grants.set(token, grant);
+    return { host: { endpoint: this.endpoint, token, expiresAtMs }, grant };
+  }
+
+  /** The grant behind `token` when it is live and scoped to `sessionId`. */
+  verify(token: string, sessionId: string): HostGrant {
+    const grant = token ? this.grants.get(token) : undefined;
+    if (!grant) throw new UnauthenticatedError("host token not recognised: send the HostContext.token of the engine call in progress");
+    if (Date.now() >= grant.expiresAtMs) {
+      this.grants.delete(token);
+      throw new UnauthenticatedError("host token expired: it was valid until the deadline of the engine call that carried it");
+    }
+    if (grant.sessionId !== sessionId) {
+      throw new PermissionDeniedError(`host token is scoped to session "${grant.sessionId}", not "${sessionId}"`);
+    }
+    return grant;
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    if (now < this.sweepAt) return;
+    this.sweepAt = now + 5_000;
+    for (const [token, grant] of this.grants) if (now >= grant.expiresAtMs) this.grants.delete(token);
+  }
+}

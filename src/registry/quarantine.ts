@@ -1,0 +1,93 @@
+import type { Logger } from "pino";
+import { EngineEventType } from "../contract/gen/contextd/v1/registry.js";
+import type { RegistryStore } from "../store/registry-store.js";
+import type { EngineEvents } from "./engine-events.js";
+import type { EngineRegistry, RegisteredEngine } from "./engine-registry.js";
+import type { EngineOperation, FailureKind, FailureObserver } from "./router.js";
+
+export interface QuarantineSettings {
+  baseEjectionMs: number;
+  maxEjectionMs: number;
+}
+
+/**
+ * Health-based quarantine in the spirit of Envoy's outlier detection: one failure the engine caused
+ * ejects it for base_ejection × consecutive ejections (capped); a passing health check after that
+ * time releases it. A manual quarantine holds until an operator clears it. Every change is
+ * persisted (so it survives restarts and is seen by replicas), announced on WatchEngines, and logged.
+ */
+export class Quarantine implements FailureObserver {
+  constructor(
+    private readonly registry: EngineRegistry,
+    private readonly store: RegistryStore,
+    private readonly settings: QuarantineSettings,
+    private readonly events: EngineEvents,
+    private readonly log: Logger,
+  ) {}
+
+  onEngineFailure(engine: RegisteredEngine, op: EngineOperation, kind: FailureKind, reason: string): void {
+    if (engine.builtin || engine.quarantine) return;
+    void this.isolate(engine, op, `${kind}: ${reason}`, false);
+  }
+
+  onFallback(engine: RegisteredEngine, op: EngineOperation, reason: string): void {
+    this.log.warn({ engineId: engine.id, owner: engine.owner, operation: op, reason }, "engine call fell back to legacy");
+  }
+
+  async isolate(engine: RegisteredEngine, operation: string, reason: string, manual: boolean): Promise<void> {
+    const now = Date.now();
+    const ejections = engine.ejections + 1;
+    engine.ejections = ejections;
+    const ejectionMs = Math.min(this.settings.baseEjectionMs * ejections, this.settings.maxEjectionMs);
+    engine.quarantine = { operation, reason, failedAtMs: now, releaseAtMs: manual ? 0 : now + ejectionMs, ejections, manual };
+    this.log.warn(
+      { engineId: engine.id, owner: engine.owner, operation, reason, manual, ejections, releaseAtMs: engine.quarantine.releaseAtMs },
+      "engine quarantined",
+    );
+    this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_QUARANTINED, engine, `${operation}: ${reason}`);
+    await this.persist(engine);
+  }
+
+  /** Releases an automatic quarantine whose ejection time is over, given a passing health check. */
+  async releaseIfDue(engine: RegisteredEngine): Promise<boolean> {
+    const q = engine.quarantine;
+    if (!q || q.manual || Date.now() < q.releaseAtMs) return false;
+    await this.release(engine, "ejection time over and health check passed", false);
+    return true;
+  }
+
+  /** Operator's ClearQuarantine and re-registration: releases any quarantine and forgets past ejections. */
+  async clear(engine: RegisteredEngine, why: string): Promise<void> {
+    await this.release(engine, why, true);
+  }
+
+  private async release(engine: RegisteredEngine, why: string, resetEjections: boolean): Promise<void> {
+    const had = engine.quarantine;
+    engine.quarantine = undefined;
+    engine.healthFailures = 0;
+    if (resetEjections) engine.ejections = 0;
+    if (!had) return;
+    this.log.info({ engineId: engine.id, owner: engine.owner, why }, "engine released from quarantine");
+    this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_RELEASED, engine, why);
+    await this.persist(engine);
+  }
+
+  private async persist(engine: RegisteredEngine): Promise<void> {
+    try {
+      if (engine.quarantine) await this.store.saveQuarantine(engine.id, engine.quarantine);
+      else await this.store.clearQuarantine(engine.id);
+    } catch (err) {
+      this.log.error({ err, engineId: engine.id }, "could not persist the quarantine record");
+    }
+  }
+
+  /** Applies persisted records to engines restored at start. */
+  async restore(): Promise<void> {
+    for (const [id, q] of await this.store.listQuarantines()) {
+      const engine = this.registry.get(id);
+      if (!engine || engine.builtin) continue;
+      engine.quarantine = q;
+      engine.ejections = q.ejections;
+    }
+  }
+}
