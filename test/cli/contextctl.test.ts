@@ -9,19 +9,12 @@ import { startContextd } from "../helpers/contextd-process.js";
 /** contextctl, built (`npm run build`), run as a child process against a real contextd. */
 const BIN = resolve(import.meta.dirname, "../../bin/contextctl.js");
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function contextctl(address: string, ...args: string[]): Promise<Run> {
+function contextctl(address: string, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const env = { ...process.env };
   for (const key of ["CONTEXTD_ADDRESS", "CONTEXTD_RUNTIME_TOKEN", "CONTEXTD_CONFIG"]) delete env[key];
   return new Promise((done, fail) => {
     const child = spawn(process.execPath, [BIN, "--address", address, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
+    let [stdout, stderr] = ["", ""];
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     child.on("error", fail);
@@ -34,8 +27,7 @@ async function closedPort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const { port } = server.address() as { port: number };
-  await new Promise((r) => server.close(r));
-  return port;
+  return new Promise((r) => server.close(() => r(port)));
 }
 
 /** A coding-agent conversation in the simple JSONL form: 1 system + 10 turns of 4 messages (41 messages). */
@@ -53,11 +45,8 @@ function conversation(): string {
 
 /** Cells of the data rows of a cli-table3 table (rows starting with │, header excluded). */
 function tableRows(out: string): string[][] {
-  const rows = out
-    .split("\n")
-    .filter((l) => l.startsWith("│"))
-    .map((l) => l.split("│").slice(1, -1).map((c) => c.trim()));
-  return rows.slice(1);
+  const lines = out.split("\n").filter((l) => l.startsWith("│"));
+  return lines.slice(1).map((l) => l.split("│").slice(1, -1).map((c) => c.trim()));
 }
 
 const int = (cell: string) => Number(cell.replace(/,/g, ""));
@@ -143,7 +132,7 @@ describe("contextctl against a real contextd", () => {
     expect(rows.map((r) => r[0])).toEqual(["summary", "messages", "tool results", "system addition", "total"]);
     const [summary, messages, tools, system, total] = rows.map((r) => int(r[1]));
     expect(summary + messages + tools + system).toBe(total);
-    expect(summary).toBeGreaterThan(0);
+    expect(summary).toBeGreaterThan(0); // the replay compacted
     expect(rows[4][2]).toBe("100.0%");
   });
 
@@ -171,11 +160,41 @@ describe("contextctl against a real contextd", () => {
     expect(legacy?.slice(0, 4)).toEqual(["legacy", "core", "(in process)", "SERVING"]);
   });
 
+  it("doctor checks the config, the store, the server and the registry", async () => {
+    const run = await contextctl(server.address, "doctor", "--config", server.configPath);
+    expect(run.code).toBe(0);
+    expect(run.stdout.trim().split("\n")).toEqual([
+      `✓ config: loads and validates (${server.configPath})`,
+      expect.stringMatching(/^✓ store: opens \(sqlite:.*contextd\.db\)$/),
+      `✓ server ${server.address}: SERVING`,
+      expect.stringMatching(/^✓ ListEngines: .*legacy/),
+    ]);
+  });
+
   it("doctor fails on a config file that does not exist", async () => {
     const run = await contextctl(server.address, "doctor", "--config", join(dir, "missing.yaml"));
     expect(run.code).toBe(1);
     expect(run.stdout).toMatch(/^✗ config: cannot read .*missing\.yaml/m);
     expect(run.stdout).toContain(`✓ server ${server.address}: SERVING`);
     expect(run.stdout).toMatch(/^✓ ListEngines: .*legacy/m);
+  });
+});
+
+describe("contextctl against a contextd that requires auth", () => {
+  let server: Awaited<ReturnType<typeof startContextd>>;
+
+  beforeAll(async () => {
+    const auth = { required: true, runtimes: [{ token_env: "CLI_TEST_RUNTIME_TOKEN", agents: ["*"] }] };
+    server = await startContextd({ config: { auth }, env: { CLI_TEST_RUNTIME_TOKEN: "runtime-secret" } });
+  });
+
+  afterAll(async () => void (await server?.stop()));
+
+  it("sends --token as a bearer token", async () => {
+    const without = await contextctl(server.address, "sessions");
+    expect(without.code).toBe(1);
+    expect(without.stderr).toMatch(/^contextctl: UNAUTHENTICATED: /);
+    const withToken = await contextctl(server.address, "--token", "runtime-secret", "sessions");
+    expect(withToken).toMatchObject({ code: 0, stdout: "no sessions\n" });
   });
 });

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseConversation, readConversationFile, splitTurns } from "../../src/cli/conversation-file.js";
-import { Message, Role } from "../../src/contract/gen/contextd/v1/types.js";
+import { Message, Role, type ContentBlock } from "../../src/contract/gen/contextd/v1/types.js";
 import { messageText, toolCallIds } from "../../src/contract/messages.js";
 
 const jsonl = (...lines: unknown[]) => lines.map((l) => (typeof l === "string" ? l : JSON.stringify(l))).join("\n");
@@ -63,7 +63,10 @@ describe("parseConversation", () => {
   it("reads the proto JSON form", () => {
     const original = Message.fromPartial({
       role: Role.ROLE_ASSISTANT,
-      content: [{ block: { $case: "text", value: { text: "ok" } } }, { block: { $case: "toolCall", value: { id: "k", name: "f", argumentsJson: "{}" } } }],
+      content: [
+        { block: { $case: "text", value: { text: "ok" } } },
+        { block: { $case: "toolCall", value: { id: "k", name: "f", argumentsJson: "{}" } } },
+      ] as ContentBlock[],
       metadata: { a: "b" },
     });
     const [parsed, second] = parseConversation(jsonl(Message.toJSON(original), { role: "ROLE_USER", content: [{ text: { text: "hi" } }] }));

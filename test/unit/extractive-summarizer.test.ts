@@ -117,7 +117,6 @@ describe("extractive summarizer", () => {
       // The latest request is the last user message of this round, verbatim.
       expect(section(summary, "Latest user request")).toEqual([lastUserText(messages)]);
     }
-    if (process.env.SHOW_SUMMARY) console.log(summary);
     // The budget really was under pressure: most of the unrelated paths had to go.
     const unrelatedPaths = section(summary, "Identifiers").filter((l) => l.includes("packages/search/src/"));
     expect(unrelatedPaths.length).toBeGreaterThan(0);

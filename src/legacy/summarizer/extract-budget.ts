@@ -136,6 +136,5 @@ export function fitToBudget(entries: Entry[], maxChars: number): string {
     else lines.set(e.section, [e.line]);
   });
   const out = renderSections(lines);
-  if (out.length > max && max >= SUMMARY_TITLE.length) throw new Error(`over: ${out.length} > ${max}`);
   return out.length <= max ? out : out.slice(0, max);
 }

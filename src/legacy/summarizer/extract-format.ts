@@ -105,11 +105,6 @@ export function identifierLine(id: Identifier): string {
 
 const KIND_SET = new Set<string>(ID_KINDS);
 
-/** True when `text` is (or contains) a summary this summarizer wrote. */
-export function isOwnSummary(text: string): boolean {
-  return text.includes(SUMMARY_TITLE);
-}
-
 /** Parses a summary this summarizer wrote; undefined when `text` is in some other format. */
 export function parseSummary(text: string): SummaryDoc | undefined {
   const start = text.indexOf(SUMMARY_TITLE);

@@ -64,7 +64,7 @@ const KEYWORDS = new Set(
   "if for while switch catch function return typeof sizeof await yield new delete void import export require print with and or not".split(" "),
 );
 const NUMBER_UNIT =
-  /(?<![\w.$])(\$\s?\d(?:[\d,]*\d)?(?:\.\d+)?|\d(?:[\d,]*\d)?(?:\.\d+)?\s?(?:ms|milliseconds?|seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|[KMGTP]i?B|bytes?|tokens?|chars?|characters?|lines?|%|px|rps|qps|rpm|req\/s|MHz|GHz|cores?|vCPUs?|CPUs?|replicas?|retries|attempts?|workers?|threads?|connections?|users?|requests?|messages?|USD|EUR|GBP)|\d+(?:\.\d+)?[smhdkKMG])(?![\w])/g;
+  /(?<![\w.,$])(\$\s?\d(?:[\d,]{0,14}\d)?(?:\.\d{1,6})?|\d(?:[\d,]{0,14}\d)?(?:\.\d{1,6})?\s?(?:ms|milliseconds?|seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|[KMGTP]i?B|bytes?|tokens?|chars?|characters?|lines?|%|px|rps|qps|rpm|req\/s|MHz|GHz|cores?|vCPUs?|CPUs?|replicas?|retries|attempts?|workers?|threads?|connections?|users?|requests?|messages?|USD|EUR|GBP)|\d{1,9}(?:\.\d{1,6})?[smhdkKMG])(?![\w])/g;
 const PORT = /\bport\s+(\d{2,5})\b/gi;
 const TOKEN_SPLIT = /[\s"'`()[\]{}<>,;|=]+/;
 

@@ -32,7 +32,7 @@ export interface Collected {
 const STRONG_CONSTRAINT =
   /\b(?:must|mustn't|never|always|don't|do not|doesn't|does not|make sure|ensure|requirements?|required|mandatory|deadline|not allowed|forbidden|under no circumstances|important)\b/i;
 const WEAK_CONSTRAINT =
-  /\b(?:avoid|only|need to|needs to|should|shouldn't|prefer|instead of|at least|at most|no more than|by (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|eod|end of))\b/i;
+  /\b(?:avoid|only|need to|needs to|should|shouldn't|prefer|instead of|at least|at most|no more than|(?:by|before|until) (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|eod|end of))\b/i;
 const DECISION =
   /\b(?:I'll|I will|I'm going to|I am going to|we'll|we will|we're going to|we are going to|let's|let us|decided|decide to|decision|chose|choose to|chosen|going to|switch(?:ed|ing)? (?:to|from)|instead of|opt(?:ed|ing)? (?:for|to)|settled on|the plan|will use|the fix is|fix is to|root cause|approach is|rather than|in favou?r of)\b/i;
 const PROGRESS =

@@ -20,7 +20,7 @@ import { FAILED, collect, constraintStrength, decisionWeight, type Collected, ty
 import { clip, clipHeadTail, dedupeKey, focusKeywords, focusMatches, oneLine, unique } from "./extract-text.js";
 
 export const EXTRACTIVE_KIND = "extractive";
-/** Used when `maxChars` is not a finite number. */
+/** Used when `maxChars` is not a finite number (a finite cap, even 0, is always honoured). */
 export const DEFAULT_MAX_CHARS = 16_000;
 
 /** Soft caps (newest kept) on low-value sections, so a long session's summary stays focused. */
@@ -33,6 +33,8 @@ const FOCUS_CAP = 300;
 const MAX_IDENTIFIERS = 1000;
 /** Keep-value added to an identifier carried over from the previous summary (as much as a user mention). */
 const SURVIVOR_BONUS = 3;
+/** How much of the goals (and of the errors) is searched for quoted identifiers. */
+const PINNED_SCAN = 32_000;
 /** Keep-value added to an identifier quoted by a goal, a constraint or the latest request. */
 const PINNED_BONUS = 4;
 
@@ -159,16 +161,16 @@ function merge(prev: SummaryDoc, c: Collected, hadPrevious: boolean, instruction
   }
   // A bare `name` is dropped when the same name is also known as a function `name()`.
   let list = [...ids.values()].filter((id) => id.kind !== "symbol" || ids.get(`${id.value}()`)?.kind !== "function");
-  // Identifiers the goals or the latest request quote are the ones the work is about.
-  const pinned = [...doc.goals, doc.latest].join("\n");
-  const inErrors = doc.errors.join("\n");
-  for (const id of list) {
-    if (pinned.includes(id.value)) id.score += PINNED_BONUS;
-    else if (inErrors.includes(id.value)) id.score += 1;
-  }
   if (list.length > MAX_IDENTIFIERS) {
     const keep = new Set([...list].sort((a, b) => b.score - a.score).slice(0, MAX_IDENTIFIERS));
     list = list.filter((id) => keep.has(id));
+  }
+  // Identifiers the goals or the latest request quote are the ones the work is about.
+  const pinned = [...doc.goals, doc.latest].join("\n").slice(0, PINNED_SCAN);
+  const inErrors = doc.errors.join("\n").slice(0, PINNED_SCAN);
+  for (const id of list) {
+    if (pinned.includes(id.value)) id.score += PINNED_BONUS;
+    else if (inErrors.includes(id.value)) id.score += 1;
   }
   doc.identifiers = list.map(({ kind, value }) => ({ kind, value }));
   return { doc, scores: new Map(list.map((id) => [id.value, id.score])) };

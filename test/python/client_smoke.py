@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""Smoke test of contextd's SessionService from Python, through stubs generated from proto/.
+
+Usage: client_smoke.py ADDRESS SESSION_ID
+  env CONTEXTD_RUNTIME_TOKEN: sent as `authorization: Bearer <token>` when set.
+
+Appends ~60 realistic coding-agent messages (well over 8k tokens) to a new session, assembles with a
+budget of 8000 (auto-compact on), forces a compaction, then pages through the whole transcript and
+checks that every appended message is still there. Prints one JSON line with the results and exits 0,
+or prints {"error": ...} (details on stderr) and exits 1.
+
+Needs the generated stubs on PYTHONPATH (test/helpers/python.ts: generatePythonStubs / runPython).
+"""
+
+import json
+import random
+import sys
+import traceback
+
+import grpc
+
+from contextd.v1 import session_pb2, session_pb2_grpc, types_pb2
+
+BUDGET = 8000
+DEADLINE_S = 120
+START_MS = 1_741_000_000_000
+
+
+class CheckFailed(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise CheckFailed(what)
+
+
+# --- realistic content ------------------------------------------------------------------------
+
+NOUNS = ["order", "cart", "invoice", "shipment", "cursor", "session", "token", "batch", "webhook",
+         "tenant", "quota", "report", "snapshot", "carrier", "label", "refund", "coupon", "lease"]
+VERBS = ["load", "save", "fetch", "build", "parse", "validate", "normalize", "merge", "sync",
+         "dispatch", "flush", "encode", "render", "schedule", "retry", "collect", "prune"]
+PROPS = ["id", "tenantId", "createdAt", "status", "amount", "currency", "region", "cursor",
+         "expiresAt", "attempts", "priority", "version", "etag", "ownerId", "quantity"]
+AREAS = ["checkout", "search", "shipping", "inventory", "accounts", "webhooks", "exports"]
+
+
+def camel(*parts):
+    return parts[0] + "".join(p[:1].upper() + p[1:] for p in parts[1:])
+
+
+def fn_name(rng):
+    return camel(rng.choice(VERBS), rng.choice(NOUNS) + rng.choice(["", "s"]))
+
+
+def file_path(rng, area=None):
+    return "src/%s/%s_%s.py" % (area or rng.choice(AREAS), rng.choice(NOUNS),
+                                rng.choice(["service", "store", "handler", "client", "utils"]))
+
+
+def code_file(rng, target_chars):
+    lines = ["import logging", "from dataclasses import dataclass", "",
+             "log = logging.getLogger(__name__)", ""]
+    while sum(len(l) + 1 for l in lines) < target_chars:
+        name = fn_name(rng)
+        arg = rng.choice(NOUNS)
+        lines.append("def %s(ctx, %s, limit=%d):" % (name, arg, rng.choice([10, 50, 100, 500])))
+        lines.append('    """%s %s items for the %s %s."""' % (
+            rng.choice(VERBS).capitalize(), rng.choice(NOUNS), rng.choice(["pending", "stale", "active"]), arg))
+        for _ in range(rng.randint(4, 10)):
+            p = rng.choice(PROPS)
+            kind = rng.randint(0, 4)
+            if kind == 0:
+                lines.append("    %s = ctx.db.fetch_one('SELECT %s FROM %ss WHERE id = %%s', (%s.id,))" % (
+                    rng.choice(NOUNS), p.lower(), rng.choice(NOUNS), arg))
+            elif kind == 1:
+                lines.append("    if %s.%s is None:" % (arg, p))
+                lines.append("        raise ValueError('%s %%s has no %s' %% %s.id)" % (arg, p, arg))
+            elif kind == 2:
+                lines.append("    log.info('%s %s', extra={'%s': %s.%s, 'n': %d})" % (
+                    rng.choice(VERBS), rng.choice(NOUNS), p, arg, p, rng.randint(1, 999)))
+            elif kind == 3:
+                lines.append("    for item in %s.%ss[:limit]:" % (arg, rng.choice(NOUNS)))
+                lines.append("        item.%s = %s(ctx, item)" % (p, fn_name(rng)))
+            else:
+                lines.append("    # TODO(%s): %s the %s before %s" % (
+                    rng.choice(["maria", "oleg", "wei", "priya"]), rng.choice(VERBS), rng.choice(NOUNS), rng.choice(VERBS)))
+        lines.append("    return %s" % arg)
+        lines.append("")
+    return "\n".join("%5d  %s" % (i + 1, l) for i, l in enumerate(lines))
+
+
+def test_log(rng, target_chars, fail):
+    lines = ["============================= test session starts ==============================",
+             "platform linux -- Python 3.11.2, pytest-7.2.1, pluggy-1.0.0", "collected %d items" % rng.randint(40, 400), ""]
+    while sum(len(l) + 1 for l in lines) < target_chars:
+        f = file_path(rng).replace("src/", "tests/test_")
+        lines.append("%s %s" % (f, "".join(rng.choice("....F" if fail else ".....s") for _ in range(rng.randint(5, 40)))))
+        if rng.random() < 0.3:
+            lines.append("%s INFO %s: %s %s id=%s took %dms" % (
+                "2025-03-03 10:%02d:%02d" % (rng.randint(0, 59), rng.randint(0, 59)), rng.choice(AREAS),
+                rng.choice(VERBS), rng.choice(NOUNS), "%x" % rng.getrandbits(40), rng.randint(1, 900)))
+    if fail:
+        lines += ["", "=================================== FAILURES ===================================",
+                  "___________________ test_%s_%s ___________________" % (rng.choice(VERBS), rng.choice(NOUNS)),
+                  "E   AssertionError: assert %d == %d" % (rng.randint(100, 999), rng.randint(100, 999)),
+                  "=========================== 1 failed, %d passed in %.2fs ===========================" % (
+                      rng.randint(40, 400), rng.uniform(1, 30))]
+    else:
+        lines.append("============================ %d passed in %.2fs =============================" % (
+            rng.randint(40, 400), rng.uniform(1, 30)))
+    return "\n".join(lines)
+
+
+def text_block(text):
+    return types_pb2.ContentBlock(text=types_pb2.TextBlock(text=text))
+
+
+def build_messages(rng, n_turns=15):
+    """n_turns turns of [user, assistant(tool call), tool result, assistant] and a final user request."""
+    msgs = []
+    ts = START_MS
+
+    def add(m):
+        nonlocal ts
+        ts += 7000
+        m.timestamp_ms = ts
+        msgs.append(m)
+
+    for turn in range(n_turns):
+        area = rng.choice(AREAS)
+        fn = fn_name(rng)
+        path = file_path(rng, area)
+        add(types_pb2.Message(role=types_pb2.ROLE_USER, content=[text_block(
+            "%s in %s breaks when the %s is empty (ticket %s-%d). Please find out why and fix it." % (
+                fn, path, rng.choice(NOUNS), area.upper()[:4], rng.randint(1000, 9999)))]))
+        call_id = "call_py_%02d_%08x" % (turn, rng.getrandbits(32))
+        tool = rng.choice(["read_file", "run_tests"])
+        args = {"path": path} if tool == "read_file" else {"command": "pytest tests/%s -q" % area}
+        add(types_pb2.Message(role=types_pb2.ROLE_ASSISTANT, content=[
+            text_block("Let me look at %s first; the %s handling in %s looks suspicious." % (path, rng.choice(PROPS), fn)),
+            types_pb2.ContentBlock(tool_call=types_pb2.ToolCallBlock(id=call_id, name=tool, arguments_json=json.dumps(args))),
+        ], usage=types_pb2.Usage(input=1000 + 900 * turn, output=rng.randint(50, 400), total=1100 + 900 * turn)))
+        is_error = tool == "run_tests" and rng.random() < 0.3
+        body = code_file(rng, rng.randint(2500, 4500)) if tool == "read_file" else test_log(rng, rng.randint(2500, 4500), is_error)
+        add(types_pb2.Message(role=types_pb2.ROLE_TOOL_RESULT, tool_call_id=call_id, tool_name=tool,
+                              is_error=is_error, content=[text_block(body)]))
+        add(types_pb2.Message(role=types_pb2.ROLE_ASSISTANT, content=[text_block(
+            "Fixed: %s now checks `%s` before using it, and the %s path logs the %s. Tests for %s pass." % (
+                fn, rng.choice(PROPS), rng.choice(NOUNS), rng.choice(PROPS), area))]))
+    add(types_pb2.Message(role=types_pb2.ROLE_USER, content=[text_block(
+        "Last one for today (smoke %08x): summarize what you changed in this session, file by file." % rng.getrandbits(32))]))
+    return msgs
+
+
+def message_text(m):
+    parts = []
+    for b in m.content:
+        kind = b.WhichOneof("block")
+        if kind == "text":
+            parts.append(b.text.text)
+        elif kind == "thinking":
+            parts.append(b.thinking.thinking)
+        elif kind == "tool_call":
+            parts.append("%s(%s)" % (b.tool_call.name, b.tool_call.arguments_json))
+    return "\n".join(parts)
+
+
+# --- the smoke test ---------------------------------------------------------------------------
+
+def run(address, session_id, token):
+    metadata = [("authorization", "Bearer %s" % token)] if token else []
+    channel = grpc.insecure_channel(address, options=[
+        ("grpc.max_send_message_length", 16 * 1024 * 1024),
+        ("grpc.max_receive_message_length", 16 * 1024 * 1024),
+    ])
+    grpc.channel_ready_future(channel).result(timeout=20)
+    stub = session_pb2_grpc.SessionServiceStub(channel)
+    session = types_pb2.SessionRef(session_id=session_id, agent_id="python-smoke")
+
+    rng = random.Random(20250303)
+    messages = build_messages(rng)
+
+    appended = stub.AppendMessages(session_pb2.AppendMessagesRequest(session=session, messages=messages),
+                                   metadata=metadata, timeout=DEADLINE_S)
+    check(len(appended.entry_ids) == len(messages),
+          "AppendMessages returned %d entry ids for %d messages" % (len(appended.entry_ids), len(messages)))
+    check(len(set(appended.entry_ids)) == len(messages) and all(appended.entry_ids), "entry ids must be unique and non-empty")
+    appended_tokens = sum(appended.token_counts)
+    check(len(appended.token_counts) == len(messages), "token_counts must have one count per message")
+    check(appended_tokens > BUDGET, "appended only %d tokens; the smoke test needs more than %d" % (appended_tokens, BUDGET))
+
+    assembled = stub.Assemble(session_pb2.AssembleRequest(session=session, token_budget=BUDGET, auto_compact=True),
+                              metadata=metadata, timeout=DEADLINE_S)
+    check(assembled.estimated_tokens <= BUDGET,
+          "Assemble estimated_tokens %d > budget %d" % (assembled.estimated_tokens, BUDGET))
+    check(len(assembled.messages) > 0, "Assemble returned no messages")
+    check(assembled.engine_id != "", "Assemble returned no engine_id")
+    latest = message_text(messages[-1])
+    check(any(message_text(m) == latest for m in assembled.messages),
+          "the latest user message is not in the assembled context verbatim")
+
+    compacted = stub.Compact(session_pb2.CompactRequest(session=session, token_budget=BUDGET, force=True),
+                             metadata=metadata, timeout=DEADLINE_S)
+    check(compacted.ok, "Compact(force) answered ok=false: %s" % compacted.reason)
+
+    entries = []
+    page_token = ""
+    pages = 0
+    while True:
+        page = stub.GetTranscript(session_pb2.GetTranscriptRequest(session=session, page_size=25, page_token=page_token),
+                                  metadata=metadata, timeout=DEADLINE_S)
+        entries.extend(page.entries)
+        pages += 1
+        check(pages < 1000, "GetTranscript does not stop paging")
+        if not page.next_page_token:
+            break
+        page_token = page.next_page_token
+
+    seqs = [e.seq for e in entries]
+    check(all(a < b for a, b in zip(seqs, seqs[1:])), "transcript seq is not strictly increasing")
+    by_id = {e.id: e for e in entries if e.WhichOneof("entry") == "message"}
+    for entry_id, original in zip(appended.entry_ids, messages):
+        check(entry_id in by_id, "appended entry %s is missing from the transcript" % entry_id)
+        stored = by_id[entry_id].message
+        check(stored.role == original.role, "entry %s changed role" % entry_id)
+        check(message_text(stored) == message_text(original), "entry %s changed content" % entry_id)
+        check(stored.tool_call_id == original.tool_call_id and stored.is_error == original.is_error,
+              "entry %s changed tool fields" % entry_id)
+    compactions = sum(1 for e in entries if e.WhichOneof("entry") == "compaction")
+
+    return {
+        "appended": len(appended.entry_ids),
+        "appended_tokens": appended_tokens,
+        "assembled_tokens": assembled.estimated_tokens,
+        "assembled_messages": len(assembled.messages),
+        "assemble_compacted": assembled.HasField("compaction"),
+        "compacted": compacted.compacted,
+        "compact_engine_id": compacted.engine_id,
+        "transcript_messages": len(by_id),
+        "transcript_entries": len(entries),
+        "transcript_pages": pages,
+        "compactions": compactions,
+        "engine_id": assembled.engine_id,
+    }
+
+
+def main(argv):
+    if len(argv) < 3:
+        print(json.dumps({"error": "usage: client_smoke.py ADDRESS SESSION_ID"}))
+        return 2
+    import os
+    try:
+        result = run(argv[1], argv[2], os.environ.get("CONTEXTD_RUNTIME_TOKEN", ""))
+    except grpc.RpcError as e:
+        traceback.print_exc()
+        print(json.dumps({"error": "rpc failed: %s: %s" % (e.code(), e.details())}))
+        return 1
+    except (CheckFailed, grpc.FutureTimeoutError) as e:
+        traceback.print_exc()
+        print(json.dumps({"error": "%s: %s" % (type(e).__name__, e)}))
+        return 1
+    except Exception as e:  # noqa: BLE001 - any failure is a failed smoke test
+        traceback.print_exc()
+        print(json.dumps({"error": "%s: %s" % (type(e).__name__, e)}))
+        return 1
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
