@@ -224,7 +224,11 @@ export class Registrar {
         // Refused or rejected: whatever the registry holds under this id is not this instance.
         this.mayBeRegistered = false;
         this.current.state = "failed";
-        this.log.error({ refusal: failure.error.refusal, code: failure.error.code }, `${failure.error.message}; not retrying (the engine keeps serving)`);
+        const { refusal, code } = failure.error;
+        this.log.error(
+          { refusal: refusal === undefined ? undefined : refusalToJSON(refusal), code: code === undefined ? undefined : status[code] },
+          `${failure.error.message}; not retrying (the engine keeps serving)`,
+        );
         this.settleFirst(failure.error);
         return;
       }
