@@ -1,7 +1,8 @@
-import { makeGenericClientConstructor, Metadata, type ChannelCredentials, type Client, type ServiceError } from "@grpc/grpc-js";
+import { makeGenericClientConstructor, Metadata, status, type ChannelCredentials, type Client, type ServiceError } from "@grpc/grpc-js";
 import { service as healthService } from "grpc-health-check";
 import type { CallContext, ContextEngine } from "../contract/engine-api.js";
 import * as E from "../contract/gen/contextd/v1/engine.js";
+import { DeadlineExceededError } from "../contract/errors.js";
 
 export type HealthAnswer = "SERVING" | "NOT_SERVING" | "UNREACHABLE";
 
@@ -13,6 +14,8 @@ const CHANNEL_OPTIONS = {
   "grpc.initial_reconnect_backoff_ms": 200,
   "grpc.max_reconnect_backoff_ms": 2_000,
 };
+
+const TRANSPORT_DEADLINE_SLACK_MS = 25;
 
 type Unary<Req, Res> = (req: Req, md: Metadata, opts: { deadline: Date }, cb: (err: ServiceError | null, res: Res) => void) => { cancel(): void };
 
@@ -43,8 +46,10 @@ export class RemoteEngine implements ContextEngine {
 
   private call<Req, Res>(method: Unary<Req, Res>, req: Req, ctx: Pick<CallContext, "signal" | "deadlineMs">): Promise<Res> {
     return new Promise<Res>((resolve, reject) => {
-      const deadline = new Date(Number.isFinite(ctx.deadlineMs) ? ctx.deadlineMs : Date.now() + 60_000);
-      const call = method.call(this.client, req, new Metadata(), { deadline }, (err, res) => (err ? reject(err) : resolve(res)));
+      // The router's own timer enforces the deadline (and names it); the transport deadline is a
+      // backstop a little later so the engine is still told when the time is up.
+      const deadline = new Date(Number.isFinite(ctx.deadlineMs) ? ctx.deadlineMs + TRANSPORT_DEADLINE_SLACK_MS : Date.now() + 60_000);
+      const call = method.call(this.client, req, new Metadata(), { deadline }, (err, res) => (err ? reject(engineError(err, this.endpoint)) : resolve(res)));
       if (ctx.signal.aborted) call.cancel();
       else ctx.signal.addEventListener("abort", () => call.cancel(), { once: true });
     });
@@ -106,4 +111,10 @@ export class RemoteEngine implements ContextEngine {
     this.client.close();
     this.health.close();
   }
+}
+
+/** The engine's deadline passing is a timeout wherever it is noticed first (here or in the router). */
+function engineError(err: ServiceError, endpoint: string): Error {
+  if (err.code === status.DEADLINE_EXCEEDED) return new DeadlineExceededError(`${endpoint}: deadline exceeded (${err.details})`);
+  return err;
 }

@@ -1,0 +1,657 @@
+/**
+ * Misbehaving context engines as REAL separate processes, for registry / quarantine / fallback
+ * integration tests. Two implementations with the same CLI, control file and stdout protocol:
+ *
+ * - Python (test/engines/python/misbehaving_engine.py), run with Debian's /usr/bin/python3 and
+ *   python3-grpcio; contextd.v1 stubs from {@link generatePythonStubs}, grpc.health.v1 stubs from
+ *   grpc-health-check's health.proto, generated once per test process.
+ * - TypeScript (test/engines/ts/misbehaving-engine.ts), built on the engine SDK's `serveEngine`;
+ *   compiled on demand with the project's TypeScript (together with the SDK sources it imports)
+ *   into os.tmpdir()/contextd-test-engines-<hash of the sources>, then run with node.
+ *
+ *   const engine = await startPythonEngine({ engineId: "flaky", registry: cd.address, owner: "acme", ownerToken: "s3cret" });
+ *   expect(await engine.registered).toMatchObject({ ok: true });
+ *   engine.control({ assemble: "hang" });           // read by the engine on its next call
+ *   ...                                             // SessionService.Assemble falls back to legacy
+ *   await engine.waitForEvent((e) => e.event === "cancelled" && e.op === "assemble");
+ *   await engine.stop();
+ *
+ * Control file (JSON, re-read by the engine on EVERY call, so flipping it needs no restart):
+ * `{ assemble?: MODE, compact?: MODE, ingest?: MODE, health?: "SERVING" | "NOT_SERVING",
+ * leak_host_token_to?: "/path", ignore_cancel_ms?: 30000, slow_ms?: 300 }`; a missing key means
+ * "ok" / "SERVING" / the default duration. `control(c)` REPLACES the
+ * whole file (atomically: write + rename), it does not merge. `ingest` also governs IngestBatch
+ * (Python only; the TS engine does not implement the optional IngestBatch).
+ *
+ * Modes:
+ * - "ok": Assemble returns the newest request.messages that fit token_budget (all without a
+ *   budget), tool calls and their results kept together, never starting with a tool result,
+ *   estimated_tokens = sum of token_count, prompt_authority ASSEMBLED. Compact: with
+ *   `ownsCompaction`, compacted=true, summary "test summary", first_kept_entry_id = id of the last
+ *   user message in request.messages (compacted=false when there is none); without, it delegates to
+ *   the host (HostService.DelegateCompaction on request.host.endpoint with `authorization: Bearer
+ *   <host.token>`, deadline no later than host.expires_at_ms and the call's own deadline) and returns
+ *   the host's answer; a host error is returned with the host's status code. Ingest → ingested=true.
+ * - "hang": waits until the call is cancelled or its deadline passes, logs a `cancelled` event.
+ * - "ignore_cancel": sleeps `ignore_cancel_ms` (30 s) ignoring cancellation, then answers as "ok"
+ *   would and logs `answered_late` (the call had ended; the answer goes nowhere) or `answered`.
+ * - "crash": the process exits with code 3 mid-call.
+ * - "throw": INTERNAL "misbehaving engine: told to throw".
+ * - "garbage": Assemble returns all request.messages plus a padding message (id "garbage-padding",
+ *   token_count = budget + 1000) with estimated_tokens = that sum and prompt_authority ASSEMBLED;
+ *   Compact returns ok, compacted=true with first_kept_entry_id "no-such-entry"; Ingest returns
+ *   ingested=false.
+ * - "slow": sleeps `slow_ms` (300 ms), honouring cancellation (then it logs `cancelled`), then
+ *   answers as "ok" and logs `answered`.
+ * - `leak_host_token_to`: on every Assemble/Compact whose request carries a HostContext, the engine
+ *   writes `{op, endpoint, token, expires_at_ms, session_id, session:{session_id, session_key,
+ *   agent_id}}` as JSON to that path (atomically), before acting on the mode.
+ * - `health`: grpc.health.v1 Check for service "" and "contextd.v1.ContextEngineService" (Watch:
+ *   UNIMPLEMENTED in Python, the SDK's own in TS, not control-driven).
+ *
+ * Stdout events (one JSON object per line; `events()` returns them parsed, in order):
+ *   {event:"listening", address, pid}
+ *   {event:"registered", ok, refusal, message, existing_owner, protocol_version}
+ *      refusal is the Refusal enum name ("REFUSAL_NONE", "REFUSAL_OWNED_BY_OTHER", ...) or, when the
+ *      registry answered with an error status, the status name ("UNAUTHENTICATED", ...).
+ *   {event:"call", op:"assemble"|"compact"|"ingest", mode}
+ *   {event:"cancelled", op, reason:"deadline"|"cancelled"}
+ *   {event:"answered" | "answered_late", op, mode}   (ignore_cancel / slow produced their answer,
+ *      in time / after the call had already ended)
+ *   {event:"stopping", signal}
+ * GetInfo is not logged (the TS SDK answers it itself).
+ *
+ * GetInfo: id = engineId, name "Misbehaving test engine", version "1.0.0", owns_compaction per the
+ * option, protocol_versions [1], capabilities all false.
+ *
+ * Registration (when `registry` is given; `owner` is then required): RegisterEngine(engine_id,
+ * owner, endpoint = the bound address, allow_same_owner_refresh = true, protocol_versions = [1]) with
+ * `authorization: Bearer <ownerToken>`, retried every 200 ms while the registry is unreachable.
+ * The Python engine stops at the first answer and never registers again. The TS engine uses the
+ * SDK's Registrar: it also keeps retrying after a REFUSAL_UNREACHABLE answer (so `registered`
+ * settles only once it is admitted or refused for good), and its heartbeat (GetEngine every 2 s,
+ * `heartbeatMs` to change) registers it again when the registry lost it (e.g. a restarted contextd
+ * without the engine). `stop()` (SIGTERM) deregisters the engine when it was registered, then
+ * exits 0.
+ *
+ * Every engine is SIGKILLed when the test process exits, and also exits by itself when its parent
+ * (the test process) disappears. Temp dirs (control files, Python stubs) are removed at exit
+ * unless CONTEXTD_TEST_KEEP_TMP is set; the compiled TS engine is a cache keyed by the sources'
+ * hash and stays in os.tmpdir() for the next run.
+ */
+import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { generatePythonStubs, GRPC_PYTHON_PLUGIN, PROTOC, PYTHON, pythonGrpcAvailable } from "./python.js";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const REPO_ROOT = path.resolve(HERE, "../..");
+export const PYTHON_ENGINE = path.join(REPO_ROOT, "test/engines/python/misbehaving_engine.py");
+export const TS_ENGINE = path.join(REPO_ROOT, "test/engines/ts/misbehaving-engine.ts");
+/** grpc.health.v1 as shipped by grpc-health-check (package grpc.health.v1, no imports). */
+export const HEALTH_PROTO_ROOT = path.join(REPO_ROOT, "node_modules/grpc-health-check/proto");
+const HEALTH_PROTO = "health/v1/health.proto";
+
+export type EngineMode = "ok" | "hang" | "ignore_cancel" | "crash" | "throw" | "garbage" | "slow";
+
+export interface EngineControl {
+  assemble?: EngineMode;
+  compact?: EngineMode;
+  ingest?: EngineMode;
+  health?: "SERVING" | "NOT_SERVING";
+  /** Write the HostContext of every Assemble/Compact to this file (see the module comment). */
+  leak_host_token_to?: string;
+  /** How long "ignore_cancel" sleeps before answering (default 30000). */
+  ignore_cancel_ms?: number;
+  /** How long "slow" sleeps before answering (default 300). */
+  slow_ms?: number;
+}
+
+/** One parsed stdout line of an engine. */
+export interface EngineEvent {
+  event: string;
+  [key: string]: unknown;
+}
+
+/** What the HostContext leak file contains. */
+export interface LeakedHostContext {
+  op: "assemble" | "compact";
+  endpoint: string;
+  token: string;
+  expires_at_ms: number;
+  session_id: string;
+  session: { session_id: string; session_key: string; agent_id: string };
+}
+
+export interface RegistrationOutcome {
+  ok: boolean;
+  /** Refusal enum name, or a gRPC status name, or "NO_REGISTRY" when started without a registry. */
+  refusal?: string;
+  message?: string;
+  existing_owner?: string;
+  protocol_version?: number;
+}
+
+export interface EngineProcess {
+  kind: "python" | "ts";
+  /** host:port the engine listens on (the real port when it was started on port 0). */
+  address: string;
+  pid: number;
+  engineId: string;
+  /** The control file the engine reads on every call. */
+  controlPath: string;
+  /** This engine's temp dir (holds the control file; a good place for leak files). */
+  dir: string;
+  /** Replaces the control file atomically (write + rename). Takes effect on the engine's next call. */
+  control(c: EngineControl): void;
+  /**
+   * The first `registered` event. Without a registry it resolves `{ ok: false, refusal:
+   * "NO_REGISTRY" }` at once; it rejects when the engine exits before registering. (A rejection
+   * nobody awaits is not reported as unhandled.)
+   */
+  registered: Promise<RegistrationOutcome>;
+  /** Parsed stdout JSON lines so far, in order. */
+  events(): EngineEvent[];
+  /**
+   * The first event (already seen or future) for which `pred(event, index)` is true; use the index
+   * to skip old events (`const n = engine.events().length; ... waitForEvent((e, i) => i >= n && ...)`).
+   * Rejects after `timeoutMs` (default 10 s; Infinity: no limit) or when the engine exits first.
+   */
+  waitForEvent(pred: (e: EngineEvent, index: number) => boolean, timeoutMs?: number): Promise<EngineEvent>;
+  /** stdout and stderr interleaved, as written. */
+  logs(): string;
+  /** The exit code once exited (null when killed by a signal), undefined while running. */
+  exitCode(): number | null | undefined;
+  /** SIGKILL and wait for the exit. */
+  kill9(): Promise<void>;
+  /** SIGTERM (the engine deregisters if registered and exits 0); SIGKILL after 5 s. */
+  stop(): Promise<void>;
+  /** The exit code (null when killed by a signal). */
+  exited: Promise<number | null>;
+}
+
+export interface StartEngineOptions {
+  engineId: string;
+  /** contextd's address; the engine registers there (needs `owner`). */
+  registry?: string;
+  owner?: string;
+  /** Sent as CONTEXTD_OWNER_TOKEN → `authorization: Bearer <token>`. */
+  ownerToken?: string;
+  ownsCompaction?: boolean;
+  /** The initial control file (default `{}`: everything "ok", SERVING). */
+  control?: EngineControl;
+  /** Default 127.0.0.1:0. */
+  listen?: string;
+  /** Extra environment for the child (CONTEXTD_* variables of the test process are not inherited). */
+  env?: Record<string, string>;
+  /** How long to wait for the `listening` line (default 30 s). */
+  timeoutMs?: number;
+  /** TS engine only: the SDK's registration heartbeat interval (default 2000 ms; register again when lost). */
+  heartbeatMs?: number;
+}
+
+// -------------------------------------------------------------------------------------------------
+// Child and temp-dir tracking
+// -------------------------------------------------------------------------------------------------
+
+const live = new Set<ChildProcess>();
+const tempDirs = new Set<string>();
+let hooksInstalled = false;
+
+function installHooks(): void {
+  if (hooksInstalled) return;
+  hooksInstalled = true;
+  const atExit = (): void => {
+    for (const child of live) {
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+    live.clear();
+    if (!process.env.CONTEXTD_TEST_KEEP_TMP) {
+      for (const dir of tempDirs) {
+        try {
+          fs.rmSync(dir, { recursive: true, force: true });
+        } catch {
+          // best effort
+        }
+      }
+      tempDirs.clear();
+    }
+  };
+  process.on("exit", atExit);
+  for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+    const onSignal = (): void => {
+      atExit();
+      if (process.listenerCount(sig) === 1) {
+        process.removeListener(sig, onSignal);
+        process.kill(process.pid, sig);
+      }
+    };
+    process.on(sig, onSignal);
+  }
+}
+
+function makeTempDir(prefix: string): string {
+  installHooks();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  tempDirs.add(dir);
+  return dir;
+}
+
+// -------------------------------------------------------------------------------------------------
+// Python: stubs
+// -------------------------------------------------------------------------------------------------
+
+let pythonStubs: string | undefined;
+
+/** True when the Python engine can run here (Debian python3 with grpc, protoc, the grpc plugin, health.proto). */
+export function pythonEnginesAvailable(): boolean {
+  return pythonGrpcAvailable() && fs.existsSync(path.join(HEALTH_PROTO_ROOT, HEALTH_PROTO));
+}
+
+/**
+ * Generates (once per process) the stubs the Python engine imports: `contextd.v1.*` and
+ * `health.v1.health_pb2(_grpc)` (from grpc-health-check's proto, whose package is grpc.health.v1
+ * and whose path is health/v1/health.proto, so the Python module is `health.v1.health_pb2`).
+ * Returns the directory to put on PYTHONPATH.
+ */
+export function ensurePythonEngineStubs(): string {
+  if (pythonStubs) return pythonStubs;
+  const dir = makeTempDir("contextd-test-pystubs-");
+  generatePythonStubs(dir);
+  const healthProto = path.join(HEALTH_PROTO_ROOT, HEALTH_PROTO);
+  if (!fs.existsSync(healthProto)) throw new Error(`grpc health proto not found at ${healthProto}`);
+  const r = spawnSyncChecked(PROTOC, [
+    `-I${HEALTH_PROTO_ROOT}`,
+    `--python_out=${dir}`,
+    `--grpc_python_out=${dir}`,
+    `--plugin=protoc-gen-grpc_python=${GRPC_PYTHON_PLUGIN}`,
+    HEALTH_PROTO,
+  ]);
+  if (r) throw new Error(`protoc (health.proto) failed: ${r}`);
+  for (const d of [path.join(dir, "health"), path.join(dir, "health", "v1")]) {
+    const init = path.join(d, "__init__.py");
+    if (!fs.existsSync(init)) fs.writeFileSync(init, "");
+  }
+  pythonStubs = dir;
+  return dir;
+}
+
+/** Runs a command synchronously; returns its stderr when it failed, "" when it succeeded. */
+function spawnSyncChecked(cmd: string, args: string[]): string {
+  const r = spawnSync(cmd, args, { cwd: REPO_ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  if (r.error) return r.error.message;
+  return r.status === 0 ? "" : r.stderr || `exit code ${String(r.status)}`;
+}
+
+// -------------------------------------------------------------------------------------------------
+// TypeScript: compile on demand
+// -------------------------------------------------------------------------------------------------
+
+let tsCompiled: Promise<string> | undefined;
+
+function listTs(dir: string, out: string[]): void {
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, entry.name);
+    if (entry.isDirectory()) listTs(p, out);
+    else if (entry.name.endsWith(".ts") && !entry.name.endsWith(".test.ts")) out.push(p);
+  }
+}
+
+/** A hash of everything the compiled engine depends on: the engine, src/**, tsconfig, TypeScript. */
+function sourcesHash(): string {
+  const files = [TS_ENGINE, path.join(REPO_ROOT, "tsconfig.json"), path.join(REPO_ROOT, "node_modules/typescript/package.json")];
+  listTs(path.join(REPO_ROOT, "src"), files);
+  const h = createHash("sha256");
+  for (const f of files.sort()) {
+    h.update(path.relative(REPO_ROOT, f));
+    h.update("\0");
+    h.update(fs.readFileSync(f));
+    h.update("\0");
+  }
+  return h.digest("hex").slice(0, 16);
+}
+
+/**
+ * Compiles test/engines/ts/misbehaving-engine.ts and the SDK sources it imports with the project's
+ * TypeScript (a temp tsconfig extending ../../tsconfig.json, rootDir = the repo root) into
+ * os.tmpdir()/contextd-test-engines-<hash>, once per process (and reused across processes while
+ * the sources do not change). The output dir gets `package.json` `{"type":"module"}` and a
+ * `node_modules` symlink to the repo's, so the ESM output resolves its dependencies. Resolves with
+ * the path of the compiled engine.
+ */
+export function compileTsEngine(): Promise<string> {
+  tsCompiled ??= doCompileTsEngine();
+  return tsCompiled;
+}
+
+async function doCompileTsEngine(): Promise<string> {
+  const finalDir = path.join(os.tmpdir(), `contextd-test-engines-${sourcesHash()}`);
+  const entry = path.join(finalDir, "test/engines/ts/misbehaving-engine.js");
+  const marker = path.join(finalDir, ".complete");
+  if (fs.existsSync(marker) && fs.existsSync(entry)) return entry;
+
+  pruneOldBuilds(finalDir);
+  const buildDir = `${finalDir}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
+  fs.mkdirSync(buildDir, { recursive: true });
+  const tsconfigPath = path.join(buildDir, "tsconfig.json");
+  fs.writeFileSync(
+    tsconfigPath,
+    JSON.stringify(
+      {
+        extends: path.join(REPO_ROOT, "tsconfig.json"),
+        compilerOptions: {
+          rootDir: REPO_ROOT,
+          outDir: buildDir,
+          declaration: false,
+          sourceMap: false,
+          incremental: false,
+          // The tsconfig lives in the temp dir: point type lookup at the repo's node_modules.
+          typeRoots: [path.join(REPO_ROOT, "node_modules/@types")],
+        },
+        files: [TS_ENGINE],
+        include: [],
+      },
+      null,
+      2,
+    ),
+  );
+  const tsc = path.join(REPO_ROOT, "node_modules/typescript/bin/tsc");
+  let diagnostics = "";
+  try {
+    await promisify(execFile)(process.execPath, [tsc, "-p", tsconfigPath], { cwd: REPO_ROOT, maxBuffer: 16 * 1024 * 1024 });
+  } catch (err) {
+    const e = err as { stdout?: string; stderr?: string; message: string };
+    diagnostics = `${e.stdout ?? ""}${e.stderr ?? ""}` || e.message;
+  }
+  fs.rmSync(tsconfigPath, { force: true });
+  const builtEntry = path.join(buildDir, "test/engines/ts/misbehaving-engine.js");
+  if (!fs.existsSync(builtEntry)) {
+    fs.rmSync(buildDir, { recursive: true, force: true });
+    throw new Error(`compiling ${TS_ENGINE} failed:\n${diagnostics}`);
+  }
+  if (diagnostics) {
+    // tsc emits despite type errors; errors in code under construction elsewhere must not block the
+    // engine tests (the repo's typecheck reports them), but say so.
+    const ownErrors = diagnostics.split("\n").filter((l) => l.includes("misbehaving-engine.ts"));
+    if (ownErrors.length > 0) {
+      fs.rmSync(buildDir, { recursive: true, force: true });
+      throw new Error(`type errors in the TS test engine:\n${diagnostics}`);
+    }
+    console.warn(`[engine-process] tsc reported errors outside the test engine (compiled anyway):\n${diagnostics}`);
+  }
+  fs.writeFileSync(path.join(buildDir, "package.json"), JSON.stringify({ type: "module", private: true }));
+  fs.symlinkSync(path.join(REPO_ROOT, "node_modules"), path.join(buildDir, "node_modules"), "dir");
+  fs.writeFileSync(path.join(buildDir, ".complete"), new Date().toISOString());
+  try {
+    fs.renameSync(buildDir, finalDir);
+  } catch {
+    // Another test process finished the same build first (or a broken leftover is in the way).
+    if (!fs.existsSync(marker)) {
+      fs.rmSync(finalDir, { recursive: true, force: true });
+      try {
+        fs.renameSync(buildDir, finalDir);
+        return entry;
+      } catch {
+        // fall through: run from our own build dir
+      }
+      installHooks();
+      tempDirs.add(buildDir);
+      return builtEntry;
+    }
+    fs.rmSync(buildDir, { recursive: true, force: true });
+  }
+  return entry;
+}
+
+/** Removes builds of older sources (not touched for an hour), so the cache does not pile up. */
+function pruneOldBuilds(keep: string): void {
+  const cutoff = Date.now() - 3600_000;
+  try {
+    for (const name of fs.readdirSync(os.tmpdir())) {
+      if (!name.startsWith("contextd-test-engines-")) continue;
+      const p = path.join(os.tmpdir(), name);
+      if (p === keep) continue;
+      try {
+        if (fs.statSync(p).mtimeMs < cutoff) fs.rmSync(p, { recursive: true, force: true });
+      } catch {
+        // raced with another process: fine
+      }
+    }
+  } catch {
+    // best effort
+  }
+}
+
+// -------------------------------------------------------------------------------------------------
+// Starting engines
+// -------------------------------------------------------------------------------------------------
+
+function writeControl(file: string, c: EngineControl): void {
+  const tmp = `${file}.tmp-${randomBytes(4).toString("hex")}`;
+  fs.writeFileSync(tmp, JSON.stringify(c));
+  fs.renameSync(tmp, file);
+}
+
+function engineArgs(opts: StartEngineOptions, controlPath: string): string[] {
+  if (opts.registry && !opts.owner) throw new Error("startEngine: `registry` needs `owner`");
+  const args = ["--engine-id", opts.engineId, "--control", controlPath, "--listen", opts.listen ?? "127.0.0.1:0"];
+  if (opts.registry) args.push("--registry", opts.registry, "--owner", opts.owner!);
+  if (opts.ownsCompaction) args.push("--owns-compaction");
+  args.push("--parent-pid", String(process.pid));
+  return args;
+}
+
+function childEnv(opts: StartEngineOptions, extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("CONTEXTD_")) env[k] = v;
+  if (process.env.CONTEXTD_TEST_KEEP_TMP) env.CONTEXTD_TEST_KEEP_TMP = process.env.CONTEXTD_TEST_KEEP_TMP;
+  Object.assign(env, extra, opts.env ?? {});
+  if (opts.ownerToken !== undefined) env.CONTEXTD_OWNER_TOKEN = opts.ownerToken;
+  return env;
+}
+
+/** Starts the Python misbehaving engine and waits for its `listening` line. */
+export async function startPythonEngine(opts: StartEngineOptions): Promise<EngineProcess> {
+  const stubs = ensurePythonEngineStubs();
+  const dir = makeTempDir(`contextd-engine-${safe(opts.engineId)}-`);
+  const controlPath = path.join(dir, "control.json");
+  writeControl(controlPath, opts.control ?? {});
+  const env = childEnv(opts, { PYTHONPATH: stubs, PYTHONUNBUFFERED: "1", PYTHONDONTWRITEBYTECODE: "1" });
+  delete env.PYTHONHOME;
+  return launch("python", PYTHON, [PYTHON_ENGINE, ...engineArgs(opts, controlPath)], env, opts, dir, controlPath);
+}
+
+/** Compiles (once) and starts the TypeScript (engine SDK) misbehaving engine; waits for `listening`. */
+export async function startTsEngine(opts: StartEngineOptions): Promise<EngineProcess> {
+  const entry = await compileTsEngine();
+  const dir = makeTempDir(`contextd-engine-${safe(opts.engineId)}-`);
+  const controlPath = path.join(dir, "control.json");
+  writeControl(controlPath, opts.control ?? {});
+  const args = [entry, ...engineArgs(opts, controlPath)];
+  if (opts.heartbeatMs !== undefined) args.push("--heartbeat-ms", String(opts.heartbeatMs));
+  const env = childEnv(opts, { CONTEXTD_LOG_LEVEL: process.env.TEST_ENGINE_LOG_LEVEL ?? "info" });
+  return launch("ts", process.execPath, args, env, opts, dir, controlPath);
+}
+
+function safe(id: string): string {
+  return id.replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 40);
+}
+
+async function launch(
+  kind: "python" | "ts",
+  cmd: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  opts: StartEngineOptions,
+  dir: string,
+  controlPath: string,
+): Promise<EngineProcess> {
+  installHooks();
+  const child = spawn(cmd, args, { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  live.add(child);
+
+  let output = "";
+  let rest = "";
+  const events: EngineEvent[] = [];
+  interface Waiter {
+    pred: (e: EngineEvent, i: number) => boolean;
+    resolve: (e: EngineEvent) => void;
+    reject: (err: Error) => void;
+  }
+  const waiters = new Set<Waiter>();
+  let exitCode: number | null | undefined;
+
+  const onLine = (line: string): void => {
+    const t = line.trim();
+    if (!t.startsWith("{")) return;
+    let obj: unknown;
+    try {
+      obj = JSON.parse(t);
+    } catch {
+      return;
+    }
+    if (typeof obj !== "object" || obj === null || Array.isArray(obj) || typeof (obj as EngineEvent).event !== "string") return;
+    const e = obj as EngineEvent;
+    const index = events.push(e) - 1;
+    for (const w of [...waiters]) if (w.pred(e, index)) w.resolve(e);
+  };
+  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+    output += chunk;
+    rest += chunk;
+    let nl: number;
+    while ((nl = rest.indexOf("\n")) >= 0) {
+      const line = rest.slice(0, nl);
+      rest = rest.slice(nl + 1);
+      onLine(line);
+    }
+  });
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
+    output += chunk;
+  });
+
+  const exited = new Promise<number | null>((resolve) => {
+    let done = false;
+    const finish = (code: number | null): void => {
+      if (done) return;
+      done = true;
+      exitCode = code;
+      live.delete(child);
+      if (rest) onLine(rest);
+      rest = "";
+      for (const w of [...waiters]) w.reject(new Error(`${kind} engine "${opts.engineId}" exited (code ${String(code)}) first; output:\n${output}`));
+      resolve(code);
+    };
+    // Give the pipes a moment to deliver the last lines after 'exit'.
+    child.once("exit", (code) => setTimeout(() => finish(code), 200));
+    child.once("close", (code: number | null) => finish(code));
+    child.once("error", (err) => {
+      output += `\n[engine-process] spawn failed: ${err.message}\n`;
+      setTimeout(() => finish(null), 50);
+    });
+  });
+
+  const waitForEvent = (pred: (e: EngineEvent, i: number) => boolean, timeoutMs = 10_000): Promise<EngineEvent> => {
+    const i = events.findIndex((e, idx) => pred(e, idx));
+    if (i >= 0) return Promise.resolve(events[i]!);
+    if (exitCode !== undefined) return Promise.reject(new Error(`${kind} engine "${opts.engineId}" has exited (code ${String(exitCode)}); output:\n${output}`));
+    return new Promise<EngineEvent>((resolve, reject) => {
+      const w: Waiter = {
+        pred,
+        resolve: (e) => {
+          clearTimeout(timer);
+          waiters.delete(w);
+          resolve(e);
+        },
+        reject: (err) => {
+          clearTimeout(timer);
+          waiters.delete(w);
+          reject(err);
+        },
+      };
+      const timer = Number.isFinite(timeoutMs)
+        ? setTimeout(
+            () => w.reject(new Error(`timed out after ${timeoutMs} ms waiting for an event from ${kind} engine "${opts.engineId}"; output so far:\n${output}`)),
+            timeoutMs,
+          )
+        : undefined;
+      waiters.add(w);
+    });
+  };
+
+  let listening: EngineEvent;
+  try {
+    listening = await waitForEvent((e) => e.event === "listening" && typeof e.address === "string", opts.timeoutMs ?? 30_000);
+  } catch (err) {
+    if (exitCode === undefined) {
+      child.kill("SIGKILL");
+      await exited;
+    }
+    throw new Error(`${kind} engine "${opts.engineId}" did not start: ${(err as Error).message}`);
+  }
+
+  const registered: Promise<RegistrationOutcome> = opts.registry
+    ? waitForEvent((e) => e.event === "registered", Number.POSITIVE_INFINITY).then((e) => {
+        const { event: _event, ...outcome } = e;
+        return outcome as unknown as RegistrationOutcome;
+      })
+    : Promise.resolve({ ok: false, refusal: "NO_REGISTRY", message: "started without a registry" });
+  registered.catch(() => undefined);
+
+  const kill9 = async (): Promise<void> => {
+    if (exitCode === undefined) child.kill("SIGKILL");
+    await exited;
+  };
+
+  return {
+    kind,
+    address: listening.address as string,
+    pid: child.pid!,
+    engineId: opts.engineId,
+    controlPath,
+    dir,
+    control: (c) => writeControl(controlPath, c),
+    registered,
+    events: () => [...events],
+    waitForEvent,
+    logs: () => output,
+    exitCode: () => exitCode,
+    kill9,
+    stop: async () => {
+      if (exitCode !== undefined) return;
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => {
+        if (exitCode === undefined) child.kill("SIGKILL");
+      }, 5_000);
+      try {
+        await exited;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    exited,
+  };
+}
+
+/** Reads the file an engine wrote for `leak_host_token_to` (undefined while it does not exist). */
+export function readLeakedHostContext(file: string): LeakedHostContext | undefined {
+  try {
+    return JSON.parse(fs.readFileSync(file, "utf8")) as LeakedHostContext;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Starts the named kind of engine: handy for `describe.each(["python", "ts"])`. */
+export function startEngine(kind: "python" | "ts", opts: StartEngineOptions): Promise<EngineProcess> {
+  return kind === "python" ? startPythonEngine(opts) : startTsEngine(opts);
+}
+
+export { PYTHON };
