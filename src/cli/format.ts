@@ -1,7 +1,7 @@
 import Table from "cli-table3";
 import { status as Status, type ServiceError } from "@grpc/grpc-js";
 import { Mode } from "../contract/gen/contextd/v1/types.js";
-import { EngineHealth } from "../contract/gen/contextd/v1/registry.js";
+import { EngineEventType, EngineHealth, type EngineEvent, type EngineStatus } from "../contract/gen/contextd/v1/registry.js";
 
 type Cell = string | number;
 type Align = "left" | "right";
@@ -47,6 +47,39 @@ export function modeName(mode: Mode): string {
 
 export function healthName(health: EngineHealth): string {
   return EngineHealth[health]?.replace(/^ENGINE_HEALTH_/, "") ?? String(health);
+}
+
+export function eventTypeName(type: EngineEventType): string {
+  return EngineEventType[type]?.replace(/^ENGINE_EVENT_TYPE_/, "") ?? String(type);
+}
+
+/**
+ * An engine's quarantine for people: `manual: REASON` for an operator's isolate (held until
+ * `contextctl release`), `OPERATION: REASON` for an automatic one; `-` when not quarantined.
+ */
+export function quarantineText(e: EngineStatus): string {
+  const q = e.quarantine;
+  if (!q) return "-";
+  const what = q.manual ? "manual" : q.operation || "quarantined";
+  return q.reason ? `${what}: ${q.reason}` : what;
+}
+
+/** A logfmt value: bare when it is a plain word, else JSON-quoted. */
+function logfmt(value: string): string {
+  return /^[^\s"=]+$/.test(value) ? value : JSON.stringify(value);
+}
+
+/** One engine on one line, logfmt style: `ID owner=OWNER health=HEALTH quarantine=none|"manual: why"`. */
+export function engineLine(e: EngineStatus): string {
+  const q = e.quarantine ? quarantineText(e) : "none";
+  return `${e.engineId} owner=${logfmt(e.owner || "-")} health=${healthName(e.health)} quarantine=${logfmt(q)}`;
+}
+
+/** One WatchEngines event on one line: `ISO TYPE ID owner=… health=… quarantine=… message="…"`. */
+export function eventLine(ev: EngineEvent): string {
+  const engine = ev.engine ? engineLine(ev.engine) : "-";
+  const message = ev.message ? ` message=${logfmt(ev.message)}` : "";
+  return `${iso(ev.atMs)} ${eventTypeName(ev.type)} ${engine}${message}`;
 }
 
 /** One line for an error: gRPC errors as `CODE: details`, others by message. */

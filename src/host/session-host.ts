@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { NotFoundError, ResourceExhaustedError } from "../contract/errors.js";
 import type * as S from "../contract/gen/contextd/v1/session.js";
 import { CompactionTarget, Mode, PromptAuthority, type SessionRef } from "../contract/gen/contextd/v1/types.js";
+import { LEGACY_ENGINE_ID } from "../legacy/legacy-engine.js";
 import type { CallerContext, Router, Selection } from "../registry/router.js";
 import type { ActiveView, TranscriptStore } from "../store/types.js";
 import type { Tokenizer } from "../tokens/tokenizer.js";
@@ -10,6 +11,10 @@ import type { Compactions } from "./compactions.js";
 import { checkAssembled, checkCompaction } from "./engine-answers.js";
 import { runtimeSettings } from "./runtime-settings.js";
 import { requireBudget, requireSession, validateAppend, type AppendLimits } from "./validate.js";
+
+function overflowing(answer: { promptAuthority: PromptAuthority; estimatedTokens: number }, budget: number): boolean {
+  return answer.promptAuthority === PromptAuthority.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW && answer.estimatedTokens > budget;
+}
 
 /** An overflow compaction is tried at most this many times per Assemble (SPEC §4). */
 export const MAX_OVERFLOW_COMPACTIONS = 3;
@@ -87,43 +92,57 @@ export class SessionHost {
     const autoCompact = req.autoCompact ?? true;
     let compaction: S.AssembleResponse["compaction"];
 
-    if (autoCompact && !selection.target.info.ownsCompaction) {
+    // Engines that do not own compaction (legacy included, also when it answers as the fallback)
+    // get a view the host has compacted natively to fit the budget, at most 3 attempts.
+    const fitView = async (signal: AbortSignal) => {
       for (let attempt = 0; attempt < MAX_OVERFLOW_COMPACTIONS && view.tokens > budget; attempt++) {
         const outcome = await this.compactions.runNative(
           view,
-          { tokenBudget: budget, target: CompactionTarget.COMPACTION_TARGET_BUDGET, force: false, signal: call.signal },
-          "legacy",
+          { tokenBudget: budget, target: CompactionTarget.COMPACTION_TARGET_BUDGET, force: false, signal },
+          LEGACY_ENGINE_ID,
         );
         if (!outcome.committed) break;
         compaction = outcome.result;
         view = await this.readView(session);
       }
+    };
+    const assembleOnce = () =>
+      this.router.call(
+        selection,
+        "assemble",
+        call,
+        async (engine, ctx, target) => {
+          if (autoCompact && !target.info.ownsCompaction) await fitView(ctx.signal);
+          return engine.assemble(
+            {
+              session,
+              messages: viewMessages(view),
+              tokenBudget: budget,
+              availableTools: req.availableTools,
+              model: req.model,
+              prompt: req.prompt,
+              runtimeSettings: runtimeSettings(selection, budget, req.model),
+              host: ctx.host,
+            },
+            ctx,
+          );
+        },
+        (answer, target) => checkAssembled(answer, budget, target.builtin),
+      );
+    let routed = await assembleOnce();
+    // An engine that owns compaction is trusted with its budget unless it says it may overflow; then
+    // overflow recovery goes to its own Compact (SPEC §4), at most 3 times.
+    for (let attempt = 0; autoCompact && attempt < MAX_OVERFLOW_COMPACTIONS && overflowing(routed.value, budget) && routed.engineId !== LEGACY_ENGINE_ID; attempt++) {
+      const compacted = await this.compact({ session, tokenBudget: budget, force: true, compactionTarget: CompactionTarget.COMPACTION_TARGET_BUDGET, customInstructions: "", currentTokenCount: 0 }, call);
+      if (!compacted.compacted) break;
+      compaction = compacted.result;
+      view = await this.readView(session);
+      routed = await assembleOnce();
     }
-
-    const routed = await this.router.call(
-      selection,
-      "assemble",
-      call,
-      (engine, ctx) =>
-        engine.assemble(
-          {
-            session,
-            messages: viewMessages(view),
-            tokenBudget: budget,
-            availableTools: req.availableTools,
-            model: req.model,
-            prompt: req.prompt,
-            runtimeSettings: runtimeSettings(selection, budget, req.model),
-            host: ctx.host,
-          },
-          ctx,
-        ),
-      (answer, target) => checkAssembled(answer, budget, target.builtin),
-    );
     const answer = routed.value;
     let mode = routed.mode;
     let fallbackReason = routed.fallbackReason;
-    if (answer.promptAuthority === PromptAuthority.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW && answer.estimatedTokens > budget) {
+    if (overflowing(answer, budget)) {
       mode = Mode.MODE_DEGRADED;
       fallbackReason ||= autoCompact
         ? `context is ${answer.estimatedTokens} tokens, over token_budget ${budget} after ${MAX_OVERFLOW_COMPACTIONS} compaction attempts`

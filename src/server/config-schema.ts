@@ -155,6 +155,7 @@ const engines = z.strictObject({
       z.strictObject({
         id: text("an engine id"),
         command: z.array(text()).min(1, { error: "must name a program: [program, ...args]" }),
+        owner: text("an owner").default("local"),
         env: stringMap.prefault({}),
         cwd: filePath.optional(),
       }),
@@ -250,6 +251,8 @@ export interface ManagedEngineConfig {
   id: string;
   /** [program, ...args] — run without a shell. */
   command: string[];
+  /** The owner the sidecar registers as; contextd issues it a fresh owner token per start. */
+  owner: string;
   env: Record<string, string>;
   cwd?: string;
 }

@@ -26,6 +26,7 @@ import { Authenticator } from "./auth.js";
 import { authorizers } from "./authorizers.js";
 import { defaultHostEndpoint, type ContextdConfig } from "./config.js";
 import { engineCredentials, serverCredentials } from "./credentials.js";
+import { ManagedSidecars } from "./managed-sidecars.js";
 import { routingSettings } from "./routing-settings.js";
 import { addStandardServices, setServing } from "./standard-services.js";
 
@@ -46,7 +47,7 @@ export class Contextd {
     private readonly health: ReturnType<typeof addStandardServices>,
     private readonly grants: HostGrants,
     private readonly monitor: HealthMonitor,
-    readonly auth: Authenticator,
+    private readonly sidecars: ManagedSidecars,
   ) {}
 
   get storeKind(): string {
@@ -96,7 +97,8 @@ export class Contextd {
     server.addService(RegistryServiceService, createRegistryService(registry, admission, quarantine, events, authz, logger));
     server.addService(HostServiceService, createHostService(grants, store, compactions, tokenizer, limits, logger));
     const health = addStandardServices(server, SERVICE_NAMES);
-    return new Contextd(config, store, server, health, grants, monitor, auth);
+    const sidecars = new ManagedSidecars(config.engines.managed, auth, logger);
+    return new Contextd(config, store, server, health, grants, monitor, sidecars);
   }
 
   /** Binds the configured address; resolves with the bound address (the real port when 0 was asked). */
@@ -111,6 +113,7 @@ export class Contextd {
         setServing(this.health, SERVICE_NAMES, true);
         this.monitor.start();
         void this.monitor.checkAll();
+        this.sidecars.start(defaultHostEndpoint(address));
         resolve(address);
       });
     });
@@ -118,6 +121,8 @@ export class Contextd {
 
   /** Stops taking calls, lets calls in flight finish (bounded), then closes the store. */
   async shutdown(graceMs = 10_000): Promise<void> {
+    // Sidecars first, while the registry still answers their deregistration.
+    await this.sidecars.stop();
     setServing(this.health, SERVICE_NAMES, false);
     this.monitor.stop();
     await new Promise<void>((resolve) => {

@@ -175,8 +175,8 @@ limits: { max_message_bytes: 1024, max_messages_per_append: 10, max_session_entr
         on_failure: "strict",
         overrides: { lossless: { timeouts: { compact: 300000 }, on_failure: "fallback" }, quiet: { timeouts: {} } },
         managed: [
-          { id: "lossless", command: ["node", "engines/lossless/main.js"], env: { PORT: "7001", DEBUG: "true" }, cwd: "/srv" },
-          { id: "py", command: ["python3", "-m", "engine"], env: {} },
+          { id: "lossless", command: ["node", "engines/lossless/main.js"], owner: "local", env: { PORT: "7001", DEBUG: "true" }, cwd: "/srv" },
+          { id: "py", command: ["python3", "-m", "engine"], owner: "local", env: {} },
         ],
       },
       compaction: {

@@ -1,24 +1,35 @@
+import { Metadata, status as Status, type ServiceError, type StatusObject } from "@grpc/grpc-js";
 import type { Command } from "commander";
-import { EngineStatus } from "../../contract/gen/contextd/v1/registry.js";
-import { healthName, printJson, table } from "../format.js";
-import { action, clientOptions, globals, listEngines } from "./shared.js";
+import { EngineEvent, EngineStatus, RegistryServiceClient, WatchEnginesRequest, type WatchEnginesResponse } from "../../contract/gen/contextd/v1/registry.js";
+import { channelCredentials, type ClientOptions } from "../../sdk/grpc-call.js";
+import { eventLine, healthName, printJson, quarantineText, table } from "../format.js";
+import { action, clientOptionsFor, globals, listEngines } from "./shared.js";
 
-/** `contextctl engines`: RegistryService.ListEngines as a table. */
+/**
+ * `contextctl engines`: RegistryService.ListEngines as a table; `contextctl engines watch`:
+ * RegistryService.WatchEngines, one line per event. Both read the registry, so any runtime, owner
+ * or operator token will do (--token, else $CONTEXTD_RUNTIME_TOKEN, else $CONTEXTD_ADMIN_TOKEN).
+ */
 export function registerEngines(program: Command): void {
-  program
+  const engines = program
     .command("engines")
-    .description("list registered engines (legacy included) with health, quarantine and call counters")
+    .description("list registered engines (legacy included) with health, quarantine and call counters; `engines watch` streams events")
+    .addHelpText(
+      "after",
+      "\nThe quarantine column shows `manual: REASON` for an operator's isolate (held until `contextctl release ID`)\n" +
+        "and `OPERATION: REASON` (e.g. `assemble: deadline: ...`) for an automatic one; `-` when not quarantined.",
+    )
     .action(
       action(async (_opts: unknown, cmd: Command) => {
         const g = globals(cmd);
-        const engines = await listEngines(clientOptions(g));
-        if (g.json) return printJson({ engines: engines.map((e) => EngineStatus.toJSON(e)) });
-        const rows = engines.map((e) => [
+        const list = await listEngines(clientOptionsFor(cmd, "reader"));
+        if (g.json) return printJson({ engines: list.map((e) => EngineStatus.toJSON(e)) });
+        const rows = list.map((e) => [
           e.engineId,
           e.owner,
           e.builtin ? "(in process)" : e.endpoint || "-",
           healthName(e.health),
-          quarantine(e),
+          quarantineText(e),
           e.calls,
           e.failures,
           e.fallbacks,
@@ -28,11 +39,58 @@ export function registerEngines(program: Command): void {
         process.stdout.write(`${table(head, rows)}\n`);
       }),
     );
+
+  engines
+    .command("watch")
+    .description("stream registry events (registered, deregistered, health changed, quarantined, released) until Ctrl-C")
+    .option("--current", "first one REGISTERED event per known engine, then live events")
+    .addHelpText(
+      "after",
+      "\nOne line per event: ISO-TIME TYPE ID owner=OWNER health=HEALTH quarantine=none|\"OPERATION: REASON\" message=\"...\"\n" +
+        "(logfmt: values with spaces are JSON-quoted). With --json, one EngineEvent as JSON per line.\n" +
+        "Ctrl-C cancels the stream and exits 0; if the server ends the stream with an error, exits 1 with its status.",
+    )
+    .action(
+      action(async (opts: { current?: boolean }, cmd: Command) => {
+        const g = globals(cmd);
+        const write = g.json
+          ? (ev: EngineEvent) => process.stdout.write(`${JSON.stringify(EngineEvent.toJSON(ev))}\n`)
+          : (ev: EngineEvent) => process.stdout.write(`${eventLine(ev)}\n`);
+        await watchEngines(clientOptionsFor(cmd, "reader"), Boolean(opts.current), write);
+      }),
+    );
 }
 
-function quarantine(e: EngineStatus): string {
-  const q = e.quarantine;
-  if (!q) return "-";
-  const what = q.manual ? "manual" : q.operation || "quarantined";
-  return q.reason ? `${what}: ${q.reason}` : what;
+/**
+ * Streams WatchEngines into `onEvent` until SIGINT/SIGTERM (resolves: the stream is cancelled) or
+ * the server ends the stream (resolves on OK, rejects with the status error otherwise). No deadline.
+ */
+async function watchEngines(options: ClientOptions, includeCurrent: boolean, onEvent: (ev: EngineEvent) => void): Promise<void> {
+  const client = new RegistryServiceClient(options.address, channelCredentials(options));
+  const metadata = new Metadata();
+  if (options.token) metadata.set("authorization", `Bearer ${options.token}`);
+  const stream = client.watchEngines(WatchEnginesRequest.fromPartial({ includeCurrent }), metadata);
+  let interrupted = false;
+  const stop = (): void => {
+    if (interrupted) process.exit(130); // a second Ctrl-C: do not wait any longer
+    interrupted = true;
+    stream.cancel();
+  };
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      let error: ServiceError | undefined;
+      stream.on("data", (res: WatchEnginesResponse) => res.event && onEvent(res.event));
+      stream.on("error", (err: ServiceError) => (error = err));
+      stream.on("status", (s: StatusObject) => {
+        if (s.code === Status.OK || interrupted) resolve();
+        else reject(error ?? Object.assign(new Error(s.details), { code: s.code, details: s.details, metadata: s.metadata }));
+      });
+    });
+  } finally {
+    process.off("SIGINT", stop);
+    process.off("SIGTERM", stop);
+    client.close();
+  }
 }

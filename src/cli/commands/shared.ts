@@ -26,6 +26,40 @@ export function clientOptions(g: GlobalOptions, defaultTimeoutMs = 30_000): Clie
   return { address: g.address, token: g.token || undefined, timeoutMs: g.timeout ?? defaultTimeoutMs };
 }
 
+/**
+ * Which credential a command needs. `runtime`: SessionService (token: --token, else
+ * $CONTEXTD_RUNTIME_TOKEN). `reader`: reading the registry, which any runtime, owner or operator
+ * token may do (--token, else $CONTEXTD_RUNTIME_TOKEN, else $CONTEXTD_ADMIN_TOKEN). `operator`:
+ * isolate/release (--token, else $CONTEXTD_ADMIN_TOKEN, else $CONTEXTD_RUNTIME_TOKEN) — the operator
+ * token in the environment is preferred over a runtime token there, so a shell holding both works.
+ */
+export type TokenRole = "runtime" | "reader" | "operator";
+
+export function tokenFor(cmd: Command, role: TokenRole): string | undefined {
+  const flag = cmd.getOptionValueSourceWithGlobals("token") === "cli" ? globals(cmd).token : undefined;
+  const runtime = process.env.CONTEXTD_RUNTIME_TOKEN || undefined;
+  const admin = process.env.CONTEXTD_ADMIN_TOKEN || undefined;
+  if (flag) return flag;
+  if (role === "operator") return admin ?? runtime;
+  if (role === "reader") return runtime ?? admin;
+  return runtime;
+}
+
+/** {@link clientOptions} with the token chosen for `role` (see {@link tokenFor}). */
+export function clientOptionsFor(cmd: Command, role: TokenRole, defaultTimeoutMs = 30_000): ClientOptions {
+  return { ...clientOptions(globals(cmd), defaultTimeoutMs), token: tokenFor(cmd, role) };
+}
+
+/** Runs `fn` with a RegistryService client and closes it afterwards. */
+export async function withRegistry<T>(options: ClientOptions, fn: (client: RegistryServiceClient) => Promise<T>): Promise<T> {
+  const client = new RegistryServiceClient(options.address, channelCredentials(options));
+  try {
+    return await fn(client);
+  } finally {
+    client.close();
+  }
+}
+
 /** Runs `fn` with a SessionService client and closes it afterwards. */
 export async function withSessions<T>(options: ClientOptions, fn: (client: ContextdClient) => Promise<T>): Promise<T> {
   const client = new ContextdClient(options);
@@ -37,13 +71,7 @@ export async function withSessions<T>(options: ClientOptions, fn: (client: Conte
 }
 
 export async function listEngines(options: ClientOptions): Promise<EngineStatus[]> {
-  const client = new RegistryServiceClient(options.address, channelCredentials(options));
-  try {
-    const res = await callUnary(client, client.listEngines, ListEnginesRequest.fromPartial({}), options);
-    return res.engines;
-  } finally {
-    client.close();
-  }
+  return withRegistry(options, async (client) => (await callUnary(client, client.listEngines, ListEnginesRequest.fromPartial({}), options)).engines);
 }
 
 const HEALTH_STATUS = ["UNKNOWN", "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN"];

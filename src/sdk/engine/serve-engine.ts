@@ -121,6 +121,7 @@ export async function serveEngine(def: EngineDefinition, options: ServeEngineOpt
   };
 
   if (opts.handleSignals) for (const s of signals) process.on(s, onSignal);
+  watchParent((options.env ?? process.env).CONTEXTD_PARENT_PID, log, () => running.stop({ deregister: false }).then(() => process.exit(0)));
   log.info(
     { address, endpoint, registry: opts.registry ?? null, capabilities: info.capabilities },
     "engine listening",
@@ -182,4 +183,23 @@ function drain(server: Server, timeoutMs: number, log: Logger): Promise<void> {
       resolve();
     });
   });
+}
+
+/**
+ * A managed sidecar (started by contextd, which sets CONTEXTD_PARENT_PID) must not outlive a
+ * contextd that was killed without a chance to stop it: poll the parent and stop when it is gone.
+ */
+function watchParent(parentPid: string | undefined, log: Logger, stop: () => Promise<unknown>): void {
+  const pid = Number(parentPid);
+  if (!parentPid || !Number.isInteger(pid) || pid <= 1) return;
+  const timer = setInterval(() => {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      clearInterval(timer);
+      log.warn({ parentPid: pid }, "contextd (parent process) is gone; stopping");
+      void stop();
+    }
+  }, 1_000);
+  timer.unref();
 }

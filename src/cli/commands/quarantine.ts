@@ -1,0 +1,63 @@
+import type { Command } from "commander";
+import { ClearQuarantineRequest, EngineStatus, QuarantineEngineRequest } from "../../contract/gen/contextd/v1/registry.js";
+import { callUnary } from "../../sdk/grpc-call.js";
+import { engineLine, iso, keyValues, printJson, quarantineText } from "../format.js";
+import { action, clientOptionsFor, globals, withRegistry } from "./shared.js";
+
+const OPERATOR_TOKEN_HELP =
+  "\nNeeds an operator token when contextd requires auth: --token TOKEN, else $CONTEXTD_ADMIN_TOKEN, else\n" +
+  "$CONTEXTD_RUNTIME_TOKEN (a runtime token is refused with PERMISSION_DENIED). `legacy` cannot be\n" +
+  "quarantined (FAILED_PRECONDITION); an unknown id is NOT_FOUND.";
+
+/**
+ * `contextctl isolate ID [--reason TEXT]` (QuarantineEngine: a manual quarantine, held until
+ * released; calls go to `legacy` meanwhile) and `contextctl release ID` (ClearQuarantine).
+ */
+export function registerQuarantine(program: Command): void {
+  program
+    .command("isolate")
+    .description("quarantine an engine by hand: its calls go to legacy until `contextctl release ID`")
+    .argument("<id>", "engine id")
+    .option("--reason <text>", "why (shown in `engines`, the logs and `engines watch`)")
+    .addHelpText("after", OPERATOR_TOKEN_HELP)
+    .action(
+      action(async (id: string, opts: { reason?: string }, cmd: Command) => {
+        const options = clientOptionsFor(cmd, "operator");
+        const request = QuarantineEngineRequest.fromPartial({ engineId: id, reason: opts.reason ?? "" });
+        const res = await withRegistry(options, (client) => callUnary(client, client.quarantineEngine, request, options));
+        const engine = res.engine ?? EngineStatus.fromPartial({ engineId: id });
+        if (globals(cmd).json) return printJson({ engine: EngineStatus.toJSON(engine) });
+        process.stdout.write(`${quarantineState(engine)}\n`);
+      }),
+    );
+
+  program
+    .command("release")
+    .description("clear an engine's quarantine (manual or automatic); it serves again at once")
+    .argument("<id>", "engine id")
+    .addHelpText("after", OPERATOR_TOKEN_HELP)
+    .action(
+      action(async (id: string, _opts: unknown, cmd: Command) => {
+        const options = clientOptionsFor(cmd, "operator");
+        const request = ClearQuarantineRequest.fromPartial({ engineId: id });
+        const res = await withRegistry(options, (client) => callUnary(client, client.clearQuarantine, request, options));
+        const engine = res.engine ?? EngineStatus.fromPartial({ engineId: id });
+        if (globals(cmd).json) return printJson({ engine: EngineStatus.toJSON(engine) });
+        process.stdout.write(`${engineLine(engine)}\n`);
+      }),
+    );
+}
+
+/** The engine's quarantine as `key  value` lines. */
+function quarantineState(e: EngineStatus): string {
+  const q = e.quarantine;
+  if (!q) return `${engineLine(e)}\n(not quarantined)`;
+  return keyValues([
+    ["engine", e.engineId],
+    ["owner", e.owner || "-"],
+    ["quarantine", quarantineText(e)],
+    ["since", iso(q.failedAtMs)],
+    ["release", q.manual ? `held until \`contextctl release ${e.engineId}\`` : `after ${iso(q.releaseAtMs)} and a passing health check`],
+    ["ejections", q.ejections],
+  ]);
+}
