@@ -53,6 +53,9 @@ export interface FailureObserver {
   onFallback(engine: RegisteredEngine, op: EngineOperation, reason: string): void;
 }
 
+/** The runtime's own deadline ran out during an engine call: the caller's doing, not the engine's. */
+export class CallerDeadlineError extends DeadlineExceededError {}
+
 /** Thrown by a `validate` callback when an engine's answer breaks the contract. */
 export class ContractViolation extends Error {}
 
@@ -103,6 +106,10 @@ export class Router {
     validate?: (value: T, target: RegisteredEngine) => void,
   ): Promise<Routed<T>> {
     const target = selection.target;
+    if (selection.mode === Mode.MODE_FALLBACK && this.onFailure(selection.selectedId) === "strict") {
+      // A strict slot never answers from another engine, not even while its engine is quarantined.
+      throw new ContextdError(status.UNAVAILABLE, `${selection.fallbackReason} (on_failure: strict, no fallback)`);
+    }
     if (target.builtin) {
       const { value } = await this.attempt(selection.session, target, op, caller, fn, validate);
       return { value, engineId: target.id, mode: selection.mode, fallbackReason: selection.fallbackReason };
@@ -111,7 +118,8 @@ export class Router {
       const { value, grant } = await this.attempt(selection.session, target, op, caller, fn, validate);
       return { value, engineId: target.id, mode: Mode.MODE_NORMAL, fallbackReason: "", grant };
     } catch (err) {
-      if (err instanceof CancelledError || caller.signal?.aborted) throw err;
+      // Cancellation, or the runtime's own deadline, is the caller's doing: never held against the engine.
+      if (err instanceof CancelledError || err instanceof CallerDeadlineError || caller.signal?.aborted) throw err;
       const kind: FailureKind = err instanceof DeadlineExceededError ? "timeout" : err instanceof ContractViolation ? "contract" : "error";
       const reason = `engine "${target.id}" failed on ${op}: ${errorText(err)}`;
       this.observer?.onEngineFailure(target, op, kind, reason);
@@ -134,7 +142,8 @@ export class Router {
     fn: (engine: ContextEngine, ctx: CallContext, target: RegisteredEngine) => Promise<T>,
     validate?: (value: T, target: RegisteredEngine) => void,
   ): Promise<{ value: T; grant?: HostGrant }> {
-    const deadlineMs = Math.min(Date.now() + this.timeoutMs(target.id, op), caller.deadlineMs);
+    const configuredMs = Date.now() + this.timeoutMs(target.id, op);
+    const deadlineMs = Math.min(configuredMs, caller.deadlineMs);
     const issued = target.builtin ? undefined : this.grants.issue(target.id, session.sessionId, deadlineMs);
     target.counters.calls++;
     try {
@@ -144,6 +153,9 @@ export class Router {
       if (validate) validate(value, target);
       return { value, grant: issued?.grant };
     } catch (err) {
+      if (err instanceof DeadlineExceededError && caller.deadlineMs < configuredMs) {
+        throw new CallerDeadlineError(`${err.message} (the runtime's own deadline)`);
+      }
       if (!(err instanceof CancelledError)) {
         target.counters.failures++;
         if (err instanceof DeadlineExceededError) target.counters.timeouts++;
