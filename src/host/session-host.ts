@@ -7,6 +7,7 @@ import type { CallerContext, Router, Selection } from "../registry/router.js";
 import type { ActiveView, TranscriptStore } from "../store/types.js";
 import type { Tokenizer } from "../tokens/tokenizer.js";
 import { viewMessages } from "./active-view.js";
+import { Bootstraps } from "./bootstraps.js";
 import type { Compactions } from "./compactions.js";
 import { checkAssembled, checkCompaction } from "./engine-answers.js";
 import { runtimeSettings } from "./runtime-settings.js";
@@ -35,6 +36,7 @@ export class SessionHost {
     readonly router: Router,
     private readonly compactions: Compactions,
     private readonly limits: AppendLimits,
+    private readonly bootstraps: Bootstraps = new Bootstraps(router),
   ) {}
 
   async readView(session: SessionRef): Promise<ActiveView> {
@@ -69,6 +71,7 @@ export class SessionHost {
   /** The transcript is already durable; an engine that cannot ingest falls back and never fails the append. */
   private async ingest(session: SessionRef, messages: S.AppendMessagesRequest["messages"], isHeartbeat: boolean, call: HostCall) {
     const selection = this.router.select(session);
+    await this.bootstraps.ensure(selection, session, call);
     try {
       await this.router.call(selection, "ingest", call, (engine, ctx) => {
         if (engine.ingestBatch && engine.info().capabilities?.ingestBatch) {
@@ -91,6 +94,7 @@ export class SessionHost {
     const selection = this.router.select(session);
     const autoCompact = req.autoCompact ?? true;
     let compaction: S.AssembleResponse["compaction"];
+    await this.bootstraps.ensure(selection, session, call);
 
     // Engines that do not own compaction (legacy included, also when it answers as the fallback)
     // get a view the host has compacted natively to fit the budget, at most 3 attempts.
@@ -166,6 +170,7 @@ export class SessionHost {
     const budget = requireBudget(req.tokenBudget);
     const view = await this.readView(session);
     const selection = this.router.select(session);
+    await this.bootstraps.ensure(selection, session, call);
     const messages = viewMessages(view);
     const routed = await this.router.call(
       selection,
