@@ -16,9 +16,19 @@ export class EngineEvents {
     this.emitter.emit("event", event);
   }
 
-  subscribe(listener: (event: EngineEvent) => void): () => void {
+  /** Listens to events until the returned function is called; `onClose` runs when the server shuts down. */
+  subscribe(listener: (event: EngineEvent) => void, onClose?: () => void): () => void {
     this.emitter.on("event", listener);
-    return () => this.emitter.off("event", listener);
+    if (onClose) this.emitter.on("close", onClose);
+    return () => {
+      this.emitter.off("event", listener);
+      if (onClose) this.emitter.off("close", onClose);
+    };
+  }
+
+  /** Ends every WatchEngines stream (graceful shutdown would otherwise wait for them). */
+  closeAll(): void {
+    this.emitter.emit("close");
   }
 }
 

@@ -89,7 +89,10 @@ export function createRegistryService(
           call.write({ event: { type: EngineEventType.ENGINE_EVENT_TYPE_REGISTERED, engine: toEngineStatus(engine), atMs: Date.now(), message: "current" } });
         }
       }
-      const unsubscribe = events.subscribe((event) => call.write({ event }));
+      const unsubscribe = events.subscribe(
+        (event) => call.write({ event }),
+        () => call.end(),
+      );
       const end = () => unsubscribe();
       call.on("cancelled", end);
       call.on("close", end);

@@ -48,6 +48,7 @@ export class Contextd {
     private readonly grants: HostGrants,
     private readonly monitor: HealthMonitor,
     private readonly sidecars: ManagedSidecars,
+    private readonly events: EngineEvents,
   ) {}
 
   get storeKind(): string {
@@ -98,7 +99,7 @@ export class Contextd {
     server.addService(HostServiceService, createHostService(grants, store, compactions, tokenizer, limits, logger));
     const health = addStandardServices(server, SERVICE_NAMES);
     const sidecars = new ManagedSidecars(config.engines.managed, auth, logger);
-    return new Contextd(config, store, server, health, grants, monitor, sidecars);
+    return new Contextd(config, store, server, health, grants, monitor, sidecars, events);
   }
 
   /** Binds the configured address; resolves with the bound address (the real port when 0 was asked). */
@@ -125,6 +126,7 @@ export class Contextd {
     await this.sidecars.stop();
     setServing(this.health, SERVICE_NAMES, false);
     this.monitor.stop();
+    this.events.closeAll();
     await new Promise<void>((resolve) => {
       const force = setTimeout(() => {
         this.server.forceShutdown();
