@@ -1,0 +1,88 @@
+"""Message builders and the tool-pair invariant, for the window engine's unit tests."""
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ENGINE_DIR = os.path.dirname(HERE)
+if ENGINE_DIR not in sys.path:
+    sys.path.insert(0, ENGINE_DIR)
+
+import generate_stubs  # noqa: E402
+
+generate_stubs.import_path()
+
+from contextd.v1 import types_pb2  # noqa: E402
+
+_ids = [0]
+
+
+def _next_id():
+    _ids[0] += 1
+    return "e%d" % _ids[0]
+
+
+def text_block(text):
+    return types_pb2.ContentBlock(text=types_pb2.TextBlock(text=text))
+
+
+def user(text, tokens=10):
+    return types_pb2.Message(id=_next_id(), role=types_pb2.ROLE_USER, content=[text_block(text)], token_count=tokens)
+
+
+def assistant(text, tokens=10, calls=()):
+    blocks = [text_block(text)] if text else []
+    for cid in calls:
+        blocks.append(types_pb2.ContentBlock(tool_call=types_pb2.ToolCallBlock(id=cid, name="read_file", arguments_json="{}")))
+    return types_pb2.Message(id=_next_id(), role=types_pb2.ROLE_ASSISTANT, content=blocks, token_count=tokens)
+
+
+def result(cid, tokens=10, text="ok"):
+    return types_pb2.Message(
+        id=_next_id(), role=types_pb2.ROLE_TOOL_RESULT, content=[text_block(text)], tool_call_id=cid, tool_name="read_file", token_count=tokens
+    )
+
+
+def summary(text="summary of earlier turns", tokens=50):
+    m = types_pb2.Message(id=_next_id(), role=types_pb2.ROLE_USER, content=[text_block(text)], token_count=tokens)
+    m.metadata["contextd.kind"] = "compaction_summary"
+    return m
+
+
+def turn(n, tool_calls=1, tokens=10, result_tokens=10, parallel=False):
+    """user, then `tool_calls` call/result pairs (or one message with all calls when `parallel`), then a wrap-up."""
+    out = [user("request %d" % n, tokens)]
+    ids = ["t%d-c%d" % (n, i) for i in range(tool_calls)]
+    if parallel and ids:
+        out.append(assistant("calling %d tools" % len(ids), tokens, calls=ids))
+        out.extend(result(cid, result_tokens) for cid in ids)
+    else:
+        for cid in ids:
+            out.append(assistant("calling %s" % cid, tokens, calls=[cid]))
+            out.append(result(cid, result_tokens))
+    out.append(assistant("done with %d" % n, tokens))
+    return out
+
+
+def tool_call_ids(m):
+    return [b.tool_call.id for b in m.content if b.WhichOneof("block") == "tool_call"]
+
+
+def tool_pair_violations(messages):
+    """Every tool result after the call it answers; every call with its result (test/helpers/invariants.ts)."""
+    problems = []
+    called, answered = set(), set()
+    for i, m in enumerate(messages):
+        if m.role == types_pb2.ROLE_ASSISTANT:
+            called.update(tool_call_ids(m))
+        if m.role == types_pb2.ROLE_TOOL_RESULT:
+            if m.tool_call_id not in called:
+                problems.append("messages[%d] answers %s, which is not before it" % (i, m.tool_call_id))
+            answered.add(m.tool_call_id)
+    for cid in sorted(called - answered):
+        problems.append("tool call %s has no result" % cid)
+    return problems
+
+
+def ids(messages):
+    return [m.id for m in messages]

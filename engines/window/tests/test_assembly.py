@@ -1,0 +1,224 @@
+"""The window selection (assembly.py): pure logic, no server.
+
+    /usr/bin/python3 -m unittest discover -s engines/window/tests -t engines/window
+"""
+
+import random
+import unittest
+
+from .helpers import assistant, ids, result, summary, tool_pair_violations, turn, types_pb2, user
+
+from assembly import select_window, total_tokens  # noqa: E402  (helpers put the engine on sys.path)
+
+
+def session(turns, **kw):
+    out = []
+    for n in range(turns):
+        out.extend(turn(n, **kw))
+    return out
+
+
+class WholeTurns(unittest.TestCase):
+    def test_without_a_budget_everything_is_kept(self):
+        view = [summary()] + session(5)
+        w = select_window(view, None)
+        self.assertEqual(ids(w.messages), ids(view))
+        self.assertEqual(w.estimated_tokens, total_tokens(view))
+        self.assertFalse(w.overflow)
+
+    def test_newest_whole_turns_that_fit(self):
+        view = session(6)  # each turn: user, call, result, wrap-up = 40 tokens
+        w = select_window(view, 120)
+        self.assertEqual(ids(w.messages), ids(view[-12:]))
+        self.assertEqual(w.estimated_tokens, 120)
+        self.assertEqual(w.whole_turns, 3)
+        self.assertFalse(w.partial_turn)
+
+    def test_a_turn_that_does_not_fit_whole_is_left_out_whole(self):
+        view = session(6)
+        w = select_window(view, 119)
+        self.assertEqual(ids(w.messages), ids(view[-8:]))
+        self.assertEqual(w.estimated_tokens, 80)
+        self.assertEqual(w.messages[0].role, types_pb2.ROLE_USER)
+
+    def test_selection_stops_at_the_first_turn_that_does_not_fit(self):
+        # A big turn in the middle must not be skipped over to reach a small older one: no gaps.
+        view = session(1) + turn(1, result_tokens=500) + session(2)
+        w = select_window(view, 200)
+        self.assertEqual(w.whole_turns, 2)
+        self.assertEqual(ids(w.messages), ids(view[-8:]))
+
+    def test_summary_is_kept_first(self):
+        s = summary(tokens=50)
+        view = [s] + session(6)
+        w = select_window(view, 170)
+        self.assertEqual(w.messages[0].id, s.id)
+        self.assertTrue(w.summary_kept)
+        self.assertEqual(ids(w.messages[1:]), ids(view[-12:]))
+        self.assertEqual(w.estimated_tokens, 170)
+
+    def test_only_a_leading_summary_counts_as_the_summary(self):
+        s = summary(tokens=5)
+        view = session(1) + [s] + session(1)
+        w = select_window(view, 1000)
+        self.assertFalse(w.summary_kept)
+        self.assertEqual(ids(w.messages), ids(view))
+
+    def test_max_turns(self):
+        view = [summary()] + session(6)
+        w = select_window(view, 10_000, max_turns=2)
+        self.assertEqual(w.whole_turns, 2)
+        self.assertEqual(ids(w.messages[1:]), ids(view[-8:]))
+
+    def test_a_leading_fragment_is_a_unit_of_its_own(self):
+        # The view may start mid-turn (after a summary); that fragment is kept or dropped whole.
+        frag = [assistant("continuing", 10, calls=["f1"]), result("f1", 10), assistant("ok", 10)]
+        view = [summary(tokens=10)] + frag + session(2)
+        self.assertEqual(ids(select_window(view, 1000).messages), ids(view))
+        self.assertEqual(ids(select_window(view, 109).messages[1:]), ids(view[-8:]))
+
+    def test_empty_view(self):
+        w = select_window([], 100)
+        self.assertEqual(list(w.messages), [])
+        self.assertEqual(w.estimated_tokens, 0)
+        self.assertFalse(w.overflow)
+        s = summary(tokens=20)
+        self.assertEqual(ids(select_window([s], 100).messages), [s.id])
+        self.assertTrue(select_window([s], 10).overflow)
+
+
+class NewestTurnOverBudget(unittest.TestCase):
+    def test_latest_user_and_the_longest_tail_that_fits(self):
+        view = session(2) + turn(2, tool_calls=4)  # newest: user + 4×(call, result) + wrap-up = 100 tokens
+        latest = view[-10]
+        self.assertEqual(latest.role, types_pb2.ROLE_USER)
+        w = select_window(view, 55)
+        self.assertTrue(w.partial_turn)
+        self.assertEqual(w.messages[0].id, latest.id)
+        # 45 tokens left: 4 messages (40) would start with a tool result; the tail starts at a call.
+        self.assertEqual(ids(w.messages[1:]), ids(view[-3:]))
+        self.assertEqual(w.messages[1].role, types_pb2.ROLE_ASSISTANT)
+        self.assertEqual(tool_pair_violations(w.messages), [])
+        self.assertLessEqual(w.estimated_tokens, 55)
+
+    def test_never_starts_with_a_tool_result(self):
+        view = turn(0, tool_calls=3)
+        for budget in range(10, 90):
+            w = select_window(view, budget)
+            self.assertEqual(w.messages[0].role, types_pb2.ROLE_USER, budget)
+            if len(w.messages) > 1:
+                self.assertNotEqual(w.messages[1].role, types_pb2.ROLE_TOOL_RESULT, budget)
+            self.assertEqual(tool_pair_violations(w.messages), [], budget)
+            self.assertLessEqual(w.estimated_tokens, budget)
+
+    def test_parallel_calls_are_kept_with_all_their_results(self):
+        view = turn(0, tool_calls=3, parallel=True)  # user, call×3, result, result, result, wrap-up
+        w = select_window(view, 50)
+        # The three results and the wrap-up fit (40) but would be orphans without the call message.
+        self.assertEqual(ids(w.messages), [view[0].id, view[-1].id])
+        w = select_window(view, 60)
+        self.assertEqual(ids(w.messages), ids(view))
+        self.assertEqual(tool_pair_violations(w.messages), [])
+
+    def test_with_a_summary(self):
+        s = summary(tokens=30)
+        view = [s] + session(2) + turn(2, tool_calls=2)
+        w = select_window(view, 70)
+        self.assertEqual(w.messages[0].id, s.id)
+        self.assertEqual(w.messages[1].role, types_pb2.ROLE_USER)
+        self.assertEqual(w.messages[1].id, view[-6].id)
+        self.assertLessEqual(w.estimated_tokens, 70)
+        self.assertEqual(tool_pair_violations(w.messages[1:]), [])
+
+    def test_overflow_when_summary_and_latest_user_do_not_fit(self):
+        s = summary(tokens=80)
+        view = [s] + session(2) + [user("huge request", 50)]
+        w = select_window(view, 100)
+        self.assertTrue(w.overflow)
+        self.assertEqual(ids(w.messages), [s.id, view[-1].id])
+        self.assertEqual(w.estimated_tokens, 130)
+
+    def test_latest_user_alone_over_budget_overflows(self):
+        view = session(2) + [user("huge request", 500)]
+        w = select_window(view, 100)
+        self.assertTrue(w.overflow)
+        self.assertEqual(ids(w.messages), [view[-1].id])
+
+
+class ToolPairs(unittest.TestCase):
+    def test_an_aborted_call_is_removed_from_its_message(self):
+        aborted = [user("do it", 10), assistant("trying", 10, calls=["lost"])]
+        view = session(1) + aborted + session(1)
+        w = select_window(view, 1000)
+        self.assertEqual(tool_pair_violations(w.messages), [])
+        self.assertEqual(len(w.messages), len(view))
+        stripped = [m for m in w.messages if m.id == aborted[1].id][0]
+        self.assertEqual([b.WhichOneof("block") for b in stripped.content], ["text"])
+        self.assertEqual(stripped.token_count, 10)
+        # The input is not modified.
+        self.assertEqual(len(aborted[1].content), 2)
+
+    def test_a_message_that_was_only_an_aborted_call_is_dropped(self):
+        view = [user("go", 10), assistant("", 10, calls=["lost"])]
+        w = select_window(view, 1000)
+        self.assertEqual(ids(w.messages), [view[0].id])
+
+    def test_a_result_without_its_call_is_dropped(self):
+        view = [summary(tokens=5), result("gone", 10), assistant("so", 10)] + session(1)
+        w = select_window(view, 1000)
+        self.assertEqual(tool_pair_violations(w.messages[1:]), [])
+        self.assertNotIn(view[1].id, ids(w.messages))
+
+
+class Properties(unittest.TestCase):
+    """Random sessions and budgets: the invariants hold every time."""
+
+    def random_view(self, rnd):
+        view = []
+        if rnd.random() < 0.5:
+            view.append(summary(tokens=rnd.randint(1, 400)))
+        for n in range(rnd.randint(1, 12)):
+            view.append(user("u%d" % n, rnd.randint(1, 200)))
+            for k in range(rnd.randint(0, 4)):
+                ids_ = ["r%d-%d-%d" % (n, k, j) for j in range(rnd.randint(1, 2))]
+                view.append(assistant("a", rnd.randint(1, 100), calls=ids_))
+                view.extend(result(cid, rnd.randint(1, 2000)) for cid in ids_)
+            if rnd.random() < 0.8:
+                view.append(assistant("wrap", rnd.randint(1, 200)))
+        return view
+
+    def test_invariants(self):
+        rnd = random.Random(1234)
+        for _ in range(400):
+            view = self.random_view(rnd)
+            budget = rnd.randint(1, 12_000)
+            w = select_window(view, budget)
+            out = list(w.messages)
+            self.assertEqual(w.estimated_tokens, total_tokens(out))
+            has_summary = view[0].metadata.get("contextd.kind") == "compaction_summary"
+            latest_user = [m for m in view if m.role == types_pb2.ROLE_USER and m.metadata.get("contextd.kind") != "compaction_summary"][-1]
+            self.assertIn(latest_user.id, ids(out))
+            if has_summary:
+                self.assertEqual(out[0].id, view[0].id)
+            body = out[1:] if has_summary else out
+            if w.overflow:
+                self.assertGreater(w.estimated_tokens, budget)
+                self.assertEqual(ids(body), [latest_user.id])
+                continue
+            self.assertLessEqual(w.estimated_tokens, budget)
+            self.assertEqual(tool_pair_violations(body), [])
+            self.assertEqual(body[0].role, types_pb2.ROLE_USER)
+            # Whole turns: a contiguous tail of the view (a partial newest turn: its user + a tail).
+            rest = view[1:] if has_summary else view
+            if not w.partial_turn:
+                self.assertEqual(ids(body), ids(rest[len(rest) - len(body):]))
+            else:
+                self.assertEqual(body[0].id, latest_user.id)
+                tail = body[1:]
+                if tail:
+                    self.assertEqual(ids(tail), ids(rest[len(rest) - len(tail):]))
+                    self.assertNotEqual(tail[0].role, types_pb2.ROLE_TOOL_RESULT)
+
+
+if __name__ == "__main__":
+    unittest.main()
