@@ -18,8 +18,8 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app
-# Build native code against the headers shipped in this image (no header download) and from source
-# (no prebuilt binary download): the image builds the same way on a closed network.
+# Build native code from source against the headers this image ships in /usr/local/include/node: no
+# download of node headers or of a prebuilt binary, only the npm registry (and Debian's apt above).
 ENV npm_config_nodedir=/usr/local \
     npm_config_build_from_source=true \
     npm_config_update_notifier=false \
