@@ -1,49 +1,84 @@
-import { spawn, execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPO_ROOT } from "../helpers/contextd-process.js";
+import { eventually } from "../helpers/registry-client.js";
 
 const run = promisify(execFile);
+const contextctl = (...args: string[]) => run(process.execPath, [path.join(REPO_ROOT, "bin/contextctl.js"), ...args]);
+
+interface EngineRow {
+  engineId: string;
+  health: string | number;
+}
 
 /**
  * The README's quick start, as written: `npm start` runs contextd on the checked-in default config
- * (only the port and the data file are moved, through CONTEXTD_* overrides, so tests can run in
- * parallel), and `contextctl health` reports SERVING.
+ * — legacy plus the two sample engines as managed sidecars — and `contextctl` talks to it. Only the
+ * port and the data files are moved (CONTEXTD_* overrides), so tests can run in parallel.
  */
-describe("quick start: npm start, then contextctl health", () => {
+describe("quick start: npm start, then contextctl", () => {
   const dataDir = mkdtempSync(path.join(tmpdir(), "contextd-quickstart-"));
+  let output = "";
+  let address = "";
   const child = spawn("npm", ["start", "--silent"], {
     cwd: REPO_ROOT,
-    env: { ...process.env, CONTEXTD_LISTEN: "127.0.0.1:0", CONTEXTD_STORE: `sqlite:${dataDir}/contextd.db`, CONTEXTD_METRICS_LISTEN: "127.0.0.1:0" },
+    env: {
+      ...process.env,
+      CONTEXTD_LISTEN: "127.0.0.1:0",
+      CONTEXTD_STORE: `sqlite:${dataDir}/contextd.db`,
+      CONTEXTD_ENGINES__MANAGED__0__ENV__LOSSLESS_DB: `${dataDir}/lossless.db`,
+    },
     detached: true,
   });
-  afterAll(() => {
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const logLines = () =>
+    output
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+
+  beforeAll(async () => {
+    address = await eventually(async () => logLines().find((l) => l.msg === "contextd listening")?.address as string | undefined, 30_000);
+  });
+  afterAll(async () => {
     try {
       process.kill(-child.pid!, "SIGTERM");
     } catch {
       // already gone
     }
+    await new Promise((r) => setTimeout(r, 500));
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it("logs `contextd listening` and answers SERVING", async () => {
-    let output = "";
-    const address = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no 'contextd listening' within 30 s:\n${output}`)), 30_000);
-      child.stdout.on("data", (chunk: Buffer) => {
-        output += chunk.toString();
-        for (const line of output.split("\n")) {
-          if (!line.includes('"contextd listening"')) continue;
-          clearTimeout(timer);
-          resolve(JSON.parse(line).address as string);
-        }
-      });
-      child.on("exit", (code) => reject(new Error(`npm start exited with ${code}:\n${output}`)));
-    });
-    const health = await run(process.execPath, [path.join(REPO_ROOT, "bin/contextctl.js"), "--address", address, "health"]);
+  it("logs `contextd listening` and `contextctl health` answers SERVING", async () => {
+    const health = await contextctl("--address", address, "health");
     expect(health.stdout).toContain("SERVING");
+  });
+
+  it("`contextctl engines` lists legacy, lossless and window SERVING within a few seconds", async () => {
+    const rows = await eventually(async () => {
+      const { stdout } = await contextctl("--address", address, "--json", "engines");
+      const { engines } = JSON.parse(stdout) as { engines: EngineRow[] };
+      const serving = engines.filter((e) => e.health === "ENGINE_HEALTH_SERVING" || e.health === 1 || e.health === "SERVING");
+      return serving.length === 3 ? engines : undefined;
+    }, 20_000, 300);
+    expect(rows.map((e) => e.engineId).sort()).toEqual(["legacy", "lossless", "window"]);
+  });
+
+  it("a killed managed engine comes back within the restart backoff", async () => {
+    const started = () => logLines().filter((l) => l.msg === "managed sidecar started" && l.sidecar === "window");
+    const [first] = started();
+    process.kill(first.pid as number, "SIGKILL");
+    await eventually(async () => started().length >= 2, 10_000);
+    await eventually(async () => {
+      const { stdout } = await contextctl("--address", address, "--json", "engines");
+      const { engines } = JSON.parse(stdout) as { engines: (EngineRow & { quarantine?: unknown })[] };
+      const window = engines.find((e) => e.engineId === "window");
+      return window && !window.quarantine && (window.health === "ENGINE_HEALTH_SERVING" || window.health === 1 || window.health === "SERVING");
+    }, 20_000, 300);
   });
 });

@@ -81,9 +81,19 @@ describe("defaults", () => {
     expect(load("slots:\nauth:\n  owners:\nengines:\n  timeouts:\n")).toEqual(DEFAULTS);
   });
 
-  it("the checked-in config/contextd.yaml is the defaults with auth.required false", () => {
+  it("the checked-in config/contextd.yaml is the defaults with auth.required false and the two sample engines managed", () => {
     const cfg = loadConfig({ file: fileURLToPath(new URL("../../config/contextd.yaml", import.meta.url)), env: {} });
-    expect(cfg).toEqual({ ...DEFAULTS, auth: { ...DEFAULTS.auth, required: false } });
+    expect(cfg).toEqual({
+      ...DEFAULTS,
+      auth: { ...DEFAULTS.auth, required: false },
+      engines: {
+        ...DEFAULTS.engines,
+        managed: [
+          { id: "lossless", command: ["node", "dist/engines/lossless/main.js"], owner: "local", env: { LOSSLESS_DB: "./data/lossless.db" } },
+          { id: "window", command: ["/usr/bin/python3", "engines/window/main.py"], owner: "local", env: {} },
+        ],
+      },
+    });
   });
 
   it("without a file option reads config/contextd.yaml under the cwd, or uses the defaults when it is absent", () => {
