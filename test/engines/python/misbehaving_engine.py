@@ -192,7 +192,8 @@ class Engine(engine_pb2_grpc.ContextEngineServiceServicer):
             return answer_ok()
         if mode == "hang":
             self._wait_cancelled(op, context)
-            return answer_ok(empty=True)
+            # Never answer successfully: a reply racing the caller's own deadline timer could win.
+            context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "misbehaving engine: hung until the deadline")
         if mode == "ignore_cancel":
             time.sleep(ms_setting(ctl, "ignore_cancel_ms", 30000) / 1000.0)
             res = answer_ok()
