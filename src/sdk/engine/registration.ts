@@ -1,17 +1,22 @@
-import { status, type ChannelCredentials, type ServiceError } from "@grpc/grpc-js";
+import { status, type ChannelCredentials } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { PROTOCOL_VERSION } from "../../contract/engine-api.js";
 import {
-  DeregisterEngineRequest,
   GetEngineRequest,
   RegisterEngineRequest,
   Refusal,
-  RegistryServiceClient,
   refusalToJSON,
   type EngineStatus,
   type RegisterEngineResponse,
 } from "../../contract/gen/contextd/v1/registry.js";
-import { callUnary, type ClientOptions } from "../grpc-call.js";
+import { backoffDelay } from "./backoff.js";
+import { deregisterEngine } from "./deregistration.js";
+import { HeartbeatWatch, type HeartbeatVerdict } from "./heartbeat.js";
+import { RegistrationError, TRANSIENT, codeOf, detailsOf } from "./registration-error.js";
+import { RegistryConnection, Stopped } from "./registry-connection.js";
+
+// engine-sdk.ts exports RegistrationError from this module.
+export { RegistrationError } from "./registration-error.js";
 
 export interface RegistrationSettings {
   /** The registry's address (contextd): host:port or unix:/path. */
@@ -44,42 +49,6 @@ export interface RegistrationStatus {
   lastError?: Error;
 }
 
-/** Why registration failed for good: a refusal answer or a non-retryable gRPC status. */
-export class RegistrationError extends Error {
-  constructor(
-    message: string,
-    /** The refusal when the registry answered `ok = false`. */
-    readonly refusal?: Refusal,
-    /** The gRPC status when the call failed. */
-    readonly code?: status,
-    readonly response?: RegisterEngineResponse,
-  ) {
-    super(message);
-    this.name = "RegistrationError";
-  }
-}
-
-/** Statuses that mean "the registry is not there (yet)": keep trying. */
-const TRANSIENT = new Set<number>([status.UNAVAILABLE, status.DEADLINE_EXCEEDED, status.CANCELLED, status.RESOURCE_EXHAUSTED, status.ABORTED]);
-
-const CHANNEL_OPTIONS = {
-  // Reconnect quickly when the registry comes (back) up instead of backing off for up to two minutes.
-  "grpc.initial_reconnect_backoff_ms": 200,
-  "grpc.max_reconnect_backoff_ms": 2_000,
-};
-
-class Stopped extends Error {}
-
-function codeOf(err: unknown): number | undefined {
-  const code = (err as Partial<ServiceError> | undefined)?.code;
-  return typeof code === "number" ? code : undefined;
-}
-
-function detailsOf(err: unknown): string {
-  const e = err as Partial<ServiceError>;
-  return e?.details || e?.message || String(err);
-}
-
 /**
  * Keeps an engine registered with contextd's RegistryService:
  *
@@ -101,17 +70,13 @@ export class Registrar {
   private rejectFirst!: (err: Error) => void;
   private firstSettled = false;
 
-  private readonly client: RegistryServiceClient;
-  private readonly clientOptions: ClientOptions;
+  private readonly registry: RegistryConnection;
   private readonly log: Logger;
-  private readonly inflight = new Set<AbortController>();
+  private readonly watch: HeartbeatWatch;
   private timer: NodeJS.Timeout | undefined;
   private wake: (() => void) | undefined;
   private stopped = false;
   private mayBeRegistered = false;
-  private registryDown = false;
-  private lastQuarantine = "";
-  private heartbeatProblem = "";
   private loop: Promise<void> = Promise.resolve();
   private readonly current: RegistrationStatus = { state: "registering", registrations: 0 };
 
@@ -122,9 +87,9 @@ export class Registrar {
     });
     // Nobody has to await `registered`: a rejection must not become an unhandled rejection.
     this.registered.catch(() => undefined);
-    this.client = new RegistryServiceClient(settings.registry, settings.credentials, CHANNEL_OPTIONS);
-    this.clientOptions = { address: settings.registry, token: settings.ownerToken || undefined, credentials: settings.credentials };
+    this.registry = new RegistryConnection(settings.registry, settings.credentials, settings.ownerToken);
     this.log = settings.logger.child({ registry: settings.registry, endpoint: settings.endpoint });
+    this.watch = new HeartbeatWatch(this.log, settings.endpoint);
   }
 
   get status(): RegistrationStatus {
@@ -141,37 +106,14 @@ export class Registrar {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.wake?.();
-    for (const c of this.inflight) c.abort();
+    this.registry.stop();
     await this.loop.catch(() => undefined);
     this.current.state = "stopped";
     this.settleFirst(new RegistrationError("the engine stopped before it was registered"));
     try {
-      if (deregister && this.mayBeRegistered) await this.deregister();
+      if (deregister && this.mayBeRegistered) await deregisterEngine(this.registry, this.settings.engineId, this.settings.endpoint, this.log);
     } finally {
-      this.client.close();
-    }
-  }
-
-  private async deregister(): Promise<void> {
-    const { engineId, endpoint } = this.settings;
-    // A newer instance of this engine may have replaced us (allow_same_owner_refresh): then the
-    // registration is not ours to remove.
-    try {
-      const res = await this.call(this.client.getEngine, GetEngineRequest.fromPartial({ engineId }), 1_000, true);
-      if (res.engine && res.engine.endpoint !== endpoint) {
-        this.log.info({ registeredEndpoint: res.engine.endpoint }, "not deregistering: the registration now points at another instance");
-        return;
-      }
-    } catch (err) {
-      if (codeOf(err) === status.NOT_FOUND) return;
-      // Unknown: deregister anyway (that is what stop asked for).
-    }
-    try {
-      await this.call(this.client.deregisterEngine, DeregisterEngineRequest.fromPartial({ engineId }), 2_000, true);
-      this.log.info("deregistered from the registry");
-    } catch (err) {
-      const code = codeOf(err);
-      this.log.warn({ code: code === undefined ? undefined : status[code], reason: detailsOf(err) }, "deregistration failed (ignored)");
+      this.registry.close();
     }
   }
 
@@ -195,7 +137,7 @@ export class Registrar {
       try {
         // From here on the registry may hold this instance (even if the answer gets lost).
         this.mayBeRegistered = true;
-        const res = await this.call(this.client.registerEngine, this.request(), this.settings.registerTimeoutMs ?? 15_000);
+        const res = await this.registry.call(this.registry.client.registerEngine, this.request(), this.settings.registerTimeoutMs ?? 15_000);
         if (res.ok) {
           this.onRegistered(res, why, attempt);
           return;
@@ -232,7 +174,7 @@ export class Registrar {
         this.settleFirst(failure.error);
         return;
       }
-      const delay = this.backoff(attempt);
+      const delay = backoffDelay(attempt, this.settings.retry);
       // The first failure and then every tenth is a warning; the rest are debug noise.
       const level = attempt % 10 === 0 ? "warn" : "debug";
       this.log[level]({ attempt: attempt + 1, retryInMs: delay }, `${failure.error.message}; retrying`);
@@ -245,8 +187,7 @@ export class Registrar {
     this.current.registrations++;
     this.current.lastResponse = res;
     this.current.lastError = undefined;
-    this.registryDown = false;
-    this.heartbeatProblem = "";
+    this.watch.registered();
     this.log.info(
       { owner: this.settings.owner, protocolVersion: res.protocolVersion, attempts: attempt + 1 },
       why === "initial" ? "registered with the registry" : "registered again with the registry",
@@ -262,13 +203,6 @@ export class Registrar {
     else this.resolveFirst(outcome);
   }
 
-  private backoff(attempt: number): number {
-    const { initialMs, maxMs } = this.settings.retry;
-    const base = Math.min(maxMs, initialMs * 2 ** Math.min(attempt, 30));
-    // "Equal jitter": between half and all of the exponential step.
-    return Math.round(base / 2 + Math.random() * (base / 2));
-  }
-
   private scheduleHeartbeat(): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
@@ -281,61 +215,23 @@ export class Registrar {
   /** Is the registry still holding this engine at this endpoint? Registers again when not. */
   private async heartbeat(): Promise<void> {
     if (this.stopped) return;
-    const { engineId, endpoint } = this.settings;
     let engine: EngineStatus | undefined;
     try {
       const timeout = Math.min(5_000, Math.max(1_000, this.settings.heartbeatMs));
-      engine = (await this.call(this.client.getEngine, GetEngineRequest.fromPartial({ engineId }), timeout)).engine;
+      const req = GetEngineRequest.fromPartial({ engineId: this.settings.engineId });
+      engine = (await this.registry.call(this.registry.client.getEngine, req, timeout)).engine;
     } catch (err) {
       if (this.stopped || err instanceof Stopped) return;
-      const code = codeOf(err);
-      if (code === status.NOT_FOUND) {
-        this.log.warn(
-          this.registryDown ? "the registry is back without this engine (it restarted); registering again" : "the registry no longer has this engine; registering again",
-        );
-        this.registryDown = false;
-        return this.register("lost");
-      }
-      if (code !== undefined && TRANSIENT.has(code)) {
-        if (!this.registryDown) this.log.warn({ code: status[code] }, "registry unreachable; will check the registration again when it is back");
-        this.registryDown = true;
-      } else if (code === status.UNIMPLEMENTED) {
-        this.log.warn("the registry does not implement GetEngine; registration heartbeat disabled");
-        return;
-      } else {
-        const problem = `${code === undefined ? "error" : status[code]}: ${detailsOf(err)}`;
-        if (problem !== this.heartbeatProblem) this.log.warn({ reason: problem }, "registration heartbeat failed");
-        this.heartbeatProblem = problem;
-      }
-      this.scheduleHeartbeat();
-      return;
+      return this.follow(this.watch.failed(err));
     }
-    if (!engine || engine.endpoint !== endpoint) {
-      this.log.warn({ registeredEndpoint: engine?.endpoint ?? "" }, "the registry has this engine id at another endpoint; registering again");
-      this.registryDown = false;
-      return this.register("moved");
-    }
-    if (this.registryDown) this.log.info("registry reachable again; registration intact");
-    this.registryDown = false;
-    this.heartbeatProblem = "";
-    const quarantine = engine.quarantine ? `${engine.quarantine.operation}: ${engine.quarantine.reason}` : "";
-    if (quarantine !== this.lastQuarantine) {
-      if (quarantine) this.log.warn({ quarantine: engine.quarantine }, "the registry has quarantined this engine");
-      else this.log.info("the registry released this engine from quarantine");
-      this.lastQuarantine = quarantine;
-    }
-    this.scheduleHeartbeat();
+    return this.follow(this.watch.answered(engine));
   }
 
-  private async call<Req, Res>(method: Parameters<typeof callUnary<Req, Res>>[1], req: Req, timeoutMs: number, duringStop = false): Promise<Res> {
-    if (this.stopped && !duringStop) throw new Stopped();
-    const controller = new AbortController();
-    this.inflight.add(controller);
-    try {
-      return await callUnary(this.client, method, req, this.clientOptions, { timeoutMs, signal: controller.signal });
-    } finally {
-      this.inflight.delete(controller);
-    }
+  /** Acts on what the heartbeat saw: register again, check again later, or stop checking. */
+  private follow(verdict: HeartbeatVerdict): Promise<void> | undefined {
+    if (verdict === "lost" || verdict === "moved") return this.register(verdict);
+    if (verdict !== "disabled") this.scheduleHeartbeat();
+    return undefined;
   }
 
   private sleep(ms: number): Promise<void> {

@@ -1,12 +1,7 @@
 import Database from "better-sqlite3";
 
-import {
-  AlreadyExistsError,
-  ConflictError,
-  InvalidArgumentError,
-  NotFoundError,
-} from "../../contract/errors.js";
-import { QuarantineState } from "../../contract/gen/contextd/v1/registry.js";
+import { InvalidArgumentError, NotFoundError } from "../../contract/errors.js";
+import type { QuarantineState } from "../../contract/gen/contextd/v1/registry.js";
 import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import type { RegistryStore, StoredRegistration } from "../registry-store.js";
 import type {
@@ -21,24 +16,10 @@ import type {
   TranscriptStore,
 } from "../types.js";
 import { migrate } from "./migrations.js";
-import {
-  checkTokenCount,
-  compactionEntryRow,
-  decodeEntry,
-  messageEntryRow,
-  newEntryId,
-  newSessionRow,
-  prepareStatements,
-  quarantineRow,
-  registrationRow,
-  rewrittenEntryRow,
-  toEntryRevision,
-  toSessionRecord,
-  toStoredRegistration,
-  toViewMessage,
-  type SessionRow,
-  type Statements,
-} from "./rows.js";
+import * as registry from "./registry-records.js";
+import { checkTokenCount, decodeEntry, toEntryRevision, toSessionRecord, toViewMessage, type SessionRow } from "./rows.js";
+import { prepareStatements, type Statements } from "./statements.js";
+import * as writes from "./transcript-writes.js";
 
 export { newEntryId } from "./rows.js";
 
@@ -74,6 +55,9 @@ const DEFAULT_READ_LIMIT = 1_000;
  *
  * It is also the RegistryStore (engine registrations and quarantine records live in the same file).
  * Lists are ordered by engine id.
+ *
+ * The class is the façade: reads stay here, while the transcript writes (transcript-writes.ts) and
+ * the registry records (registry-records.ts) are delegated, all sharing one connection's statements.
  */
 export class SqliteStore implements TranscriptStore, RegistryStore {
   readonly kind = "sqlite" as const;
@@ -106,57 +90,11 @@ export class SqliteStore implements TranscriptStore, RegistryStore {
   }
 
   async appendMessages(sessionId: string, messages: NewMessage[], create: SessionLabels): Promise<TranscriptEntry[]> {
-    checkSessionId(sessionId);
-    if (!Array.isArray(messages)) throw new InvalidArgumentError("messages must be a list");
-    const run = this.db.transaction((): TranscriptEntry[] => {
-      const now = Date.now();
-      const row = this.stmts.session.get(sessionId) ?? this.insertSession(sessionId, create, now);
-      const out = messages.map((m, i) => this.appendMessage(row, newEntryId(), m.message, m.tokenCount, now, i));
-      this.saveSession(row, now);
-      return out;
-    });
-    return run.immediate();
+    return writes.appendMessages(this.db, this.stmts, sessionId, messages, create);
   }
 
   async createSession(sessionId: string, labels: SessionLabels, seed: SeedEntry[]): Promise<SessionRecord> {
-    checkSessionId(sessionId);
-    if (!Array.isArray(seed)) throw new InvalidArgumentError("seed must be a list");
-    const run = this.db.transaction((): SessionRecord => {
-      if (this.stmts.session.get(sessionId)) {
-        throw new AlreadyExistsError(`session ${sessionId} already exists`);
-      }
-      const now = Date.now();
-      const row = this.insertSession(sessionId, labels, now);
-      // Ids are assigned up front so that a seed compaction may name any seed message as its first kept entry.
-      const ids = seed.map(() => newEntryId());
-      seed.forEach((s, i) => {
-        if (s.kind === "message") {
-          this.appendMessage(row, ids[i], s.message, s.tokenCount, now, i);
-          return;
-        }
-        if (s.kind !== "compaction") {
-          throw new InvalidArgumentError(`seed entry ${i}: unknown kind ${String((s as { kind: unknown }).kind)}`);
-        }
-        let firstKeptId = "";
-        let firstKeptSeq: number | null = null;
-        if (s.firstKeptIndex !== null && s.firstKeptIndex !== undefined) {
-          const k = s.firstKeptIndex;
-          // A new session's seed entry k gets seq k + 1.
-          if (!Number.isInteger(k) || k < 0 || k >= seed.length || seed[k].kind !== "message" || k + 1 < row.active_from_seq) {
-            throw new InvalidArgumentError(
-              `seed entry ${i}: firstKeptIndex ${String(k)} is not a seed message of session ${sessionId}'s active view`,
-            );
-          }
-          firstKeptId = ids[k];
-          firstKeptSeq = k + 1;
-        }
-        const compaction = { ...s.compaction, firstKeptEntryId: firstKeptId };
-        this.appendCompaction(row, ids[i], compaction, s.summaryTokens, firstKeptSeq, now, `seed entry ${i}`);
-      });
-      this.saveSession(row, now);
-      return toSessionRecord(row);
-    });
-    return run.immediate();
+    return writes.createSession(this.db, this.stmts, sessionId, labels, seed);
   }
 
   async getSession(sessionId: string): Promise<SessionRecord | undefined> {
@@ -224,33 +162,7 @@ export class SqliteStore implements TranscriptStore, RegistryStore {
     expectedLatestCompactionId: string,
     summaryTokens: number,
   ): Promise<TranscriptEntry> {
-    const run = this.db.transaction((): TranscriptEntry => {
-      const row = this.stmts.session.get(sessionId);
-      if (!row) throw new NotFoundError(`session ${sessionId} not found`);
-      const expected = expectedLatestCompactionId ?? "";
-      if (row.latest_compaction_id !== expected) {
-        throw new ConflictError(
-          `session ${sessionId}: compaction expected latest compaction "${expected}" but it is ` +
-            `"${row.latest_compaction_id}"; another compaction committed first`,
-        );
-      }
-      const firstKeptId = compaction.firstKeptEntryId ?? "";
-      let firstKeptSeq: number | null = null;
-      if (firstKeptId !== "") {
-        const kept = this.stmts.entryById.get(sessionId, firstKeptId);
-        if (!kept || kept.kind !== "message" || kept.seq < row.active_from_seq) {
-          throw new InvalidArgumentError(
-            `first_kept_entry_id ${firstKeptId} is not a message of session ${sessionId}'s active view`,
-          );
-        }
-        firstKeptSeq = kept.seq;
-      }
-      const now = Date.now();
-      const entry = this.appendCompaction(row, newEntryId(), compaction, summaryTokens, firstKeptSeq, now, "compaction");
-      this.saveSession(row, now);
-      return entry;
-    });
-    return run.immediate();
+    return writes.commitCompaction(this.db, this.stmts, sessionId, compaction, expectedLatestCompactionId, summaryTokens);
   }
 
   async deleteSession(sessionId: string): Promise<boolean> {
@@ -263,50 +175,7 @@ export class SqliteStore implements TranscriptStore, RegistryStore {
   }
 
   async rewriteEntries(sessionId: string, rewrites: EntryRewriteInput[], reason: string): Promise<RewriteOutcome> {
-    checkSessionId(sessionId);
-    if (!Array.isArray(rewrites)) throw new InvalidArgumentError("rewrites must be a list");
-    const why = typeof reason === "string" ? reason : "";
-    const run = this.db.transaction((): RewriteOutcome => {
-      const row = this.stmts.session.get(sessionId);
-      if (!row) throw new NotFoundError(`session ${sessionId} not found`);
-      // Resolve and encode every rewrite before writing anything.
-      const seen = new Set<string>();
-      const planned = rewrites.map((r, i) => {
-        const id: unknown = r?.entryId;
-        if (typeof id !== "string" || id === "") throw new InvalidArgumentError(`rewrite ${i}: entry_id is required`);
-        if (seen.has(id)) throw new InvalidArgumentError(`entry ${id} is rewritten more than once in one request`);
-        seen.add(id);
-        const target = this.stmts.rewriteTarget.get(sessionId, id);
-        if (!target || target.kind !== "message") {
-          throw new InvalidArgumentError(`entry ${id} is not a message entry of session ${sessionId}`);
-        }
-        const previous = decodeEntry(target.payload);
-        const next = rewrittenEntryRow(sessionId, target.seq, previous, r.message, r.tokenCount, `rewrite of entry ${id}`);
-        return { id, target, previous, next };
-      });
-      if (planned.length === 0) return { rewrittenEntries: 0, bytesFreed: 0 };
-      const now = Date.now();
-      let tokenDelta = 0;
-      let bytesFreed = 0;
-      for (const p of planned) {
-        this.stmts.insertRevision.run({
-          session_id: sessionId,
-          entry_id: p.id,
-          revision: p.previous.revision ?? 0,
-          token_count: p.target.token_count,
-          replaced_at_ms: now,
-          reason: why,
-          payload: p.target.payload,
-        });
-        this.stmts.updateEntry.run(p.next.row);
-        tokenDelta += p.next.row.token_count - p.target.token_count;
-        bytesFreed += p.target.payload.length - p.next.row.payload.length;
-      }
-      row.total_tokens += tokenDelta;
-      this.saveSession(row, now);
-      return { rewrittenEntries: planned.length, bytesFreed: Math.max(0, bytesFreed) };
-    });
-    return run.immediate();
+    return writes.rewriteEntries(this.db, this.stmts, sessionId, rewrites, reason);
   }
 
   async readEntryRevisions(sessionId: string, entryId: string): Promise<EntryRevision[]> {
@@ -333,95 +202,30 @@ export class SqliteStore implements TranscriptStore, RegistryStore {
   // --- RegistryStore ---------------------------------------------------------------------------
 
   async saveRegistration(registration: StoredRegistration): Promise<void> {
-    this.stmts.saveRegistration.run(registrationRow(registration));
+    registry.saveRegistration(this.stmts, registration);
   }
 
   async deleteRegistration(engineId: string): Promise<boolean> {
-    return this.stmts.deleteRegistration.run(engineId).changes > 0;
+    return registry.deleteRegistration(this.stmts, engineId);
   }
 
   async listRegistrations(): Promise<StoredRegistration[]> {
-    return this.stmts.listRegistrations.all().map(toStoredRegistration);
+    return registry.listRegistrations(this.stmts);
   }
 
   async saveQuarantine(engineId: string, quarantine: QuarantineState): Promise<void> {
-    this.stmts.saveQuarantine.run(quarantineRow(engineId, quarantine, Date.now()));
+    registry.saveQuarantine(this.stmts, engineId, quarantine);
   }
 
   async clearQuarantine(engineId: string): Promise<boolean> {
-    return this.stmts.clearQuarantine.run(engineId).changes > 0;
+    return registry.clearQuarantine(this.stmts, engineId);
   }
 
   async listQuarantines(): Promise<Map<string, QuarantineState>> {
-    const out = new Map<string, QuarantineState>();
-    for (const r of this.stmts.listQuarantines.all()) out.set(r.engine_id, QuarantineState.decode(r.payload));
-    return out;
+    return registry.listQuarantines(this.stmts);
   }
 
   async close(): Promise<void> {
     if (this.db.open) this.db.close();
-  }
-
-  // --- inside transactions -------------------------------------------------------------------
-
-  private insertSession(sessionId: string, labels: SessionLabels | undefined, now: number): SessionRow {
-    const row = newSessionRow(sessionId, labels, now);
-    this.stmts.insertSession.run(row);
-    return row;
-  }
-
-  /** Inserts a message entry after the session's last entry and advances `row` (in memory). */
-  private appendMessage(
-    row: SessionRow,
-    id: string,
-    message: NewMessage["message"],
-    tokenCount: number,
-    now: number,
-    index: number,
-  ): TranscriptEntry {
-    const pos = { sessionId: row.session_id, seq: row.last_seq + 1, parentId: row.last_entry_id };
-    const built = messageEntryRow(pos, id, message, tokenCount, now, `message ${index}`);
-    this.stmts.insertEntry.run(built.row);
-    row.last_seq = pos.seq;
-    row.last_entry_id = id;
-    row.entry_count += 1;
-    row.message_count += 1;
-    row.total_tokens += tokenCount;
-    return built.entry;
-  }
-
-  /** Inserts a compaction entry and moves the active view of `row` (in memory). */
-  private appendCompaction(
-    row: SessionRow,
-    id: string,
-    compaction: CompactionEntry,
-    summaryTokens: number,
-    firstKeptSeq: number | null,
-    now: number,
-    what: string,
-  ): TranscriptEntry {
-    const pos = { sessionId: row.session_id, seq: row.last_seq + 1, parentId: row.last_entry_id };
-    const built = compactionEntryRow(pos, id, compaction, summaryTokens, now, what);
-    this.stmts.insertEntry.run(built.row);
-    row.last_seq = pos.seq;
-    row.last_entry_id = id;
-    row.entry_count += 1;
-    row.compaction_count += 1;
-    row.latest_compaction_id = id;
-    row.latest_compaction_seq = pos.seq;
-    row.active_from_seq = firstKeptSeq ?? pos.seq + 1;
-    row.active_summary_tokens = summaryTokens;
-    return built.entry;
-  }
-
-  private saveSession(row: SessionRow, now: number): void {
-    row.updated_at_ms = Math.max(row.updated_at_ms, now);
-    this.stmts.saveSession.run(row);
-  }
-}
-
-function checkSessionId(sessionId: string): void {
-  if (typeof sessionId !== "string" || sessionId === "") {
-    throw new InvalidArgumentError("session_id is required");
   }
 }

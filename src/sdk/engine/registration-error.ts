@@ -1,0 +1,33 @@
+import { status, type ServiceError } from "@grpc/grpc-js";
+import type { Refusal, RegisterEngineResponse } from "../../contract/gen/contextd/v1/registry.js";
+
+// How the Registrar reads a failed call to the registry: which failures are worth retrying, and
+// the error it reports when registration has failed for good.
+
+/** Why registration failed for good: a refusal answer or a non-retryable gRPC status. */
+export class RegistrationError extends Error {
+  constructor(
+    message: string,
+    /** The refusal when the registry answered `ok = false`. */
+    readonly refusal?: Refusal,
+    /** The gRPC status when the call failed. */
+    readonly code?: status,
+    readonly response?: RegisterEngineResponse,
+  ) {
+    super(message);
+    this.name = "RegistrationError";
+  }
+}
+
+/** Statuses that mean "the registry is not there (yet)": keep trying. */
+export const TRANSIENT = new Set<number>([status.UNAVAILABLE, status.DEADLINE_EXCEEDED, status.CANCELLED, status.RESOURCE_EXHAUSTED, status.ABORTED]);
+
+export function codeOf(err: unknown): number | undefined {
+  const code = (err as Partial<ServiceError> | undefined)?.code;
+  return typeof code === "number" ? code : undefined;
+}
+
+export function detailsOf(err: unknown): string {
+  const e = err as Partial<ServiceError>;
+  return e?.details || e?.message || String(err);
+}

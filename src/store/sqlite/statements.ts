@@ -1,0 +1,120 @@
+import type Database from "better-sqlite3";
+
+import type { QuarantineRow, RegistrationRow } from "./registry-rows.js";
+import type { EntryRow, EntryUpdateRow, PayloadRow, RevisionRow, RewriteTargetRow, SessionRow } from "./rows.js";
+
+// The SQL of the SQLite store. Statements are prepared once per connection, so the write paths only
+// bind parameters; the row types they bind and return are in rows.ts and registry-rows.ts.
+
+type Stmt<P extends unknown[], R = unknown> = Database.Statement<P, R>;
+
+/** Every statement the store runs, prepared once per connection (named, so declarations can be emitted). */
+export interface Statements {
+  session: Stmt<[string], SessionRow>;
+  insertSession: Stmt<[SessionRow], void>;
+  saveSession: Stmt<[SessionRow], void>;
+  insertEntry: Stmt<[EntryRow], void>;
+  entryById: Stmt<[string, string], { seq: number; kind: string }>;
+  entryBySeq: Stmt<[string, number], PayloadRow>;
+  activeMessages: Stmt<[string, number], PayloadRow>;
+  entriesAfter: Stmt<[string, number, number], { payload: Buffer }>;
+  listFirst: Stmt<[number], SessionRow>;
+  listAfter: Stmt<[{ u: number; s: string; n: number }], SessionRow>;
+  deleteRevisions: Stmt<[string], void>;
+  deleteEntries: Stmt<[string], void>;
+  deleteSession: Stmt<[string], void>;
+  setSystemAdditionTokens: Stmt<[number, string], void>;
+  // rewrites
+  rewriteTarget: Stmt<[string, string], RewriteTargetRow>;
+  updateEntry: Stmt<[EntryUpdateRow], void>;
+  insertRevision: Stmt<[RevisionRow], void>;
+  revisions: Stmt<[string, string], Pick<RevisionRow, "payload" | "replaced_at_ms" | "reason">>;
+  // registry
+  saveRegistration: Stmt<[RegistrationRow], void>;
+  deleteRegistration: Stmt<[string], void>;
+  listRegistrations: Stmt<[], RegistrationRow>;
+  saveQuarantine: Stmt<[QuarantineRow], void>;
+  clearQuarantine: Stmt<[string], void>;
+  listQuarantines: Stmt<[], QuarantineRow>;
+}
+
+/** Every statement the store runs, prepared once per connection. */
+export function prepareStatements(db: Database.Database): Statements {
+  return {
+    session: db.prepare<[string], SessionRow>("SELECT * FROM sessions WHERE session_id = ?"),
+    insertSession: db.prepare<[SessionRow], void>(
+      `INSERT INTO sessions (session_id, session_key, agent_id, parent_session_id, created_at_ms, updated_at_ms)
+       VALUES (@session_id, @session_key, @agent_id, @parent_session_id, @created_at_ms, @updated_at_ms)`,
+    ),
+    saveSession: db.prepare<[SessionRow], void>(
+      `UPDATE sessions SET updated_at_ms = @updated_at_ms, entry_count = @entry_count,
+         message_count = @message_count, compaction_count = @compaction_count,
+         total_tokens = @total_tokens, last_seq = @last_seq, last_entry_id = @last_entry_id,
+         latest_compaction_id = @latest_compaction_id, latest_compaction_seq = @latest_compaction_seq,
+         active_from_seq = @active_from_seq, active_summary_tokens = @active_summary_tokens
+       WHERE session_id = @session_id`,
+    ),
+    insertEntry: db.prepare<[EntryRow], void>(
+      `INSERT INTO entries (session_id, seq, id, parent_id, kind, role, token_count, timestamp_ms, payload)
+       VALUES (@session_id, @seq, @id, @parent_id, @kind, @role, @token_count, @timestamp_ms, @payload)`,
+    ),
+    entryById: db.prepare<[string, string], { seq: number; kind: string }>(
+      "SELECT seq, kind FROM entries WHERE session_id = ? AND id = ?",
+    ),
+    entryBySeq: db.prepare<[string, number], PayloadRow>(
+      "SELECT seq, token_count, payload FROM entries WHERE session_id = ? AND seq = ?",
+    ),
+    activeMessages: db.prepare<[string, number], PayloadRow>(
+      `SELECT seq, token_count, payload FROM entries
+       WHERE session_id = ? AND seq >= ? AND kind = 'message' ORDER BY seq`,
+    ),
+    entriesAfter: db.prepare<[string, number, number], { payload: Buffer }>(
+      "SELECT payload FROM entries WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+    ),
+    listFirst: db.prepare<[number], SessionRow>(
+      "SELECT * FROM sessions ORDER BY updated_at_ms DESC, session_id ASC LIMIT ?",
+    ),
+    listAfter: db.prepare<[{ u: number; s: string; n: number }], SessionRow>(
+      `SELECT * FROM sessions
+       WHERE updated_at_ms <= @u AND (updated_at_ms < @u OR session_id > @s)
+       ORDER BY updated_at_ms DESC, session_id ASC LIMIT @n`,
+    ),
+    deleteRevisions: db.prepare<[string], void>("DELETE FROM entry_revisions WHERE session_id = ?"),
+    deleteEntries: db.prepare<[string], void>("DELETE FROM entries WHERE session_id = ?"),
+    deleteSession: db.prepare<[string], void>("DELETE FROM sessions WHERE session_id = ?"),
+    setSystemAdditionTokens: db.prepare<[number, string], void>(
+      "UPDATE sessions SET system_addition_tokens = ? WHERE session_id = ?",
+    ),
+    rewriteTarget: db.prepare<[string, string], RewriteTargetRow>(
+      "SELECT seq, kind, token_count, payload FROM entries WHERE session_id = ? AND id = ?",
+    ),
+    updateEntry: db.prepare<[EntryUpdateRow], void>(
+      `UPDATE entries SET role = @role, token_count = @token_count, payload = @payload
+       WHERE session_id = @session_id AND seq = @seq`,
+    ),
+    insertRevision: db.prepare<[RevisionRow], void>(
+      `INSERT INTO entry_revisions (session_id, entry_id, revision, token_count, replaced_at_ms, reason, payload)
+       VALUES (@session_id, @entry_id, @revision, @token_count, @replaced_at_ms, @reason, @payload)`,
+    ),
+    revisions: db.prepare<[string, string], Pick<RevisionRow, "payload" | "replaced_at_ms" | "reason">>(
+      `SELECT payload, replaced_at_ms, reason FROM entry_revisions
+       WHERE session_id = ? AND entry_id = ? ORDER BY revision`,
+    ),
+    saveRegistration: db.prepare<[RegistrationRow], void>(
+      `INSERT INTO engine_registrations (engine_id, owner, endpoint, info, protocol_version, registered_at_ms)
+       VALUES (@engine_id, @owner, @endpoint, @info, @protocol_version, @registered_at_ms)
+       ON CONFLICT (engine_id) DO UPDATE SET owner = excluded.owner, endpoint = excluded.endpoint,
+         info = excluded.info, protocol_version = excluded.protocol_version,
+         registered_at_ms = excluded.registered_at_ms`,
+    ),
+    deleteRegistration: db.prepare<[string], void>("DELETE FROM engine_registrations WHERE engine_id = ?"),
+    listRegistrations: db.prepare<[], RegistrationRow>("SELECT * FROM engine_registrations ORDER BY engine_id"),
+    saveQuarantine: db.prepare<[QuarantineRow], void>(
+      `INSERT INTO engine_quarantines (engine_id, payload, updated_at_ms)
+       VALUES (@engine_id, @payload, @updated_at_ms)
+       ON CONFLICT (engine_id) DO UPDATE SET payload = excluded.payload, updated_at_ms = excluded.updated_at_ms`,
+    ),
+    clearQuarantine: db.prepare<[string], void>("DELETE FROM engine_quarantines WHERE engine_id = ?"),
+    listQuarantines: db.prepare<[], QuarantineRow>("SELECT * FROM engine_quarantines ORDER BY engine_id"),
+  };
+}

@@ -1,0 +1,241 @@
+import type Database from "better-sqlite3";
+
+import { AlreadyExistsError, ConflictError, InvalidArgumentError, NotFoundError } from "../../contract/errors.js";
+import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
+import type { EntryRewriteInput, NewMessage, RewriteOutcome, SeedEntry, SessionLabels, SessionRecord } from "../types.js";
+import {
+  compactionEntryRow,
+  decodeEntry,
+  messageEntryRow,
+  newEntryId,
+  newSessionRow,
+  rewrittenEntryRow,
+  toSessionRecord,
+  type SessionRow,
+} from "./rows.js";
+import type { Statements } from "./statements.js";
+
+// The transcript write paths of SqliteStore (the class documents their behaviour). Each runs in one
+// IMMEDIATE transaction, so the session row read at its start cannot change under it: the helpers
+// below advance that row in memory and saveSession writes it back once, at the end.
+
+export function appendMessages(
+  db: Database.Database,
+  stmts: Statements,
+  sessionId: string,
+  messages: NewMessage[],
+  create: SessionLabels,
+): TranscriptEntry[] {
+  checkSessionId(sessionId);
+  if (!Array.isArray(messages)) throw new InvalidArgumentError("messages must be a list");
+  const run = db.transaction((): TranscriptEntry[] => {
+    const now = Date.now();
+    const row = stmts.session.get(sessionId) ?? insertSession(stmts, sessionId, create, now);
+    const out = messages.map((m, i) => appendMessage(stmts, row, newEntryId(), m.message, m.tokenCount, now, i));
+    saveSession(stmts, row, now);
+    return out;
+  });
+  return run.immediate();
+}
+
+export function createSession(
+  db: Database.Database,
+  stmts: Statements,
+  sessionId: string,
+  labels: SessionLabels,
+  seed: SeedEntry[],
+): SessionRecord {
+  checkSessionId(sessionId);
+  if (!Array.isArray(seed)) throw new InvalidArgumentError("seed must be a list");
+  const run = db.transaction((): SessionRecord => {
+    if (stmts.session.get(sessionId)) {
+      throw new AlreadyExistsError(`session ${sessionId} already exists`);
+    }
+    const now = Date.now();
+    const row = insertSession(stmts, sessionId, labels, now);
+    // Ids are assigned up front so that a seed compaction may name any seed message as its first kept entry.
+    const ids = seed.map(() => newEntryId());
+    seed.forEach((s, i) => {
+      if (s.kind === "message") {
+        appendMessage(stmts, row, ids[i], s.message, s.tokenCount, now, i);
+        return;
+      }
+      if (s.kind !== "compaction") {
+        throw new InvalidArgumentError(`seed entry ${i}: unknown kind ${String((s as { kind: unknown }).kind)}`);
+      }
+      let firstKeptId = "";
+      let firstKeptSeq: number | null = null;
+      if (s.firstKeptIndex !== null && s.firstKeptIndex !== undefined) {
+        const k = s.firstKeptIndex;
+        // A new session's seed entry k gets seq k + 1.
+        if (!Number.isInteger(k) || k < 0 || k >= seed.length || seed[k].kind !== "message" || k + 1 < row.active_from_seq) {
+          throw new InvalidArgumentError(
+            `seed entry ${i}: firstKeptIndex ${String(k)} is not a seed message of session ${sessionId}'s active view`,
+          );
+        }
+        firstKeptId = ids[k];
+        firstKeptSeq = k + 1;
+      }
+      const compaction = { ...s.compaction, firstKeptEntryId: firstKeptId };
+      appendCompaction(stmts, row, ids[i], compaction, s.summaryTokens, firstKeptSeq, now, `seed entry ${i}`);
+    });
+    saveSession(stmts, row, now);
+    return toSessionRecord(row);
+  });
+  return run.immediate();
+}
+
+export function commitCompaction(
+  db: Database.Database,
+  stmts: Statements,
+  sessionId: string,
+  compaction: CompactionEntry,
+  expectedLatestCompactionId: string,
+  summaryTokens: number,
+): TranscriptEntry {
+  const run = db.transaction((): TranscriptEntry => {
+    const row = stmts.session.get(sessionId);
+    if (!row) throw new NotFoundError(`session ${sessionId} not found`);
+    const expected = expectedLatestCompactionId ?? "";
+    if (row.latest_compaction_id !== expected) {
+      throw new ConflictError(
+        `session ${sessionId}: compaction expected latest compaction "${expected}" but it is ` +
+          `"${row.latest_compaction_id}"; another compaction committed first`,
+      );
+    }
+    const firstKeptId = compaction.firstKeptEntryId ?? "";
+    let firstKeptSeq: number | null = null;
+    if (firstKeptId !== "") {
+      const kept = stmts.entryById.get(sessionId, firstKeptId);
+      if (!kept || kept.kind !== "message" || kept.seq < row.active_from_seq) {
+        throw new InvalidArgumentError(
+          `first_kept_entry_id ${firstKeptId} is not a message of session ${sessionId}'s active view`,
+        );
+      }
+      firstKeptSeq = kept.seq;
+    }
+    const now = Date.now();
+    const entry = appendCompaction(stmts, row, newEntryId(), compaction, summaryTokens, firstKeptSeq, now, "compaction");
+    saveSession(stmts, row, now);
+    return entry;
+  });
+  return run.immediate();
+}
+
+export function rewriteEntries(
+  db: Database.Database,
+  stmts: Statements,
+  sessionId: string,
+  rewrites: EntryRewriteInput[],
+  reason: string,
+): RewriteOutcome {
+  checkSessionId(sessionId);
+  if (!Array.isArray(rewrites)) throw new InvalidArgumentError("rewrites must be a list");
+  const why = typeof reason === "string" ? reason : "";
+  const run = db.transaction((): RewriteOutcome => {
+    const row = stmts.session.get(sessionId);
+    if (!row) throw new NotFoundError(`session ${sessionId} not found`);
+    // Resolve and encode every rewrite before writing anything.
+    const seen = new Set<string>();
+    const planned = rewrites.map((r, i) => {
+      const id: unknown = r?.entryId;
+      if (typeof id !== "string" || id === "") throw new InvalidArgumentError(`rewrite ${i}: entry_id is required`);
+      if (seen.has(id)) throw new InvalidArgumentError(`entry ${id} is rewritten more than once in one request`);
+      seen.add(id);
+      const target = stmts.rewriteTarget.get(sessionId, id);
+      if (!target || target.kind !== "message") {
+        throw new InvalidArgumentError(`entry ${id} is not a message entry of session ${sessionId}`);
+      }
+      const previous = decodeEntry(target.payload);
+      const next = rewrittenEntryRow(sessionId, target.seq, previous, r.message, r.tokenCount, `rewrite of entry ${id}`);
+      return { id, target, previous, next };
+    });
+    if (planned.length === 0) return { rewrittenEntries: 0, bytesFreed: 0 };
+    const now = Date.now();
+    let tokenDelta = 0;
+    let bytesFreed = 0;
+    for (const p of planned) {
+      stmts.insertRevision.run({
+        session_id: sessionId,
+        entry_id: p.id,
+        revision: p.previous.revision ?? 0,
+        token_count: p.target.token_count,
+        replaced_at_ms: now,
+        reason: why,
+        payload: p.target.payload,
+      });
+      stmts.updateEntry.run(p.next.row);
+      tokenDelta += p.next.row.token_count - p.target.token_count;
+      bytesFreed += p.target.payload.length - p.next.row.payload.length;
+    }
+    row.total_tokens += tokenDelta;
+    saveSession(stmts, row, now);
+    return { rewrittenEntries: planned.length, bytesFreed: Math.max(0, bytesFreed) };
+  });
+  return run.immediate();
+}
+
+// --- inside transactions -------------------------------------------------------------------
+
+function insertSession(stmts: Statements, sessionId: string, labels: SessionLabels | undefined, now: number): SessionRow {
+  const row = newSessionRow(sessionId, labels, now);
+  stmts.insertSession.run(row);
+  return row;
+}
+
+/** Inserts a message entry after the session's last entry and advances `row` (in memory). */
+function appendMessage(
+  stmts: Statements,
+  row: SessionRow,
+  id: string,
+  message: NewMessage["message"],
+  tokenCount: number,
+  now: number,
+  index: number,
+): TranscriptEntry {
+  const pos = { sessionId: row.session_id, seq: row.last_seq + 1, parentId: row.last_entry_id };
+  const built = messageEntryRow(pos, id, message, tokenCount, now, `message ${index}`);
+  stmts.insertEntry.run(built.row);
+  row.last_seq = pos.seq;
+  row.last_entry_id = id;
+  row.entry_count += 1;
+  row.message_count += 1;
+  row.total_tokens += tokenCount;
+  return built.entry;
+}
+
+/** Inserts a compaction entry and moves the active view of `row` (in memory). */
+function appendCompaction(
+  stmts: Statements,
+  row: SessionRow,
+  id: string,
+  compaction: CompactionEntry,
+  summaryTokens: number,
+  firstKeptSeq: number | null,
+  now: number,
+  what: string,
+): TranscriptEntry {
+  const pos = { sessionId: row.session_id, seq: row.last_seq + 1, parentId: row.last_entry_id };
+  const built = compactionEntryRow(pos, id, compaction, summaryTokens, now, what);
+  stmts.insertEntry.run(built.row);
+  row.last_seq = pos.seq;
+  row.last_entry_id = id;
+  row.entry_count += 1;
+  row.compaction_count += 1;
+  row.latest_compaction_id = id;
+  row.latest_compaction_seq = pos.seq;
+  row.active_from_seq = firstKeptSeq ?? pos.seq + 1;
+  row.active_summary_tokens = summaryTokens;
+  return built.entry;
+}
+
+function saveSession(stmts: Statements, row: SessionRow, now: number): void {
+  row.updated_at_ms = Math.max(row.updated_at_ms, now);
+  stmts.saveSession.run(row);
+}
+
+function checkSessionId(sessionId: string): void {
+  if (typeof sessionId !== "string" || sessionId === "") {
+    throw new InvalidArgumentError("session_id is required");
+  }
+}
