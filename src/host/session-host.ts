@@ -4,10 +4,11 @@ import type * as S from "../contract/gen/contextd/v1/session.js";
 import { CompactionTarget, Mode, PromptAuthority, type SessionRef } from "../contract/gen/contextd/v1/types.js";
 import { LEGACY_ENGINE_ID } from "../legacy/legacy-engine.js";
 import type { CallerContext, Router, Selection } from "../registry/router.js";
-import type { ActiveView, TranscriptStore } from "../store/types.js";
+import type { ActiveView, SessionRecord, TranscriptStore } from "../store/types.js";
 import type { Tokenizer } from "../tokens/tokenizer.js";
 import { viewMessages } from "./active-view.js";
 import { Bootstraps } from "./bootstraps.js";
+import type { RuntimeAccess } from "./runtime-access.js";
 import type { Compactions } from "./compactions.js";
 import { checkAssembled, checkCompaction } from "./engine-answers.js";
 import { runtimeSettings } from "./runtime-settings.js";
@@ -22,6 +23,8 @@ export const MAX_OVERFLOW_COMPACTIONS = 3;
 
 export interface HostCall extends CallerContext {
   log: Logger;
+  /** What the runtime's credentials allow. */
+  access: RuntimeAccess;
 }
 
 /**
@@ -38,6 +41,13 @@ export class SessionHost {
     private readonly limits: AppendLimits,
     private readonly bootstraps: Bootstraps = new Bootstraps(router),
   ) {}
+
+  /** NOT_FOUND unless the session exists; reads only the session row, never its history. */
+  async requireExists(session: SessionRef): Promise<SessionRecord> {
+    const record = await this.store.getSession(session.sessionId);
+    if (!record) throw new NotFoundError(`session "${session.sessionId}" not found`);
+    return record;
+  }
 
   async readView(session: SessionRef): Promise<ActiveView> {
     const view = await this.store.readActiveView(session.sessionId);
@@ -231,7 +241,7 @@ export class SessionHost {
 
   async maintain(req: S.MaintainRequest, call: HostCall): Promise<S.MaintainResponse> {
     const session = requireSession(req.session);
-    await this.readView(session);
+    await this.requireExists(session);
     const selection: Selection = this.router.select(session);
     const routed = await this.router.call(selection, "maintain", call, async (engine, ctx) => {
       if (!engine.maintain || !engine.info().capabilities?.maintain) {

@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from "../contract/errors.js";
 import type * as S from "../contract/gen/contextd/v1/session.js";
 import type { Router } from "../registry/router.js";
+import type { RuntimeAccess } from "./runtime-access.js";
 import type { ActiveView, TranscriptStore } from "../store/types.js";
 import { contextOverview } from "./active-view.js";
 import { decodePageToken, encodePageToken, pageSize } from "./page-token.js";
@@ -21,12 +22,14 @@ export class SessionQueries {
     return { info: this.info(view) };
   }
 
-  async listSessions(req: S.ListSessionsRequest): Promise<S.ListSessionsResponse> {
+  /** Only the sessions of agents the caller's credentials cover. */
+  async listSessions(req: S.ListSessionsRequest, access: RuntimeAccess): Promise<S.ListSessionsResponse> {
     const limit = pageSize(req.pageSize, 100, 1000);
     const cursor = decodePageToken(req.pageToken);
     const page = await this.store.listSessions(limit, cursor);
     const sessions: S.SessionInfo[] = [];
     for (const record of page.sessions) {
+      if (!access.mayActFor(record.agentId)) continue;
       const view = await this.store.readActiveView(record.sessionId);
       if (view) sessions.push(this.info(view));
     }
@@ -35,7 +38,7 @@ export class SessionQueries {
 
   async getTranscript(req: S.GetTranscriptRequest): Promise<S.GetTranscriptResponse> {
     const session = requireSession(req.session);
-    await this.host.readView(session);
+    await this.host.requireExists(session);
     const limit = pageSize(req.pageSize, 500, 5000);
     const position = decodePageToken(req.pageToken);
     const afterSeq = position === undefined ? 0 : Number(position);
@@ -49,7 +52,7 @@ export class SessionQueries {
 
   async deleteSession(req: S.DeleteSessionRequest): Promise<S.DeleteSessionResponse> {
     const session = requireSession(req.session);
-    await this.host.readView(session);
+    await this.host.requireExists(session);
     return { deleted: await this.store.deleteSession(session.sessionId) };
   }
 

@@ -1,4 +1,4 @@
-import { InvalidArgumentError, NotFoundError } from "../contract/errors.js";
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from "../contract/errors.js";
 import type * as S from "../contract/gen/contextd/v1/session.js";
 import { SubagentContextMode, SubagentEndReason } from "../contract/gen/contextd/v1/types.js";
 import type { SeedEntry, TranscriptStore } from "../store/types.js";
@@ -63,6 +63,9 @@ export class Subagents {
     const { childId, engineHandle } = decodeHandle(req.rollbackHandle);
     const record = await this.store.getSession(childId);
     if (!record) throw new NotFoundError(`rollback_handle names session "${childId}", which does not exist (already rolled back?)`);
+    // The handle is not a capability: it can only remove a subagent session the caller may act on.
+    if (!record.parentSessionId) throw new FailedPreconditionError(`session "${childId}" is not a subagent session; rollback removes only those`);
+    call.access.checkAgent(record.agentId);
     const child = { sessionId: childId, sessionKey: record.sessionKey, agentId: record.agentId };
     const selection = this.host.router.select(child);
     await this.host.router.call(selection, "subagent", call, async (engine, ctx) => {
@@ -74,7 +77,7 @@ export class Subagents {
 
   async end(req: S.EndSubagentRequest, call: HostCall): Promise<S.EndSubagentResponse> {
     const child = requireSession(req.child, "child");
-    await this.host.readView(child);
+    await this.host.requireExists(child);
     const selection = this.host.router.select(child);
     const routed = await this.host.router.call(selection, "subagent", call, async (engine, ctx) => {
       if (!engine.onSubagentEnded || !engine.info().capabilities?.subagents) return {};

@@ -9,12 +9,16 @@ export interface HostGrant {
   expiresAtMs: number;
   /** Compaction entries committed through DelegateCompaction during this call. */
   delegatedCompactionIds: string[];
+  /** Set when the engine call ended (answered, failed, timed out or cancelled). */
+  ended: boolean;
 }
 
 /**
  * Issues the HostContext tokens handed to remote engines with each call, and verifies them when
- * the engine calls HostService. Tokens are random, held only in memory, and die with their call's
- * deadline: a leaked token is useless a few seconds later and never opens another session.
+ * the engine calls HostService. Tokens are random, held only in memory, and die when their call
+ * ends — answered, failed, cancelled, or at its deadline — so an engine whose call was already
+ * answered by the fallback cannot commit anything late, a leaked token is useless moments later,
+ * and it never opens another session.
  */
 export class HostGrants {
   private readonly grants = new Map<string, HostGrant>();
@@ -25,7 +29,7 @@ export class HostGrants {
   issue(engineId: string, sessionId: string, expiresAtMs: number): { host: HostContext; grant: HostGrant } {
     this.sweep();
     const token = randomBytes(24).toString("base64url");
-    const grant: HostGrant = { engineId, sessionId, expiresAtMs, delegatedCompactionIds: [] };
+    const grant: HostGrant = { engineId, sessionId, expiresAtMs, delegatedCompactionIds: [], ended: false };
     this.grants.set(token, grant);
     return { host: { endpoint: this.endpoint, token, expiresAtMs }, grant };
   }
@@ -34,6 +38,9 @@ export class HostGrants {
   verify(token: string, sessionId: string): HostGrant {
     const grant = token ? this.grants.get(token) : undefined;
     if (!grant) throw new UnauthenticatedError("host token not recognised: send the HostContext.token of the engine call in progress");
+    if (grant.ended) {
+      throw new UnauthenticatedError("host token no longer valid: the engine call that carried it has ended");
+    }
     if (Date.now() >= grant.expiresAtMs) {
       this.grants.delete(token);
       throw new UnauthenticatedError("host token expired: it was valid until the deadline of the engine call that carried it");

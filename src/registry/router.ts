@@ -161,6 +161,8 @@ export class Router {
         if (err instanceof DeadlineExceededError) target.counters.timeouts++;
       }
       throw err;
+    } finally {
+      if (issued) issued.grant.ended = true;
     }
   }
 }

@@ -94,7 +94,7 @@ export class Contextd {
     const maxBytes = Math.max(MIN_GRPC_MESSAGE_BYTES, config.limits.max_message_bytes * 4);
     const server = new Server({ "grpc.max_receive_message_length": maxBytes, "grpc.max_send_message_length": maxBytes });
     const authz = authorizers(auth);
-    server.addService(SessionServiceService, createSessionService(host, new SessionQueries(host, store, router), new Subagents(host, store), authz, logger));
+    server.addService(SessionServiceService, createSessionService(host, new SessionQueries(host, store, router), new Subagents(host, store), authz, store, logger));
     server.addService(RegistryServiceService, createRegistryService(registry, admission, quarantine, events, authz, logger));
     server.addService(HostServiceService, createHostService(grants, store, compactions, tokenizer, limits, logger));
     const health = addStandardServices(server, SERVICE_NAMES);

@@ -23,8 +23,8 @@ interface Sidecar {
 
 /**
  * Engine sidecars contextd runs itself (`engines.managed`): a local stack without Docker. Each
- * command is started with the environment an engine needs to register (the registry address, its
- * owner and a fresh per-run owner token), restarted with backoff when it exits, its output folded
+ * command is started with a minimal environment (PATH, HOME, locale, temp dirs; plus its `env`) and
+ * what an engine needs to register (the registry address, its owner and a fresh per-run owner token), restarted with backoff when it exits, its output folded
  * into contextd's logs under `sidecar: <id>`, and stopped (SIGTERM, then SIGKILL) on shutdown.
  */
 export class ManagedSidecars {
@@ -56,7 +56,7 @@ export class ManagedSidecars {
     const token = newToken();
     sidecar.revokeToken = this.auth.addOwnerToken(spec.owner, token);
     const env = {
-      ...process.env,
+      ...baseEnvironment(process.env),
       CONTEXTD_ENGINE_LISTEN: "127.0.0.1:0",
       ...spec.env,
       CONTEXTD_REGISTRY: this.registry,
@@ -103,6 +103,19 @@ export class ManagedSidecars {
       }),
     );
   }
+}
+
+/**
+ * What a sidecar inherits from contextd's environment: only what a process needs to run. Never the
+ * secrets contextd holds (operator, runtime and other owners' tokens live in its environment), so a
+ * sidecar can prove nothing but its own owner, with the per-run token it is given.
+ */
+const INHERITED = ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TEMP", "TMP", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR"];
+
+function baseEnvironment(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const key of INHERITED) if (env[key] !== undefined) out[key] = env[key]!;
+  return out;
 }
 
 /** A sidecar's JSON log line keeps its fields under contextd's logger; other lines are logged as text. */

@@ -142,3 +142,51 @@ describe("start-up failures exit non-zero with a one-line reason", () => {
     }
   });
 });
+
+describe("a runtime token limited to some agents", () => {
+  let contextd: ContextdProcess;
+  let alice: ContextdClient;
+  let bob: ContextdClient;
+
+  beforeAll(async () => {
+    contextd = await startContextd({
+      config: { auth: { required: true, runtimes: [{ token_env: "ALICE", agents: ["alice"] }, { token_env: "BOB", agents: ["bob"] }] } },
+      env: { ALICE: "alice-token", BOB: "bob-token" },
+    });
+    alice = new ContextdClient({ address: contextd.address, token: "alice-token" });
+    bob = new ContextdClient({ address: contextd.address, token: "bob-token" });
+    await bob.appendMessages({ session: { sessionId: "bob-chat", agentId: "bob" }, messages: [user("my secret")] });
+  });
+  afterAll(async () => {
+    alice?.close();
+    bob?.close();
+    await contextd?.cleanup();
+  });
+
+  it("cannot reach another agent's session by claiming its own agent id", async () => {
+    const claimed = { sessionId: "bob-chat", agentId: "alice" };
+    for (const call of [
+      alice.getTranscript({ session: claimed }),
+      alice.appendMessages({ session: claimed, messages: [user("intrusion")] }),
+      alice.assemble({ session: claimed, tokenBudget: 1000 }),
+      alice.deleteSession({ session: claimed }),
+    ]) {
+      const err = await refusal(call);
+      expect(err.code).toBe(status.PERMISSION_DENIED);
+      expect(err.details).toContain('"bob"');
+    }
+    expect((await bob.getSession({ session: { sessionId: "bob-chat" } })).info!.messageCount).toBe(1);
+  });
+
+  it("lists only its own agents' sessions", async () => {
+    await alice.appendMessages({ session: { sessionId: "alice-chat", agentId: "alice" }, messages: [user("hi")] });
+    expect((await alice.listSessions()).sessions.map((s) => s.session!.sessionId)).toEqual(["alice-chat"]);
+  });
+
+  it("a forged rollback handle cannot delete a session that is not its own subagent", async () => {
+    const forged = Buffer.from(JSON.stringify({ c: "bob-chat", e: "" })).toString("base64url");
+    const err = await refusal(alice.rollbackSubagentSpawn({ rollbackHandle: forged }));
+    expect(err.code).toBe(status.FAILED_PRECONDITION);
+    expect((await bob.getSession({ session: { sessionId: "bob-chat" } })).info).toBeDefined();
+  });
+});

@@ -77,3 +77,32 @@ describe("managed sidecars (engines.managed)", () => {
     await eventually(async () => !alive(last), 10_000);
   });
 });
+
+describe("a managed sidecar's environment", () => {
+  it("holds its own per-run owner token and none of contextd's secrets", async () => {
+    const { mkdtempSync, writeFileSync, readFileSync, existsSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const dir = mkdtempSync(path.join(tmpdir(), "contextd-envdump-"));
+    const out = path.join(dir, "env.json");
+    const script = path.join(dir, "envdump.cjs");
+    writeFileSync(script, `require("fs").writeFileSync(${JSON.stringify(out)}, JSON.stringify(process.env)); setInterval(() => {}, 1000);`);
+    const contextd = await startContextd({
+      config: {
+        auth: { required: true, owners: { acme: { token_env: "ACME_TOKEN" } }, operators: [{ token_env: "ADMIN_TOKEN" }], runtimes: [{ token_env: "RT" }] },
+        engines: { managed: [{ id: "envdump", command: [process.execPath, script], env: { EXTRA: "given" } }] },
+      },
+      env: { ACME_TOKEN: "acme-secret", ADMIN_TOKEN: "admin-secret", RT: "runtime-secret" },
+    });
+    try {
+      await eventually(async () => existsSync(out), 10_000);
+      const env = JSON.parse(readFileSync(out, "utf8")) as Record<string, string>;
+      expect(env.EXTRA).toBe("given");
+      expect(env.CONTEXTD_OWNER).toBe("local");
+      expect(env.CONTEXTD_OWNER_TOKEN).toBeTruthy();
+      expect(env.CONTEXTD_REGISTRY).toBe(contextd.address);
+      expect(JSON.stringify(env)).not.toMatch(/acme-secret|admin-secret|runtime-secret/);
+    } finally {
+      await contextd.cleanup();
+    }
+  });
+});

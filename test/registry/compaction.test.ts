@@ -111,16 +111,22 @@ describe("compaction through a sidecar engine", () => {
     expect((await compactionEntries(cx, session.sessionId)).map((e) => e.engineId)).toEqual(["legacy"]);
   });
 
-  it("a host token reads only its own session, and stops working after its call's deadline", async () => {
+  it("a host token reads only its own session, only while its call is in progress", async () => {
     await registry.clear("py-delegating");
     const dir = mkdtempSync(path.join(tmpdir(), "contextd-leak-"));
     const leak = path.join(dir, "host.json");
-    delegating.control({ compact: "ok", leak_host_token_to: leak });
+    delegating.control({ assemble: "slow", slow_ms: 1_500, leak_host_token_to: leak });
     const mine = { sessionId: "token-scope", agentId: "delegator" };
     await cx.appendMessages({ session: mine, messages });
     await cx.appendMessages({ session: { sessionId: "someone-else" }, messages: messages.slice(0, 4) });
-    await cx.compact({ session: mine, tokenBudget: 16_000, force: true });
-    const leaked = JSON.parse(readFileSync(leak, "utf8")) as { endpoint: string; token: string; expires_at_ms: number; session_id: string };
+    const inFlight = cx.assemble({ session: mine, tokenBudget: 16_000 });
+    const leaked = await eventually(async () => {
+      try {
+        return JSON.parse(readFileSync(leak, "utf8")) as { token: string; expires_at_ms: number; session_id: string };
+      } catch {
+        return undefined;
+      }
+    }, 5_000, 20);
     expect(leaked.session_id).toBe("token-scope");
     const host = hostClient(contextd.address);
     try {
@@ -129,12 +135,32 @@ describe("compaction through a sidecar engine", () => {
       const other = await refusal(host.readTranscript({ session: { sessionId: "someone-else" } }, leaked.token));
       expect(other.code).toBe(status.PERMISSION_DENIED);
       expect((await refusal(host.readTranscript({ session: { sessionId: "token-scope" } }, "made-up"))).code).toBe(status.UNAUTHENTICATED);
-      await eventually(async () => Date.now() > leaked.expires_at_ms + 50, 5_000);
-      const expired = await refusal(host.readTranscript({ session: { sessionId: "token-scope" } }, leaked.token));
-      expect(expired.code).toBe(status.UNAUTHENTICATED);
-      expect(expired.details).toContain("expired");
+      expect((await inFlight).engineId).toBe("py-delegating");
+      const ended = await refusal(host.readTranscript({ session: { sessionId: "token-scope" } }, leaked.token));
+      expect(ended.code).toBe(status.UNAUTHENTICATED);
+      expect(ended.details).toContain("ended");
     } finally {
       host.close();
     }
+  });
+
+  it("a hung call's token stops working at the call's deadline: the engine cannot commit late", async () => {
+    await registry.clear("py-delegating");
+    const dir = mkdtempSync(path.join(tmpdir(), "contextd-leak-"));
+    const leak = path.join(dir, "host.json");
+    delegating.control({ compact: "hang", leak_host_token_to: leak });
+    const session = { sessionId: "late-delegation", agentId: "delegator" };
+    await cx.appendMessages({ session, messages });
+    const res = await cx.compact({ session, tokenBudget: 16_000, force: true });
+    expect(res.engineId).toBe("legacy");
+    const leaked = JSON.parse(readFileSync(leak, "utf8")) as { token: string };
+    const host = hostClient(contextd.address);
+    try {
+      const late = await refusal(host.readTranscript({ session: { sessionId: "late-delegation" } }, leaked.token));
+      expect(late.code).toBe(status.UNAUTHENTICATED);
+    } finally {
+      host.close();
+    }
+    expect((await compactionEntries(cx, session.sessionId)).map((e) => e.engineId)).toEqual(["legacy"]);
   });
 });
