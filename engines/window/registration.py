@@ -9,8 +9,13 @@ engine SDK's Registrar):
   VERSION_UNSUPPORTED, ENDPOINT_NOT_ALLOWED) or a non-transient status (UNAUTHENTICATED,
   PERMISSION_DENIED, ...) is logged as an error and not retried; the engine keeps serving;
 - once registered, every `heartbeat_s` (2 s) asks GetEngine(engine_id) and registers again when the
-  registry answers NOT_FOUND or holds the id at another endpoint (contextd restarted without the
-  registration, or it was deregistered), so the engine comes back by itself;
+  registry answers NOT_FOUND (contextd restarted without the registration, or it was deregistered),
+  so the engine comes back by itself;
+- when GetEngine names another endpoint, another instance of this engine (a replica, or the next
+  version in a rolling deploy) has taken the id over: this one logs a warning once and does NOT
+  register again (two instances would otherwise keep taking the id from each other, each
+  registration resetting the other's registry state); it keeps heartbeating, so it registers again
+  once the other instance deregisters and the id is NOT_FOUND;
 - stop(deregister=True) stops the loop and deregisters, unless the registry now points at another
   instance (a newer copy of this engine took the id over) or never had us.
 """
@@ -65,6 +70,7 @@ class Registrar:
         self._registry_down = False
         self._last_quarantine = ""
         self._heartbeat_problem = ""
+        self._held_by = ""  # the endpoint of the other instance holding the id, while one does
         self._channel = grpc.insecure_channel(registry, options=CHANNEL_OPTIONS)
         self._stub = registry_pb2_grpc.RegistryServiceStub(self._channel)
         self._thread = threading.Thread(target=self._run, name="registrar", daemon=True)
@@ -190,6 +196,7 @@ class Registrar:
         self.registrations += 1
         self._registry_down = False
         self._heartbeat_problem = ""
+        self._held_by = ""
         self.log.info(
             "registered" if why == "initial" else "registered again",
             owner=self.owner,
@@ -200,7 +207,8 @@ class Registrar:
         self.registered.set()
 
     def _heartbeat(self):
-        """Is the registry still holding this engine at this endpoint? Registers again when not."""
+        """Does the registry still hold this engine? Registers again only when it lost it (NOT_FOUND),
+        not when another instance holds the id. False when heartbeating should stop."""
         try:
             res = self._call(
                 self._stub.GetEngine,
@@ -210,12 +218,15 @@ class Registrar:
         except grpc.RpcError as e:
             code = e.code()
             if code == grpc.StatusCode.NOT_FOUND:
-                self.log.warn(
-                    "the registry is back without this engine (it restarted); registering again"
-                    if self._registry_down
-                    else "the registry no longer has this engine; registering again"
-                )
+                if self._held_by:
+                    why = "the other instance at %s gave up the registration of %s; registering again" % (self._held_by, self.engine_id)
+                elif self._registry_down:
+                    why = "the registry is back without this engine (it restarted); registering again"
+                else:
+                    why = "the registry no longer has this engine; registering again"
+                self.log.warn(why)
                 self._registry_down = False
+                self._held_by = ""
                 return self._register("lost")
             if code in TRANSIENT:
                 if not self._registry_down:
@@ -230,14 +241,27 @@ class Registrar:
                     self.log.warn("registration heartbeat failed", reason=problem)
                 self._heartbeat_problem = problem
             return True
-        if res.engine.endpoint != self.endpoint:
-            self.log.warn("the registry has this engine id at another endpoint; registering again", registered_endpoint=res.engine.endpoint)
-            self._registry_down = False
-            return self._register("moved")
+        if not res.HasField("engine"):
+            problem = "GetEngine answered without the engine"
+            if problem != self._heartbeat_problem:
+                self.log.warn("registration heartbeat failed", reason=problem)
+            self._heartbeat_problem = problem
+            return True
         if self._registry_down:
-            self.log.info("registry reachable again; registration intact")
+            self.log.info("registry reachable again")
         self._registry_down = False
         self._heartbeat_problem = ""
+        if res.engine.endpoint != self.endpoint:
+            if res.engine.endpoint != self._held_by:
+                self.log.warn(
+                    "another instance now holds the registration of %s at %s; not re-registering" % (self.engine_id, res.engine.endpoint),
+                    registered_endpoint=res.engine.endpoint,
+                )
+                self._held_by = res.engine.endpoint
+            return True
+        if self._held_by:
+            self.log.info("the registry points at this instance again", previous_endpoint=self._held_by)
+            self._held_by = ""
         quarantine = ""
         if res.engine.HasField("quarantine"):
             quarantine = "%s: %s" % (res.engine.quarantine.operation, res.engine.quarantine.reason)

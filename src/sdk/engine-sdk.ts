@@ -68,9 +68,12 @@
  *   UNIMPLEMENTED / INVALID_ARGUMENT, are permanent: `registered` rejects with a
  *   {@link RegistrationError}, the error is logged, and the engine keeps serving.
  * - After registering, the SDK calls GetEngine every `heartbeatMs` (2 s) with the owner token; when
- *   the registry answers NOT_FOUND (it restarted without persisting the engine) or names another
- *   endpoint, the engine registers again. Two live instances under the same id and owner would
- *   therefore keep taking the registration from each other: give each instance its own id.
+ *   the registry answers NOT_FOUND (it restarted without persisting the engine, or the engine was
+ *   deregistered) the engine registers again. When it names another endpoint, another instance
+ *   under the same id and owner (a replica, a rolling deploy's next version) has taken the id over:
+ *   the SDK logs a warning once and does not take it back, but keeps heartbeating, so it registers
+ *   again if the other instance deregisters and the id becomes NOT_FOUND. The registry routes to
+ *   one endpoint per id: give each instance its own id to have them all used.
  * - On stop the SDK deregisters only if the registry still points at this instance's endpoint, so
  *   an old instance draining after a restart does not remove its replacement.
  */

@@ -158,7 +158,7 @@ describe("serveEngine: registration", () => {
     expect(registry.registerCalls).toHaveLength(1);
   });
 
-  it("registers again when the registry answers NOT_FOUND, restarts empty, or names another endpoint", async () => {
+  it("registers again when the registry answers NOT_FOUND or restarts empty", async () => {
     const { registry, address } = await startRegistry();
     const engine = await serve({ registry: address });
     await engine.registered;
@@ -169,11 +169,6 @@ describe("serveEngine: registration", () => {
     await vi.waitFor(() => expect(engine.registration?.registrations).toBe(2), { timeout: 5_000 });
     expect(registry.engines.get("acme-engine")?.endpoint).toBe(engine.endpoint);
 
-    // Another endpoint took the id.
-    registry.engines.set("acme-engine", { owner: "acme", endpoint: "127.0.0.1:1" });
-    await vi.waitFor(() => expect(registry.engines.get("acme-engine")?.endpoint).toBe(engine.endpoint), { timeout: 5_000 });
-    expect(registry.registerCalls).toHaveLength(3);
-
     // The registry restarts without its state: unreachable for a while, then back and empty.
     const port = Number(address.split(":")[1]);
     registry.stop();
@@ -181,7 +176,60 @@ describe("serveEngine: registration", () => {
     const { registry: restarted } = await startRegistry(port);
     await vi.waitFor(() => expect(restarted.registerCalls).toHaveLength(1), { timeout: 10_000 });
     await vi.waitFor(() => expect(restarted.engines.get("acme-engine")?.endpoint).toBe(engine.endpoint), { timeout: 5_000 });
-    await vi.waitFor(() => expect(engine.registration).toMatchObject({ state: "registered", registrations: 4 }), { timeout: 5_000 });
+    await vi.waitFor(() => expect(engine.registration).toMatchObject({ state: "registered", registrations: 3 }), { timeout: 5_000 });
+  });
+
+  it("leaves the id to another endpoint that took it (warning once), and registers again once that one deregisters", async () => {
+    const { registry, address } = await startRegistry();
+    const lines: { level: number; msg: string; registeredEndpoint?: string }[] = [];
+    const captured = pino({ level: "info" }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const engine = await serve({ registry: address, logger: captured });
+    await engine.registered;
+    const takeover = (l: { msg: string }) => l.msg.includes("another instance now holds the registration of acme-engine at 127.0.0.1:1");
+
+    // Another instance of the engine (same id and owner) took the id.
+    registry.engines.set("acme-engine", { owner: "acme", endpoint: "127.0.0.1:1" });
+    const beats = registry.getEngineCalls.length;
+    await vi.waitFor(() => expect(registry.getEngineCalls.length).toBeGreaterThanOrEqual(beats + 5), { timeout: 5_000 });
+    // Heartbeats go on, but no registration takes the id back.
+    expect(registry.registerCalls).toHaveLength(1);
+    expect(registry.engines.get("acme-engine")?.endpoint).toBe("127.0.0.1:1");
+    expect(engine.registration).toMatchObject({ state: "registered", registrations: 1 });
+    expect(lines.filter(takeover)).toEqual([expect.objectContaining({ level: 40, registeredEndpoint: "127.0.0.1:1" })]);
+
+    // The other instance deregisters: NOT_FOUND, so this one registers again.
+    registry.engines.delete("acme-engine");
+    await vi.waitFor(() => expect(registry.registerCalls).toHaveLength(2), { timeout: 5_000 });
+    await vi.waitFor(() => expect(engine.registration?.registrations).toBe(2), { timeout: 5_000 });
+    expect(registry.engines.get("acme-engine")?.endpoint).toBe(engine.endpoint);
+
+    // A later takeover is reported again (once).
+    registry.engines.set("acme-engine", { owner: "acme", endpoint: "127.0.0.1:1" });
+    const again = registry.getEngineCalls.length;
+    await vi.waitFor(() => expect(registry.getEngineCalls.length).toBeGreaterThanOrEqual(again + 3), { timeout: 5_000 });
+    expect(registry.registerCalls).toHaveLength(2);
+    expect(lines.filter(takeover)).toHaveLength(2);
+  });
+
+  it("two live instances under the same id do not keep re-registering over each other", async () => {
+    const { registry, address } = await startRegistry();
+    const first = await serve({ registry: address });
+    await first.registered;
+    const second = await serve({ registry: address });
+    await second.registered;
+    expect(registry.engines.get("acme-engine")?.endpoint).toBe(second.endpoint);
+
+    // Both heartbeat (every 100 ms) for a second: the registration stays with the second one.
+    await sleep(1_000);
+    expect(registry.registerCalls).toHaveLength(2);
+    expect(registry.engines.get("acme-engine")?.endpoint).toBe(second.endpoint);
+
+    // The second stops and deregisters (the registry points at it): the first takes the id over.
+    await second.stop();
+    expect(registry.deregisterCalls).toHaveLength(1);
+    await vi.waitFor(() => expect(registry.engines.get("acme-engine")?.endpoint).toBe(first.endpoint), { timeout: 5_000 });
+    expect(registry.registerCalls).toHaveLength(3);
+    await vi.waitFor(() => expect(first.registration).toMatchObject({ state: "registered", registrations: 2 }), { timeout: 5_000 });
   });
 
   it("deregisters on stop() with the owner token, and stops heartbeating", async () => {

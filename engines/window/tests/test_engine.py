@@ -1,11 +1,13 @@
 """The window engine's services over real gRPC, in process: GetInfo, Assemble, Compact delegating to
 a fake HostService (metadata, deadline, cancellation, errors), health, and the Registrar against a
-fake RegistryService (retry while unreachable, heartbeat re-registration, deregistration).
+fake RegistryService (retry while unreachable, heartbeat re-registration after NOT_FOUND, leaving
+the id to another instance that took it over, deregistration).
 
     /usr/bin/python3 -m unittest discover -s engines/window/tests -t engines/window
 """
 
 import io
+import json
 import socket
 import threading
 import time
@@ -238,6 +240,7 @@ class FakeRegistry(registry_pb2_grpc.RegistryServiceServicer):
         self.engines = {}  # id -> endpoint
         self.registers = []  # (request, authorization)
         self.deregisters = []
+        self.get_engines = 0
 
     def RegisterEngine(self, request, context):
         with self.lock:
@@ -247,6 +250,7 @@ class FakeRegistry(registry_pb2_grpc.RegistryServiceServicer):
 
     def GetEngine(self, request, context):
         with self.lock:
+            self.get_engines += 1
             endpoint = self.engines.get(request.engine_id)
         if endpoint is None:
             context.abort(grpc.StatusCode.NOT_FOUND, "unknown engine")
@@ -266,8 +270,8 @@ def free_port():
 
 
 class RegistrarTest(unittest.TestCase):
-    def make(self, address, endpoint="127.0.0.1:5555"):
-        r = Registrar(quiet_log(), address, "window", "team", "t0k3n", endpoint, [1], heartbeat_s=0.1, retry_initial_s=0.05, retry_max_s=0.2)
+    def make(self, address, endpoint="127.0.0.1:5555", log=None):
+        r = Registrar(log or quiet_log(), address, "window", "team", "t0k3n", endpoint, [1], heartbeat_s=0.1, retry_initial_s=0.05, retry_max_s=0.2)
         self.addCleanup(r.stop, False)
         return r
 
@@ -298,7 +302,12 @@ class RegistrarTest(unittest.TestCase):
         self.assertTrue(r.registered.wait(10), "did not register once the registry came up")
         self.assertEqual(reg.engines.get("window"), "127.0.0.1:5555")
 
-    def test_registers_again_when_lost_or_moved(self):
+    def wait_for_heartbeats(self, reg, n):
+        with reg.lock:
+            start = reg.get_engines
+        self.assertTrue(wait_for(lambda: reg.get_engines >= start + n), "heartbeats stopped")
+
+    def test_registers_again_when_lost(self):
         reg, _, address = self.start_registry()
         r = self.make(address)
         r.start()
@@ -306,10 +315,66 @@ class RegistrarTest(unittest.TestCase):
         with reg.lock:
             del reg.engines["window"]  # e.g. contextd restarted without it
         self.assertTrue(wait_for(lambda: r.registrations >= 2), "did not register again after NOT_FOUND")
+        self.assertEqual(reg.engines.get("window"), "127.0.0.1:5555")
+
+    def test_leaves_the_id_to_another_instance_until_it_deregisters(self):
+        reg, _, address = self.start_registry()
+        out = io.StringIO()
+        r = self.make(address, log=JsonLogger(stream=out, level="debug"))
+        r.start()
+        self.assertTrue(r.registered.wait(5))
+
+        def takeovers():
+            records = [json.loads(line) for line in out.getvalue().splitlines()]
+            return [rec for rec in records if "another instance now holds the registration of window at 127.0.0.1:9999" in rec["msg"]]
+
+        # Another instance of the engine (same id and owner) took the id: heartbeats go on, no
+        # registration takes it back, and the takeover is logged once.
         with reg.lock:
             reg.engines["window"] = "127.0.0.1:9999"
-        self.assertTrue(wait_for(lambda: r.registrations >= 3), "did not register again when the endpoint differed")
-        self.assertTrue(wait_for(lambda: reg.engines.get("window") == "127.0.0.1:5555"))
+        self.wait_for_heartbeats(reg, 5)
+        self.assertEqual(len(reg.registers), 1)
+        self.assertEqual(r.registrations, 1)
+        self.assertEqual(reg.engines["window"], "127.0.0.1:9999")
+        found = takeovers()
+        self.assertEqual(len(found), 1, found)
+        self.assertEqual((found[0]["level"], found[0]["registered_endpoint"]), ("warn", "127.0.0.1:9999"))
+
+        # The other instance deregisters: NOT_FOUND, so this one registers again.
+        with reg.lock:
+            del reg.engines["window"]
+        self.assertTrue(wait_for(lambda: r.registrations >= 2), "did not register again after the other instance left")
+        self.assertEqual(reg.engines.get("window"), "127.0.0.1:5555")
+        self.assertEqual(len(reg.registers), 2)
+
+        # A later takeover is reported again, once.
+        with reg.lock:
+            reg.engines["window"] = "127.0.0.1:9999"
+        self.wait_for_heartbeats(reg, 3)
+        self.assertEqual(len(reg.registers), 2)
+        self.assertEqual(len(takeovers()), 2)
+
+    def test_two_live_instances_do_not_reregister_over_each_other(self):
+        reg, _, address = self.start_registry()
+        first = self.make(address, endpoint="127.0.0.1:5555")
+        first.start()
+        self.assertTrue(first.registered.wait(5))
+        second = self.make(address, endpoint="127.0.0.1:6666")
+        second.start()
+        self.assertTrue(second.registered.wait(5))
+        self.assertEqual(reg.engines["window"], "127.0.0.1:6666")
+
+        # Both heartbeat every 0.1 s for a second: the registration stays with the second one.
+        time.sleep(1.0)
+        self.assertEqual(len(reg.registers), 2)
+        self.assertEqual(reg.engines["window"], "127.0.0.1:6666")
+
+        # The second stops and deregisters (the registry points at it): the first takes the id over.
+        second.stop(deregister=True)
+        self.assertEqual(reg.deregisters, ["window"])
+        self.assertTrue(wait_for(lambda: reg.engines.get("window") == "127.0.0.1:5555"), "the first did not register again")
+        self.assertTrue(wait_for(lambda: first.registrations == 2), first.registrations)
+        self.assertEqual(len(reg.registers), 3)
 
     def test_stop_deregisters_when_the_registration_is_ours(self):
         reg, _, address = self.start_registry()

@@ -4,43 +4,64 @@ import type { EngineStatus } from "../../contract/gen/contextd/v1/registry.js";
 import { TRANSIENT, codeOf, detailsOf } from "./registration-error.js";
 
 /**
- * What the Registrar does after a heartbeat: nothing but schedule the next one (`intact`, or
- * `unknown` while the registry cannot answer), register again (`lost`, `moved`), or stop
- * heartbeating (`disabled`).
+ * What the Registrar does after a heartbeat: nothing but schedule the next one (`intact`;
+ * `displaced` while another instance holds the id; `unknown` while the registry cannot answer),
+ * register again (`lost`: the registry answered NOT_FOUND), or stop heartbeating (`disabled`).
  */
-export type HeartbeatVerdict = "intact" | "unknown" | "lost" | "moved" | "disabled";
+export type HeartbeatVerdict = "intact" | "displaced" | "unknown" | "lost" | "disabled";
 
 /**
  * Reads the registry's answers to the heartbeat's GetEngine. A heartbeat runs every few seconds,
- * so it remembers what it last reported (registry down, a failing heartbeat, a quarantine) and
- * logs a lasting condition when it starts and ends, not on every beat.
+ * so it remembers what it last reported (registry down, a failing heartbeat, a quarantine, another
+ * instance holding the id) and logs a lasting condition when it starts and ends, not on every beat.
+ *
+ * Only NOT_FOUND means the registry lost the engine. Another endpoint under the id means another
+ * instance of this engine (a replica, or the next version in a rolling deploy) registered after us:
+ * registering again would take the id back, the other instance would do the same on its next
+ * heartbeat, and the two would keep resetting each other's registration. So this instance leaves
+ * the id to the other one and keeps heartbeating; when the other deregisters (NOT_FOUND), it
+ * registers again.
  */
 export class HeartbeatWatch {
   private registryDown = false;
   private problem = "";
   private lastQuarantine = "";
+  /** The endpoint of the other instance that holds the id, while one does. */
+  private heldBy = "";
 
   constructor(
     private readonly log: Logger,
+    private readonly engineId: string,
     private readonly endpoint: string,
   ) {}
 
-  /** The engine (re)registered: an outage or failure seen before is over. A quarantine is not. */
+  /** The engine (re)registered: an outage, failure or takeover seen before is over. A quarantine is not. */
   registered(): void {
     this.registryDown = false;
     this.problem = "";
+    this.heldBy = "";
   }
 
   /** GetEngine answered: is it this engine at this endpoint? */
   answered(engine: EngineStatus | undefined): HeartbeatVerdict {
-    if (!engine || engine.endpoint !== this.endpoint) {
-      this.log.warn({ registeredEndpoint: engine?.endpoint ?? "" }, "the registry has this engine id at another endpoint; registering again");
-      this.registryDown = false;
-      return "moved";
-    }
-    if (this.registryDown) this.log.info("registry reachable again; registration intact");
+    if (!engine) return this.failedWith("GetEngine answered without the engine");
+    if (this.registryDown) this.log.info("registry reachable again");
     this.registryDown = false;
     this.problem = "";
+    if (engine.endpoint !== this.endpoint) {
+      if (engine.endpoint !== this.heldBy) {
+        this.log.warn(
+          { registeredEndpoint: engine.endpoint },
+          `another instance now holds the registration of ${this.engineId} at ${engine.endpoint}; not re-registering`,
+        );
+        this.heldBy = engine.endpoint;
+      }
+      return "displaced";
+    }
+    if (this.heldBy) {
+      this.log.info({ previousEndpoint: this.heldBy }, "the registry points at this instance again");
+      this.heldBy = "";
+    }
     const quarantine = engine.quarantine ? `${engine.quarantine.operation}: ${engine.quarantine.reason}` : "";
     if (quarantine !== this.lastQuarantine) {
       if (quarantine) this.log.warn({ quarantine: engine.quarantine }, "the registry has quarantined this engine");
@@ -54,10 +75,12 @@ export class HeartbeatWatch {
   failed(err: unknown): HeartbeatVerdict {
     const code = codeOf(err);
     if (code === status.NOT_FOUND) {
-      this.log.warn(
-        this.registryDown ? "the registry is back without this engine (it restarted); registering again" : "the registry no longer has this engine; registering again",
-      );
+      let why = "the registry no longer has this engine; registering again";
+      if (this.heldBy) why = `the other instance at ${this.heldBy} gave up the registration of ${this.engineId}; registering again`;
+      else if (this.registryDown) why = "the registry is back without this engine (it restarted); registering again";
+      this.log.warn(why);
       this.registryDown = false;
+      this.heldBy = "";
       return "lost";
     }
     if (code !== undefined && TRANSIENT.has(code)) {
@@ -67,10 +90,15 @@ export class HeartbeatWatch {
       this.log.warn("the registry does not implement GetEngine; registration heartbeat disabled");
       return "disabled";
     } else {
-      const problem = `${code === undefined ? "error" : status[code]}: ${detailsOf(err)}`;
-      if (problem !== this.problem) this.log.warn({ reason: problem }, "registration heartbeat failed");
-      this.problem = problem;
+      return this.failedWith(`${code === undefined ? "error" : status[code]}: ${detailsOf(err)}`);
     }
+    return "unknown";
+  }
+
+  /** A heartbeat that tells nothing about the registration: logged when the problem changes. */
+  private failedWith(problem: string): HeartbeatVerdict {
+    if (problem !== this.problem) this.log.warn({ reason: problem }, "registration heartbeat failed");
+    this.problem = problem;
     return "unknown";
   }
 }

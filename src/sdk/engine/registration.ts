@@ -59,8 +59,13 @@ export interface RegistrationStatus {
  *   VERSION_UNSUPPORTED, ENDPOINT_NOT_ALLOWED) or a non-transient status (UNAUTHENTICATED,
  *   PERMISSION_DENIED, UNIMPLEMENTED, INVALID_ARGUMENT, ...) stops trying and rejects `registered`;
  * - once registered, checks every `heartbeatMs` with GetEngine that the registry still has this
- *   engine at this endpoint, and registers again when it does not (the registry restarted and lost
- *   it, or another instance took the id) — so engines come back by themselves;
+ *   engine, and registers again when it answers NOT_FOUND (the registry restarted and lost it, or
+ *   the engine was deregistered) — so engines come back by themselves;
+ * - when GetEngine names another endpoint, another instance of this engine (a replica, or the next
+ *   version in a rolling deploy) has taken the id over: this one logs a warning once, does not
+ *   register again (two instances would otherwise keep taking the id from each other, each
+ *   registration resetting the other's registry state), and keeps heartbeating, so it registers
+ *   again once the other instance deregisters and the id is NOT_FOUND;
  * - on stop, deregisters (unless the registration now points at another instance).
  */
 export class Registrar {
@@ -89,7 +94,7 @@ export class Registrar {
     this.registered.catch(() => undefined);
     this.registry = new RegistryConnection(settings.registry, settings.credentials, settings.ownerToken);
     this.log = settings.logger.child({ registry: settings.registry, endpoint: settings.endpoint });
-    this.watch = new HeartbeatWatch(this.log, settings.endpoint);
+    this.watch = new HeartbeatWatch(this.log, settings.engineId, settings.endpoint);
   }
 
   get status(): RegistrationStatus {
@@ -129,7 +134,7 @@ export class Registrar {
   }
 
   /** Registers, retrying transient failures; schedules heartbeats on success. */
-  private async register(why: "initial" | "lost" | "moved"): Promise<void> {
+  private async register(why: "initial" | "lost"): Promise<void> {
     this.current.state = "registering";
     for (let attempt = 0; !this.stopped; attempt++) {
       let failure: { transient: boolean; error: RegistrationError };
@@ -212,7 +217,7 @@ export class Registrar {
     this.timer.unref?.();
   }
 
-  /** Is the registry still holding this engine at this endpoint? Registers again when not. */
+  /** Does the registry still hold this engine? Registers again when it lost it (NOT_FOUND). */
   private async heartbeat(): Promise<void> {
     if (this.stopped) return;
     let engine: EngineStatus | undefined;
@@ -227,9 +232,12 @@ export class Registrar {
     return this.follow(this.watch.answered(engine));
   }
 
-  /** Acts on what the heartbeat saw: register again, check again later, or stop checking. */
+  /**
+   * Acts on what the heartbeat saw: register again (only when the registry lost the engine; not
+   * when another instance holds the id), check again later, or stop checking.
+   */
   private follow(verdict: HeartbeatVerdict): Promise<void> | undefined {
-    if (verdict === "lost" || verdict === "moved") return this.register(verdict);
+    if (verdict === "lost") return this.register(verdict);
     if (verdict !== "disabled") this.scheduleHeartbeat();
     return undefined;
   }
