@@ -13,6 +13,7 @@ const MAX_REMEMBERED = 100_000;
  */
 export class Bootstraps {
   private readonly done = new Set<string>();
+  private readonly inFlight = new Map<string, Promise<void>>();
 
   constructor(private readonly router: Router) {}
 
@@ -21,12 +22,24 @@ export class Bootstraps {
     if (target.builtin || !target.info.capabilities?.bootstrap || !target.engine.bootstrap) return;
     const key = `${target.id}\u0000${target.registeredAtMs}\u0000${session.sessionId}`;
     if (this.done.has(key)) return;
+    // Concurrent first calls share one Bootstrap.
+    let pending = this.inFlight.get(key);
+    if (!pending) {
+      pending = this.bootstrap(selection, session, caller, key).finally(() => this.inFlight.delete(key));
+      this.inFlight.set(key, pending);
+    }
+    await pending;
+  }
+
+  private async bootstrap(selection: Selection, session: SessionRef, caller: CallerContext, key: string): Promise<void> {
     try {
-      await this.router.call(selection, "bootstrap", caller, (engine, ctx) =>
+      const routed = await this.router.call(selection, "bootstrap", caller, (engine, ctx) =>
         engine.bootstrap
           ? engine.bootstrap({ session, host: ctx.host, runtimeSettings: runtimeSettings(selection, 0) }, ctx)
           : Promise.resolve({ bootstrapped: false, importedMessages: 0, reason: "no bootstrap" }),
       );
+      // Only the engine's own answer counts; a fallback's says nothing about the engine.
+      if (routed.engineId !== selection.target.id) return;
       if (this.done.size >= MAX_REMEMBERED) this.done.delete(this.done.values().next().value!);
       this.done.add(key);
     } catch {

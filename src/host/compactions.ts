@@ -15,6 +15,8 @@ export interface CommitOutcome {
 export interface NativeRun {
   compacted: boolean;
   committed: boolean;
+  /** Another compaction of the session was committed first; re-read the view and try again. */
+  conflict: boolean;
   reason: string;
   result?: CompactionResult;
   entryId?: string;
@@ -27,6 +29,8 @@ export interface NativeRequest {
   customInstructions?: string;
   currentTokenCount?: number;
   signal?: AbortSignal;
+  /** Asked right before committing; false discards the result (e.g. the engine call that asked has ended). */
+  mayCommit?: () => boolean;
 }
 
 /**
@@ -58,6 +62,7 @@ export class Compactions {
         },
         view.session.latestCompactionId,
         summaryTokens,
+        view.session.lastSeq,
       );
       return { committed: true, reason: "", entryId: entry.id };
     } catch (err) {
@@ -82,10 +87,19 @@ export class Compactions {
       },
       this.native,
     );
-    if (!outcome.compacted || !outcome.result) return { ...outcome, committed: false, entryId: undefined };
+    if (!outcome.compacted || !outcome.result) return { ...outcome, committed: false, conflict: false };
+    const { tokensBefore, tokensAfter } = outcome.result;
+    if (!req.force && tokensAfter >= tokensBefore) {
+      // Nothing would shrink (e.g. a budget smaller than the latest turn): do not grow the
+      // transcript with a compaction entry that changes nothing.
+      return { compacted: false, committed: false, conflict: false, reason: `no progress: ${tokensBefore} → ${tokensAfter} tokens; not committed` };
+    }
+    if (req.mayCommit && !req.mayCommit()) {
+      return { compacted: false, committed: false, conflict: false, reason: "discarded: the call that asked for it ended before it could be committed" };
+    }
     const commit = await this.commit(view, outcome.result, engineId);
     return commit.committed
-      ? { ...outcome, committed: true, entryId: commit.entryId }
-      : { compacted: false, reason: commit.reason, result: undefined, committed: false, entryId: undefined };
+      ? { ...outcome, committed: true, conflict: false, entryId: commit.entryId }
+      : { compacted: false, reason: commit.reason, committed: false, conflict: true };
   }
 }

@@ -1,6 +1,13 @@
 import type { Metadata } from "@grpc/grpc-js";
 import type { Logger } from "pino";
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError, UnauthenticatedError } from "../contract/errors.js";
+import {
+  DeadlineExceededError,
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NotFoundError,
+  ResourceExhaustedError,
+  UnauthenticatedError,
+} from "../contract/errors.js";
 import type * as H from "../contract/gen/contextd/v1/host.js";
 import type { TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
 import { unary } from "../contract/unary.js";
@@ -9,7 +16,7 @@ import type { TranscriptStore } from "../store/types.js";
 import type { Tokenizer } from "../tokens/tokenizer.js";
 import type { Compactions } from "./compactions.js";
 import { decodePageToken, encodePageToken, pageSize } from "./page-token.js";
-import { requireSession, validateAppend, type AppendLimits } from "./validate.js";
+import { requireSession, validateMessage, type AppendLimits } from "./validate.js";
 
 /**
  * HostService: engines call back into the host during an engine call. Every call is authorized by
@@ -59,12 +66,14 @@ export function createHostService(
       const session = requireSession(req.session);
       const grant = authorize(ctx.metadata, session.sessionId);
       if (req.rewrites.length === 0) throw new InvalidArgumentError("rewrites is empty");
-      const messages = req.rewrites.map((r, i) => {
+      if (req.rewrites.length > limits.maxMessagesPerAppend) {
+        throw new ResourceExhaustedError(`rewrites has ${req.rewrites.length} entries, over limits.max_messages_per_append (${limits.maxMessagesPerAppend})`);
+      }
+      req.rewrites.forEach((r, i) => {
         if (!r.entryId) throw new InvalidArgumentError(`rewrites[${i}].entry_id is required`);
         if (!r.message) throw new InvalidArgumentError(`rewrites[${i}].message is required`);
-        return r.message;
+        validateMessage(r.message, `rewrites[${i}].message`, limits.maxMessageBytes);
       });
-      validateAppend(messages, limits);
       const outcome = await store.rewriteEntries(
         session.sessionId,
         req.rewrites.map((r) => ({ entryId: r.entryId, message: r.message!, tokenCount: tokenizer.countMessage(r.message!) })),
@@ -79,18 +88,28 @@ export function createHostService(
       if (!req.tokenBudget) throw new InvalidArgumentError("token_budget must be greater than 0");
       const view = await store.readActiveView(session.sessionId);
       if (!view) throw new NotFoundError(`session "${session.sessionId}" not found`);
-      const outcome = await compactions.runNative(
-        view,
-        {
-          tokenBudget: req.tokenBudget,
-          target: req.compactionTarget,
-          force: req.force,
-          customInstructions: req.customInstructions,
-          currentTokenCount: req.currentTokenCount,
-          signal: grantSignal(grant, ctx.signal),
-        },
-        grant.engineId,
-      );
+      let outcome;
+      try {
+        outcome = await compactions.runNative(
+          view,
+          {
+            tokenBudget: req.tokenBudget,
+            target: req.compactionTarget,
+            force: req.force,
+            customInstructions: req.customInstructions,
+            currentTokenCount: req.currentTokenCount,
+            signal: grantSignal(grant, ctx.signal),
+            // The engine call may end while the host compacts; then nothing may land.
+            mayCommit: () => !grant.ended && Date.now() < grant.expiresAtMs,
+          },
+          grant.engineId,
+        );
+      } catch (err) {
+        if (err instanceof Error && err.name === "AbortError") {
+          throw new DeadlineExceededError("DelegateCompaction: the engine call's deadline passed during compaction; nothing was committed");
+        }
+        throw err;
+      }
       if (outcome.committed && outcome.entryId) grant.delegatedCompactionIds.push(outcome.entryId);
       return { ok: true, compacted: outcome.committed, reason: outcome.reason, result: outcome.committed ? outcome.result : undefined };
     }),

@@ -18,6 +18,9 @@ function overflowing(answer: { promptAuthority: PromptAuthority; estimatedTokens
   return answer.promptAuthority === PromptAuthority.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW && answer.estimatedTokens > budget;
 }
 
+/** Time kept back from the runtime's deadline to answer an append after the engine's ingest. */
+const INGEST_ANSWER_MARGIN_MS = 250;
+
 /** An overflow compaction is tried at most this many times per Assemble (SPEC §4). */
 export const MAX_OVERFLOW_COMPACTIONS = 3;
 
@@ -81,9 +84,13 @@ export class SessionHost {
   /** The transcript is already durable; an engine that cannot ingest falls back and never fails the append. */
   private async ingest(session: SessionRef, messages: S.AppendMessagesRequest["messages"], isHeartbeat: boolean, call: HostCall) {
     const selection = this.router.select(session);
-    await this.bootstraps.ensure(selection, session, call);
+    // The append is already durable: the engine gets what is left of the runtime's deadline minus a
+    // margin, so a slow engine can never make the runtime see a timeout for a stored append (and
+    // retry it into a duplicate).
+    const bounded = { ...call, deadlineMs: call.deadlineMs - INGEST_ANSWER_MARGIN_MS };
+    await this.bootstraps.ensure(selection, session, bounded);
     try {
-      await this.router.call(selection, "ingest", call, (engine, ctx) => {
+      await this.router.call(selection, "ingest", bounded, (engine, ctx) => {
         if (engine.ingestBatch && engine.info().capabilities?.ingestBatch) {
           return engine.ingestBatch({ session, messages, isHeartbeat, host: ctx.host }, ctx);
         }
@@ -115,6 +122,10 @@ export class SessionHost {
           { tokenBudget: budget, target: CompactionTarget.COMPACTION_TARGET_BUDGET, force: false, signal },
           LEGACY_ENGINE_ID,
         );
+        if (outcome.conflict) {
+          view = await this.readView(session);
+          continue;
+        }
         if (!outcome.committed) break;
         compaction = outcome.result;
         view = await this.readView(session);
@@ -141,7 +152,11 @@ export class SessionHost {
             ctx,
           );
         },
-        (answer, target) => checkAssembled(answer, budget, target.builtin),
+        (answer, target) => {
+          if (target.builtin) return;
+          const stored = new Map(viewMessages(view).map((m) => [m.id, m.tokenCount]));
+          answer.estimatedTokens = checkAssembled(answer, budget, (m) => (m.id && stored.get(m.id)) || this.tokenizer.countMessage(m));
+        },
       );
     let routed = await assembleOnce();
     // An engine that owns compaction is trusted with its budget unless it says it may overflow; then

@@ -37,7 +37,8 @@ export function validateAppend(messages: Message[], limits: AppendLimits): void 
   messages.forEach((m, i) => validateMessage(m, `messages[${i}]`, limits.maxMessageBytes));
 }
 
-function validateMessage(m: Message, field: string, maxBytes: number): void {
+/** One message, its errors naming `field` (e.g. `messages[3]`, `rewrites[0].message`). */
+export function validateMessage(m: Message, field: string, maxBytes: number): void {
   if (m.role === Role.ROLE_UNSPECIFIED || m.role === Role.UNRECOGNIZED || Role[m.role] === undefined) {
     throw new InvalidArgumentError(`${field}.role is required (ROLE_USER, ROLE_ASSISTANT, ROLE_TOOL_RESULT, ROLE_SYSTEM or ROLE_CUSTOM)`);
   }

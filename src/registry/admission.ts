@@ -100,8 +100,7 @@ export class Admission {
     await this.store.saveRegistration({ engineId, owner, endpoint, info: probe.info!, protocolVersion: version, registeredAtMs: engine.registeredAtMs });
     this.registry.set(engine);
     if (existing?.remote && existing.remote !== remote) existing.remote.close();
-    // SPEC §3 rule 5: a successful registration clears any quarantine of that id.
-    await this.quarantine.clear(engine, "re-registered");
+    await this.quarantine.onRegistered(engine);
     this.log.info({ engineId, owner, endpoint, protocolVersion: version, refreshed: Boolean(existing) }, "engine registered");
     this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_REGISTERED, engine, existing ? "registration refreshed" : "registered");
     return { ok: true, existingOwner: "", refusal: Refusal.REFUSAL_NONE, message: "registered", engine: toEngineStatus(engine), protocolVersion: version };

@@ -56,9 +56,21 @@ export class Quarantine implements FailureObserver {
     return true;
   }
 
-  /** Operator's ClearQuarantine and re-registration: releases any quarantine and forgets past ejections. */
+  /** Operator's ClearQuarantine: releases any quarantine and forgets past ejections. */
   async clear(engine: RegisteredEngine, why: string): Promise<void> {
     await this.release(engine, why, true);
+  }
+
+  /**
+   * A successful registration clears an automatic quarantine (SPEC §3 rule 5) — but not an
+   * operator's: a manual quarantine holds until ClearQuarantine, even across engine restarts.
+   */
+  async onRegistered(engine: RegisteredEngine): Promise<void> {
+    if (engine.quarantine?.manual) {
+      this.log.info({ engineId: engine.id, owner: engine.owner }, "engine re-registered; its manual quarantine holds until cleared");
+      return;
+    }
+    await this.release(engine, "re-registered", true);
   }
 
   private async release(engine: RegisteredEngine, why: string, resetEjections: boolean): Promise<void> {

@@ -44,6 +44,9 @@ export function createRegistryService(
       return admission.register(req, owner);
     }),
     deregisterEngine: unary("DeregisterEngine", logger, async (req, ctx) => {
+      // Credentials first: whether an id exists is not told to strangers.
+      auth.authorizeReader(ctx.metadata);
+      if (!req.engineId.trim()) throw new InvalidArgumentError("engine_id is required");
       const deregistered = await admission.deregister(req, (owner) => {
         try {
           auth.authorizeOwner(ctx.metadata, owner, ctx.peerCertificate);
@@ -63,6 +66,7 @@ export function createRegistryService(
     }),
     getEngine: unary("GetEngine", logger, async (req, ctx) => {
       auth.authorizeReader(ctx.metadata);
+      if (!req.engineId.trim()) throw new InvalidArgumentError("engine_id is required");
       return { engine: registry.status(req.engineId.trim()) };
     }),
     quarantineEngine: unary("QuarantineEngine", logger, async (req, ctx) => {

@@ -49,9 +49,14 @@ export class RemoteEngine implements ContextEngine {
       // The router's own timer enforces the deadline (and names it); the transport deadline is a
       // backstop a little later so the engine is still told when the time is up.
       const deadline = new Date(Number.isFinite(ctx.deadlineMs) ? ctx.deadlineMs + TRANSPORT_DEADLINE_SLACK_MS : Date.now() + 60_000);
-      const call = method.call(this.client, req, new Metadata(), { deadline }, (err, res) => (err ? reject(engineError(err, this.endpoint)) : resolve(res)));
+      const onAbort = () => call.cancel();
+      const call = method.call(this.client, req, new Metadata(), { deadline }, (err, res) => {
+        ctx.signal.removeEventListener("abort", onAbort);
+        if (err) reject(engineError(err, this.endpoint));
+        else resolve(res);
+      });
       if (ctx.signal.aborted) call.cancel();
-      else ctx.signal.addEventListener("abort", () => call.cancel(), { once: true });
+      else ctx.signal.addEventListener("abort", onAbort, { once: true });
     });
   }
 

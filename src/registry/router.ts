@@ -53,6 +53,9 @@ export interface FailureObserver {
   onFallback(engine: RegisteredEngine, op: EngineOperation, reason: string): void;
 }
 
+/** Timers fire a little early or late; a deadline this close counts as reached. */
+const CLOCK_SLACK_MS = 5;
+
 /** The runtime's own deadline ran out during an engine call: the caller's doing, not the engine's. */
 export class CallerDeadlineError extends DeadlineExceededError {}
 
@@ -153,7 +156,9 @@ export class Router {
       if (validate) validate(value, target);
       return { value, grant: issued?.grant };
     } catch (err) {
-      if (err instanceof DeadlineExceededError && caller.deadlineMs < configuredMs) {
+      // Only a deadline that really passed for the runtime is the runtime's; an engine that answers
+      // DEADLINE_EXCEEDED early has failed like any other error.
+      if (err instanceof DeadlineExceededError && caller.deadlineMs < configuredMs && Date.now() >= caller.deadlineMs - CLOCK_SLACK_MS) {
         throw new CallerDeadlineError(`${err.message} (the runtime's own deadline)`);
       }
       if (!(err instanceof CancelledError)) {

@@ -34,7 +34,14 @@ export function callUnary<Req, Res>(client: Client, method: UnaryMethod<Req, Res
   if (defaults.token && !metadata.get("authorization").length) metadata.set("authorization", `Bearer ${defaults.token}`);
   const deadline = new Date(Date.now() + (options.timeoutMs ?? defaults.timeoutMs ?? 30_000));
   return new Promise<Res>((resolve, reject) => {
-    const call = method.call(client, request, metadata, { deadline }, (err, res) => (err ? reject(err) : resolve(res)));
-    options.signal?.addEventListener("abort", () => call.cancel(), { once: true });
+    const signal = options.signal;
+    const onAbort = () => call.cancel();
+    const call = method.call(client, request, metadata, { deadline }, (err, res) => {
+      signal?.removeEventListener("abort", onAbort);
+      if (err) reject(err);
+      else resolve(res);
+    });
+    if (signal?.aborted) call.cancel();
+    else signal?.addEventListener("abort", onAbort, { once: true });
   });
 }

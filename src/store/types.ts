@@ -33,12 +33,15 @@ export interface TranscriptStore {
    * Appends a compaction entry when `expectedLatestCompactionId` (empty string for "none yet") is
    * still the session's latest compaction; otherwise throws ConflictError and writes nothing.
    * Throws InvalidArgumentError when `first_kept_entry_id` is not a message entry of the active view.
+   * `compactedThroughSeq` is the last seq of the view that was compacted: with an empty
+   * `first_kept_entry_id`, entries appended after it (while the compaction ran) stay active.
    */
   commitCompaction(
     sessionId: string,
     compaction: CompactionEntry,
     expectedLatestCompactionId: string,
     summaryTokens: number,
+    compactedThroughSeq?: number,
   ): Promise<TranscriptEntry>;
   /** Deletes a session and its entries. False when it did not exist. */
   deleteSession(sessionId: string): Promise<boolean>;

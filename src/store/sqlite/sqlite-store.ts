@@ -161,8 +161,9 @@ export class SqliteStore implements TranscriptStore, RegistryStore {
     compaction: CompactionEntry,
     expectedLatestCompactionId: string,
     summaryTokens: number,
+    compactedThroughSeq?: number,
   ): Promise<TranscriptEntry> {
-    return writes.commitCompaction(this.db, this.stmts, sessionId, compaction, expectedLatestCompactionId, summaryTokens);
+    return writes.commitCompaction(this.db, this.stmts, sessionId, compaction, expectedLatestCompactionId, summaryTokens, compactedThroughSeq);
   }
 
   async deleteSession(sessionId: string): Promise<boolean> {

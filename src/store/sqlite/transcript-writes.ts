@@ -92,6 +92,7 @@ export function commitCompaction(
   compaction: CompactionEntry,
   expectedLatestCompactionId: string,
   summaryTokens: number,
+  compactedThroughSeq?: number,
 ): TranscriptEntry {
   const run = db.transaction((): TranscriptEntry => {
     const row = stmts.session.get(sessionId);
@@ -113,6 +114,9 @@ export function commitCompaction(
         );
       }
       firstKeptSeq = kept.seq;
+    } else if (compactedThroughSeq !== undefined) {
+      // Nothing kept from the compacted view; what was appended after the caller read it stays active.
+      firstKeptSeq = Math.max(row.active_from_seq, compactedThroughSeq + 1);
     }
     const now = Date.now();
     const entry = appendCompaction(stmts, row, newEntryId(), compaction, summaryTokens, firstKeptSeq, now, "compaction");

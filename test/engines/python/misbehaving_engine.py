@@ -254,7 +254,7 @@ class Engine(engine_pb2_grpc.ContextEngineServiceServicer):
             padding = types_pb2.Message(
                 id="garbage-padding",
                 role=types_pb2.ROLE_USER,
-                content=[types_pb2.ContentBlock(text=types_pb2.TextBlock(text="padding " * 50))],
+                content=[types_pb2.ContentBlock(text=types_pb2.TextBlock(text="padding " * ((budget or 0) + 1000)))],
                 token_count=(budget or 0) + 1000,
             )
             messages = list(request.messages) + [padding]

@@ -306,7 +306,7 @@ const engine = await serveEngine(
           return { messages: kept, estimatedTokens: sumTokens(kept), promptAuthority: PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED };
         },
         () => {
-          const padding = textMessage(Role.ROLE_USER, "padding ".repeat(50), { id: "garbage-padding", tokenCount: (budget ?? 0) + 1000 });
+          const padding = textMessage(Role.ROLE_USER, "padding ".repeat((budget ?? 0) + 1000), { id: "garbage-padding", tokenCount: (budget ?? 0) + 1000 });
           const messages = [...req.messages, padding];
           return { messages, estimatedTokens: sumTokens(messages), promptAuthority: PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED };
         },
