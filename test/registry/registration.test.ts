@@ -90,6 +90,9 @@ describe("RegisterEngine enforces ownership, credentials and the endpoint allow-
     expect((await refusal(registry.isolate("acme-ctx", "looks odd", "acme-secret"))).code).toBe(status.PERMISSION_DENIED);
     const isolated = await registry.isolate("acme-ctx", "looks odd", "admin-secret");
     expect(isolated.engine?.quarantine).toMatchObject({ manual: true, reason: "looks odd" });
+    // An operator's quarantine holds across the engine registering again (e.g. after a restart).
+    expect((await registry.register(req({ allowSameOwnerRefresh: true }), "acme-secret")).ok).toBe(true);
+    expect((await registry.get("acme-ctx", "admin-secret")).quarantine).toMatchObject({ manual: true, reason: "looks odd" });
     const cleared = await registry.clear("acme-ctx", "admin-secret");
     expect(cleared.engine?.quarantine).toBeUndefined();
     expect((await registry.deregister("acme-ctx", "admin-secret")).deregistered).toBe(true);
