@@ -95,17 +95,8 @@ function stripUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
-/** Smallest prompt budget compaction ever aims at (contextd's MIN_PROMPT_BUDGET_TOKENS). */
-export const MIN_PROMPT_BUDGET_TOKENS = 8000;
-
 /**
- * What the context may occupy once room for the answer is set aside — the same rule as contextd's
- * native compaction (SPEC §4): `budget − reserve`, but at least min(8000, budget / 2), and never
- * more than the budget itself.
+ * What the context may occupy once room for the answer is set aside: contextd's own rule (SPEC §4),
+ * `budget − reserve` but at least min(8000, budget / 2) — shared, so both engines aim at the same target.
  */
-export function promptBudget(tokenBudget: number, reserveTokens: number): number {
-  const window = Number.isFinite(tokenBudget) && tokenBudget > 0 ? Math.floor(tokenBudget) : 0;
-  const reserve = Number.isFinite(reserveTokens) && reserveTokens > 0 ? Math.floor(reserveTokens) : 0;
-  const floor = Math.min(MIN_PROMPT_BUDGET_TOKENS, Math.floor(window / 2));
-  return Math.min(window, Math.max(window - reserve, floor));
-}
+export { MIN_PROMPT_BUDGET_TOKENS, promptBudget } from "../../src/legacy/compaction/prompt-budget.js";

@@ -1,7 +1,7 @@
 import { ConflictError } from "../contract/errors.js";
 import { summaryMessage } from "../contract/messages.js";
-import type { CompactionResult, CompactionTarget } from "../contract/gen/contextd/v1/types.js";
-import { compactNative, type NativeCompactionDeps } from "../legacy/compaction/native-compaction.js";
+import type { CompactionResult } from "../contract/gen/contextd/v1/types.js";
+import { compactNative, type NativeCompactionDeps, type NativeCompactionInput } from "../legacy/compaction/native-compaction.js";
 import type { ActiveView, TranscriptStore } from "../store/types.js";
 import { viewMessages } from "./active-view.js";
 
@@ -22,16 +22,11 @@ export interface NativeRun {
   entryId?: string;
 }
 
-export interface NativeRequest {
-  tokenBudget: number;
-  target: CompactionTarget;
-  force: boolean;
-  customInstructions?: string;
-  currentTokenCount?: number;
-  signal?: AbortSignal;
+/** A native compaction request: the compaction input without the messages (the host reads the view). */
+export type NativeRequest = Omit<NativeCompactionInput, "messages"> & {
   /** Asked right before committing; false discards the result (e.g. the engine call that asked has ended). */
   mayCommit?: () => boolean;
-}
+};
 
 /**
  * Commits compaction results to the store with optimistic concurrency, and runs the host's native
@@ -75,18 +70,8 @@ export class Compactions {
 
   /** The host's native compaction of `view`, committed under `engineId`. */
   async runNative(view: ActiveView, req: NativeRequest, engineId: string): Promise<NativeRun> {
-    const outcome = await compactNative(
-      {
-        messages: viewMessages(view),
-        tokenBudget: req.tokenBudget,
-        target: req.target,
-        force: req.force,
-        customInstructions: req.customInstructions,
-        currentTokenCount: req.currentTokenCount,
-        signal: req.signal,
-      },
-      this.native,
-    );
+    const { mayCommit, ...input } = req;
+    const outcome = await compactNative({ ...input, messages: viewMessages(view) }, this.native);
     if (!outcome.compacted || !outcome.result) return { ...outcome, committed: false, conflict: false };
     const { tokensBefore, tokensAfter } = outcome.result;
     if (!req.force && tokensAfter >= tokensBefore) {
@@ -94,7 +79,7 @@ export class Compactions {
       // transcript with a compaction entry that changes nothing.
       return { compacted: false, committed: false, conflict: false, reason: `no progress: ${tokensBefore} → ${tokensAfter} tokens; not committed` };
     }
-    if (req.mayCommit && !req.mayCommit()) {
+    if (mayCommit && !mayCommit()) {
       return { compacted: false, committed: false, conflict: false, reason: "discarded: the call that asked for it ended before it could be committed" };
     }
     const commit = await this.commit(view, outcome.result, engineId);
