@@ -55,7 +55,9 @@ export async function startContextd(opts: ContextdOptions = {}): Promise<Context
   );
   const configPath = path.join(tmp, "contextd.yaml");
   fs.writeFileSync(configPath, stringify(config));
-  const child = spawnNode({ args: [path.join(REPO_ROOT, "bin/contextd.js"), "--config", configPath], nodeFlags: opts.nodeFlags });
+  // BENCH_CPU_PROF=DIR: every contextd writes a V8 CPU profile into DIR when it stops.
+  const prof = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`] : [];
+  const child = spawnNode({ args: [path.join(REPO_ROOT, "bin/contextd.js"), "--config", configPath], nodeFlags: [...prof, ...(opts.nodeFlags ?? [])] });
   const ready = await child.waitForLine((l) => l.msg === "contextd listening" && typeof l.address === "string", 60_000);
   return {
     address: ready.address as string,

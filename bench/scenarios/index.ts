@@ -1,0 +1,12 @@
+/** Every scenario, in the order `npm run bench` runs them. */
+import type { Scenario } from "../harness/scenario.js";
+import { appendThroughput } from "./append_throughput.js";
+import { assembleScaling } from "./assemble_scaling.js";
+import { compactionQuality } from "./compaction_quality.js";
+import { compactionDeadline } from "./compaction_deadline.js";
+import { failover } from "./failover.js";
+import { memory } from "./memory.js";
+import { tokenizer } from "./tokenizer.js";
+import { gatewayOverhead } from "./gateway_overhead.js";
+
+export const SCENARIOS: Scenario[] = [gatewayOverhead, assembleScaling, appendThroughput, failover, compactionDeadline, compactionQuality, memory, tokenizer];

@@ -1,0 +1,176 @@
+/**
+ * tokenizer: the configured tokenizer (o200k_base through src/tokens/create-tokenizer.ts, the code
+ * contextd runs) in this process.
+ *
+ * - tokens_per_s: countMessage over realistic coding-agent messages never counted before, measured
+ *   after 7M tokens of new text have gone through the tokenizer — the state of a contextd that has
+ *   been appending for a while (gpt-tokenizer keeps a 100k-entry LRU "merge cache" of word pieces,
+ *   and how fast counting is depends on it). Interleaved with it: the LoCoMo dialogue turns (real
+ *   English chat, each counted once) when the data is there. Also reported: the first batches of a
+ *   fresh process, and the same text with the merge cache turned off (measured last).
+ * - cached_assemble_speedup: what storing counts at append saves. A 27k-token view (60 messages) is
+ *   stored in the real SQLite store (src/store/sqlite); "stored counts" = readActiveView, which sums
+ *   the counts stored with the entries (what Assemble does); "re-tokenize" = the same read plus
+ *   countMessage on every message of the view. Interleaved batches; speedup = median re-tokenize
+ *   time / median stored-counts time.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import type { Message } from "../../src/contract/gen/contextd/v1/types.js";
+import { openStore } from "../../src/store/open-store.js";
+import { createTokenizer } from "../../src/tokens/create-tokenizer.js";
+import * as o200k from "gpt-tokenizer/encoding/o200k_base";
+import { interleave } from "../harness/interleave.js";
+import { loadLocomo, locomoPath } from "../harness/locomo.js";
+import { codingMessages } from "../harness/messages.js";
+import { makeTempDir, removeTempDir } from "../harness/processes.js";
+import type { Scenario, ScenarioContext, ScenarioResult } from "../harness/scenario.js";
+import { median, nowMs, ratio, round } from "../harness/stats.js";
+
+/** Tokens counted before the "long-running" measurements (gpt-tokenizer slows down after ~5M). */
+const FILL_TOKENS = 7_000_000;
+const FRESH_BATCHES = 4;
+/** gpt-tokenizer's DEFAULT_MERGE_CACHE_SIZE (constants.js), which contextd runs with. */
+const GPT_TOKENIZER_DEFAULT_MERGE_CACHE = 100_000;
+
+async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
+  const tokenizer = createTokenizer("o200k_base");
+  const rounds = ctx.quick ? 3 : 12;
+  const perBatch = 300;
+  const totalSteps = FRESH_BATCHES + FILL_TOKENS / 1e6 + 2 * (rounds + 1) + rounds + 2 * (rounds + 1);
+  let steps = 0;
+  const step = (phase: string) => ctx.progress.update(++steps, totalSteps, phase);
+
+  let seed = 90_000;
+  const count = (messages: Message[]) => {
+    const s = nowMs();
+    let tokens = 0;
+    for (const m of messages) tokens += tokenizer.countMessage(m);
+    return { tokens, ms: nowMs() - s };
+  };
+  const rate = (messages: Message[]) => {
+    const c = count(messages);
+    return (c.tokens * 1000) / c.ms;
+  };
+  const coding = () => rate(codingMessages({ count: perBatch, seed: seed++ }));
+
+  // 1. A fresh process: the first coding messages it counts.
+  const fresh: number[] = [];
+  for (let i = 0; i < FRESH_BATCHES; i++, step("tokens/s, fresh")) fresh.push(coding());
+
+  // 2. A long-running process: keep counting new text until FILL_TOKENS have gone through the tokenizer
+  //    (gpt-tokenizer's merge cache is full long before that), then measure.
+  let filled = 0;
+  let nextStep = 1e6;
+  while (filled < FILL_TOKENS) {
+    filled += count(codingMessages({ count: perBatch, seed: seed++ })).tokens;
+    for (; filled >= nextStep && nextStep <= FILL_TOKENS; nextStep += 1e6) step(`counting ${FILL_TOKENS / 1e6}M tokens to reach a long-running state`);
+  }
+  const locomo = fs.existsSync(locomoPath()) ? loadLocomo().flatMap((c) => c.sessions.flat()) : [];
+  // Every LoCoMo turn is counted once: the turns are split into one disjoint slice per batch.
+  const locomoSlice = Math.floor(locomo.length / (rounds + 1));
+  let locomoAt = 0;
+  const variants = [
+    { name: "coding", batch: async () => coding() },
+    ...(locomo.length
+      ? [{
+          name: "locomo",
+          batch: async () => {
+            const slice = locomo.slice(locomoAt, locomoAt + locomoSlice);
+            locomoAt += locomoSlice;
+            return rate(slice);
+          },
+        }]
+      : []),
+  ];
+  const rates = await interleave(variants, { rounds, onBatch: () => step("tokens/s, long-running") });
+
+  // --- stored counts vs re-tokenizing on Assemble's read path -----------------------------------
+  const dir = makeTempDir("tokenizer");
+  const store = await openStore(`sqlite:${path.join(dir, "t.db")}`);
+  try {
+    const view = codingMessages({ count: 60, seed: 4242 });
+    await store.appendMessages("view", view.map((message) => ({ message, tokenCount: tokenizer.countMessage(message) })), { sessionKey: "", agentId: "bench" });
+    const probe = (await store.readActiveView("view"))!;
+    const calls = ctx.quick ? 10 : 20;
+    const timed = (retokenize: boolean) => async () => {
+      const out: number[] = [];
+      for (let i = 0; i < calls; i++) {
+        const s = nowMs();
+        const v = (await store.readActiveView("view"))!;
+        let tokens = v.tokens;
+        if (retokenize) {
+          tokens = 0;
+          for (const m of v.messages) tokens += tokenizer.countMessage(m.message);
+        }
+        if (tokens <= 0) throw new Error("empty view");
+        out.push(nowMs() - s);
+      }
+      return out;
+    };
+    const views = await interleave(
+      [
+        { name: "stored", batch: timed(false) },
+        { name: "retokenize", batch: timed(true) },
+      ],
+      { rounds, onBatch: () => ctx.progress.update(++steps, totalSteps, "stored counts vs re-tokenizing") },
+    );
+    const stored = median(views.stored.flat());
+    const retok = median(views.retokenize.flat());
+
+    // 3. The same tokenizer with gpt-tokenizer's merge cache turned off (it cannot be interleaved with
+    //    the cache on: turning it off drops the cache). Restored afterwards.
+    o200k.setMergeCacheSize(0);
+    const noCache: number[] = [];
+    try {
+      for (let i = 0; i < rounds; i++, step("tokens/s, merge cache off")) noCache.push(coding());
+    } finally {
+      o200k.setMergeCacheSize(GPT_TOKENIZER_DEFAULT_MERGE_CACHE);
+    }
+    const codingRate = median(rates.coding);
+    const real = rates.locomo ? median(rates.locomo) : Number.NaN;
+    return {
+      metrics: {
+        tokens_per_s: round(codingRate, 0),
+        tokens_per_s_fresh_process: round(median(fresh), 0),
+        tokens_per_s_range: { min: round(Math.min(...rates.coding), 0), max: round(Math.max(...rates.coding), 0) },
+        tokens_per_s_merge_cache_off: round(median(noCache), 0),
+        tokens_per_s_locomo: rates.locomo ? round(real, 0) : null,
+        cached_assemble_speedup: round(ratio(retok, stored), 1),
+        view: { messages: probe.messages.length, tokens: probe.tokens },
+        view_read_ms_stored_counts: round(stored, 3),
+        view_read_ms_retokenized: round(retok, 3),
+        tokenizer: "o200k_base",
+      },
+      headline: ["tokens_per_s", "tokens_per_s_fresh_process", "tokens_per_s_merge_cache_off", "tokens_per_s_locomo", "cached_assemble_speedup", "view_read_ms_stored_counts", "view_read_ms_retokenized"],
+      notes: [
+        `tokens/s: after ${FILL_TOKENS / 1e6}M tokens of new text had been counted (as in a contextd that has run for a while), ${rounds} measured batches of ${perBatch} never-seen coding messages${locomo.length ? ` and of ${locomoSlice} LoCoMo turns (each turn counted once)` : ""}, interleaved; medians. Fresh process: the first ${FRESH_BATCHES} batches this scenario counts. Merge cache off: o200k setMergeCacheSize(0), measured last`,
+        `view: ${probe.messages.length} messages, ${probe.tokens} tokens; ${rounds} measured rounds × ${calls} reads per variant`,
+      ],
+      tables: [
+        {
+          title: "tokenizer: o200k_base in process",
+          headers: ["measure", "value"],
+          rows: [
+            [`tokens/s, coding messages, after ${FILL_TOKENS / 1e6}M tokens (long-running)`, round(codingRate, 0)],
+            ["tokens/s, coding messages, fresh process", round(median(fresh), 0)],
+            ["tokens/s, coding messages, merge cache off", round(median(noCache), 0)],
+            ["tokens/s, LoCoMo dialogue", rates.locomo ? round(real, 0) : "n/a"],
+            [`view read, stored counts (${probe.tokens} tokens) ms`, round(stored, 3)],
+            ["view read + re-tokenize ms", round(retok, 3)],
+            ["speedup of stored counts", round(ratio(retok, stored), 1)],
+          ],
+        },
+      ],
+    };
+  } finally {
+    await store.close();
+    removeTempDir(dir);
+  }
+}
+
+export const tokenizer: Scenario = {
+  name: "tokenizer",
+  title: "Tokens/s of o200k_base on realistic messages; Assemble's read path with stored counts vs re-tokenizing",
+  run,
+};
