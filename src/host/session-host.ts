@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import { NotFoundError, ResourceExhaustedError } from "../contract/errors.js";
+import { NotFoundError } from "../contract/errors.js";
 import type * as S from "../contract/gen/contextd/v1/session.js";
 import { CompactionTarget, Mode, PromptAuthority, type SessionRef } from "../contract/gen/contextd/v1/types.js";
 import { LEGACY_ENGINE_ID } from "../legacy/legacy-engine.js";
@@ -61,21 +61,16 @@ export class SessionHost {
   async appendMessages(req: S.AppendMessagesRequest, call: HostCall): Promise<S.AppendMessagesResponse> {
     const session = requireSession(req.session);
     validateAppend(req.messages, this.limits);
-    const existing = await this.store.getSession(session.sessionId);
-    const entries = existing?.entryCount ?? 0;
-    if (entries + req.messages.length > this.limits.maxSessionEntries) {
-      throw new ResourceExhaustedError(
-        `session "${session.sessionId}" would have ${entries + req.messages.length} entries, over limits.max_session_entries (${this.limits.maxSessionEntries})`,
-      );
-    }
     const counted = req.messages.map((message) => ({
       message: { ...message, id: "" },
       tokenCount: this.tokenizer.countMessage(message),
     }));
-    const stored = await this.store.appendMessages(session.sessionId, counted, {
-      sessionKey: session.sessionKey,
-      agentId: session.agentId,
-    });
+    const stored = await this.store.appendMessages(
+      session.sessionId,
+      counted,
+      { sessionKey: session.sessionKey, agentId: session.agentId },
+      this.limits.maxSessionEntries,
+    );
     const storedMessages = stored.flatMap((e) => (e.entry?.$case === "message" ? [e.entry.value] : []));
     await this.ingest(session, storedMessages, req.isHeartbeat, call);
     return { entryIds: stored.map((e) => e.id), tokenCounts: counted.map((c) => c.tokenCount) };

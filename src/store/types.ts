@@ -15,8 +15,11 @@ import type { CompactionEntry, Message, TranscriptEntry } from "../contract/gen/
 export interface TranscriptStore {
   readonly kind: "sqlite" | "postgres";
 
-  /** Appends messages, creating the session when it does not exist yet. */
-  appendMessages(sessionId: string, messages: NewMessage[], create: SessionLabels): Promise<TranscriptEntry[]>;
+  /**
+   * Appends messages, creating the session when it does not exist yet. With `maxEntries`, throws
+   * ResourceExhaustedError (writing nothing) when the session would grow past it.
+   */
+  appendMessages(sessionId: string, messages: NewMessage[], create: SessionLabels, maxEntries?: number): Promise<TranscriptEntry[]>;
   /**
    * Creates a session that must not exist yet, with initial entries (subagent forks, imports), all
    * in one transaction. Throws AlreadyExistsError when it exists.

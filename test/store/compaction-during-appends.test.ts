@@ -31,3 +31,21 @@ describe("a compaction that keeps nothing, committed while messages were appende
     await store.close();
   });
 });
+
+describe("limits.max_session_entries", () => {
+  it("is enforced inside the append transaction: concurrent appends cannot overshoot it", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "contextd-store-"));
+    const store = SqliteStore.open(path.join(dir, "s.db"));
+    try {
+      const batch = () => [{ message: user("a"), tokenCount: 1 }, { message: user("b"), tokenCount: 1 }];
+      const results = await Promise.allSettled([1, 2, 3, 4].map(() => store.appendMessages("s", batch(), { sessionKey: "", agentId: "" }, 5)));
+      expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(2);
+      const refused = results.find((r) => r.status === "rejected") as PromiseRejectedResult;
+      expect(String(refused.reason.message)).toContain("limits.max_session_entries (5)");
+      expect((await store.getSession("s"))!.entryCount).toBe(4);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -89,8 +89,8 @@ export class SqliteStore implements TranscriptStore, RegistryStore {
     return this.db.name;
   }
 
-  async appendMessages(sessionId: string, messages: NewMessage[], create: SessionLabels): Promise<TranscriptEntry[]> {
-    return writes.appendMessages(this.db, this.stmts, sessionId, messages, create);
+  async appendMessages(sessionId: string, messages: NewMessage[], create: SessionLabels, maxEntries?: number): Promise<TranscriptEntry[]> {
+    return writes.appendMessages(this.db, this.stmts, sessionId, messages, create, maxEntries);
   }
 
   async createSession(sessionId: string, labels: SessionLabels, seed: SeedEntry[]): Promise<SessionRecord> {

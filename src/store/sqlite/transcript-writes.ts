@@ -1,6 +1,12 @@
 import type Database from "better-sqlite3";
 
-import { AlreadyExistsError, ConflictError, InvalidArgumentError, NotFoundError } from "../../contract/errors.js";
+import {
+  AlreadyExistsError,
+  ConflictError,
+  InvalidArgumentError,
+  NotFoundError,
+  ResourceExhaustedError,
+} from "../../contract/errors.js";
 import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import type { EntryRewriteInput, NewMessage, RewriteOutcome, SeedEntry, SessionLabels, SessionRecord } from "../types.js";
 import {
@@ -25,12 +31,19 @@ export function appendMessages(
   sessionId: string,
   messages: NewMessage[],
   create: SessionLabels,
+  maxEntries = Number.POSITIVE_INFINITY,
 ): TranscriptEntry[] {
   checkSessionId(sessionId);
   if (!Array.isArray(messages)) throw new InvalidArgumentError("messages must be a list");
   const run = db.transaction((): TranscriptEntry[] => {
     const now = Date.now();
-    const row = stmts.session.get(sessionId) ?? insertSession(stmts, sessionId, create, now);
+    const existing = stmts.session.get(sessionId);
+    // Checked inside the transaction, so concurrent appends cannot overshoot the limit together.
+    const after = (existing?.entry_count ?? 0) + messages.length;
+    if (after > maxEntries) {
+      throw new ResourceExhaustedError(`session "${sessionId}" would have ${after} entries, over limits.max_session_entries (${maxEntries})`);
+    }
+    const row = existing ?? insertSession(stmts, sessionId, create, now);
     const out = messages.map((m, i) => appendMessage(stmts, row, newEntryId(), m.message, m.tokenCount, now, i));
     saveSession(stmts, row, now);
     return out;
