@@ -1,7 +1,7 @@
 import { summaryMessage } from "../contract/messages.js";
 import { Role, type Message } from "../contract/gen/contextd/v1/types.js";
 import type { ContextOverview } from "../contract/gen/contextd/v1/session.js";
-import type { ActiveView } from "../store/types.js";
+import type { ActiveTotals, ActiveView } from "../store/types.js";
 
 /**
  * The active view as engines and the model see it: the latest compaction's summary as a user
@@ -19,15 +19,15 @@ export function viewMessages(view: ActiveView): Message[] {
 }
 
 /** Tokens of the active view by section, for GetSession and `contextctl session`. */
-export function contextOverview(view: ActiveView): ContextOverview {
+export function contextOverview(totals: ActiveTotals): ContextOverview {
   let messageTokens = 0;
   let toolResultTokens = 0;
-  for (const m of view.messages) {
-    if (m.message.role === Role.ROLE_TOOL_RESULT) toolResultTokens += m.tokenCount;
-    else messageTokens += m.tokenCount;
+  for (const [role, tokens] of totals.tokensByRole) {
+    if (role === Role.ROLE_TOOL_RESULT) toolResultTokens += tokens;
+    else messageTokens += tokens;
   }
-  const summaryTokens = view.compaction?.summaryTokens ?? 0;
-  const systemAdditionTokens = view.session.systemAdditionTokens;
+  const summaryTokens = totals.summaryTokens;
+  const systemAdditionTokens = totals.session.systemAdditionTokens;
   return {
     summaryTokens,
     messageTokens,

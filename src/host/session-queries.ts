@@ -1,8 +1,8 @@
-import { InvalidArgumentError } from "../contract/errors.js";
+import { InvalidArgumentError, NotFoundError } from "../contract/errors.js";
 import type * as S from "../contract/gen/contextd/v1/session.js";
 import type { Router } from "../registry/router.js";
 import type { RuntimeAccess } from "./runtime-access.js";
-import type { ActiveView, TranscriptStore } from "../store/types.js";
+import type { ActiveTotals, TranscriptStore } from "../store/types.js";
 import { contextOverview } from "./active-view.js";
 import { decodePageToken, encodePageToken, pageSize } from "./page-token.js";
 import { requireSession } from "./validate.js";
@@ -18,8 +18,9 @@ export class SessionQueries {
 
   async getSession(req: S.GetSessionRequest): Promise<S.GetSessionResponse> {
     const session = requireSession(req.session);
-    const view = await this.host.readView(session);
-    return { info: this.info(view) };
+    const totals = await this.store.readActiveTotals(session.sessionId);
+    if (!totals) throw new NotFoundError(`session "${session.sessionId}" not found`);
+    return { info: this.info(totals) };
   }
 
   /** Only the sessions of agents the caller's credentials cover. */
@@ -30,8 +31,8 @@ export class SessionQueries {
     const sessions: S.SessionInfo[] = [];
     for (const record of page.sessions) {
       if (!access.mayActFor(record.agentId)) continue;
-      const view = await this.store.readActiveView(record.sessionId);
-      if (view) sessions.push(this.info(view));
+      const totals = await this.store.readActiveTotals(record.sessionId);
+      if (totals) sessions.push(this.info(totals));
     }
     return { sessions, nextPageToken: page.nextCursor ? encodePageToken(page.nextCursor) : "" };
   }
@@ -56,8 +57,8 @@ export class SessionQueries {
     return { deleted: await this.store.deleteSession(session.sessionId) };
   }
 
-  private info(view: ActiveView): S.SessionInfo {
-    const s = view.session;
+  private info(totals: ActiveTotals): S.SessionInfo {
+    const s = totals.session;
     const ref = { sessionId: s.sessionId, sessionKey: s.sessionKey, agentId: s.agentId };
     return {
       session: ref,
@@ -67,9 +68,9 @@ export class SessionQueries {
       messageCount: s.messageCount,
       compactionCount: s.compactionCount,
       totalTokens: s.totalTokens,
-      activeTokens: view.tokens,
+      activeTokens: totals.tokens,
       selectedEngineId: this.router.select(ref).selectedId,
-      overview: contextOverview(view),
+      overview: contextOverview(totals),
       parentSessionId: s.parentSessionId,
     };
   }

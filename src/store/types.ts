@@ -30,6 +30,8 @@ export interface TranscriptStore {
   listSessions(limit: number, cursor?: string): Promise<{ sessions: SessionRecord[]; nextCursor: string }>;
   /** Entries with seq > afterSeq, oldest first, at most `limit`. */
   readEntries(sessionId: string, afterSeq: number, limit: number): Promise<TranscriptEntry[]>;
+  /** Token totals of the active view by role, without reading its messages; undefined when the session does not exist. */
+  readActiveTotals(sessionId: string): Promise<ActiveTotals | undefined>;
   /** The active view; undefined when the session does not exist. */
   readActiveView(sessionId: string): Promise<ActiveView | undefined>;
   /**
@@ -130,4 +132,13 @@ export interface EntryRevision {
   entry: TranscriptEntry;
   replacedAtMs: number;
   reason: string;
+}
+
+export interface ActiveTotals {
+  session: SessionRecord;
+  summaryTokens: number;
+  /** Message tokens of the active view by Role. */
+  tokensByRole: Map<number, number>;
+  /** Summary tokens plus every message's tokens (equals ActiveView.tokens). */
+  tokens: number;
 }

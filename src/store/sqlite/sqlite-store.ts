@@ -5,6 +5,7 @@ import type { QuarantineState } from "../../contract/gen/contextd/v1/registry.js
 import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import type { RegistryStore, StoredRegistration } from "../registry-store.js";
 import type {
+  ActiveTotals,
   ActiveView,
   EntryRevision,
   EntryRewriteInput,
@@ -152,6 +153,22 @@ export class SqliteStore implements TranscriptStore, RegistryStore {
       const messages = this.stmts.activeMessages.all(sessionId, row.active_from_seq).map(toViewMessage);
       for (const m of messages) tokens += m.tokenCount;
       return { session: toSessionRecord(row), ...(compaction ? { compaction } : {}), messages, tokens };
+    });
+    return run.deferred();
+  }
+
+  async readActiveTotals(sessionId: string): Promise<ActiveTotals | undefined> {
+    const run = this.db.transaction((): ActiveTotals | undefined => {
+      const row = this.stmts.session.get(sessionId);
+      if (!row) return undefined;
+      const summaryTokens = row.latest_compaction_seq > 0 ? row.active_summary_tokens : 0;
+      const tokensByRole = new Map<number, number>();
+      let tokens = summaryTokens;
+      for (const r of this.stmts.activeTokensByRole.all(sessionId, row.active_from_seq)) {
+        tokensByRole.set(r.role, r.tokens);
+        tokens += r.tokens;
+      }
+      return { session: toSessionRecord(row), summaryTokens, tokensByRole, tokens };
     });
     return run.deferred();
   }

@@ -17,6 +17,7 @@ export interface Statements {
   entryById: Stmt<[string, string], { seq: number; kind: string }>;
   entryBySeq: Stmt<[string, number], PayloadRow>;
   activeMessages: Stmt<[string, number], PayloadRow>;
+  activeTokensByRole: Stmt<[string, number], { role: number; tokens: number }>;
   entriesAfter: Stmt<[string, number, number], { payload: Buffer }>;
   listFirst: Stmt<[number], SessionRow>;
   listAfter: Stmt<[{ u: number; s: string; n: number }], SessionRow>;
@@ -67,6 +68,10 @@ export function prepareStatements(db: Database.Database): Statements {
     activeMessages: db.prepare<[string, number], PayloadRow>(
       `SELECT seq, token_count, payload FROM entries
        WHERE session_id = ? AND seq >= ? AND kind = 'message' ORDER BY seq`,
+    ),
+    activeTokensByRole: db.prepare<[string, number], { role: number; tokens: number }>(
+      `SELECT role, SUM(token_count) AS tokens FROM entries
+       WHERE session_id = ? AND seq >= ? AND kind = 'message' GROUP BY role`,
     ),
     entriesAfter: db.prepare<[string, number, number], { payload: Buffer }>(
       "SELECT payload FROM entries WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
