@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import type { handleUnaryCall, Metadata, sendUnaryData, ServerUnaryCall } from "@grpc/grpc-js";
 import type { PeerCertificate } from "node:tls";
 import type { Logger } from "pino";
@@ -27,7 +26,7 @@ export function unary<Req, Res>(
   handler: (req: Req, ctx: RequestContext) => Promise<Res>,
 ): handleUnaryCall<Req, Res> {
   return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
-    const requestId = headerValue(call.metadata, "x-request-id") || randomBytes(6).toString("hex");
+    const requestId = headerValue(call.metadata, "x-request-id") || nextRequestId();
     const controller = new AbortController();
     call.on("cancelled", () => controller.abort(new Error("cancelled by the caller")));
     const deadline = call.getDeadline();
@@ -47,6 +46,15 @@ export function unary<Req, Res>(
         callback(serviceError, null);
       });
   };
+}
+
+// Request ids only need to be unique in this process's logs: a prefix per process and a counter
+// (cheaper than random bytes on every call, which showed up in the gateway profile).
+const ID_PREFIX = `${process.pid.toString(36)}${Date.now().toString(36).slice(-4)}`;
+let idCounter = 0;
+function nextRequestId(): string {
+  idCounter = (idCounter + 1) % Number.MAX_SAFE_INTEGER;
+  return `${ID_PREFIX}-${idCounter.toString(36)}`;
 }
 
 function headerValue(metadata: Metadata, key: string): string {

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import { NotFoundError } from "../contract/errors.js";
 import type * as S from "../contract/gen/contextd/v1/session.js";
-import { CompactionTarget, Mode, PromptAuthority, type SessionRef } from "../contract/gen/contextd/v1/types.js";
+import { CompactionTarget, Mode, PromptAuthority, type Message, type SessionRef } from "../contract/gen/contextd/v1/types.js";
 import { LEGACY_ENGINE_ID } from "../legacy/legacy-engine.js";
 import type { CallerContext, Router, Selection } from "../registry/router.js";
 import type { ActiveView, SessionRecord, TranscriptStore } from "../store/types.js";
@@ -126,6 +126,7 @@ export class SessionHost {
         view = await this.readView(session);
       }
     };
+    let sent: Message[] = [];
     const assembleOnce = () =>
       this.router.call(
         selection,
@@ -133,10 +134,11 @@ export class SessionHost {
         call,
         async (engine, ctx, target) => {
           if (autoCompact && !target.info.ownsCompaction) await fitView(ctx.signal);
+          sent = viewMessages(view);
           return engine.assemble(
             {
               session,
-              messages: viewMessages(view),
+              messages: sent,
               tokenBudget: budget,
               availableTools: req.availableTools,
               model: req.model,
@@ -149,7 +151,7 @@ export class SessionHost {
         },
         (answer, target) => {
           if (target.builtin) return;
-          const stored = new Map(viewMessages(view).map((m) => [m.id, m.tokenCount]));
+          const stored = new Map(sent.map((m) => [m.id, m.tokenCount]));
           answer.estimatedTokens = checkAssembled(answer, budget, (m) => (m.id && stored.get(m.id)) || this.tokenizer.countMessage(m));
         },
       );

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { Metadata, status, type handleUnaryCall, type sendUnaryData, type ServerUnaryCall, type ServiceError } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { ContextdError } from "../../contract/errors.js";
@@ -65,9 +64,25 @@ function serviceError(code: status, details: string): Partial<ServiceError> {
   return { code, details, metadata: new Metadata() };
 }
 
+let requestCounter = 0;
 function requestId(metadata: Metadata): string {
   const value = metadata.get("x-request-id")[0];
-  return typeof value === "string" && value ? value : randomBytes(6).toString("hex");
+  return typeof value === "string" && value ? value : `${process.pid.toString(36)}-${(++requestCounter).toString(36)}`;
+}
+
+const LEVELS = new Set(["trace", "debug", "info", "warn", "error", "fatal"]);
+const noop = () => undefined;
+
+/** A Logger whose child is created on first use; calls at a disabled level never create it. */
+function lazyLogger(parent: Logger, get: () => Logger): Logger {
+  return new Proxy({} as Logger, {
+    get(_target, prop) {
+      if (typeof prop === "string" && LEVELS.has(prop) && !parent.isLevelEnabled(prop)) return noop;
+      const target = get() as unknown as Record<PropertyKey, unknown>;
+      const value = target[prop];
+      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
 }
 
 /** Sums the host-counted tokens of assembled messages (for an answer that left `estimatedTokens` unset). */
@@ -160,7 +175,11 @@ export function createEngineService(deps: EngineServiceDeps): ContextEngineServi
       }
 
       const scope = createCallScope(call);
-      const log = rpcLog.child({ requestId: requestId(call.metadata) });
+      // A child logger per call only when something is logged: creating one on every call was a
+      // measurable share of the per-call cost (bench/gateway_overhead).
+      let callLog: Logger | undefined;
+      const childLog = () => (callLog ??= rpcLog.child({ requestId: requestId(call.metadata) }));
+      const log = lazyLogger(rpcLog, childLog);
       const started = performance.now();
       let answered = false;
       const answer = (err: Partial<ServiceError> | null, res: Res | null) => {
