@@ -316,4 +316,60 @@ describe("extractive summarizer", () => {
     expect(section(out, "Latest user request")).toEqual(["Make the logo 48 px and never stretch it."]);
     expect(section(out, "Identifiers")).toContain("- number: 48 px");
   });
+  describe("Facts section (conversational content)", () => {
+    const chat = (date: string, offset: number): Message[] => [
+      user(`[1:56 pm on ${date}] Caroline: I went to a LGBTQ support group yesterday and it was so powerful.`),
+      assistant(`[1:56 pm on ${date}] Melanie: Wow, that's cool, Caroline! We went camping at Yosemite last week with the kids.`),
+      user(`[1:56 pm on ${date}] Caroline: My friend Sarah moved to Sweden ${offset} years ago.`),
+      assistant(`[1:56 pm on ${date}] Melanie: That sounds nice. How are you feeling?`),
+    ];
+
+    it("keeps dates, proper nouns and numbers verbatim with the session date, resolving relative times", async () => {
+      const out = await summarize({ messages: chat("8 May, 2023", 4) });
+      const facts = section(out, "Facts");
+      expect(facts).toContain(
+        "- [8 May 2023] Caroline: I went to a LGBTQ support group yesterday (7 May 2023) and it was so powerful.",
+      );
+      expect(facts.join("\n")).toContain("[8 May 2023] Melanie: We went camping at Yosemite last week (the week before 8 May 2023) with the kids.");
+      expect(facts.join("\n")).toContain("[8 May 2023] Caroline: My friend Sarah moved to Sweden 4 years ago.");
+      // Addressing a speaker by name, or asking a question, is not a fact.
+      expect(facts.join("\n")).not.toContain("that's cool, Caroline");
+      expect(facts.join("\n")).not.toContain("How are you feeling");
+    });
+
+    it("merges facts across two compactions, the first session's kept", async () => {
+      const first = await summarize({ messages: chat("8 May, 2023", 4) });
+      const second = await summarize({ previousSummary: first, messages: chat("25 May, 2023", 5) });
+      const facts = section(second, "Facts").join("\n");
+      expect(facts).toContain("[8 May 2023] Caroline: I went to a LGBTQ support group yesterday (7 May 2023)");
+      expect(facts).toContain("[25 May 2023] Caroline: I went to a LGBTQ support group yesterday (24 May 2023)");
+      expect(facts).toContain("Sweden 5 years ago");
+      // A fact already present is not repeated.
+      const again = await summarize({ previousSummary: second, messages: chat("25 May, 2023", 5) });
+      expect(section(again, "Facts")).toEqual(section(second, "Facts"));
+    });
+
+    it("respects maxChars and keeps the first sessions' facts under pressure", async () => {
+      let summary = "";
+      for (let s = 0; s < 30; s++) {
+        const date = `${(s % 28) + 1} June, 2023`;
+        const messages = Array.from({ length: 20 }, (_, i) =>
+          (i % 2 ? assistant : user)(`[10:00 am on ${date}] ${i % 2 ? "Melanie" : "Caroline"}: Session ${s} turn ${i}: we visited Lisbon and Porto with Anna on Friday.`),
+        );
+        summary = await summarize({ previousSummary: summary, messages, maxChars: 6000 });
+        expect(summary.length).toBeLessThanOrEqual(6000);
+      }
+      const facts = section(summary, "Facts").join("\n");
+      expect(facts).toContain("Session 0 turn 0:");
+      expect(facts).toContain("Session 29 turn");
+      for (const cap of [0, 50, 500, 2000]) {
+        expect((await summarize({ previousSummary: summary, messages: chat("8 May, 2023", 4), maxChars: cap })).length).toBeLessThanOrEqual(cap);
+      }
+    });
+
+    it("in a coding session holds facts to a small share and leaves the other sections alone", async () => {
+      const out = await summarize({ messages: firstTurns(), maxChars: 16_000 });
+      expect(section(out, "Facts").join("\n").length).toBeLessThanOrEqual(16_000 * 0.08);
+    });
+  });
 });

@@ -16,6 +16,7 @@ export const TIER = {
   progress: 1,
   requests: 2,
   notes: 3,
+  facts: 3.5,
   decisions: 4,
   errors: 5,
   earlier: 6,
@@ -31,6 +32,8 @@ export interface Entry {
   line: string;
   /** Higher rank survives longer within a tier. */
   rank: number;
+  /** Overrides the section's tier (e.g. the share of facts a conversational summary protects). */
+  tier?: number;
   /** Among equal ranks, lower seq is dropped first (use the index for oldest-first, -index for newest-first). */
   seq: number;
 }
@@ -43,6 +46,7 @@ export interface Entry {
 const SHARE: ReadonlyArray<[SectionId, number]> = [
   ["requests", 0.12],
   ["notes", 0.1],
+  ["facts", 0.45],
   ["decisions", 0.2],
   ["errors", 0.2],
   ["earlier", 0.3],
@@ -52,6 +56,8 @@ const SHARE: ReadonlyArray<[SectionId, number]> = [
 
 /** The latest request is never cut below this many characters while anything else can still go. */
 const LATEST_FLOOR = 1200;
+
+const tierOf = (e: Entry): number => e.tier ?? TIER[e.section];
 
 const HEADING_COST = new Map(SECTIONS.map((s) => [s.id, 2 + s.heading.length]));
 
@@ -93,12 +99,12 @@ export function fitToBudget(entries: Entry[], maxChars: number): string {
       .sort((a, b) => {
         const ea = entries[a];
         const eb = entries[b];
-        return TIER[ea.section] - TIER[eb.section] || ea.rank - eb.rank || ea.seq - eb.seq || a - b;
+        return tierOf(ea) - tierOf(eb) || ea.rank - eb.rank || ea.seq - eb.seq || a - b;
       });
     const latest = entries.findIndex((e) => e.section === "latest");
     let next = 0;
     const dropThrough = (tier: number): void => {
-      while (total > max && next < order.length && TIER[entries[order[next]].section] <= tier) drop(order[next++]);
+      while (total > max && next < order.length && tierOf(entries[order[next]]) <= tier) drop(order[next++]);
     };
     const shrinkLatest = (floor: number): void => {
       if (latest < 0 || total <= max) return;

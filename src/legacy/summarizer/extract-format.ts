@@ -27,6 +27,7 @@ export type SectionId =
   | "decisions"
   | "errors"
   | "identifiers"
+  | "facts"
   | "notes"
   | "progress"
   | "tools"
@@ -41,6 +42,7 @@ export const SECTIONS: ReadonlyArray<{ id: SectionId; heading: string; block?: b
   { id: "decisions", heading: "## Decisions" },
   { id: "errors", heading: "## Errors" },
   { id: "identifiers", heading: "## Identifiers" },
+  { id: "facts", heading: "## Facts" },
   { id: "notes", heading: "## Relevant to focus" },
   { id: "progress", heading: "## Progress" },
   { id: "tools", heading: "## Tool activity" },
@@ -58,6 +60,8 @@ export interface SummaryDoc {
   decisions: string[];
   errors: string[];
   identifiers: Identifier[];
+  /** Short verbatim clauses with dates, names, numbers, places, activities (see extract-facts.ts). */
+  facts: string[];
   notes: string[];
   progress: string[];
   tools: string[];
@@ -74,6 +78,7 @@ export function emptyDoc(): SummaryDoc {
     decisions: [],
     errors: [],
     identifiers: [],
+    facts: [],
     notes: [],
     progress: [],
     tools: [],

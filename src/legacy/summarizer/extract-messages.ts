@@ -8,6 +8,7 @@ import { Role, type Message } from "../../contract/gen/contextd/v1/types.js";
 import { isSummaryMessage, summaryOf } from "../../contract/messages.js";
 import { describeToolCall } from "./extract-tools.js";
 import { KIND_WEIGHT, errorMessageOf, errorStrength, extractIdentifiers, extractPaths, type Identifier } from "./extract-identifiers.js";
+import { factContext, factsOf } from "./extract-facts.js";
 import { clip, focusMatches, oneLine, plainQuotes, sentencesOf, splitText } from "./extract-text.js";
 
 export interface ScoredIdentifier extends Identifier {
@@ -22,6 +23,8 @@ export interface Collected {
   progress: string[];
   errors: string[];
   notes: string[];
+  /** Fact clauses (dates, names, numbers, places, activities), oldest first, both roles. */
+  facts: string[];
   /** Tool activity, oldest first ("name: salient args", "→ failed" when the result was an error). */
   tools: string[];
   identifiers: Map<string, ScoredIdentifier>;
@@ -65,6 +68,12 @@ function textOf(message: Message): string {
   return parts.join("\n");
 }
 
+/** The first text block of a message (where a `[date] Name:` prefix would be), at most 200 characters. */
+function firstTextOf(message: Message): string {
+  for (const block of message.content) if (block.block?.$case === "text") return block.block.value.text.slice(0, 200);
+  return "";
+}
+
 /** First two and last two of `items` when there are more than four. */
 function ends<T>(items: T[], n = 4): T[] {
   if (items.length <= n) return items;
@@ -80,6 +89,7 @@ export function collect(messages: readonly Message[], keywords: readonly string[
     progress: [],
     errors: [],
     notes: [],
+    facts: [],
     tools: [],
     identifiers: new Map(),
     embeddedSummary: "",
@@ -119,6 +129,14 @@ export function collect(messages: readonly Message[], keywords: readonly string[
     return weak.length > 0 ? ends(weak, 2) : first ? [first] : [];
   };
 
+  // Speakers named in `[date] Name:` prefixes: addressing someone is not a fact about a name.
+  const names = new Set<string>();
+  for (const message of messages) {
+    if (message.role !== Role.ROLE_USER && message.role !== Role.ROLE_ASSISTANT) continue;
+    const { speaker } = factContext(firstTextOf(message));
+    if (speaker) for (const w of speaker.split(" ")) names.add(w);
+  }
+
   for (const message of messages) {
     checkAbort();
     if (isSummaryMessage(message)) {
@@ -130,6 +148,7 @@ export function collect(messages: readonly Message[], keywords: readonly string[
         const text = textOf(message).trim();
         if (!text) break;
         c.requests.push(text);
+        c.facts.push(...factsOf(text, names));
         const { prose } = splitText(text);
         for (const line of prose) {
           for (const s of sentencesOf(line)) {
@@ -144,7 +163,9 @@ export function collect(messages: readonly Message[], keywords: readonly string[
         break;
       }
       case Role.ROLE_ASSISTANT: {
-        const { prose, code } = splitText(textOf(message));
+        const full = textOf(message);
+        const { prose, code } = splitText(full);
+        if (!message.content.some((b) => b.block?.$case === "toolCall")) c.facts.push(...factsOf(full, names));
         for (const line of prose) {
           for (const raw of sentencesOf(line)) {
             const s = plainQuotes(raw);

@@ -4,7 +4,8 @@
  * It does not paraphrase. It copies out, verbatim, what an agent needs after compaction — the
  * user's goals and constraints, the latest user request, the assistant's decisions, error lines,
  * identifiers (paths, function names, URLs, tickets, versions, error messages, numbers with units)
- * and a short tool log — into a fixed sectioned format (see extract-format.ts). A previous summary
+ * a short tool log and, for conversations, short fact clauses with dates, names, numbers, places and
+ * activities (see extract-facts.ts) — into a fixed sectioned format (see extract-format.ts). A previous summary
  * in that format is parsed back and merged section by section, so what the first turns established
  * survives any number of compactions; a summary in any other format is kept as "Earlier summary".
  * The output never exceeds `maxChars`: the least valuable lines go first (see extract-budget.ts).
@@ -37,6 +38,15 @@ const SURVIVOR_BONUS = 3;
 const PINNED_SCAN = 32_000;
 /** Keep-value added to an identifier quoted by a goal, a constraint or the latest request. */
 const PINNED_BONUS = 4;
+/**
+ * Share of the cap the Facts section keeps. In a conversation (no tool activity, no files,
+ * functions or errors) that share is protected like identifiers; in a coding session facts are
+ * held to a small share and go early under pressure.
+ */
+const FACT_SHARE_CHAT = 0.45;
+const FACT_SHARE_CODING = 0.08;
+/** Tier of a conversation's protected facts: after identifiers, before goals. */
+const FACT_CORE_TIER = 7.5;
 
 export function createExtractiveSummarizer(): Summarizer {
   return {
@@ -70,7 +80,7 @@ export function summarizeExtractive(input: SummarizeInput): string {
 
   const { doc, scores } = merge(prev, collected, previous !== "", input.customInstructions ?? "", maxChars);
   checkAbort();
-  return fitToBudget(entriesOf(doc, scores, keywords), maxChars);
+  return fitToBudget(entriesOf(doc, scores, keywords, maxChars), maxChars);
 }
 
 /** Another summarizer's summary, line by line, cut to a share of the budget. */
@@ -148,6 +158,9 @@ function merge(prev: SummaryDoc, c: Collected, hadPrevious: boolean, instruction
   const taken = new Set([...doc.goals, ...doc.decisions, ...doc.progress].map(dedupeKey));
   doc.notes = newest(unique([...prev.notes, ...c.notes]).filter((n) => !taken.has(dedupeKey(n))), KEEP.notes);
   doc.earlier = prev.earlier;
+  // Facts: the previous summary's (oldest first), then new ones; a clause already kept elsewhere is not repeated.
+  const said = new Set([...doc.goals, ...doc.decisions, ...doc.progress, ...doc.notes].map(dedupeKey));
+  doc.facts = unique([...prev.facts, ...c.facts]).filter((f) => !said.has(dedupeKey(f)));
 
   // Identifiers: the previous summary's first (they already survived a compaction), then new ones.
   const ids = new Map<string, ScoredIdentifier>();
@@ -176,13 +189,44 @@ function merge(prev: SummaryDoc, c: Collected, hadPrevious: boolean, instruction
   return { doc, scores: new Map(list.map((id) => [id.value, id.score])) };
 }
 
+/** Whether the summary is of a plain conversation rather than a coding session. */
+function isConversation(doc: SummaryDoc): boolean {
+  return doc.tools.length === 0 && !doc.identifiers.some((id) => id.kind === "file" || id.kind === "function" || id.kind === "error");
+}
+
+/**
+ * Facts as budget entries. Like identifiers, the middle of the first-seen order goes first
+ * (weighted towards the old side), so the first sessions' facts and the newest ones survive.
+ * Within the section's share of the cap, a conversation's facts get a protected tier; in a coding
+ * session nothing beyond that share is kept.
+ */
+function factEntries(doc: SummaryDoc, maxChars: number, focus: (text: string) => number, entries: Entry[]): void {
+  const n = doc.facts.length;
+  if (n === 0) return;
+  const chat = isConversation(doc);
+  const share = Math.floor(maxChars * (chat ? FACT_SHARE_CHAT : FACT_SHARE_CODING));
+  const items = doc.facts.map((f, i) => ({ line: `- ${f}`, rank: focus(f), seq: -Math.min(2 * i, n - 1 - i), i }));
+  const keepOrder = [...items].sort((a, b) => b.rank - a.rank || b.seq - a.seq || b.i - a.i);
+  const core = new Set<number>();
+  let used = 0;
+  for (const it of keepOrder) {
+    if (used + it.line.length + 1 > share) continue;
+    used += it.line.length + 1;
+    core.add(it.i);
+  }
+  for (const it of items) {
+    if (!core.has(it.i) && !chat) continue;
+    entries.push({ section: "facts", line: it.line, rank: it.rank, seq: it.seq, tier: core.has(it.i) && chat ? FACT_CORE_TIER : undefined });
+  }
+}
+
 function goalRank(goal: string): number {
   if (goal.startsWith("Task: ")) return 100;
   return constraintStrength(goal) * 10;
 }
 
 /** The summary as budget entries, in display order, each ranked for dropping. */
-function entriesOf(doc: SummaryDoc, scores: ReadonlyMap<string, number>, keywords: readonly string[]): Entry[] {
+function entriesOf(doc: SummaryDoc, scores: ReadonlyMap<string, number>, keywords: readonly string[], maxChars: number): Entry[] {
   const entries: Entry[] = [];
   const focus = (text: string): number => focusMatches(text, keywords) * 5;
   const list = (section: SectionId, items: readonly string[], newestFirstDrop = false, rank = (_: string) => 0): void => {
@@ -203,6 +247,7 @@ function entriesOf(doc: SummaryDoc, scores: ReadonlyMap<string, number>, keyword
     const line = identifierLine(id);
     entries.push({ section: "identifiers", line, rank: (scores.get(id.value) ?? 0) + focus(id.value), seq: -Math.min(2 * i, n - 1 - i) });
   });
+  factEntries(doc, maxChars, focus, entries);
   list("notes", doc.notes);
   list("progress", doc.progress);
   list("tools", doc.tools, false, (t) => (t.endsWith(FAILED) ? 1 : 0));
