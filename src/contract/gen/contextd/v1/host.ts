@@ -1111,7 +1111,7 @@ export const CompleteResponse: MessageFns<CompleteResponse> = {
 /**
  * HostService is how engines call back into the host during an engine call. Every call carries
  * `authorization: Bearer <HostContext.token>`: scoped to the engine and session of the call in
- * progress, and expiring with that call's deadline.
+ * progress, and dying when that call ends or at its deadline.
  */
 export type HostServiceService = typeof HostServiceService;
 export const HostServiceService = {

@@ -532,7 +532,8 @@ export interface RuntimeSettings_Diagnostics {
 /**
  * How an engine calls back into the host during one call: dial `endpoint` and send
  * `authorization: Bearer <token>`. The token is valid only for this engine and session, and only
- * until `expires_at_ms` (the deadline of the call in progress).
+ * while the call is in progress: it dies when the call ends (answered, failed, cancelled) or at
+ * `expires_at_ms` (the call's deadline), whichever comes first.
  */
 export interface HostContext {
   endpoint: string;
