@@ -113,8 +113,8 @@ class WindowEngine(engine_pb2_grpc.ContextEngineServiceServicer):
     def IngestBatch(self, request, context):
         return engine_pb2.IngestBatchResponse(ingested_count=len(request.messages))
 
-    # Optional RPCs: capabilities say they are not implemented, so a correct host does not call
-    # them; answer harmlessly rather than UNIMPLEMENTED in case one does.
+    # Optional RPCs the capabilities do not advertise, so a correct host does not call them. The
+    # window engine keeps no per-session state, so each is truthfully a no-op if one does.
 
     def Bootstrap(self, request, context):
         return engine_pb2.BootstrapResponse(bootstrapped=False, reason="the window engine keeps no per-session state")

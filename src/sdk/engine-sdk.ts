@@ -4,7 +4,7 @@
  *
  * - serves `contextd.v1.ContextEngineService` (all 12 RPCs) and `grpc.health.v1` on `listen`;
  * - answers GetInfo from `definition.info`, with `capabilities` derived from which optional methods
- *   exist and `protocol_versions: [1]`; an optional RPC that is not implemented answers UNIMPLEMENTED;
+ *   exist and `protocol_versions: [1]`; an optional RPC the definition lacks answers UNIMPLEMENTED;
  * - gives every method an {@link EngineCallContext}: an AbortSignal that fires when the caller
  *   cancels or its deadline passes (answers produced afterwards are dropped), the deadline, a
  *   logger, and — when the request carried a HostContext — a {@link HostClient} for calling back

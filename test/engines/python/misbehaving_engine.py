@@ -364,7 +364,7 @@ class Engine(engine_pb2_grpc.ContextEngineServiceServicer):
 
     # Optional RPCs (capabilities are all false, so a correct host never calls them): harmless answers.
     def Bootstrap(self, request, context):
-        return engine_pb2.BootstrapResponse(bootstrapped=False, reason="not implemented by the misbehaving engine")
+        return engine_pb2.BootstrapResponse(bootstrapped=False, reason="bootstrap is not a capability of the misbehaving engine")
 
     def AfterTurn(self, request, context):
         return engine_pb2.ContextEngineServiceAfterTurnResponse()
