@@ -3,6 +3,7 @@ import { registerCompact } from "./commands/compact.js";
 import { registerDoctor } from "./commands/doctor.js";
 import { registerEngines } from "./commands/engines.js";
 import { registerHealth } from "./commands/health.js";
+import { registerImport } from "./commands/import.js";
 import { registerQuarantine } from "./commands/quarantine.js";
 import { registerReplay } from "./commands/replay.js";
 import { registerSession } from "./commands/session.js";
@@ -29,7 +30,7 @@ const program = new Command("contextctl")
     ).env("CONTEXTD_RUNTIME_TOKEN"),
   )
   .option("--json", "machine-readable JSON output")
-  .addOption(new Option("--timeout <ms>", "deadline per call in ms (default 30000; compact and replay 300000)").argParser(positiveInt))
+  .addOption(new Option("--timeout <ms>", "deadline per call in ms (default 30000; compact, replay and import 300000)").argParser(positiveInt))
   .showHelpAfterError()
   .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2));
 
@@ -38,6 +39,7 @@ registerSessions(program);
 registerSession(program);
 registerCompact(program);
 registerReplay(program);
+registerImport(program);
 registerDoctor(program);
 registerEngines(program);
 registerQuarantine(program);

@@ -1,38 +1,14 @@
 import { readFile } from "node:fs/promises";
-import { ContentBlock, Message, Role } from "../contract/gen/contextd/v1/types.js";
+import { Role, type Message } from "../contract/gen/contextd/v1/types.js";
+import { parseConversation } from "../host/conversation-lines.js";
 
 /**
- * Reads a conversation for `contextctl replay`: JSONL, one message per line, in any of three forms
- * (they may be mixed; each line is recognised on its own):
- *
- * - simple, OpenAI-chat-like: `{"role": "user"|"assistant"|"tool"|"tool_result"|"system", "content":
- *   "text" | [blocks], "tool_calls"?: [{"id","name","arguments"}], "tool_call_id"?, "name"?}`.
- *   `tool_calls` may also use the OpenAI `{"id", "function": {"name", "arguments"}}` shape, and
- *   `arguments` may be a JSON string or an object. `developer` counts as `system`.
- * - an OpenClaw session JSONL line: `{"type": "message", "message": {"role": "user"|"assistant"|"toolResult", ...}}`.
- *   Lines of any other `type` (session header, compaction, custom entries) are skipped.
- * - the proto JSON form of `contextd.v1.Message` (`{"role": "ROLE_USER", "content": [{"text": {"text": "..."}}]}`).
- *
- * Blocks (simple and OpenClaw forms): a string, `{type:"text",text}`, `{type:"thinking",thinking,
- * signature|thinkingSignature}`, `{type:"toolCall"|"tool_use",id,name,arguments|input}`, `{type:"image",
- * data|source.data, mimeType|mime_type|source.media_type}`. Blank lines are skipped; any other problem
- * is an Error that names the line number.
+ * Reads a conversation for `contextctl replay` and `contextctl import`: JSONL, one message per line,
+ * in the simple chat, OpenClaw session or proto JSON form. The line parsing lives in
+ * src/host/conversation-lines.ts (shared with SessionService.ImportTranscript); it is re-exported
+ * here so the CLI's API stays as it was.
  */
-export function parseConversation(text: string, source = "conversation"): Message[] {
-  const messages: Message[] = [];
-  const lines = text.split(/\r?\n/);
-  lines.forEach((line, index) => {
-    if (line.trim() === "") return;
-    try {
-      const message = parseLine(JSON.parse(line) as unknown);
-      if (message) messages.push(message);
-    } catch (err) {
-      const why = err instanceof SyntaxError ? `invalid JSON (${err.message})` : (err as Error).message;
-      throw new Error(`${source}:${index + 1}: ${why}`);
-    }
-  });
-  return messages;
-}
+export { ConversationLineError, parseConversation, parseConversationLines, type ConversationLine } from "../host/conversation-lines.js";
 
 export async function readConversationFile(path: string): Promise<Message[]> {
   return parseConversation(await readFile(path, "utf8"), path);
@@ -50,135 +26,4 @@ export function splitTurns(messages: Message[]): Message[][] {
     turns[turns.length - 1].push(message);
   }
   return turns;
-}
-
-type Json = Record<string, unknown>;
-
-function parseLine(value: unknown): Message | undefined {
-  if (!isObject(value)) throw new Error("a line must be a JSON object");
-  if (typeof value.type === "string") {
-    if (value.type !== "message") return undefined;
-    if (!isObject(value.message)) throw new Error(`"message" must be an object`);
-    return fromOpenClaw(value.message);
-  }
-  if (typeof value.role === "number" || (typeof value.role === "string" && value.role.startsWith("ROLE_"))) {
-    return check(Message.fromJSON(value));
-  }
-  return fromSimple(value);
-}
-
-const SIMPLE_ROLES: Record<string, Role> = {
-  user: Role.ROLE_USER,
-  assistant: Role.ROLE_ASSISTANT,
-  tool: Role.ROLE_TOOL_RESULT,
-  tool_result: Role.ROLE_TOOL_RESULT,
-  system: Role.ROLE_SYSTEM,
-  developer: Role.ROLE_SYSTEM,
-};
-
-function fromSimple(line: Json): Message {
-  const role = typeof line.role === "string" ? SIMPLE_ROLES[line.role] : undefined;
-  if (role === undefined) throw new Error(`unknown role ${JSON.stringify(line.role)}`);
-  const content = blocks(line.content);
-  if (line.tool_calls !== undefined) {
-    if (!Array.isArray(line.tool_calls)) throw new Error(`"tool_calls" must be an array`);
-    for (const call of line.tool_calls) content.push(simpleToolCall(call));
-  }
-  return check(
-    Message.fromPartial({
-      role,
-      content,
-      toolCallId: str(line.tool_call_id),
-      toolName: role === Role.ROLE_TOOL_RESULT ? str(line.name) : "",
-      isError: line.is_error === true,
-    }),
-  );
-}
-
-function simpleToolCall(call: unknown): ContentBlock {
-  if (!isObject(call)) throw new Error("a tool call must be an object");
-  const fn = isObject(call.function) ? call.function : call;
-  return toolCall(call.id, fn.name, fn.arguments);
-}
-
-const OPENCLAW_ROLES: Record<string, Role> = { user: Role.ROLE_USER, assistant: Role.ROLE_ASSISTANT, toolResult: Role.ROLE_TOOL_RESULT };
-
-function fromOpenClaw(m: Json): Message {
-  const role = typeof m.role === "string" ? OPENCLAW_ROLES[m.role] : undefined;
-  if (role === undefined) throw new Error(`unknown OpenClaw message role ${JSON.stringify(m.role)}`);
-  const message = Message.fromPartial({
-    role,
-    content: blocks(m.content),
-    timestampMs: typeof m.timestamp === "number" ? m.timestamp : 0,
-    toolCallId: str(m.toolCallId),
-    toolName: str(m.toolName),
-    isError: m.isError === true,
-  });
-  const usage = m.usage;
-  if (role === Role.ROLE_ASSISTANT && isObject(usage)) {
-    const n = (v: unknown) => (typeof v === "number" ? v : 0);
-    message.usage = { input: n(usage.input), output: n(usage.output), cacheRead: n(usage.cacheRead), cacheWrite: n(usage.cacheWrite), total: n(usage.totalTokens) };
-  }
-  return check(message);
-}
-
-function blocks(content: unknown): ContentBlock[] {
-  if (content === undefined || content === null) return [];
-  if (typeof content === "string") return [text(content)];
-  if (!Array.isArray(content)) throw new Error(`"content" must be a string or an array of blocks`);
-  return content.map(block);
-}
-
-function block(b: unknown): ContentBlock {
-  if (typeof b === "string") return text(b);
-  if (!isObject(b)) throw new Error("a content block must be an object or a string");
-  switch (b.type) {
-    case "text":
-    case "input_text":
-    case "output_text":
-      return text(str(b.text));
-    case "thinking":
-      return { block: { $case: "thinking", value: { thinking: str(b.thinking), signature: str(b.signature ?? b.thinkingSignature) } } };
-    case "toolCall":
-    case "tool_use":
-      return toolCall(b.id, b.name, b.arguments ?? b.input);
-    case "image": {
-      const src = isObject(b.source) ? b.source : b;
-      const data = str(src.data);
-      return {
-        block: {
-          $case: "image",
-          value: { mimeType: str(src.mimeType ?? src.mime_type ?? src.media_type), data: Buffer.from(data, "base64"), uri: str(src.uri ?? src.url) },
-        },
-      };
-    }
-    default:
-      throw new Error(`unknown content block type ${JSON.stringify(b.type)}`);
-  }
-}
-
-function text(t: string): ContentBlock {
-  return { block: { $case: "text", value: { text: t } } };
-}
-
-function toolCall(id: unknown, name: unknown, args: unknown): ContentBlock {
-  if (typeof id !== "string" || id === "") throw new Error("a tool call needs an id");
-  if (typeof name !== "string" || name === "") throw new Error(`tool call ${id} needs a name`);
-  const argumentsJson = typeof args === "string" ? args : JSON.stringify(args ?? {});
-  return { block: { $case: "toolCall", value: { id, name, argumentsJson } } };
-}
-
-/** What the server would refuse anyway, caught early with the line number. */
-function check(message: Message): Message {
-  if (message.role === Role.ROLE_UNSPECIFIED || message.role === Role.UNRECOGNIZED) throw new Error("the message has no valid role");
-  if (message.role === Role.ROLE_TOOL_RESULT && !message.toolCallId) throw new Error("a tool result needs a tool call id");
-  return message;
-}
-
-function isObject(v: unknown): v is Json {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
-function str(v: unknown): string {
-  return typeof v === "string" ? v : "";
 }

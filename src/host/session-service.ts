@@ -1,10 +1,10 @@
 import type { Metadata } from "@grpc/grpc-js";
 import type { Logger } from "pino";
-import { UnimplementedError } from "../contract/errors.js";
 import type { SessionServiceServer } from "../contract/gen/contextd/v1/session.js";
 import type { SessionRef } from "../contract/gen/contextd/v1/types.js";
 import { unary, type RequestContext } from "../contract/unary.js";
 import type { TranscriptStore } from "../store/types.js";
+import type { TranscriptImports } from "./import-transcript.js";
 import type { RuntimeAccess } from "./runtime-access.js";
 import type { HostCall, SessionHost } from "./session-host.js";
 import type { SessionQueries } from "./session-queries.js";
@@ -20,6 +20,7 @@ export function createSessionService(
   host: SessionHost,
   queries: SessionQueries,
   subagents: Subagents,
+  imports: TranscriptImports,
   auth: RuntimeAuthorizer,
   store: TranscriptStore,
   logger: Logger,
@@ -59,8 +60,6 @@ export function createSessionService(
     listSessions: rpc("ListSessions", () => [], (r, c) => queries.listSessions(r, c.access)),
     getTranscript: rpc("GetTranscript", (r) => [r.session], (r) => queries.getTranscript(r)),
     deleteSession: rpc("DeleteSession", (r) => [r.session], (r) => queries.deleteSession(r)),
-    importTranscript: rpc("ImportTranscript", (r) => [r.session], async () => {
-      throw new UnimplementedError("ImportTranscript is not built yet: it answers UNIMPLEMENTED until a later release (see README, Status)");
-    }),
+    importTranscript: rpc("ImportTranscript", (r) => [r.session], (r) => imports.importTranscript(r)),
   };
 }

@@ -87,9 +87,22 @@ describe("bad input gets a clear status, loses nothing, and the server stays up"
     expect(res.messages).toHaveLength(4);
   });
 
-  it("ImportTranscript is not built yet → UNIMPLEMENTED, not a fake success", async () => {
-    const err = await refusal(cx.importTranscript({ session: { sessionId: "imp" }, jsonl: Buffer.from("{}") }));
-    expect(err.code).toBe(status.UNIMPLEMENTED);
+  it("ImportTranscript of a bad file → INVALID_ARGUMENT naming the line; no session is created", async () => {
+    const jsonl = [
+      JSON.stringify({ type: "session", id: "imp" }),
+      JSON.stringify({ type: "message", message: { role: "user", content: "hi" } }),
+      "{not json",
+    ].join("\n");
+    const err = await refusal(cx.importTranscript({ session: { sessionId: "imp" }, jsonl: Buffer.from(jsonl) }));
+    expect(err.code).toBe(status.INVALID_ARGUMENT);
+    expect(err.details).toContain("jsonl line 3");
+    expect((await refusal(cx.getSession({ session: { sessionId: "imp" } }))).code).toBe(status.NOT_FOUND);
+    const empty = await refusal(cx.importTranscript({ session: { sessionId: "imp" }, jsonl: Buffer.from("") }));
+    expect(empty.code).toBe(status.INVALID_ARGUMENT);
+    const onExisting = await refusal(
+      cx.importTranscript({ session, jsonl: Buffer.from(JSON.stringify({ type: "message", message: { role: "user", content: "x" } })) }),
+    );
+    expect(onExisting.code).toBe(status.ALREADY_EXISTS);
   });
 });
 

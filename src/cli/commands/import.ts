@@ -1,0 +1,38 @@
+import { readFile } from "node:fs/promises";
+import { parse } from "node:path";
+import type { Command } from "commander";
+import { num, printJson } from "../format.js";
+import { action, clientOptions, globals, withSessions } from "./shared.js";
+
+interface ImportOptions {
+  session?: string;
+  agent?: string;
+}
+
+/**
+ * `contextctl import FILE [--session ID] [--agent ID]`: creates a session from an OpenClaw session
+ * JSONL file through ImportTranscript. The file is sent as it is; the server reads it (lines of type
+ * "message" become messages, other lines are ignored) and refuses it whole when a line is bad or
+ * the session exists. The session id defaults to the file name without its extension.
+ */
+export function registerImport(program: Command): void {
+  program
+    .command("import")
+    .description("create a session from an OpenClaw session JSONL file (ImportTranscript)")
+    .argument("<file>", "OpenClaw session JSONL file")
+    .option("--session <id>", "session id (default: the file name without its extension)")
+    .option("--agent <id>", "agent id the session belongs to")
+    .action(
+      action(async (file: string, opts: ImportOptions, cmd: Command) => {
+        const g = globals(cmd);
+        const jsonl = await readFile(file);
+        const sessionId = opts.session ?? parse(file).name;
+        if (!sessionId) throw new Error(`${file}: cannot derive a session id from the file name; pass --session`);
+        const res = await withSessions(clientOptions(g, 300_000), (client) =>
+          client.importTranscript({ session: { sessionId, agentId: opts.agent ?? "" }, jsonl }),
+        );
+        if (g.json) return printJson({ sessionId, importedEntries: res.importedEntries });
+        process.stdout.write(`imported ${num(res.importedEntries)} entries into session ${sessionId}\n`);
+      }),
+    );
+}
