@@ -85,7 +85,12 @@ describe("a managed sidecar's environment", () => {
     const dir = mkdtempSync(path.join(tmpdir(), "contextd-envdump-"));
     const out = path.join(dir, "env.json");
     const script = path.join(dir, "envdump.cjs");
-    writeFileSync(script, `require("fs").writeFileSync(${JSON.stringify(out)}, JSON.stringify(process.env)); setInterval(() => {}, 1000);`);
+    // Writes its environment, then lives until contextd (its parent) is gone.
+    writeFileSync(
+      script,
+      `require("fs").writeFileSync(${JSON.stringify(out)}, JSON.stringify(process.env));
+       setInterval(() => { try { process.kill(Number(process.env.CONTEXTD_PARENT_PID), 0); } catch { process.exit(0); } }, 300);`,
+    );
     const contextd = await startContextd({
       config: {
         auth: { required: true, owners: { acme: { token_env: "ACME_TOKEN" } }, operators: [{ token_env: "ADMIN_TOKEN" }], runtimes: [{ token_env: "RT" }] },
@@ -102,6 +107,7 @@ describe("a managed sidecar's environment", () => {
       expect(env.CONTEXTD_REGISTRY).toBe(contextd.address);
       expect(JSON.stringify(env)).not.toMatch(/acme-secret|admin-secret|runtime-secret/);
     } finally {
+      await contextd.stop("SIGTERM");
       await contextd.cleanup();
     }
   });

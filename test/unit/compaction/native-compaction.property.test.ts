@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { messageText, summaryMessage, textMessage, toolCallIds } from "../../../src/contract/messages.js";
+import { isSummaryMessage, messageText, summaryMessage, textMessage, toolCallIds } from "../../../src/contract/messages.js";
 import { CompactionTarget, Role, type Message } from "../../../src/contract/gen/contextd/v1/types.js";
 import { createTokenizer } from "../../../src/tokens/create-tokenizer.js";
 import type { Tokenizer } from "../../../src/tokens/tokenizer.js";
@@ -20,6 +20,9 @@ import {
   type CompactionSettings,
   type NativeCompactionOutcome,
 } from "../../../src/legacy/compaction/native-compaction.js";
+
+// Replay a run: FC_SEED=<seed printed by a failure> npx vitest run <this file>.
+if (process.env.FC_SEED) fc.configureGlobal({ seed: Number(process.env.FC_SEED) });
 
 // ---- conversations ------------------------------------------------------------------------------
 
@@ -271,9 +274,12 @@ describe("compactNative properties", () => {
           const summarizer = makeSummarizer(kind);
           const outcome = await withinMs(5_000, compactNative({ messages, tokenBudget, target, force }, { summarizer, tokenizer, settings }));
           const total = messages.reduce((sum, m) => sum + m.tokenCount, 0);
-          if (target === CompactionTarget.COMPACTION_TARGET_THRESHOLD && !force && total <= settings.keepRecentTokens) {
-            // THRESHOLD keeps keep_recent_tokens verbatim: a view that fits it is rightly left alone.
-            expect(outcome).toMatchObject({ compacted: false, reason: expect.stringContaining("below threshold") });
+          const afterSummary = messages.filter((m) => !isSummaryMessage(m)).reduce((sum, m) => sum + m.tokenCount, 0);
+          if (target === CompactionTarget.COMPACTION_TARGET_THRESHOLD && !force && (total <= settings.keepRecentTokens || afterSummary <= settings.keepRecentTokens)) {
+            // THRESHOLD keeps keep_recent_tokens verbatim: a view (or what follows the previous
+            // summary) that fits it is rightly left alone.
+            expect(outcome.compacted).toBe(false);
+            expect(outcome.reason).toMatch(/below threshold|nothing to compact/);
             return;
           }
           expect(outcome.compacted).toBe(true);
@@ -284,7 +290,9 @@ describe("compactNative properties", () => {
           }
         },
       ),
-      { numRuns: 80 },
+      // Inputs here are huge (a tool result many times the window): shrinking a failure would take
+      // minutes, so report the first failing case as it is (replay it with FC_SEED).
+      { numRuns: 80, endOnFailure: true },
     );
   });
 });
