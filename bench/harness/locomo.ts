@@ -10,6 +10,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { Role, type Message } from "../../src/contract/gen/contextd/v1/types.js";
+import { textMessage } from "../../src/contract/messages.js";
 import { REPO_ROOT } from "./processes.js";
 
 /** BENCH_LOCOMO, else ../shared/data/locomo/locomo10.json beside the repository. */
@@ -53,18 +54,8 @@ export interface Conversation {
 
 function turnMessage(turn: RawTurn, date: string, speakerA: string, ts: number): Message {
   const caption = turn.blip_caption ? ` [shares a photo: ${turn.blip_caption}]` : "";
-  return {
-    id: "",
-    role: turn.speaker === speakerA ? Role.ROLE_USER : Role.ROLE_ASSISTANT,
-    content: [{ block: { $case: "text", value: { text: `[${date}] ${turn.speaker}: ${turn.text}${caption}` } } }],
-    timestampMs: ts,
-    toolCallId: "",
-    toolName: "",
-    isError: false,
-    customType: "",
-    metadata: {},
-    tokenCount: 0,
-  };
+  const role = turn.speaker === speakerA ? Role.ROLE_USER : Role.ROLE_ASSISTANT;
+  return textMessage(role, `[${date}] ${turn.speaker}: ${turn.text}${caption}`, { timestampMs: ts });
 }
 
 /**

@@ -8,6 +8,7 @@
  *   const small = codingMessages({ count: 1000, seed: 2, size: "small" }); // tool results ~50–300 tokens
  */
 import { Role, type Message } from "../../src/contract/gen/contextd/v1/types.js";
+import { textMessage } from "../../src/contract/messages.js";
 
 export type Size = "small" | "normal";
 
@@ -135,19 +136,7 @@ function grepHits(r: Rand, lines: number): string {
 const TOOLS = ["read_file", "run_tests", "grep", "bash"] as const;
 
 function message(role: Role, text: string, ts: number, extra: Partial<Message> = {}): Message {
-  return {
-    id: "",
-    role,
-    content: [{ block: { $case: "text", value: { text } } }],
-    timestampMs: ts,
-    toolCallId: "",
-    toolName: "",
-    isError: false,
-    customType: "",
-    metadata: {},
-    tokenCount: 0,
-    ...extra,
-  };
+  return textMessage(role, text, { timestampMs: ts, ...extra });
 }
 
 /**

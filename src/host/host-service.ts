@@ -15,7 +15,7 @@ import type { HostGrant, HostGrants } from "../registry/host-grants.js";
 import type { TranscriptStore } from "../store/types.js";
 import type { Tokenizer } from "../tokens/tokenizer.js";
 import type { Compactions } from "./compactions.js";
-import { decodePageToken, encodePageToken, pageSize } from "./page-token.js";
+import { readTranscriptPage } from "./transcript-pages.js";
 import { requireSession, validateMessage, type AppendLimits } from "./validate.js";
 
 /**
@@ -52,14 +52,8 @@ export function createHostService(
         }
         return { entries, nextPageToken: "" };
       }
-      const limit = pageSize(req.pageSize, 500, 5000);
-      const position = decodePageToken(req.pageToken);
-      const afterSeq = position === undefined ? 0 : Number(position);
       if (!(await store.getSession(session.sessionId))) throw new NotFoundError(`session "${session.sessionId}" not found`);
-      const entries = await store.readEntries(session.sessionId, afterSeq, limit + 1);
-      const more = entries.length > limit;
-      const page = more ? entries.slice(0, limit) : entries;
-      return { entries: page, nextPageToken: more ? encodePageToken(String(page[page.length - 1].seq)) : "" };
+      return readTranscriptPage(store, session.sessionId, req.pageSize, req.pageToken);
     }),
 
     rewriteTranscriptEntries: unary("RewriteTranscriptEntries", logger, async (req: H.RewriteTranscriptEntriesRequest, ctx) => {

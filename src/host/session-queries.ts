@@ -1,10 +1,11 @@
-import { InvalidArgumentError, NotFoundError } from "../contract/errors.js";
+import { NotFoundError } from "../contract/errors.js";
 import type * as S from "../contract/gen/contextd/v1/session.js";
 import type { Router } from "../registry/router.js";
 import type { RuntimeAccess } from "./runtime-access.js";
 import type { ActiveTotals, TranscriptStore } from "../store/types.js";
 import { contextOverview } from "./active-view.js";
 import { decodePageToken, encodePageToken, pageSize } from "./page-token.js";
+import { readTranscriptPage } from "./transcript-pages.js";
 import { requireSession } from "./validate.js";
 import type { SessionHost } from "./session-host.js";
 
@@ -40,15 +41,7 @@ export class SessionQueries {
   async getTranscript(req: S.GetTranscriptRequest): Promise<S.GetTranscriptResponse> {
     const session = requireSession(req.session);
     await this.host.requireExists(session);
-    const limit = pageSize(req.pageSize, 500, 5000);
-    const position = decodePageToken(req.pageToken);
-    const afterSeq = position === undefined ? 0 : Number(position);
-    if (!Number.isInteger(afterSeq) || afterSeq < 0) throw new InvalidArgumentError("page_token is not a token this server issued");
-    const entries = await this.store.readEntries(session.sessionId, afterSeq, limit + 1);
-    const more = entries.length > limit;
-    const page = more ? entries.slice(0, limit) : entries;
-    const last = page[page.length - 1];
-    return { entries: page, nextPageToken: more && last ? encodePageToken(String(last.seq)) : "" };
+    return readTranscriptPage(this.store, session.sessionId, req.pageSize, req.pageToken);
   }
 
   async deleteSession(req: S.DeleteSessionRequest): Promise<S.DeleteSessionResponse> {
