@@ -8,7 +8,7 @@
  *   const small = codingMessages({ count: 1000, seed: 2, size: "small" }); // tool results ~50–300 tokens
  */
 import { Role, type Message } from "../../src/contract/gen/contextd/v1/types.js";
-import { textMessage } from "../../src/contract/messages.js";
+import { textBlock, textMessage, toolCallBlock } from "../../src/contract/messages.js";
 
 export type Size = "small" | "normal";
 
@@ -162,8 +162,8 @@ export function codingMessages(opts: MessageOptions): Message[] {
       push({
         ...message(Role.ROLE_ASSISTANT, prose(r, int(r, 1, 4)), ts),
         content: [
-          { block: { $case: "text", value: { text: prose(r, int(r, 1, 4)) } } },
-          { block: { $case: "toolCall", value: { id, name: tool, argumentsJson: args } } },
+          textBlock(prose(r, int(r, 1, 4))),
+          toolCallBlock(id, tool, args),
         ],
       });
       if (out.length >= opts.count) break;

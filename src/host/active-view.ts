@@ -11,8 +11,8 @@ export function viewMessages(view: ActiveView): Message[] {
   const out: Message[] = [];
   if (view.compaction) {
     const { entry, summaryTokens } = view.compaction;
-    const summary = entry.entry?.$case === "compaction" ? entry.entry.value.summary : "";
-    out.push(summaryMessage(summary, entry.id, summaryTokens, entry.timestampMs));
+    const c = entry.entry?.$case === "compaction" ? entry.entry.value : undefined;
+    out.push(summaryMessage(c?.summary ?? "", entry.id, summaryTokens, entry.timestampMs, c?.tokensBefore));
   }
   for (const m of view.messages) out.push(m.message);
   return out;

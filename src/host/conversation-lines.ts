@@ -1,4 +1,6 @@
-import { ContentBlock, Message, Role } from "../contract/gen/contextd/v1/types.js";
+import { Message, Role, type ContentBlock } from "../contract/gen/contextd/v1/types.js";
+import { imageBlock, textBlock, thinkingBlock, toolCallBlock } from "../contract/messages.js";
+import { toContextdMessage } from "../openclaw/agent-message.js";
 
 /**
  * Conversation lines as JSONL, one message per line, in any of three forms (they may be mixed; each
@@ -10,12 +12,14 @@ import { ContentBlock, Message, Role } from "../contract/gen/contextd/v1/types.j
  *   "text" | [blocks], "tool_calls"?: [{"id","name","arguments"}], "tool_call_id"?, "name"?}`.
  *   `tool_calls` may also use the OpenAI `{"id", "function": {"name", "arguments"}}` shape, and
  *   `arguments` may be a JSON string or an object. `developer` counts as `system`.
- * - an OpenClaw session JSONL line: `{"type": "message", "message": {"role": "user"|"assistant"|"toolResult", ...}}`.
- *   Only lines of type `"message"` become messages; lines of any other `type` (the session header,
- *   compaction, model/thinking changes, custom entries) are ignored.
+ * - an OpenClaw session JSONL line: `{"type": "message", "message": {AgentMessage}}`, mapped
+ *   losslessly by src/openclaw/agent-message.ts (every OpenClaw role). Only lines of type
+ *   `"message"` become messages; lines of any other `type` (the session header, compaction,
+ *   model/thinking changes, custom entries) are ignored here — ImportTranscript reads whole
+ *   OpenClaw session files through src/openclaw/ instead.
  * - the proto JSON form of `contextd.v1.Message` (`{"role": "ROLE_USER", "content": [{"text": {"text": "..."}}]}`).
  *
- * Blocks (simple and OpenClaw forms): a string, `{type:"text",text}`, `{type:"thinking",thinking,
+ * Blocks (simple form): a string, `{type:"text",text}`, `{type:"thinking",thinking,
  * signature|thinkingSignature}`, `{type:"toolCall"|"tool_use",id,name,arguments|input}`, `{type:"image",
  * data|source.data, mimeType|mime_type|source.media_type}`. Blank lines are skipped.
  */
@@ -71,7 +75,7 @@ function parseLine(value: unknown): Message | undefined {
   if (typeof value.type === "string") {
     if (value.type !== "message") return undefined;
     if (!isObject(value.message)) throw new Error(`"message" must be an object`);
-    return fromOpenClaw(value.message);
+    return check(toContextdMessage(value.message, "message"));
   }
   if (typeof value.role === "number" || (typeof value.role === "string" && value.role.startsWith("ROLE_"))) {
     return check(Message.fromJSON(value));
@@ -113,27 +117,6 @@ function simpleToolCall(call: unknown): ContentBlock {
   return toolCall(call.id, fn.name, fn.arguments);
 }
 
-const OPENCLAW_ROLES: Record<string, Role> = { user: Role.ROLE_USER, assistant: Role.ROLE_ASSISTANT, toolResult: Role.ROLE_TOOL_RESULT };
-
-function fromOpenClaw(m: Json): Message {
-  const role = typeof m.role === "string" ? OPENCLAW_ROLES[m.role] : undefined;
-  if (role === undefined) throw new Error(`unknown OpenClaw message role ${JSON.stringify(m.role)}`);
-  const message = Message.fromPartial({
-    role,
-    content: blocks(m.content),
-    timestampMs: typeof m.timestamp === "number" ? m.timestamp : 0,
-    toolCallId: str(m.toolCallId),
-    toolName: str(m.toolName),
-    isError: m.isError === true,
-  });
-  const usage = m.usage;
-  if (role === Role.ROLE_ASSISTANT && isObject(usage)) {
-    const n = (v: unknown) => (typeof v === "number" ? v : 0);
-    message.usage = { input: n(usage.input), output: n(usage.output), cacheRead: n(usage.cacheRead), cacheWrite: n(usage.cacheWrite), total: n(usage.totalTokens) };
-  }
-  return check(message);
-}
-
 function blocks(content: unknown): ContentBlock[] {
   if (content === undefined || content === null) return [];
   if (typeof content === "string") return [text(content)];
@@ -150,19 +133,13 @@ function block(b: unknown): ContentBlock {
     case "output_text":
       return text(str(b.text));
     case "thinking":
-      return { block: { $case: "thinking", value: { thinking: str(b.thinking), signature: str(b.signature ?? b.thinkingSignature) } } };
+      return thinkingBlock(str(b.thinking), str(b.signature ?? b.thinkingSignature));
     case "toolCall":
     case "tool_use":
       return toolCall(b.id, b.name, b.arguments ?? b.input);
     case "image": {
       const src = isObject(b.source) ? b.source : b;
-      const data = str(src.data);
-      return {
-        block: {
-          $case: "image",
-          value: { mimeType: str(src.mimeType ?? src.mime_type ?? src.media_type), data: Buffer.from(data, "base64"), uri: str(src.uri ?? src.url) },
-        },
-      };
+      return imageBlock(str(src.mimeType ?? src.mime_type ?? src.media_type), Buffer.from(str(src.data), "base64"), str(src.uri ?? src.url));
     }
     default:
       throw new Error(`unknown content block type ${JSON.stringify(b.type)}`);
@@ -170,18 +147,19 @@ function block(b: unknown): ContentBlock {
 }
 
 function text(t: string): ContentBlock {
-  return { block: { $case: "text", value: { text: t } } };
+  return textBlock(t);
 }
 
 function toolCall(id: unknown, name: unknown, args: unknown): ContentBlock {
   if (typeof id !== "string" || id === "") throw new Error("a tool call needs an id");
   if (typeof name !== "string" || name === "") throw new Error(`tool call ${id} needs a name`);
   const argumentsJson = typeof args === "string" ? args : JSON.stringify(args ?? {});
-  return { block: { $case: "toolCall", value: { id, name, argumentsJson } } };
+  return toolCallBlock(id, name, argumentsJson);
 }
 
 /** What the server would refuse anyway, caught early with the line number. */
 function check(message: Message): Message {
+  if (message.role === Role.ROLE_CUSTOM && !message.customType) throw new Error("a custom message needs a customType");
   if (message.role === Role.ROLE_UNSPECIFIED || message.role === Role.UNRECOGNIZED) throw new Error("the message has no valid role");
   if (message.role === Role.ROLE_TOOL_RESULT && !message.toolCallId) throw new Error("a tool result needs a tool call id");
   return message;

@@ -9,7 +9,7 @@ import {
   UnauthenticatedError,
 } from "../contract/errors.js";
 import type * as H from "../contract/gen/contextd/v1/host.js";
-import type { TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
+import { TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
 import { unary } from "../contract/unary.js";
 import type { HostGrant, HostGrants } from "../registry/host-grants.js";
 import type { TranscriptStore } from "../store/types.js";
@@ -48,7 +48,7 @@ export function createHostService(
         if (!view) throw new NotFoundError(`session "${session.sessionId}" not found`);
         const entries: TranscriptEntry[] = view.compaction ? [view.compaction.entry] : [];
         for (const m of view.messages) {
-          entries.push({ id: m.entryId, parentId: "", seq: m.seq, timestampMs: m.message.timestampMs, entry: { $case: "message", value: m.message }, revision: 0 });
+          entries.push(TranscriptEntry.fromPartial({ id: m.entryId, seq: m.seq, timestampMs: m.message.timestampMs, entry: { $case: "message", value: m.message } }));
         }
         return { entries, nextPageToken: "" };
       }

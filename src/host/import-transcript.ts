@@ -1,21 +1,33 @@
 import { InvalidArgumentError, ResourceExhaustedError } from "../contract/errors.js";
 import type * as S from "../contract/gen/contextd/v1/session.js";
-import type { SeedEntry, TranscriptStore } from "../store/types.js";
+import type { Message, TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
+import { summaryMessage } from "../contract/messages.js";
+import { toTranscriptEntry } from "../openclaw/session-entries.js";
+import { parseSessionFile, isSessionFile } from "../openclaw/session-file.js";
+import { activeBranch } from "../openclaw/session-tree.js";
+import type { ImportedTranscript, SeedEntry, TranscriptStore } from "../store/types.js";
 import type { Tokenizer } from "../tokens/tokenizer.js";
 import { ConversationLineError, parseConversationLines } from "./conversation-lines.js";
 import { requireSession, validateMessage, type AppendLimits } from "./validate.js";
 
 /**
- * SessionService.ImportTranscript (SPEC §2.4): creates a session from an OpenClaw session JSONL
- * file. Lines of type `"message"` become the session's messages, in file order; lines of any other
- * type (the session header, compactions, model changes, custom entries) are ignored. The simple
- * chat and proto JSON line forms of `contextctl replay` are accepted too (see conversation-lines.ts).
+ * SessionService.ImportTranscript (SPEC §2.4, §8): creates a session from a transcript file.
  *
- * Everything is checked before anything is written — an unreadable line, an invalid message
- * (`jsonl line N`), a file without messages (INVALID_ARGUMENT), more messages than
- * `limits.max_session_entries` (RESOURCE_EXHAUSTED) — and the session is then created with all its
- * messages in one transaction: ALREADY_EXISTS when the session exists, and nothing is written.
- * Engines are not called here; an engine that bootstraps is asked on the session's first routed call.
+ * An OpenClaw session JSONL file (versions 3 and 4, recognised by its `{"type":"session"}` header
+ * line) is imported whole: every entry of every branch keeps its id, parent id, type and fields
+ * (src/openclaw/session-entries.ts), and the active view is what OpenClaw itself would show the
+ * model (src/openclaw/session-tree.ts): the branch ending at the file's leaf, from its latest
+ * compaction — whose summary heads the view — or reset on. Entries on abandoned branches, dropped
+ * by a reset or excluded from context are kept but `hidden`. New appends follow the file's leaf.
+ *
+ * A file without that header is read as conversation lines (the forms of `contextctl replay`,
+ * conversation-lines.ts), one message per line, in order.
+ *
+ * Everything is checked before anything is written — a malformed line (INVALID_ARGUMENT naming
+ * `jsonl line N`), a message contextd would refuse on append, more entries than
+ * `limits.max_session_entries` (RESOURCE_EXHAUSTED) — and the session is then created in one
+ * transaction: ALREADY_EXISTS when it exists, and nothing is written. Engines are not called; an
+ * engine that bootstraps is asked on the session's first routed call.
  */
 export class TranscriptImports {
   constructor(
@@ -28,7 +40,64 @@ export class TranscriptImports {
     const session = requireSession(req.session);
     const text = Buffer.from(req.jsonl ?? []).toString("utf8");
     if (text.trim() === "") throw new InvalidArgumentError("jsonl is empty: send the content of an OpenClaw session JSONL file");
-    let lines;
+    const labels = { sessionKey: session.sessionKey, agentId: session.agentId };
+    if (!isSessionFile(text)) return this.importConversation(session.sessionId, labels, text);
+    const plan = this.plan(text);
+    await this.store.importSession(session.sessionId, labels, plan);
+    const visible = plan.entries.filter((e, i) => i >= plan.activeFromIndex && e.entry.entry?.$case === "message" && !e.entry.hidden).length;
+    return {
+      importedEntries: plan.entries.length,
+      leafEntryId: plan.leafEntryId,
+      activeMessages: visible + (plan.compactionIndex === null ? 0 : 1),
+    };
+  }
+
+  /** The store's import plan for an OpenClaw session file. */
+  private plan(text: string): ImportedTranscript {
+    const file = parseSessionFile(text);
+    if (file.entries.length > this.limits.maxSessionEntries) {
+      throw new ResourceExhaustedError(`jsonl has ${file.entries.length} entries, over limits.max_session_entries (${this.limits.maxSessionEntries})`);
+    }
+    const branch = activeBranch(file.entries);
+    // The view is read in file order; OpenClaw never writes a child before its parent.
+    for (let i = 1; i < branch.path.length; i++) {
+      if (branch.path[i] < branch.path[i - 1]) {
+        const child = file.entries[branch.path[i]];
+        throw new InvalidArgumentError(`jsonl line ${child.line}: entry "${String(child.raw.id)}" comes before its parent on the active branch`);
+      }
+    }
+    const onPath = new Set(branch.path);
+    const visible = new Set(branch.visible);
+    const entries = file.entries.map((line, i) => {
+      const where = `jsonl line ${line.line}`;
+      const entry = toTranscriptEntry(line.raw, line.recognized, where);
+      const e = entry.entry;
+      if (e?.$case === "message") {
+        validateMessage(e.value, `${where}: message`, this.limits.maxMessageBytes);
+        // Compacted away is not hidden: it was part of the view once.
+        entry.hidden = onPath.has(i) && i < branch.activeFromIndex ? e.value.excludeFromContext : !visible.has(i);
+      } else entry.hidden = !onPath.has(i);
+      return { entry, tokenCount: this.tokens(entry) };
+    });
+    return {
+      headerJson: JSON.stringify(file.header),
+      entries,
+      leafEntryId: branch.leafId ?? "",
+      compactionIndex: branch.compactionIndex ?? null,
+      activeFromIndex: branch.activeFromIndex,
+    };
+  }
+
+  private tokens(entry: TranscriptEntry): number {
+    const e = entry.entry;
+    if (e?.$case === "message") return this.tokenizer.countMessage(e.value);
+    if (e?.$case === "compaction") return this.tokenizer.countMessage(summaryMessage(e.value.summary));
+    return 0;
+  }
+
+  /** A file of conversation lines: one message per line, appended in order. */
+  private async importConversation(sessionId: string, labels: { sessionKey: string; agentId: string }, text: string): Promise<S.ImportTranscriptResponse> {
+    let lines: { line: number; message: Message }[];
     try {
       lines = parseConversationLines(text, "jsonl");
     } catch (err) {
@@ -40,12 +109,8 @@ export class TranscriptImports {
       throw new ResourceExhaustedError(`jsonl has ${lines.length} messages, over limits.max_session_entries (${this.limits.maxSessionEntries})`);
     }
     for (const { line, message } of lines) validateMessage(message, `jsonl line ${line}`, this.limits.maxMessageBytes);
-    const seed: SeedEntry[] = lines.map(({ message }) => ({
-      kind: "message",
-      message: { ...message, id: "" },
-      tokenCount: this.tokenizer.countMessage(message),
-    }));
-    await this.store.createSession(session.sessionId, { sessionKey: session.sessionKey, agentId: session.agentId }, seed);
-    return { importedEntries: seed.length };
+    const seed: SeedEntry[] = lines.map(({ message }) => ({ kind: "message", message: { ...message, id: "" }, tokenCount: this.tokenizer.countMessage(message) }));
+    await this.store.createSession(sessionId, labels, seed);
+    return { importedEntries: seed.length, leafEntryId: "", activeMessages: seed.length };
   }
 }

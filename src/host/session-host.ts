@@ -12,7 +12,8 @@ import type { RuntimeAccess } from "./runtime-access.js";
 import type { Compactions } from "./compactions.js";
 import { checkAssembled, checkCompaction } from "./engine-answers.js";
 import { runtimeSettings } from "./runtime-settings.js";
-import { requireBudget, requireSession, validateAppend, type AppendLimits } from "./validate.js";
+import { appendDigest } from "./append-digest.js";
+import { checkIdempotencyKey, requireBudget, requireSession, validateAppend, type AppendLimits } from "./validate.js";
 
 function overflowing(answer: { promptAuthority: PromptAuthority; estimatedTokens: number }, budget: number): boolean {
   return answer.promptAuthority === PromptAuthority.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW && answer.estimatedTokens > budget;
@@ -58,22 +59,31 @@ export class SessionHost {
     return view;
   }
 
+  /**
+   * Stores the messages (all or nothing, durable), then lets the engine ingest them. With an
+   * idempotency key, a repeat of an answered request answers the same ids and reaches neither the
+   * store nor the engine again (append-digest.ts says what "the same request" means).
+   */
   async appendMessages(req: S.AppendMessagesRequest, call: HostCall): Promise<S.AppendMessagesResponse> {
     const session = requireSession(req.session);
+    const key = checkIdempotencyKey(req.idempotencyKey);
     validateAppend(req.messages, this.limits);
     const counted = req.messages.map((message) => ({
       message: { ...message, id: "" },
       tokenCount: this.tokenizer.countMessage(message),
     }));
-    const stored = await this.store.appendMessages(
-      session.sessionId,
-      counted,
-      { sessionKey: session.sessionKey, agentId: session.agentId },
-      this.limits.maxSessionEntries,
-    );
+    const labels = { sessionKey: session.sessionKey, agentId: session.agentId };
+    let stored;
+    if (key) {
+      const outcome = await this.store.appendIdempotent(session.sessionId, counted, labels, { key, requestHash: appendDigest(req.messages, req.isHeartbeat) }, this.limits.maxSessionEntries);
+      if (outcome.replayed) return { entryIds: outcome.entryIds, tokenCounts: outcome.tokenCounts, replayed: true };
+      stored = outcome.entries;
+    } else {
+      stored = await this.store.appendMessages(session.sessionId, counted, labels, this.limits.maxSessionEntries);
+    }
     const storedMessages = stored.flatMap((e) => (e.entry?.$case === "message" ? [e.entry.value] : []));
     await this.ingest(session, storedMessages, req.isHeartbeat, call);
-    return { entryIds: stored.map((e) => e.id), tokenCounts: counted.map((c) => c.tokenCount) };
+    return { entryIds: stored.map((e) => e.id), tokenCounts: counted.map((c) => c.tokenCount), replayed: false };
   }
 
   /** The transcript is already durable; an engine that cannot ingest falls back and never fails the append. */
@@ -184,6 +194,7 @@ export class SessionHost {
       mode,
       fallbackReason,
       compaction,
+      promptAuthority: answer.promptAuthority || PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED,
     };
   }
 

@@ -4,6 +4,7 @@ import type { SessionServiceServer } from "../contract/gen/contextd/v1/session.j
 import type { SessionRef } from "../contract/gen/contextd/v1/types.js";
 import { unary, type RequestContext } from "../contract/unary.js";
 import type { TranscriptStore } from "../store/types.js";
+import type { TranscriptExports } from "./export-transcript.js";
 import type { TranscriptImports } from "./import-transcript.js";
 import type { RuntimeAccess } from "./runtime-access.js";
 import type { HostCall, SessionHost } from "./session-host.js";
@@ -21,6 +22,7 @@ export function createSessionService(
   queries: SessionQueries,
   subagents: Subagents,
   imports: TranscriptImports,
+  exports: TranscriptExports,
   auth: RuntimeAuthorizer,
   store: TranscriptStore,
   logger: Logger,
@@ -61,5 +63,6 @@ export function createSessionService(
     getTranscript: rpc("GetTranscript", (r) => [r.session], (r) => queries.getTranscript(r)),
     deleteSession: rpc("DeleteSession", (r) => [r.session], (r) => queries.deleteSession(r)),
     importTranscript: rpc("ImportTranscript", (r) => [r.session], (r) => imports.importTranscript(r)),
+    exportTranscript: rpc("ExportTranscript", (r) => [r.session], (r) => exports.exportTranscript(r)),
   };
 }

@@ -1,5 +1,10 @@
 import { Message, Role, type SessionRef } from "../contract/gen/contextd/v1/types.js";
 import { InvalidArgumentError, ResourceExhaustedError } from "../contract/errors.js";
+import { ROLE_NAMES } from "../contract/messages.js";
+
+const ROLE_LIST = Object.keys(Role)
+  .filter((k) => k.startsWith("ROLE_") && k !== "ROLE_UNSPECIFIED")
+  .join(", ");
 
 export interface AppendLimits {
   maxMessageBytes: number;
@@ -23,6 +28,14 @@ export function requireBudget(tokenBudget: number | undefined): number {
   return tokenBudget;
 }
 
+/** An idempotency key is optional; when set it is at most 256 characters of printable text. */
+export function checkIdempotencyKey(key: string | undefined): string {
+  const k = key ?? "";
+  if (k.length > MAX_ID_LENGTH) throw new InvalidArgumentError(`idempotency_key is longer than ${MAX_ID_LENGTH} characters`);
+  if (/[\u0000-\u001f]/.test(k)) throw new InvalidArgumentError("idempotency_key contains control characters");
+  return k;
+}
+
 /**
  * Checks a whole batch before anything is written, so a bad message rejects the batch and leaves
  * the transcript as it was. Returns each message's encoded size.
@@ -40,9 +53,13 @@ export function validateAppend(messages: Message[], limits: AppendLimits): void 
 /** One message, its errors naming `field` (e.g. `messages[3]`, `rewrites[0].message`). */
 export function validateMessage(m: Message, field: string, maxBytes: number): void {
   if (m.role === Role.ROLE_UNSPECIFIED || m.role === Role.UNRECOGNIZED || Role[m.role] === undefined) {
-    throw new InvalidArgumentError(`${field}.role is required (ROLE_USER, ROLE_ASSISTANT, ROLE_TOOL_RESULT, ROLE_SYSTEM or ROLE_CUSTOM)`);
+    throw new InvalidArgumentError(`${field}.role is required (${ROLE_LIST})`);
   }
-  if (m.content.length === 0) throw new InvalidArgumentError(`${field}.content is empty: a message needs at least one content block`);
+  // An assistant message may be empty (a provider error before any output), and so may a tool
+  // result; anything else without content is a client bug.
+  if (m.content.length === 0 && m.role !== Role.ROLE_ASSISTANT && m.role !== Role.ROLE_TOOL_RESULT) {
+    throw new InvalidArgumentError(`${field}.content is empty: a ${ROLE_NAMES[m.role]} message needs at least one content block`);
+  }
   m.content.forEach((block, j) => {
     if (!block.block) throw new InvalidArgumentError(`${field}.content[${j}] has no block set (text, image, thinking or tool_call)`);
     if (block.block.$case === "toolCall" && !block.block.value.id) {

@@ -66,6 +66,9 @@ export class ContextdClient {
   importTranscript(req: DeepPartial<S.ImportTranscriptRequest>, o?: CallOptions): Promise<S.ImportTranscriptResponse> {
     return this.call("importTranscript", S.ImportTranscriptRequest.fromPartial(req), o);
   }
+  exportTranscript(req: DeepPartial<S.ExportTranscriptRequest>, o?: CallOptions): Promise<S.ExportTranscriptResponse> {
+    return this.call("exportTranscript", S.ExportTranscriptRequest.fromPartial(req), o);
+  }
   deleteSession(req: DeepPartial<S.DeleteSessionRequest>, o?: CallOptions): Promise<S.DeleteSessionResponse> {
     return this.call("deleteSession", S.DeleteSessionRequest.fromPartial(req), o);
   }

@@ -5,6 +5,7 @@ import { RegistryServiceService } from "../contract/gen/contextd/v1/registry.js"
 import { SessionServiceService } from "../contract/gen/contextd/v1/session.js";
 import { Compactions } from "../host/compactions.js";
 import { createHostService } from "../host/host-service.js";
+import { TranscriptExports } from "../host/export-transcript.js";
 import { TranscriptImports } from "../host/import-transcript.js";
 import { SessionHost } from "../host/session-host.js";
 import { SessionQueries } from "../host/session-queries.js";
@@ -96,7 +97,8 @@ export class Contextd {
     const server = new Server({ "grpc.max_receive_message_length": maxBytes, "grpc.max_send_message_length": maxBytes });
     const authz = authorizers(auth);
     const imports = new TranscriptImports(store, tokenizer, limits);
-    server.addService(SessionServiceService, createSessionService(host, new SessionQueries(host, store, router), new Subagents(host, store), imports, authz, store, logger));
+    const exports = new TranscriptExports(store, maxBytes);
+    server.addService(SessionServiceService, createSessionService(host, new SessionQueries(host, store, router), new Subagents(host, store), imports, exports, authz, store, logger));
     server.addService(RegistryServiceService, createRegistryService(registry, admission, quarantine, events, authz, logger));
     server.addService(HostServiceService, createHostService(grants, store, compactions, tokenizer, limits, logger));
     const health = addStandardServices(server, SERVICE_NAMES);

@@ -8,7 +8,9 @@ import type { CompactionEntry, Message, TranscriptEntry } from "../contract/gen/
  * - Entries are append-only. A session's `seq` starts at 1 and increases by one per entry.
  * - `appendMessages` is all-or-nothing and durable (fsync'd) before its promise resolves.
  * - The active view is derived from the latest compaction entry: its summary, then the message
- *   entries from its `first_kept_entry_id` on (or, when that is empty, the entries after it).
+ *   entries from its `first_kept_entry_id` on (or, when that is empty, the entries after it), less
+ *   the entries marked `hidden` (abandoned branches of an imported file, messages excluded from
+ *   context). New entries follow the session's leaf (its last entry, or an imported file's leaf).
  * - `commitCompaction` commits only when no other compaction was committed since the caller read
  *   the view (optimistic concurrency on `latestCompactionId`).
  */
@@ -20,6 +22,26 @@ export interface TranscriptStore {
    * ResourceExhaustedError (writing nothing) when the session would grow past it.
    */
   appendMessages(sessionId: string, messages: NewMessage[], create: SessionLabels, maxEntries?: number): Promise<TranscriptEntry[]>;
+  /**
+   * appendMessages under an idempotency key, checked and recorded in the same transaction: the first
+   * call with a key appends and records the entry ids; a later call with the same key and the same
+   * `requestHash` writes nothing and answers the recorded ids (`replayed`); the same key with
+   * another hash throws AlreadyExistsError naming the key. Keys are scoped to the session and
+   * live as long as it does.
+   */
+  appendIdempotent(
+    sessionId: string,
+    messages: NewMessage[],
+    create: SessionLabels,
+    key: IdempotencyKey,
+    maxEntries?: number,
+  ): Promise<IdempotentAppend>;
+  /**
+   * Creates a session from a runtime's transcript file, in one transaction: entries keep their ids,
+   * parent ids, timestamps and `hidden` flags; the active view is set as `transcript` says. Throws
+   * AlreadyExistsError when the session exists, InvalidArgumentError for an inconsistent plan.
+   */
+  importSession(sessionId: string, labels: SessionLabels, transcript: ImportedTranscript): Promise<SessionRecord>;
   /**
    * Creates a session that must not exist yet, with initial entries (subagent forks, imports), all
    * in one transaction. Throws AlreadyExistsError when it exists.
@@ -76,6 +98,33 @@ export interface NewMessage {
   tokenCount: number;
 }
 
+export interface IdempotencyKey {
+  key: string;
+  /** A digest of what the request asks to write (host/append-digest.ts). */
+  requestHash: string;
+}
+
+export type IdempotentAppend =
+  | { replayed: false; entries: TranscriptEntry[] }
+  | { replayed: true; entryIds: string[]; tokenCounts: number[] };
+
+/** A transcript file as the store imports it (host/import-transcript.ts plans it). */
+export interface ImportedTranscript {
+  /** The file's header line, kept for export ("" when it had none). */
+  headerJson: string;
+  /**
+   * Every entry in file order. Each has its id, parent id, timestamp, runtime fields and `hidden`
+   * flag set; seqs are assigned in this order. Message entries carry their token count.
+   */
+  entries: { entry: TranscriptEntry; tokenCount: number }[];
+  /** The entry new appends follow ("" for none). */
+  leafEntryId: string;
+  /** Index of the compaction whose summary heads the active view; null for none. */
+  compactionIndex: number | null;
+  /** Index of the first entry of the active view after the summary (entries.length: none). */
+  activeFromIndex: number;
+}
+
 export type SeedEntry =
   | { kind: "message"; message: Message; tokenCount: number }
   /** A compaction whose first kept entry is the seed entry at index `firstKeptIndex` (or none). */
@@ -94,9 +143,11 @@ export interface SessionRecord {
   /** Tokens of every message ever appended. */
   totalTokens: number;
   lastSeq: number;
-  /** Id of the latest compaction entry; empty when never compacted. */
+  /** Id of the compaction whose summary heads the active view; empty when none does. */
   latestCompactionId: string;
   systemAdditionTokens: number;
+  /** The header line of the file the session was imported from ("" for a session begun in contextd). */
+  headerJson: string;
 }
 
 export interface ViewMessage {

@@ -8,7 +8,7 @@ import pino from "pino";
 import { HostCallError, type EngineCallContext, type HostClient } from "../../src/sdk/engine-sdk.js";
 import { CompleteResponse, type DeepPartial } from "../../src/contract/gen/contextd/v1/host.js";
 import { Metadata } from "@grpc/grpc-js";
-import type { Message, TranscriptEntry } from "../../src/contract/gen/contextd/v1/types.js";
+import { TranscriptEntry, type Message } from "../../src/contract/gen/contextd/v1/types.js";
 import { createTokenizer } from "../../src/tokens/create-tokenizer.js";
 import { LosslessEngine } from "../../engines/lossless/engine.js";
 import type { LosslessOptions } from "../../engines/lossless/config.js";
@@ -47,23 +47,17 @@ export function fakeHost(transcript: Message[], opts: { compactionId?: string; c
     },
     async readWholeTranscript(): Promise<TranscriptEntry[]> {
       host.reads++;
-      const entries: TranscriptEntry[] = host.transcript.map((m, i) => ({
-        id: m.id,
-        parentId: "",
-        seq: i + 1,
-        timestampMs: 0,
-        revision: 0,
-        entry: { $case: "message", value: m },
-      }));
+      const entries: TranscriptEntry[] = host.transcript.map((m, i) =>
+        TranscriptEntry.fromPartial({ id: m.id, seq: i + 1, entry: { $case: "message", value: m } }),
+      );
       if (opts.compactionId) {
-        entries.push({
-          id: opts.compactionId,
-          parentId: "",
-          seq: entries.length + 1,
-          timestampMs: 0,
-          revision: 0,
-          entry: { $case: "compaction", value: { summary: "x", firstKeptEntryId: "", tokensBefore: 0, tokensAfter: 0, engineId: "legacy", details: undefined } },
-        } as TranscriptEntry);
+        entries.push(
+          TranscriptEntry.fromPartial({
+            id: opts.compactionId,
+            seq: entries.length + 1,
+            entry: { $case: "compaction", value: { summary: "x", engineId: "legacy" } },
+          }),
+        );
       }
       return entries;
     },

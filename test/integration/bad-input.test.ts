@@ -89,8 +89,8 @@ describe("bad input gets a clear status, loses nothing, and the server stays up"
 
   it("ImportTranscript of a bad file → INVALID_ARGUMENT naming the line; no session is created", async () => {
     const jsonl = [
-      JSON.stringify({ type: "session", id: "imp" }),
-      JSON.stringify({ type: "message", message: { role: "user", content: "hi" } }),
+      JSON.stringify({ type: "session", version: 4, id: "imp" }),
+      JSON.stringify({ type: "message", id: "m1", parentId: null, message: { role: "user", content: "hi" } }),
       "{not json",
     ].join("\n");
     const err = await refusal(cx.importTranscript({ session: { sessionId: "imp" }, jsonl: Buffer.from(jsonl) }));
@@ -100,7 +100,7 @@ describe("bad input gets a clear status, loses nothing, and the server stays up"
     const empty = await refusal(cx.importTranscript({ session: { sessionId: "imp" }, jsonl: Buffer.from("") }));
     expect(empty.code).toBe(status.INVALID_ARGUMENT);
     const onExisting = await refusal(
-      cx.importTranscript({ session, jsonl: Buffer.from(JSON.stringify({ type: "message", message: { role: "user", content: "x" } })) }),
+      cx.importTranscript({ session, jsonl: Buffer.from(JSON.stringify({ role: "user", content: "x" })) }),
     );
     expect(onExisting.code).toBe(status.ALREADY_EXISTS);
   });

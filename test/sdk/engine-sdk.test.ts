@@ -28,6 +28,8 @@ import {
   type ReadTranscriptRequest,
 } from "../../src/contract/gen/contextd/v1/host.js";
 import { callUnary } from "../../src/sdk/grpc-call.js";
+import { toolCallBlock } from "../../src/contract/messages.js";
+import { TranscriptEntry } from "../../src/contract/gen/contextd/v1/types.js";
 import {
   delegateCompactionToHost,
   FailedPreconditionError,
@@ -401,7 +403,7 @@ async function startFakeHost(token: string) {
       if (!record("ReadTranscript", c)) return cb(unauth, null);
       const req = c.request as ReadTranscriptRequest;
       const page = Number(req.pageToken || "0");
-      const entry = (n: number) => ({ id: `e${n}`, parentId: "", seq: n, timestampMs: 0, revision: 0, entry: { $case: "message" as const, value: msg(Role.ROLE_USER, `m${n}`, 1, `e${n}`) } });
+      const entry = (n: number) => TranscriptEntry.fromPartial({ id: `e${n}`, seq: n, entry: { $case: "message" as const, value: msg(Role.ROLE_USER, `m${n}`, 1, `e${n}`) } });
       cb(null, { entries: [entry(page * 2 + 1), entry(page * 2 + 2)], nextPageToken: page < 2 ? String(page + 1) : "" });
     },
     rewriteTranscriptEntries: (c, cb) => (record("RewriteTranscriptEntries", c) ? cb(null, { rewrittenEntries: 1, bytesFreed: 10 }) : cb(unauth, null)),
@@ -532,7 +534,7 @@ describe("the README example", () => {
     running.push(engine);
     const messages = [
       msg(Role.ROLE_USER, "please read the file", 10, "e1"),
-      msg(Role.ROLE_ASSISTANT, "", 10, "e2", { content: [{ block: { $case: "toolCall", value: { id: "c1", name: "read", argumentsJson: "{}" } } }] }),
+      msg(Role.ROLE_ASSISTANT, "", 10, "e2", { content: [toolCallBlock("c1", "read", "{}")] }),
       msg(Role.ROLE_TOOL_RESULT, "file contents", 30, "e3", { toolCallId: "c1", toolName: "read" }),
       msg(Role.ROLE_ASSISTANT, "done", 5, "e4"),
     ];

@@ -212,10 +212,10 @@ describe("SqliteStore.rewriteEntries", () => {
   });
 });
 
-describe("schema migration 1 → 2", () => {
+describe("schema migrations 1 → 2 → 3", () => {
   it("upgrades a version-1 file in place, keeping its data", async () => {
     // Build a version-1 file: only migration 1, then data written through its schema.
-    expect(MIGRATIONS.map((m) => m.version)).toEqual([1, 2]);
+    expect(MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3]);
     const v1 = new Database(dbPath);
     migrate(v1, 1);
     expect(v1.pragma("user_version", { simple: true })).toBe(1);
@@ -241,7 +241,7 @@ describe("schema migration 1 → 2", () => {
     const store = openAt();
     const db = (store as unknown as { db: Database.Database }).db;
     expect(db.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
-    expect(SCHEMA_VERSION).toBe(2);
+    expect(SCHEMA_VERSION).toBe(3);
     expect(await store.getSession("old")).toMatchObject({ sessionKey: "k", agentId: "a", totalTokens: 12, lastSeq: 1 });
     expect(await store.readEntries("old", 0, 10)).toEqual([entry]);
     const view = (await store.readActiveView("old"))!;
@@ -253,6 +253,11 @@ describe("schema migration 1 → 2", () => {
     await store.rewriteEntries("old", [{ entryId: entry.id, message: textMessage(Role.ROLE_USER, "rewritten"), tokenCount: 4 }], "upgrade");
     expect((await store.readEntryRevisions("old", entry.id)).map((r) => r.entry)).toEqual([entry]);
     expect((await store.getSession("old"))!.totalTokens).toBe(4 + 3);
+    // Migration 3: idempotency keys and imports work on the upgraded file.
+    const keyed = await store.appendIdempotent("old", [msg("keyed", 2)], LABELS, { key: "k1", requestHash: "h" });
+    expect(keyed.replayed).toBe(false);
+    expect(await store.appendIdempotent("old", [msg("keyed", 2)], LABELS, { key: "k1", requestHash: "h" })).toMatchObject({ replayed: true });
+    expect((await store.getSession("old"))!.headerJson).toBe("");
     await store.saveRegistration({
       engineId: "e1",
       owner: "alice",

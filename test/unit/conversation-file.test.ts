@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseConversation, readConversationFile, splitTurns } from "../../src/cli/conversation-file.js";
 import { Message, Role, type ContentBlock } from "../../src/contract/gen/contextd/v1/types.js";
-import { messageText, toolCallIds } from "../../src/contract/messages.js";
+import { messageText, thinkingBlock, toolCallBlock, toolCallIds } from "../../src/contract/messages.js";
 
 const jsonl = (...lines: unknown[]) => lines.map((l) => (typeof l === "string" ? l : JSON.stringify(l))).join("\n");
 
@@ -26,8 +26,8 @@ describe("parseConversation", () => {
     ]);
     expect(messageText(messages[1])).toBe("Read a.ts");
     expect(toolCallIds(messages[2])).toEqual(["c1"]);
-    expect(messages[2].content[0].block).toEqual({ $case: "toolCall", value: { id: "c1", name: "read", argumentsJson: '{"path":"a.ts"}' } });
-    expect(messages[3].content.at(-1)?.block).toEqual({ $case: "toolCall", value: { id: "c2", name: "ls", argumentsJson: '{"dir":"."}' } });
+    expect(messages[2].content[0]).toEqual(toolCallBlock("c1", "read", '{"path":"a.ts"}'));
+    expect(messages[3].content.at(-1)).toEqual(toolCallBlock("c2", "ls", '{"dir":"."}'));
     expect(messages[4]).toMatchObject({ toolCallId: "c1", toolName: "read" });
     expect(messages[5]).toMatchObject({ toolCallId: "c2" });
     expect(messageText(messages[6])).toBe("Done.");
@@ -54,8 +54,8 @@ describe("parseConversation", () => {
     );
     expect(messages).toHaveLength(3);
     expect(messages[0]).toMatchObject({ role: Role.ROLE_USER, timestampMs: 1000 });
-    expect(messages[1].content[0].block).toEqual({ $case: "thinking", value: { thinking: "hmm", signature: "sig" } });
-    expect(messages[1].content[1].block).toEqual({ $case: "toolCall", value: { id: "t1", name: "bash", argumentsJson: '{"cmd":"ls"}' } });
+    expect(messages[1].content[0]).toEqual(thinkingBlock("hmm", "sig"));
+    expect(messages[1].content[1]).toEqual(toolCallBlock("t1", "bash", '{"cmd":"ls"}'));
     expect(messages[1].usage).toEqual({ input: 10, output: 5, cacheRead: 0, cacheWrite: 0, total: 15 });
     expect(messages[2]).toMatchObject({ role: Role.ROLE_TOOL_RESULT, toolCallId: "t1", toolName: "bash", isError: true });
   });
@@ -86,7 +86,7 @@ describe("parseConversation", () => {
     expect(() => parseConversation(`${good}\n${jsonl({ role: "robot", content: "x" })}`)).toThrow(/:2: unknown role "robot"/);
     expect(() => parseConversation(jsonl({ role: "tool", content: "x" }))).toThrow(/:1: a tool result needs a tool call id/);
     expect(() => parseConversation(jsonl({ role: "ROLE_NOPE" }))).toThrow(/:1: the message has no valid role/);
-    expect(() => parseConversation(jsonl({ type: "message", message: { role: "bogus" } }))).toThrow(/:1: unknown OpenClaw message role/);
+    expect(() => parseConversation(jsonl({ type: "message", message: { role: "bogus" } }))).toThrow(/:1: message\.role "bogus" is not an OpenClaw message role/);
     expect(() => parseConversation("[1,2]")).toThrow(/:1: a line must be a JSON object/);
     expect(() => parseConversation(jsonl({ role: "assistant", tool_calls: [{ name: "f" }] }))).toThrow(/:1: a tool call needs an id/);
   });

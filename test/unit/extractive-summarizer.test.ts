@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
 import { describe, expect, it } from "vitest";
 import { Role, type Message } from "../../src/contract/gen/contextd/v1/types.js";
-import { summaryMessage } from "../../src/contract/messages.js";
+import { imageBlock, summaryMessage } from "../../src/contract/messages.js";
 import { createExtractiveSummarizer, summarizeExtractive } from "../../src/legacy/summarizer/extractive.js";
 import type { SummarizeInput } from "../../src/legacy/summarizer/summarizer.js";
 import { assistant, system, toolCall, toolResult, user } from "../fixtures/messages.js";
@@ -310,7 +310,7 @@ describe("extractive summarizer", () => {
 
   it("ignores images and system messages but keeps user text", async () => {
     const withImage: Message = { ...user("Make the logo 48 px and never stretch it."), role: Role.ROLE_USER };
-    withImage.content.push({ block: { $case: "image", value: { mimeType: "image/png", data: Buffer.from([1, 2, 3]), uri: "" } } });
+    withImage.content.push(imageBlock("image/png", Buffer.from([1, 2, 3])));
     const out = await summarize({ messages: [system("SYSTEM_PROMPT_SENTINEL you are helpful"), withImage] });
     expect(out).not.toContain("SYSTEM_PROMPT_SENTINEL");
     expect(section(out, "Latest user request")).toEqual(["Make the logo 48 px and never stretch it."]);

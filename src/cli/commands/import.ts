@@ -11,9 +11,9 @@ interface ImportOptions {
 
 /**
  * `contextctl import FILE [--session ID] [--agent ID]`: creates a session from an OpenClaw session
- * JSONL file through ImportTranscript. The file is sent as it is; the server reads it (lines of type
- * "message" become messages, other lines are ignored) and refuses it whole when a line is bad or
- * the session exists. The session id defaults to the file name without its extension.
+ * JSONL file through ImportTranscript. The file is sent as it is; the server keeps every entry of
+ * its tree and refuses it whole when a line is bad or the session exists. The session id defaults
+ * to the file name without its extension.
  */
 export function registerImport(program: Command): void {
   program
@@ -31,7 +31,7 @@ export function registerImport(program: Command): void {
         const res = await withSessions(clientOptions(g, 300_000), (client) =>
           client.importTranscript({ session: { sessionId, agentId: opts.agent ?? "" }, jsonl }),
         );
-        if (g.json) return printJson({ sessionId, importedEntries: res.importedEntries });
+        if (g.json) return printJson({ sessionId, ...res });
         process.stdout.write(`imported ${num(res.importedEntries)} entries into session ${sessionId}\n`);
       }),
     );

@@ -104,6 +104,31 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    description: "entry trees of imported files (hidden entries, the file header) and idempotency keys",
+    sql: `
+      -- 1 for an entry that is never part of the active view: on a branch an imported file left,
+      -- dropped by an imported reset, or a message the runtime excluded from context.
+      ALTER TABLE entries ADD COLUMN hidden INTEGER NOT NULL DEFAULT 0 CHECK (hidden IN (0, 1));
+      -- The header line of the file an imported session came from ('' otherwise), for export.
+      ALTER TABLE sessions ADD COLUMN header_json TEXT NOT NULL DEFAULT '';
+
+      -- AppendMessagesRequest.idempotency_key: one row per key a session has seen, written in the
+      -- transaction of the append it answers, kept as long as the session.
+      CREATE TABLE idempotency_keys (
+        session_id      TEXT    NOT NULL REFERENCES sessions (session_id) ON DELETE CASCADE,
+        idempotency_key TEXT    NOT NULL,
+        -- digest of the request's messages and is_heartbeat (src/host/append-digest.ts)
+        request_hash    TEXT    NOT NULL,
+        -- JSON arrays: the entry ids and token counts the first request was answered with
+        entry_ids       TEXT    NOT NULL,
+        token_counts    TEXT    NOT NULL,
+        created_at_ms   INTEGER NOT NULL,
+        PRIMARY KEY (session_id, idempotency_key)
+      );
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

@@ -15,6 +15,7 @@ export function newEntryId(): string {
   return randomBytes(8).toString("hex");
 }
 
+/** The `kind` column: RuntimeEntry rows are stored as 'custom' (neither is ever part of the active view). */
 export type EntryKind = "message" | "compaction" | "custom";
 
 export interface SessionRow {
@@ -35,6 +36,7 @@ export interface SessionRow {
   active_from_seq: number;
   active_summary_tokens: number;
   system_addition_tokens: number;
+  header_json: string;
 }
 
 /** The parameters of the entries INSERT statement. */
@@ -47,6 +49,7 @@ export interface EntryRow {
   role: number | null;
   token_count: number;
   timestamp_ms: number;
+  hidden: 0 | 1;
   payload: Uint8Array;
 }
 
@@ -71,6 +74,7 @@ export function toSessionRecord(row: SessionRow): SessionRecord {
     lastSeq: row.last_seq,
     latestCompactionId: row.latest_compaction_id,
     systemAdditionTokens: row.system_addition_tokens,
+    headerJson: row.header_json,
   };
 }
 
@@ -127,26 +131,49 @@ export function messageEntryRow(
   if (!input || typeof input !== "object") throw new InvalidArgumentError(`${what}: message is missing`);
   const timestampMs = input.timestampMs ? input.timestampMs : nowMs;
   const message: Message = { ...Message.fromPartial({}), ...input, id, tokenCount, timestampMs };
-  const entry: TranscriptEntry = {
+  const entry = TranscriptEntry.fromPartial({
     id,
     parentId: pos.parentId,
     seq: pos.seq,
     timestampMs,
     entry: { $case: "message", value: message },
-    revision: 0,
-  };
-  const row: EntryRow = {
+    hidden: message.excludeFromContext,
+  });
+  return { row: entryRow(pos, entry, "message", message.role, tokenCount, what), entry };
+}
+
+/**
+ * Builds the stored form of an imported entry: it keeps its id, parent id, timestamp, runtime
+ * fields and `hidden` flag as given; a message gets the entry id and its token count.
+ */
+export function importedEntryRow(
+  pos: Pick<Position, "sessionId" | "seq">,
+  input: TranscriptEntry,
+  tokenCount: number,
+  what: string,
+): { row: EntryRow; entry: TranscriptEntry } {
+  checkTokenCount(tokenCount, `${what}: token count`);
+  const entry = TranscriptEntry.fromPartial({ ...input, seq: pos.seq, revision: 0 });
+  const e = entry.entry;
+  if (!e) throw new InvalidArgumentError(`${what}: the entry has no kind (message, compaction, custom or runtime)`);
+  if (e.$case === "message") e.value = { ...e.value, id: entry.id, tokenCount };
+  const kind: EntryKind = e.$case === "message" ? "message" : e.$case === "compaction" ? "compaction" : "custom";
+  return { row: entryRow({ ...pos, parentId: entry.parentId }, entry, kind, e.$case === "message" ? e.value.role : null, tokenCount, what), entry };
+}
+
+function entryRow(pos: Position, entry: TranscriptEntry, kind: EntryKind, role: number | null, tokenCount: number, what: string): EntryRow {
+  return {
     session_id: pos.sessionId,
     seq: pos.seq,
-    id,
+    id: entry.id,
     parent_id: pos.parentId,
-    kind: "message",
-    role: message.role,
+    kind,
+    role,
     token_count: tokenCount,
-    timestamp_ms: timestampMs,
+    timestamp_ms: entry.timestampMs,
+    hidden: entry.hidden ? 1 : 0,
     payload: encode(entry, what),
   };
-  return { row, entry };
 }
 
 /** Builds the stored form of a compaction entry; `summaryTokens` goes in its token_count. */
@@ -159,26 +186,14 @@ export function compactionEntryRow(
   what: string,
 ): { row: EntryRow; entry: TranscriptEntry } {
   checkTokenCount(summaryTokens, `${what}: summary tokens`);
-  const entry: TranscriptEntry = {
+  const entry = TranscriptEntry.fromPartial({
     id,
     parentId: pos.parentId,
     seq: pos.seq,
     timestampMs: nowMs,
     entry: { $case: "compaction", value: { ...CompactionEntry.fromPartial({}), ...compaction } },
-    revision: 0,
-  };
-  const row: EntryRow = {
-    session_id: pos.sessionId,
-    seq: pos.seq,
-    id,
-    parent_id: pos.parentId,
-    kind: "compaction",
-    role: null,
-    token_count: summaryTokens,
-    timestamp_ms: nowMs,
-    payload: encode(entry, what),
-  };
-  return { row, entry };
+  });
+  return { row: entryRow(pos, entry, "compaction", null, summaryTokens, what), entry };
 }
 
 /** A new session's row, before any entry. */
@@ -201,7 +216,18 @@ export function newSessionRow(sessionId: string, labels: SessionLabels | undefin
     active_from_seq: 1,
     active_summary_tokens: 0,
     system_addition_tokens: 0,
+    header_json: "",
   };
+}
+
+/** A row of idempotency_keys. */
+export interface IdempotencyRow {
+  session_id: string;
+  idempotency_key: string;
+  request_hash: string;
+  entry_ids: string;
+  token_counts: string;
+  created_at_ms: number;
 }
 
 /** An entry looked up by id for a rewrite. */
@@ -255,10 +281,7 @@ export function rewrittenEntryRow(
     timestampMs: previous.timestampMs,
   };
   const entry: TranscriptEntry = {
-    id: previous.id,
-    parentId: previous.parentId,
-    seq: previous.seq,
-    timestampMs: previous.timestampMs,
+    ...previous,
     entry: { $case: "message", value: message },
     revision: (previous.revision ?? 0) + 1,
   };

@@ -9,6 +9,9 @@ import type {
   ActiveView,
   EntryRevision,
   EntryRewriteInput,
+  IdempotencyKey,
+  IdempotentAppend,
+  ImportedTranscript,
   NewMessage,
   RewriteOutcome,
   SeedEntry,
@@ -16,7 +19,9 @@ import type {
   SessionRecord,
   TranscriptStore,
 } from "../types.js";
+import { appendIdempotent } from "./idempotent-append.js";
 import { migrate } from "./migrations.js";
+import { importSession } from "./session-import.js";
 import * as registry from "./registry-records.js";
 import { checkTokenCount, decodeEntry, toEntryRevision, toSessionRecord, toViewMessage, type SessionRow } from "./rows.js";
 import { prepareStatements, type Statements } from "./statements.js";
@@ -92,6 +97,20 @@ export class SqliteStore implements TranscriptStore, RegistryStore {
 
   async appendMessages(sessionId: string, messages: NewMessage[], create: SessionLabels, maxEntries?: number): Promise<TranscriptEntry[]> {
     return writes.appendMessages(this.db, this.stmts, sessionId, messages, create, maxEntries);
+  }
+
+  async appendIdempotent(
+    sessionId: string,
+    messages: NewMessage[],
+    create: SessionLabels,
+    key: IdempotencyKey,
+    maxEntries?: number,
+  ): Promise<IdempotentAppend> {
+    return appendIdempotent(this.db, this.stmts, sessionId, messages, create, key, maxEntries);
+  }
+
+  async importSession(sessionId: string, labels: SessionLabels, transcript: ImportedTranscript): Promise<SessionRecord> {
+    return importSession(this.db, this.stmts, sessionId, labels, transcript);
   }
 
   async createSession(sessionId: string, labels: SessionLabels, seed: SeedEntry[]): Promise<SessionRecord> {
@@ -186,6 +205,7 @@ export class SqliteStore implements TranscriptStore, RegistryStore {
   async deleteSession(sessionId: string): Promise<boolean> {
     const run = this.db.transaction((): boolean => {
       this.stmts.deleteRevisions.run(sessionId);
+      this.stmts.deleteIdempotencyKeys.run(sessionId);
       this.stmts.deleteEntries.run(sessionId);
       return this.stmts.deleteSession.run(sessionId).changes > 0;
     });

@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 
 import type { QuarantineRow, RegistrationRow } from "./registry-rows.js";
-import type { EntryRow, EntryUpdateRow, PayloadRow, RevisionRow, RewriteTargetRow, SessionRow } from "./rows.js";
+import type { EntryRow, EntryUpdateRow, IdempotencyRow, PayloadRow, RevisionRow, RewriteTargetRow, SessionRow } from "./rows.js";
 
 // The SQL of the SQLite store. Statements are prepared once per connection, so the write paths only
 // bind parameters; the row types they bind and return are in rows.ts and registry-rows.ts.
@@ -14,7 +14,9 @@ export interface Statements {
   insertSession: Stmt<[SessionRow], void>;
   saveSession: Stmt<[SessionRow], void>;
   insertEntry: Stmt<[EntryRow], void>;
-  entryById: Stmt<[string, string], { seq: number; kind: string }>;
+  entryById: Stmt<[string, string], { seq: number; kind: string; hidden: number }>;
+  idempotencyKey: Stmt<[string, string], IdempotencyRow>;
+  insertIdempotencyKey: Stmt<[IdempotencyRow], void>;
   entryBySeq: Stmt<[string, number], PayloadRow>;
   activeMessages: Stmt<[string, number], PayloadRow>;
   activeTokensByRole: Stmt<[string, number], { role: number; tokens: number }>;
@@ -22,6 +24,7 @@ export interface Statements {
   listFirst: Stmt<[number], SessionRow>;
   listAfter: Stmt<[{ u: number; s: string; n: number }], SessionRow>;
   deleteRevisions: Stmt<[string], void>;
+  deleteIdempotencyKeys: Stmt<[string], void>;
   deleteEntries: Stmt<[string], void>;
   deleteSession: Stmt<[string], void>;
   setSystemAdditionTokens: Stmt<[number, string], void>;
@@ -44,8 +47,8 @@ export function prepareStatements(db: Database.Database): Statements {
   return {
     session: db.prepare<[string], SessionRow>("SELECT * FROM sessions WHERE session_id = ?"),
     insertSession: db.prepare<[SessionRow], void>(
-      `INSERT INTO sessions (session_id, session_key, agent_id, parent_session_id, created_at_ms, updated_at_ms)
-       VALUES (@session_id, @session_key, @agent_id, @parent_session_id, @created_at_ms, @updated_at_ms)`,
+      `INSERT INTO sessions (session_id, session_key, agent_id, parent_session_id, created_at_ms, updated_at_ms, header_json)
+       VALUES (@session_id, @session_key, @agent_id, @parent_session_id, @created_at_ms, @updated_at_ms, @header_json)`,
     ),
     saveSession: db.prepare<[SessionRow], void>(
       `UPDATE sessions SET updated_at_ms = @updated_at_ms, entry_count = @entry_count,
@@ -56,22 +59,29 @@ export function prepareStatements(db: Database.Database): Statements {
        WHERE session_id = @session_id`,
     ),
     insertEntry: db.prepare<[EntryRow], void>(
-      `INSERT INTO entries (session_id, seq, id, parent_id, kind, role, token_count, timestamp_ms, payload)
-       VALUES (@session_id, @seq, @id, @parent_id, @kind, @role, @token_count, @timestamp_ms, @payload)`,
+      `INSERT INTO entries (session_id, seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, payload)
+       VALUES (@session_id, @seq, @id, @parent_id, @kind, @role, @token_count, @timestamp_ms, @hidden, @payload)`,
     ),
-    entryById: db.prepare<[string, string], { seq: number; kind: string }>(
-      "SELECT seq, kind FROM entries WHERE session_id = ? AND id = ?",
+    entryById: db.prepare<[string, string], { seq: number; kind: string; hidden: number }>(
+      "SELECT seq, kind, hidden FROM entries WHERE session_id = ? AND id = ?",
+    ),
+    idempotencyKey: db.prepare<[string, string], IdempotencyRow>(
+      "SELECT * FROM idempotency_keys WHERE session_id = ? AND idempotency_key = ?",
+    ),
+    insertIdempotencyKey: db.prepare<[IdempotencyRow], void>(
+      `INSERT INTO idempotency_keys (session_id, idempotency_key, request_hash, entry_ids, token_counts, created_at_ms)
+       VALUES (@session_id, @idempotency_key, @request_hash, @entry_ids, @token_counts, @created_at_ms)`,
     ),
     entryBySeq: db.prepare<[string, number], PayloadRow>(
       "SELECT seq, token_count, payload FROM entries WHERE session_id = ? AND seq = ?",
     ),
     activeMessages: db.prepare<[string, number], PayloadRow>(
       `SELECT seq, token_count, payload FROM entries
-       WHERE session_id = ? AND seq >= ? AND kind = 'message' ORDER BY seq`,
+       WHERE session_id = ? AND seq >= ? AND kind = 'message' AND hidden = 0 ORDER BY seq`,
     ),
     activeTokensByRole: db.prepare<[string, number], { role: number; tokens: number }>(
       `SELECT role, SUM(token_count) AS tokens FROM entries
-       WHERE session_id = ? AND seq >= ? AND kind = 'message' GROUP BY role`,
+       WHERE session_id = ? AND seq >= ? AND kind = 'message' AND hidden = 0 GROUP BY role`,
     ),
     entriesAfter: db.prepare<[string, number, number], { payload: Buffer }>(
       "SELECT payload FROM entries WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
@@ -85,6 +95,7 @@ export function prepareStatements(db: Database.Database): Statements {
        ORDER BY updated_at_ms DESC, session_id ASC LIMIT @n`,
     ),
     deleteRevisions: db.prepare<[string], void>("DELETE FROM entry_revisions WHERE session_id = ?"),
+    deleteIdempotencyKeys: db.prepare<[string], void>("DELETE FROM idempotency_keys WHERE session_id = ?"),
     deleteEntries: db.prepare<[string], void>("DELETE FROM entries WHERE session_id = ?"),
     deleteSession: db.prepare<[string], void>("DELETE FROM sessions WHERE session_id = ?"),
     setSystemAdditionTokens: db.prepare<[number, string], void>(

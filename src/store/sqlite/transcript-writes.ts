@@ -35,20 +35,29 @@ export function appendMessages(
 ): TranscriptEntry[] {
   checkSessionId(sessionId);
   if (!Array.isArray(messages)) throw new InvalidArgumentError("messages must be a list");
-  const run = db.transaction((): TranscriptEntry[] => {
-    const now = Date.now();
-    const existing = stmts.session.get(sessionId);
-    // Checked inside the transaction, so concurrent appends cannot overshoot the limit together.
-    const after = (existing?.entry_count ?? 0) + messages.length;
-    if (after > maxEntries) {
-      throw new ResourceExhaustedError(`session "${sessionId}" would have ${after} entries, over limits.max_session_entries (${maxEntries})`);
-    }
-    const row = existing ?? insertSession(stmts, sessionId, create, now);
-    const out = messages.map((m, i) => appendMessage(stmts, row, newEntryId(), m.message, m.tokenCount, now, i));
-    saveSession(stmts, row, now);
-    return out;
-  });
+  const run = db.transaction((): TranscriptEntry[] => appendInTransaction(stmts, sessionId, messages, create, maxEntries));
   return run.immediate();
+}
+
+/** The body of appendMessages, for callers that already hold an IMMEDIATE transaction. */
+export function appendInTransaction(
+  stmts: Statements,
+  sessionId: string,
+  messages: NewMessage[],
+  create: SessionLabels,
+  maxEntries: number,
+): TranscriptEntry[] {
+  const now = Date.now();
+  const existing = stmts.session.get(sessionId);
+  // Checked inside the transaction, so concurrent appends cannot overshoot the limit together.
+  const after = (existing?.entry_count ?? 0) + messages.length;
+  if (after > maxEntries) {
+    throw new ResourceExhaustedError(`session "${sessionId}" would have ${after} entries, over limits.max_session_entries (${maxEntries})`);
+  }
+  const row = existing ?? insertSession(stmts, sessionId, create, now);
+  const out = messages.map((m, i) => appendMessage(stmts, row, newEntryId(), m.message, m.tokenCount, now, i));
+  saveSession(stmts, row, now);
+  return out;
 }
 
 export function createSession(
@@ -121,7 +130,7 @@ export function commitCompaction(
     let firstKeptSeq: number | null = null;
     if (firstKeptId !== "") {
       const kept = stmts.entryById.get(sessionId, firstKeptId);
-      if (!kept || kept.kind !== "message" || kept.seq < row.active_from_seq) {
+      if (!kept || kept.kind !== "message" || kept.hidden || kept.seq < row.active_from_seq) {
         throw new InvalidArgumentError(
           `first_kept_entry_id ${firstKeptId} is not a message of session ${sessionId}'s active view`,
         );
@@ -194,14 +203,14 @@ export function rewriteEntries(
 
 // --- inside transactions -------------------------------------------------------------------
 
-function insertSession(stmts: Statements, sessionId: string, labels: SessionLabels | undefined, now: number): SessionRow {
+export function insertSession(stmts: Statements, sessionId: string, labels: SessionLabels | undefined, now: number): SessionRow {
   const row = newSessionRow(sessionId, labels, now);
   stmts.insertSession.run(row);
   return row;
 }
 
 /** Inserts a message entry after the session's last entry and advances `row` (in memory). */
-function appendMessage(
+export function appendMessage(
   stmts: Statements,
   row: SessionRow,
   id: string,
@@ -246,12 +255,12 @@ function appendCompaction(
   return built.entry;
 }
 
-function saveSession(stmts: Statements, row: SessionRow, now: number): void {
+export function saveSession(stmts: Statements, row: SessionRow, now: number): void {
   row.updated_at_ms = Math.max(row.updated_at_ms, now);
   stmts.saveSession.run(row);
 }
 
-function checkSessionId(sessionId: string): void {
+export function checkSessionId(sessionId: string): void {
   if (typeof sessionId !== "string" || sessionId === "") {
     throw new InvalidArgumentError("session_id is required");
   }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { textMessage } from "../../../src/contract/messages.js";
+import { textBlock, textMessage, toolCallBlock } from "../../../src/contract/messages.js";
 import { Role, type Message } from "../../../src/contract/gen/contextd/v1/types.js";
 import {
   INTRA_TURN_CUT,
@@ -16,8 +16,8 @@ const system = (text = "s"): Message => textMessage(Role.ROLE_SYSTEM, text);
 const assistant = (...calls: string[]): Message =>
   textMessage(Role.ROLE_ASSISTANT, "a", {
     content: [
-      { block: { $case: "text", value: { text: "a" } } },
-      ...calls.map((id) => ({ block: { $case: "toolCall" as const, value: { id, name: "read", argumentsJson: "{}" } } })),
+      textBlock("a"),
+      ...calls.map((id) => toolCallBlock(id, "read", "{}")),
     ],
   });
 const result = (callId: string): Message =>

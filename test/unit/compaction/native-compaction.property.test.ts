@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { isSummaryMessage, messageText, summaryMessage, textMessage, toolCallIds } from "../../../src/contract/messages.js";
+import { isSummaryMessage, messageText, summaryMessage, textBlock, textMessage, toolCallBlock, toolCallIds } from "../../../src/contract/messages.js";
 import { CompactionTarget, Role, type Message } from "../../../src/contract/gen/contextd/v1/types.js";
 import { createTokenizer } from "../../../src/tokens/create-tokenizer.js";
 import type { Tokenizer } from "../../../src/tokens/tokenizer.js";
@@ -72,10 +72,8 @@ function build(spec: ConversationSpec, tokenizer: Tokenizer): Message[] {
         entry(
           textMessage(Role.ROLE_ASSISTANT, "", {
             content: [
-              ...(step.words > 0 ? [{ block: { $case: "text" as const, value: { text: text(step.words, seq) } } }] : []),
-              ...step.calls.map((c, i) => ({
-                block: { $case: "toolCall" as const, value: { id: ids[i], name: "run", argumentsJson: JSON.stringify({ q: text(c.argWords, i) }) } },
-              })),
+              ...(step.words > 0 ? [textBlock(text(step.words, seq))] : []),
+              ...step.calls.map((c, i) => toolCallBlock(ids[i], "run", JSON.stringify({ q: text(c.argWords, i) }))),
             ],
           }),
         ),

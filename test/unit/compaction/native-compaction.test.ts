@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createExtractiveSummarizer } from "../../../src/legacy/summarizer/extractive.js";
-import { messageText, summaryMessage, summaryOf, textMessage } from "../../../src/contract/messages.js";
+import { messageText, summaryMessage, summaryOf, textBlock, textMessage, toolCallBlock } from "../../../src/contract/messages.js";
 import { CompactionTarget, Role, type Message } from "../../../src/contract/gen/contextd/v1/types.js";
 import { createTokenizer } from "../../../src/tokens/create-tokenizer.js";
 import type { Tokenizer } from "../../../src/tokens/tokenizer.js";
@@ -31,10 +31,8 @@ class Transcript {
     return this.entry(
       textMessage(Role.ROLE_ASSISTANT, text, {
         content: [
-          { block: { $case: "text", value: { text } } },
-          ...calls.map((id) => ({
-            block: { $case: "toolCall" as const, value: { id, name: "read_file", argumentsJson: `{"path":"src/${id}.ts"}` } },
-          })),
+          textBlock(text),
+          ...calls.map((id) => toolCallBlock(id, "read_file", `{"path":"src/${id}.ts"}`)),
         ],
       }),
     );

@@ -187,7 +187,7 @@ export interface ContextEngineServiceAssembleResponse {
    */
   messages: Message[];
   estimatedTokens: number;
-  /** Text to append to the runtime's system prompt. */
+  /** Text to put before the runtime's system prompt (prepended, separated by a blank line). */
   systemPromptAddition: string;
   promptAuthority: PromptAuthority;
 }

@@ -27,6 +27,9 @@ import {
   Mode,
   modeFromJSON,
   modeToJSON,
+  PromptAuthority,
+  promptAuthorityFromJSON,
+  promptAuthorityToJSON,
   SessionRef,
   SubagentContextMode,
   subagentContextModeFromJSON,
@@ -52,12 +55,27 @@ export interface AppendMessagesRequest {
   messages: Message[];
   /** Heartbeat turns are stored but engines may ignore them. */
   isHeartbeat: boolean;
+  /**
+   * Makes a retry safe: the first request with a key writes and answers; a repeat with the same
+   * key and the same messages (and is_heartbeat) writes nothing, does not reach the engine again,
+   * and answers the first request's `entry_ids` and `token_counts` with `replayed` set — also
+   * after a restart and on any replica. The same key with different messages is ALREADY_EXISTS
+   * naming the key. Keys are scoped to the session and kept as long as the session exists
+   * (DeleteSession removes them). At most 256 characters; empty means no key. OpenClaw's
+   * `commitTurn(advancementKey)` maps onto it.
+   */
+  idempotencyKey: string;
 }
 
 export interface AppendMessagesResponse {
   /** The entry ids assigned, in the order of the request. */
   entryIds: string[];
   tokenCounts: number[];
+  /**
+   * The idempotency key had been used already: nothing was written, and the ids are those of
+   * the first request.
+   */
+  replayed: boolean;
 }
 
 export interface AssembleRequest {
@@ -76,13 +94,26 @@ export interface AssembleRequest {
 export interface AssembleResponse {
   messages: Message[];
   estimatedTokens: number;
+  /**
+   * Text the engine wants in the system prompt. It is PREPENDED to the runtime's own system
+   * prompt, separated by a blank line (`addition + "\n\n" + system_prompt`), as OpenClaw does;
+   * empty means the system prompt is sent as it is.
+   */
   systemPromptAddition: string;
   /** The engine that actually served this call. */
   engineId: string;
   mode: Mode;
   fallbackReason: string;
   /** Set when this call compacted first. */
-  compaction?: CompactionResult | undefined;
+  compaction?:
+    | CompactionResult
+    | undefined;
+  /**
+   * The serving engine's word on the prompt: ASSEMBLED when `messages` fit `token_budget` and are
+   * the prompt; PREASSEMBLY_MAY_OVERFLOW when the engine could not guarantee the budget (the
+   * runtime may then compact, e.g. OpenClaw's overflow recovery). Never UNSPECIFIED in an answer.
+   */
+  promptAuthority: PromptAuthority;
 }
 
 export interface CompactRequest {
@@ -244,7 +275,26 @@ export interface ImportTranscriptRequest {
 }
 
 export interface ImportTranscriptResponse {
+  /** Every entry of the file but its header, on every branch. */
   importedEntries: number;
+  /**
+   * The entry the file's active branch ends at (new appends follow it); empty when the file
+   * leaves no active branch.
+   */
+  leafEntryId: string;
+  /** Messages of the active view after the import (the summary of its latest compaction included). */
+  activeMessages: number;
+}
+
+export interface ExportTranscriptRequest {
+  session?: SessionRef | undefined;
+}
+
+export interface ExportTranscriptResponse {
+  /** The OpenClaw session JSONL file: a session header, then one entry per line, oldest first. */
+  jsonl: Buffer;
+  /** Entries written, the header not counted. */
+  entries: number;
 }
 
 export interface DeleteSessionRequest {
@@ -256,7 +306,7 @@ export interface DeleteSessionResponse {
 }
 
 function createBaseAppendMessagesRequest(): AppendMessagesRequest {
-  return { session: undefined, messages: [], isHeartbeat: false };
+  return { session: undefined, messages: [], isHeartbeat: false, idempotencyKey: "" };
 }
 
 export const AppendMessagesRequest: MessageFns<AppendMessagesRequest> = {
@@ -269,6 +319,9 @@ export const AppendMessagesRequest: MessageFns<AppendMessagesRequest> = {
     }
     if (message.isHeartbeat !== false) {
       writer.uint32(24).bool(message.isHeartbeat);
+    }
+    if (message.idempotencyKey !== "") {
+      writer.uint32(34).string(message.idempotencyKey);
     }
     return writer;
   },
@@ -310,6 +363,14 @@ export const AppendMessagesRequest: MessageFns<AppendMessagesRequest> = {
             message.isHeartbeat = reader.bool();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.idempotencyKey = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -331,6 +392,11 @@ export const AppendMessagesRequest: MessageFns<AppendMessagesRequest> = {
         : isSet(object.is_heartbeat)
         ? globalThis.Boolean(object.is_heartbeat)
         : false,
+      idempotencyKey: isSet(object.idempotencyKey)
+        ? globalThis.String(object.idempotencyKey)
+        : isSet(object.idempotency_key)
+        ? globalThis.String(object.idempotency_key)
+        : "",
     };
   },
 
@@ -345,6 +411,9 @@ export const AppendMessagesRequest: MessageFns<AppendMessagesRequest> = {
     if (message.isHeartbeat !== false) {
       obj.isHeartbeat = message.isHeartbeat;
     }
+    if (message.idempotencyKey !== "") {
+      obj.idempotencyKey = message.idempotencyKey;
+    }
     return obj;
   },
 
@@ -358,12 +427,13 @@ export const AppendMessagesRequest: MessageFns<AppendMessagesRequest> = {
       : undefined;
     message.messages = object.messages?.map((e) => Message.fromPartial(e)) || [];
     message.isHeartbeat = object.isHeartbeat ?? false;
+    message.idempotencyKey = object.idempotencyKey ?? "";
     return message;
   },
 };
 
 function createBaseAppendMessagesResponse(): AppendMessagesResponse {
-  return { entryIds: [], tokenCounts: [] };
+  return { entryIds: [], tokenCounts: [], replayed: false };
 }
 
 export const AppendMessagesResponse: MessageFns<AppendMessagesResponse> = {
@@ -377,6 +447,9 @@ export const AppendMessagesResponse: MessageFns<AppendMessagesResponse> = {
         writer.uint32(v);
       }
       writer.join();
+    }
+    if (message.replayed !== false) {
+      writer.uint32(24).bool(message.replayed);
     }
     return writer;
   },
@@ -420,6 +493,14 @@ export const AppendMessagesResponse: MessageFns<AppendMessagesResponse> = {
 
             break;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.replayed = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -444,6 +525,7 @@ export const AppendMessagesResponse: MessageFns<AppendMessagesResponse> = {
         : globalThis.Array.isArray(object?.token_counts)
         ? object.token_counts.map((e: any) => globalThis.Number(e))
         : [],
+      replayed: isSet(object.replayed) ? globalThis.Boolean(object.replayed) : false,
     };
   },
 
@@ -455,6 +537,9 @@ export const AppendMessagesResponse: MessageFns<AppendMessagesResponse> = {
     if (message.tokenCounts?.length) {
       obj.tokenCounts = message.tokenCounts.map((e) => Math.round(e));
     }
+    if (message.replayed !== false) {
+      obj.replayed = message.replayed;
+    }
     return obj;
   },
 
@@ -465,6 +550,7 @@ export const AppendMessagesResponse: MessageFns<AppendMessagesResponse> = {
     const message = createBaseAppendMessagesResponse();
     message.entryIds = object.entryIds?.map((e) => e) || [];
     message.tokenCounts = object.tokenCounts?.map((e) => e) || [];
+    message.replayed = object.replayed ?? false;
     return message;
   },
 };
@@ -641,6 +727,7 @@ function createBaseAssembleResponse(): AssembleResponse {
     mode: 0,
     fallbackReason: "",
     compaction: undefined,
+    promptAuthority: 0,
   };
 }
 
@@ -666,6 +753,9 @@ export const AssembleResponse: MessageFns<AssembleResponse> = {
     }
     if (message.compaction !== undefined) {
       CompactionResult.encode(message.compaction, writer.uint32(58).fork()).join();
+    }
+    if (message.promptAuthority !== 0) {
+      writer.uint32(64).int32(message.promptAuthority);
     }
     return writer;
   },
@@ -739,6 +829,14 @@ export const AssembleResponse: MessageFns<AssembleResponse> = {
             message.compaction = CompactionResult.decode(reader, reader.uint32());
             continue;
           }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.promptAuthority = reader.int32() as any;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -776,6 +874,11 @@ export const AssembleResponse: MessageFns<AssembleResponse> = {
         ? globalThis.String(object.fallback_reason)
         : "",
       compaction: isSet(object.compaction) ? CompactionResult.fromJSON(object.compaction) : undefined,
+      promptAuthority: isSet(object.promptAuthority)
+        ? promptAuthorityFromJSON(object.promptAuthority)
+        : isSet(object.prompt_authority)
+        ? promptAuthorityFromJSON(object.prompt_authority)
+        : 0,
     };
   },
 
@@ -802,6 +905,9 @@ export const AssembleResponse: MessageFns<AssembleResponse> = {
     if (message.compaction !== undefined) {
       obj.compaction = CompactionResult.toJSON(message.compaction);
     }
+    if (message.promptAuthority !== 0) {
+      obj.promptAuthority = promptAuthorityToJSON(message.promptAuthority);
+    }
     return obj;
   },
 
@@ -819,6 +925,7 @@ export const AssembleResponse: MessageFns<AssembleResponse> = {
     message.compaction = (object.compaction !== undefined && object.compaction !== null)
       ? CompactionResult.fromPartial(object.compaction)
       : undefined;
+    message.promptAuthority = object.promptAuthority ?? 0;
     return message;
   },
 };
@@ -3290,13 +3397,19 @@ export const ImportTranscriptRequest: MessageFns<ImportTranscriptRequest> = {
 };
 
 function createBaseImportTranscriptResponse(): ImportTranscriptResponse {
-  return { importedEntries: 0 };
+  return { importedEntries: 0, leafEntryId: "", activeMessages: 0 };
 }
 
 export const ImportTranscriptResponse: MessageFns<ImportTranscriptResponse> = {
   encode(message: ImportTranscriptResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.importedEntries !== 0) {
       writer.uint32(8).uint32(message.importedEntries);
+    }
+    if (message.leafEntryId !== "") {
+      writer.uint32(18).string(message.leafEntryId);
+    }
+    if (message.activeMessages !== 0) {
+      writer.uint32(24).uint32(message.activeMessages);
     }
     return writer;
   },
@@ -3322,6 +3435,22 @@ export const ImportTranscriptResponse: MessageFns<ImportTranscriptResponse> = {
             message.importedEntries = reader.uint32();
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.leafEntryId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.activeMessages = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3341,6 +3470,16 @@ export const ImportTranscriptResponse: MessageFns<ImportTranscriptResponse> = {
         : isSet(object.imported_entries)
         ? globalThis.Number(object.imported_entries)
         : 0,
+      leafEntryId: isSet(object.leafEntryId)
+        ? globalThis.String(object.leafEntryId)
+        : isSet(object.leaf_entry_id)
+        ? globalThis.String(object.leaf_entry_id)
+        : "",
+      activeMessages: isSet(object.activeMessages)
+        ? globalThis.Number(object.activeMessages)
+        : isSet(object.active_messages)
+        ? globalThis.Number(object.active_messages)
+        : 0,
     };
   },
 
@@ -3348,6 +3487,12 @@ export const ImportTranscriptResponse: MessageFns<ImportTranscriptResponse> = {
     const obj: any = {};
     if (message.importedEntries !== 0) {
       obj.importedEntries = Math.round(message.importedEntries);
+    }
+    if (message.leafEntryId !== "") {
+      obj.leafEntryId = message.leafEntryId;
+    }
+    if (message.activeMessages !== 0) {
+      obj.activeMessages = Math.round(message.activeMessages);
     }
     return obj;
   },
@@ -3358,6 +3503,162 @@ export const ImportTranscriptResponse: MessageFns<ImportTranscriptResponse> = {
   fromPartial<I extends Exact<DeepPartial<ImportTranscriptResponse>, I>>(object: I): ImportTranscriptResponse {
     const message = createBaseImportTranscriptResponse();
     message.importedEntries = object.importedEntries ?? 0;
+    message.leafEntryId = object.leafEntryId ?? "";
+    message.activeMessages = object.activeMessages ?? 0;
+    return message;
+  },
+};
+
+function createBaseExportTranscriptRequest(): ExportTranscriptRequest {
+  return { session: undefined };
+}
+
+export const ExportTranscriptRequest: MessageFns<ExportTranscriptRequest> = {
+  encode(message: ExportTranscriptRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.session !== undefined) {
+      SessionRef.encode(message.session, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExportTranscriptRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExportTranscriptRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.session = SessionRef.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ExportTranscriptRequest {
+    return { session: isSet(object.session) ? SessionRef.fromJSON(object.session) : undefined };
+  },
+
+  toJSON(message: ExportTranscriptRequest): unknown {
+    const obj: any = {};
+    if (message.session !== undefined) {
+      obj.session = SessionRef.toJSON(message.session);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ExportTranscriptRequest>, I>>(base?: I): ExportTranscriptRequest {
+    return ExportTranscriptRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExportTranscriptRequest>, I>>(object: I): ExportTranscriptRequest {
+    const message = createBaseExportTranscriptRequest();
+    message.session = (object.session !== undefined && object.session !== null)
+      ? SessionRef.fromPartial(object.session)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseExportTranscriptResponse(): ExportTranscriptResponse {
+  return { jsonl: Buffer.alloc(0), entries: 0 };
+}
+
+export const ExportTranscriptResponse: MessageFns<ExportTranscriptResponse> = {
+  encode(message: ExportTranscriptResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.jsonl.length !== 0) {
+      writer.uint32(10).bytes(message.jsonl);
+    }
+    if (message.entries !== 0) {
+      writer.uint32(16).uint32(message.entries);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExportTranscriptResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExportTranscriptResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.jsonl = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.entries = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ExportTranscriptResponse {
+    return {
+      jsonl: isSet(object.jsonl) ? Buffer.from(bytesFromBase64(object.jsonl)) : Buffer.alloc(0),
+      entries: isSet(object.entries) ? globalThis.Number(object.entries) : 0,
+    };
+  },
+
+  toJSON(message: ExportTranscriptResponse): unknown {
+    const obj: any = {};
+    if (message.jsonl.length !== 0) {
+      obj.jsonl = base64FromBytes(message.jsonl);
+    }
+    if (message.entries !== 0) {
+      obj.entries = Math.round(message.entries);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ExportTranscriptResponse>, I>>(base?: I): ExportTranscriptResponse {
+    return ExportTranscriptResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExportTranscriptResponse>, I>>(object: I): ExportTranscriptResponse {
+    const message = createBaseExportTranscriptResponse();
+    message.jsonl = object.jsonl ?? Buffer.alloc(0);
+    message.entries = object.entries ?? 0;
     return message;
   },
 };
@@ -3639,7 +3940,10 @@ export const SessionServiceService = {
       Buffer.from(GetTranscriptResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetTranscriptResponse => GetTranscriptResponse.decode(value),
   },
-  /** Creates a session from an OpenClaw session JSONL file. */
+  /**
+   * Creates a session from an OpenClaw session JSONL file (versions 3 and 4): the whole entry
+   * tree, every entry type, compactions. All or nothing.
+   */
   importTranscript: {
     path: "/contextd.v1.SessionService/ImportTranscript" as const,
     requestStream: false as const,
@@ -3650,6 +3954,21 @@ export const SessionServiceService = {
     responseSerialize: (value: ImportTranscriptResponse): Buffer =>
       Buffer.from(ImportTranscriptResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ImportTranscriptResponse => ImportTranscriptResponse.decode(value),
+  },
+  /**
+   * Writes the session as an OpenClaw session JSONL file (version 4). For an imported session it
+   * reproduces every entry of the imported file: ids, parent ids, types and message objects.
+   */
+  exportTranscript: {
+    path: "/contextd.v1.SessionService/ExportTranscript" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ExportTranscriptRequest): Buffer =>
+      Buffer.from(ExportTranscriptRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ExportTranscriptRequest => ExportTranscriptRequest.decode(value),
+    responseSerialize: (value: ExportTranscriptResponse): Buffer =>
+      Buffer.from(ExportTranscriptResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ExportTranscriptResponse => ExportTranscriptResponse.decode(value),
   },
   /** Deletes a session and its whole transcript. */
   deleteSession: {
@@ -3696,8 +4015,16 @@ export interface SessionServiceServer extends UntypedServiceImplementation {
   listSessions: handleUnaryCall<ListSessionsRequest, ListSessionsResponse>;
   /** Pages through the whole history, compacted entries included, oldest first. */
   getTranscript: handleUnaryCall<GetTranscriptRequest, GetTranscriptResponse>;
-  /** Creates a session from an OpenClaw session JSONL file. */
+  /**
+   * Creates a session from an OpenClaw session JSONL file (versions 3 and 4): the whole entry
+   * tree, every entry type, compactions. All or nothing.
+   */
   importTranscript: handleUnaryCall<ImportTranscriptRequest, ImportTranscriptResponse>;
+  /**
+   * Writes the session as an OpenClaw session JSONL file (version 4). For an imported session it
+   * reproduces every entry of the imported file: ids, parent ids, types and message objects.
+   */
+  exportTranscript: handleUnaryCall<ExportTranscriptRequest, ExportTranscriptResponse>;
   /** Deletes a session and its whole transcript. */
   deleteSession: handleUnaryCall<DeleteSessionRequest, DeleteSessionResponse>;
 }
@@ -3888,7 +4215,10 @@ export interface SessionServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetTranscriptResponse) => void,
   ): ClientUnaryCall;
-  /** Creates a session from an OpenClaw session JSONL file. */
+  /**
+   * Creates a session from an OpenClaw session JSONL file (versions 3 and 4): the whole entry
+   * tree, every entry type, compactions. All or nothing.
+   */
   importTranscript(
     request: ImportTranscriptRequest,
     callback: (error: ServiceError | null, response: ImportTranscriptResponse) => void,
@@ -3903,6 +4233,25 @@ export interface SessionServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ImportTranscriptResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Writes the session as an OpenClaw session JSONL file (version 4). For an imported session it
+   * reproduces every entry of the imported file: ids, parent ids, types and message objects.
+   */
+  exportTranscript(
+    request: ExportTranscriptRequest,
+    callback: (error: ServiceError | null, response: ExportTranscriptResponse) => void,
+  ): ClientUnaryCall;
+  exportTranscript(
+    request: ExportTranscriptRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ExportTranscriptResponse) => void,
+  ): ClientUnaryCall;
+  exportTranscript(
+    request: ExportTranscriptRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ExportTranscriptResponse) => void,
   ): ClientUnaryCall;
   /** Deletes a session and its whole transcript. */
   deleteSession(

@@ -22,6 +22,22 @@ export enum Role {
   ROLE_SYSTEM = 4,
   /** ROLE_CUSTOM - Runtime-specific messages; `Message.custom_type` says which kind. */
   ROLE_CUSTOM = 5,
+  /**
+   * ROLE_BASH_EXECUTION - A shell command the user ran and its output (OpenClaw's `bashExecution`). `content` is the
+   * text the model reads; the command, output and exit code are in `extra_json`.
+   */
+  ROLE_BASH_EXECUTION = 6,
+  /**
+   * ROLE_BRANCH_SUMMARY - A summary of a branch the conversation came back from (OpenClaw's `branchSummary`, and the
+   * message of a `branch_summary` entry). `content` is the text the model reads.
+   */
+  ROLE_BRANCH_SUMMARY = 7,
+  /**
+   * ROLE_COMPACTION_SUMMARY - A compaction summary as a runtime hands it over (OpenClaw's `compactionSummary`). contextd's
+   * own summaries reach the model as ROLE_USER messages marked in `metadata` (see the host's
+   * active view); this role only carries a runtime's message through unchanged.
+   */
+  ROLE_COMPACTION_SUMMARY = 8,
   UNRECOGNIZED = -1,
 }
 
@@ -45,6 +61,15 @@ export function roleFromJSON(object: any): Role {
     case 5:
     case "ROLE_CUSTOM":
       return Role.ROLE_CUSTOM;
+    case 6:
+    case "ROLE_BASH_EXECUTION":
+      return Role.ROLE_BASH_EXECUTION;
+    case 7:
+    case "ROLE_BRANCH_SUMMARY":
+      return Role.ROLE_BRANCH_SUMMARY;
+    case 8:
+    case "ROLE_COMPACTION_SUMMARY":
+      return Role.ROLE_COMPACTION_SUMMARY;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -66,6 +91,12 @@ export function roleToJSON(object: Role): string {
       return "ROLE_SYSTEM";
     case Role.ROLE_CUSTOM:
       return "ROLE_CUSTOM";
+    case Role.ROLE_BASH_EXECUTION:
+      return "ROLE_BASH_EXECUTION";
+    case Role.ROLE_BRANCH_SUMMARY:
+      return "ROLE_BRANCH_SUMMARY";
+    case Role.ROLE_COMPACTION_SUMMARY:
+      return "ROLE_COMPACTION_SUMMARY";
     case Role.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -350,6 +381,10 @@ export function promptAuthorityToJSON(object: PromptAuthority): string {
 /** Plain text. */
 export interface TextBlock {
   text: string;
+  /** Opaque provider data that must round-trip unchanged (OpenClaw's `textSignature`). */
+  signature: string;
+  /** The block's fields the contract does not model, as a JSON object; kept and returned unchanged. */
+  extraJson: string;
 }
 
 /** An image, inline (`data`) or by reference (`uri`). Counted as a fixed number of tokens. */
@@ -357,12 +392,19 @@ export interface ImageBlock {
   mimeType: string;
   data: Buffer;
   uri: string;
+  /** The block's fields the contract does not model, as a JSON object; kept and returned unchanged. */
+  extraJson: string;
 }
 
 /** A model's reasoning; `signature` is opaque provider data that must round-trip unchanged. */
 export interface ThinkingBlock {
   thinking: string;
+  /** OpenClaw's `thinkingSignature`; for redacted thinking it holds the encrypted payload. */
   signature: string;
+  /** The provider redacted the reasoning; `thinking` is a placeholder and `signature` the payload. */
+  redacted: boolean;
+  /** The block's fields the contract does not model, as a JSON object; kept and returned unchanged. */
+  extraJson: string;
 }
 
 /**
@@ -372,7 +414,12 @@ export interface ThinkingBlock {
 export interface ToolCallBlock {
   id: string;
   name: string;
+  /** The arguments as a JSON object. */
   argumentsJson: string;
+  /** Opaque provider data that must round-trip unchanged (OpenClaw's `thoughtSignature`). */
+  signature: string;
+  /** The block's fields the contract does not model, as a JSON object; kept and returned unchanged. */
+  extraJson: string;
 }
 
 /** One piece of a message's content. */
@@ -385,6 +432,15 @@ export interface ContentBlock {
     | undefined;
 }
 
+/** What a provider call cost, as the provider or runtime reported it (OpenClaw: USD). */
+export interface Cost {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  total: number;
+}
+
 /** Token usage the provider reported for an assistant message. */
 export interface Usage {
   input: number;
@@ -392,6 +448,7 @@ export interface Usage {
   cacheRead: number;
   cacheWrite: number;
   total: number;
+  cost?: Cost | undefined;
 }
 
 /** One conversation message. */
@@ -419,6 +476,38 @@ export interface Message {
    * Ignored on input.
    */
   tokenCount: number;
+  /**
+   * For ROLE_ASSISTANT: the provider API family, provider, model, why generation stopped, the
+   * provider's response id and error (OpenClaw's api, provider, model, stopReason, responseId,
+   * errorMessage).
+   */
+  api: string;
+  provider: string;
+  model: string;
+  stopReason: string;
+  responseId: string;
+  errorMessage: string;
+  /**
+   * For ROLE_TOOL_RESULT and ROLE_CUSTOM: the runtime's structured details as JSON (never sent to
+   * the model; OpenClaw's `details`).
+   */
+  detailsJson: string;
+  /**
+   * The runtime sent `content` as one plain string rather than a list of blocks (OpenClaw's user
+   * and custom messages may); `content` then holds it as one text block and it is handed back as
+   * a string.
+   */
+  contentIsText: boolean;
+  /**
+   * Kept in the transcript but never sent to the model (OpenClaw's `excludeFromContext`): the
+   * host leaves it out of the active view.
+   */
+  excludeFromContext: boolean;
+  /**
+   * The message's fields the contract does not model, as a JSON object; kept and returned
+   * unchanged (OpenClaw: `__openclaw`, `provenance`, `display`, `responseModel`, ...).
+   */
+  extraJson: string;
 }
 
 export interface Message_MetadataEntry {
@@ -470,10 +559,23 @@ export interface CustomEntry {
   dataJson: string;
 }
 
+/**
+ * An entry of the runtime's own kind that contextd keeps and hands back but does not interpret
+ * (OpenClaw: `model_change`, `thinking_level_change`, `label`, `session_info`, `reset`, `leaf`);
+ * its fields are in `TranscriptEntry.extra_json`. Never sent to the model.
+ */
+export interface RuntimeEntry {
+  type: string;
+}
+
 /** One entry of a session's append-only transcript. */
 export interface TranscriptEntry {
   id: string;
-  /** The entry before this one (empty for the first). */
+  /**
+   * The entry this one follows in the session's entry tree (empty for a root). Entries appended
+   * through contextd follow the session's leaf; an imported file may hold branches, of which only
+   * the one ending at the leaf is the active view.
+   */
   parentId: string;
   /** Position in the session, from 1, strictly increasing. */
   seq: number;
@@ -482,12 +584,28 @@ export interface TranscriptEntry {
     | { $case: "message"; value: Message }
     | { $case: "compaction"; value: CompactionEntry }
     | { $case: "custom"; value: CustomEntry }
+    | { $case: "runtime"; value: RuntimeEntry }
     | undefined;
   /**
    * Set when the entry was rewritten through HostService.RewriteTranscriptEntries (the previous
    * revision is kept by the host).
    */
   revision: number;
+  /**
+   * The runtime's own type of the entry when the oneof does not imply it: OpenClaw's
+   * `branch_summary` and `custom_message` entries are message entries here. Empty otherwise.
+   */
+  runtimeType: string;
+  /**
+   * The runtime's fields of the entry that the contract does not model, as a JSON object; kept and
+   * returned unchanged.
+   */
+  extraJson: string;
+  /**
+   * Never part of the active view: the entry is on a branch the session left, a reset dropped it,
+   * or its message is excluded from context. Kept in the history and in exports.
+   */
+  hidden: boolean;
 }
 
 /** The host's view of the runtime that made the call, handed to engines (schema_version 1). */
@@ -542,13 +660,19 @@ export interface HostContext {
 }
 
 function createBaseTextBlock(): TextBlock {
-  return { text: "" };
+  return { text: "", signature: "", extraJson: "" };
 }
 
 export const TextBlock: MessageFns<TextBlock> = {
   encode(message: TextBlock, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.text !== "") {
       writer.uint32(10).string(message.text);
+    }
+    if (message.signature !== "") {
+      writer.uint32(18).string(message.signature);
+    }
+    if (message.extraJson !== "") {
+      writer.uint32(122).string(message.extraJson);
     }
     return writer;
   },
@@ -574,6 +698,22 @@ export const TextBlock: MessageFns<TextBlock> = {
             message.text = reader.string();
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.signature = reader.string();
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.extraJson = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -587,13 +727,27 @@ export const TextBlock: MessageFns<TextBlock> = {
   },
 
   fromJSON(object: any): TextBlock {
-    return { text: isSet(object.text) ? globalThis.String(object.text) : "" };
+    return {
+      text: isSet(object.text) ? globalThis.String(object.text) : "",
+      signature: isSet(object.signature) ? globalThis.String(object.signature) : "",
+      extraJson: isSet(object.extraJson)
+        ? globalThis.String(object.extraJson)
+        : isSet(object.extra_json)
+        ? globalThis.String(object.extra_json)
+        : "",
+    };
   },
 
   toJSON(message: TextBlock): unknown {
     const obj: any = {};
     if (message.text !== "") {
       obj.text = message.text;
+    }
+    if (message.signature !== "") {
+      obj.signature = message.signature;
+    }
+    if (message.extraJson !== "") {
+      obj.extraJson = message.extraJson;
     }
     return obj;
   },
@@ -604,12 +758,14 @@ export const TextBlock: MessageFns<TextBlock> = {
   fromPartial<I extends Exact<DeepPartial<TextBlock>, I>>(object: I): TextBlock {
     const message = createBaseTextBlock();
     message.text = object.text ?? "";
+    message.signature = object.signature ?? "";
+    message.extraJson = object.extraJson ?? "";
     return message;
   },
 };
 
 function createBaseImageBlock(): ImageBlock {
-  return { mimeType: "", data: Buffer.alloc(0), uri: "" };
+  return { mimeType: "", data: Buffer.alloc(0), uri: "", extraJson: "" };
 }
 
 export const ImageBlock: MessageFns<ImageBlock> = {
@@ -622,6 +778,9 @@ export const ImageBlock: MessageFns<ImageBlock> = {
     }
     if (message.uri !== "") {
       writer.uint32(26).string(message.uri);
+    }
+    if (message.extraJson !== "") {
+      writer.uint32(122).string(message.extraJson);
     }
     return writer;
   },
@@ -663,6 +822,14 @@ export const ImageBlock: MessageFns<ImageBlock> = {
             message.uri = reader.string();
             continue;
           }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.extraJson = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -684,6 +851,11 @@ export const ImageBlock: MessageFns<ImageBlock> = {
         : "",
       data: isSet(object.data) ? Buffer.from(bytesFromBase64(object.data)) : Buffer.alloc(0),
       uri: isSet(object.uri) ? globalThis.String(object.uri) : "",
+      extraJson: isSet(object.extraJson)
+        ? globalThis.String(object.extraJson)
+        : isSet(object.extra_json)
+        ? globalThis.String(object.extra_json)
+        : "",
     };
   },
 
@@ -698,6 +870,9 @@ export const ImageBlock: MessageFns<ImageBlock> = {
     if (message.uri !== "") {
       obj.uri = message.uri;
     }
+    if (message.extraJson !== "") {
+      obj.extraJson = message.extraJson;
+    }
     return obj;
   },
 
@@ -709,12 +884,13 @@ export const ImageBlock: MessageFns<ImageBlock> = {
     message.mimeType = object.mimeType ?? "";
     message.data = object.data ?? Buffer.alloc(0);
     message.uri = object.uri ?? "";
+    message.extraJson = object.extraJson ?? "";
     return message;
   },
 };
 
 function createBaseThinkingBlock(): ThinkingBlock {
-  return { thinking: "", signature: "" };
+  return { thinking: "", signature: "", redacted: false, extraJson: "" };
 }
 
 export const ThinkingBlock: MessageFns<ThinkingBlock> = {
@@ -724,6 +900,12 @@ export const ThinkingBlock: MessageFns<ThinkingBlock> = {
     }
     if (message.signature !== "") {
       writer.uint32(18).string(message.signature);
+    }
+    if (message.redacted !== false) {
+      writer.uint32(24).bool(message.redacted);
+    }
+    if (message.extraJson !== "") {
+      writer.uint32(122).string(message.extraJson);
     }
     return writer;
   },
@@ -757,6 +939,22 @@ export const ThinkingBlock: MessageFns<ThinkingBlock> = {
             message.signature = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.redacted = reader.bool();
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.extraJson = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -773,6 +971,12 @@ export const ThinkingBlock: MessageFns<ThinkingBlock> = {
     return {
       thinking: isSet(object.thinking) ? globalThis.String(object.thinking) : "",
       signature: isSet(object.signature) ? globalThis.String(object.signature) : "",
+      redacted: isSet(object.redacted) ? globalThis.Boolean(object.redacted) : false,
+      extraJson: isSet(object.extraJson)
+        ? globalThis.String(object.extraJson)
+        : isSet(object.extra_json)
+        ? globalThis.String(object.extra_json)
+        : "",
     };
   },
 
@@ -784,6 +988,12 @@ export const ThinkingBlock: MessageFns<ThinkingBlock> = {
     if (message.signature !== "") {
       obj.signature = message.signature;
     }
+    if (message.redacted !== false) {
+      obj.redacted = message.redacted;
+    }
+    if (message.extraJson !== "") {
+      obj.extraJson = message.extraJson;
+    }
     return obj;
   },
 
@@ -794,12 +1004,14 @@ export const ThinkingBlock: MessageFns<ThinkingBlock> = {
     const message = createBaseThinkingBlock();
     message.thinking = object.thinking ?? "";
     message.signature = object.signature ?? "";
+    message.redacted = object.redacted ?? false;
+    message.extraJson = object.extraJson ?? "";
     return message;
   },
 };
 
 function createBaseToolCallBlock(): ToolCallBlock {
-  return { id: "", name: "", argumentsJson: "" };
+  return { id: "", name: "", argumentsJson: "", signature: "", extraJson: "" };
 }
 
 export const ToolCallBlock: MessageFns<ToolCallBlock> = {
@@ -812,6 +1024,12 @@ export const ToolCallBlock: MessageFns<ToolCallBlock> = {
     }
     if (message.argumentsJson !== "") {
       writer.uint32(26).string(message.argumentsJson);
+    }
+    if (message.signature !== "") {
+      writer.uint32(34).string(message.signature);
+    }
+    if (message.extraJson !== "") {
+      writer.uint32(122).string(message.extraJson);
     }
     return writer;
   },
@@ -853,6 +1071,22 @@ export const ToolCallBlock: MessageFns<ToolCallBlock> = {
             message.argumentsJson = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.signature = reader.string();
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.extraJson = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -874,6 +1108,12 @@ export const ToolCallBlock: MessageFns<ToolCallBlock> = {
         : isSet(object.arguments_json)
         ? globalThis.String(object.arguments_json)
         : "",
+      signature: isSet(object.signature) ? globalThis.String(object.signature) : "",
+      extraJson: isSet(object.extraJson)
+        ? globalThis.String(object.extraJson)
+        : isSet(object.extra_json)
+        ? globalThis.String(object.extra_json)
+        : "",
     };
   },
 
@@ -888,6 +1128,12 @@ export const ToolCallBlock: MessageFns<ToolCallBlock> = {
     if (message.argumentsJson !== "") {
       obj.argumentsJson = message.argumentsJson;
     }
+    if (message.signature !== "") {
+      obj.signature = message.signature;
+    }
+    if (message.extraJson !== "") {
+      obj.extraJson = message.extraJson;
+    }
     return obj;
   },
 
@@ -899,6 +1145,8 @@ export const ToolCallBlock: MessageFns<ToolCallBlock> = {
     message.id = object.id ?? "";
     message.name = object.name ?? "";
     message.argumentsJson = object.argumentsJson ?? "";
+    message.signature = object.signature ?? "";
+    message.extraJson = object.extraJson ?? "";
     return message;
   },
 };
@@ -1048,8 +1296,149 @@ export const ContentBlock: MessageFns<ContentBlock> = {
   },
 };
 
-function createBaseUsage(): Usage {
+function createBaseCost(): Cost {
   return { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 };
+}
+
+export const Cost: MessageFns<Cost> = {
+  encode(message: Cost, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.input !== 0) {
+      writer.uint32(9).double(message.input);
+    }
+    if (message.output !== 0) {
+      writer.uint32(17).double(message.output);
+    }
+    if (message.cacheRead !== 0) {
+      writer.uint32(25).double(message.cacheRead);
+    }
+    if (message.cacheWrite !== 0) {
+      writer.uint32(33).double(message.cacheWrite);
+    }
+    if (message.total !== 0) {
+      writer.uint32(41).double(message.total);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Cost {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCost();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 9) {
+              break;
+            }
+
+            message.input = reader.double();
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.output = reader.double();
+            continue;
+          }
+          case 3: {
+            if (tag !== 25) {
+              break;
+            }
+
+            message.cacheRead = reader.double();
+            continue;
+          }
+          case 4: {
+            if (tag !== 33) {
+              break;
+            }
+
+            message.cacheWrite = reader.double();
+            continue;
+          }
+          case 5: {
+            if (tag !== 41) {
+              break;
+            }
+
+            message.total = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Cost {
+    return {
+      input: isSet(object.input) ? globalThis.Number(object.input) : 0,
+      output: isSet(object.output) ? globalThis.Number(object.output) : 0,
+      cacheRead: isSet(object.cacheRead)
+        ? globalThis.Number(object.cacheRead)
+        : isSet(object.cache_read)
+        ? globalThis.Number(object.cache_read)
+        : 0,
+      cacheWrite: isSet(object.cacheWrite)
+        ? globalThis.Number(object.cacheWrite)
+        : isSet(object.cache_write)
+        ? globalThis.Number(object.cache_write)
+        : 0,
+      total: isSet(object.total) ? globalThis.Number(object.total) : 0,
+    };
+  },
+
+  toJSON(message: Cost): unknown {
+    const obj: any = {};
+    if (message.input !== 0) {
+      obj.input = floatToJson(message.input);
+    }
+    if (message.output !== 0) {
+      obj.output = floatToJson(message.output);
+    }
+    if (message.cacheRead !== 0) {
+      obj.cacheRead = floatToJson(message.cacheRead);
+    }
+    if (message.cacheWrite !== 0) {
+      obj.cacheWrite = floatToJson(message.cacheWrite);
+    }
+    if (message.total !== 0) {
+      obj.total = floatToJson(message.total);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Cost>, I>>(base?: I): Cost {
+    return Cost.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Cost>, I>>(object: I): Cost {
+    const message = createBaseCost();
+    message.input = object.input ?? 0;
+    message.output = object.output ?? 0;
+    message.cacheRead = object.cacheRead ?? 0;
+    message.cacheWrite = object.cacheWrite ?? 0;
+    message.total = object.total ?? 0;
+    return message;
+  },
+};
+
+function createBaseUsage(): Usage {
+  return { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0, cost: undefined };
 }
 
 export const Usage: MessageFns<Usage> = {
@@ -1068,6 +1457,9 @@ export const Usage: MessageFns<Usage> = {
     }
     if (message.total !== 0) {
       writer.uint32(40).uint64(message.total);
+    }
+    if (message.cost !== undefined) {
+      Cost.encode(message.cost, writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -1125,6 +1517,14 @@ export const Usage: MessageFns<Usage> = {
             message.total = longToNumber(reader.uint64());
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.cost = Cost.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1152,6 +1552,7 @@ export const Usage: MessageFns<Usage> = {
         ? globalThis.Number(object.cache_write)
         : 0,
       total: isSet(object.total) ? globalThis.Number(object.total) : 0,
+      cost: isSet(object.cost) ? Cost.fromJSON(object.cost) : undefined,
     };
   },
 
@@ -1172,6 +1573,9 @@ export const Usage: MessageFns<Usage> = {
     if (message.total !== 0) {
       obj.total = Math.round(message.total);
     }
+    if (message.cost !== undefined) {
+      obj.cost = Cost.toJSON(message.cost);
+    }
     return obj;
   },
 
@@ -1185,6 +1589,7 @@ export const Usage: MessageFns<Usage> = {
     message.cacheRead = object.cacheRead ?? 0;
     message.cacheWrite = object.cacheWrite ?? 0;
     message.total = object.total ?? 0;
+    message.cost = (object.cost !== undefined && object.cost !== null) ? Cost.fromPartial(object.cost) : undefined;
     return message;
   },
 };
@@ -1202,6 +1607,16 @@ function createBaseMessage(): Message {
     customType: "",
     metadata: {},
     tokenCount: 0,
+    api: "",
+    provider: "",
+    model: "",
+    stopReason: "",
+    responseId: "",
+    errorMessage: "",
+    detailsJson: "",
+    contentIsText: false,
+    excludeFromContext: false,
+    extraJson: "",
   };
 }
 
@@ -1239,6 +1654,36 @@ export const Message: MessageFns<Message> = {
     });
     if (message.tokenCount !== 0) {
       writer.uint32(88).uint32(message.tokenCount);
+    }
+    if (message.api !== "") {
+      writer.uint32(98).string(message.api);
+    }
+    if (message.provider !== "") {
+      writer.uint32(106).string(message.provider);
+    }
+    if (message.model !== "") {
+      writer.uint32(114).string(message.model);
+    }
+    if (message.stopReason !== "") {
+      writer.uint32(122).string(message.stopReason);
+    }
+    if (message.responseId !== "") {
+      writer.uint32(130).string(message.responseId);
+    }
+    if (message.errorMessage !== "") {
+      writer.uint32(138).string(message.errorMessage);
+    }
+    if (message.detailsJson !== "") {
+      writer.uint32(146).string(message.detailsJson);
+    }
+    if (message.contentIsText !== false) {
+      writer.uint32(152).bool(message.contentIsText);
+    }
+    if (message.excludeFromContext !== false) {
+      writer.uint32(160).bool(message.excludeFromContext);
+    }
+    if (message.extraJson !== "") {
+      writer.uint32(170).string(message.extraJson);
     }
     return writer;
   },
@@ -1347,6 +1792,86 @@ export const Message: MessageFns<Message> = {
             message.tokenCount = reader.uint32();
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.api = reader.string();
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.provider = reader.string();
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.model = reader.string();
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.stopReason = reader.string();
+            continue;
+          }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.responseId = reader.string();
+            continue;
+          }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.errorMessage = reader.string();
+            continue;
+          }
+          case 18: {
+            if (tag !== 146) {
+              break;
+            }
+
+            message.detailsJson = reader.string();
+            continue;
+          }
+          case 19: {
+            if (tag !== 152) {
+              break;
+            }
+
+            message.contentIsText = reader.bool();
+            continue;
+          }
+          case 20: {
+            if (tag !== 160) {
+              break;
+            }
+
+            message.excludeFromContext = reader.bool();
+            continue;
+          }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            message.extraJson = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1411,6 +1936,44 @@ export const Message: MessageFns<Message> = {
         : isSet(object.token_count)
         ? globalThis.Number(object.token_count)
         : 0,
+      api: isSet(object.api) ? globalThis.String(object.api) : "",
+      provider: isSet(object.provider) ? globalThis.String(object.provider) : "",
+      model: isSet(object.model) ? globalThis.String(object.model) : "",
+      stopReason: isSet(object.stopReason)
+        ? globalThis.String(object.stopReason)
+        : isSet(object.stop_reason)
+        ? globalThis.String(object.stop_reason)
+        : "",
+      responseId: isSet(object.responseId)
+        ? globalThis.String(object.responseId)
+        : isSet(object.response_id)
+        ? globalThis.String(object.response_id)
+        : "",
+      errorMessage: isSet(object.errorMessage)
+        ? globalThis.String(object.errorMessage)
+        : isSet(object.error_message)
+        ? globalThis.String(object.error_message)
+        : "",
+      detailsJson: isSet(object.detailsJson)
+        ? globalThis.String(object.detailsJson)
+        : isSet(object.details_json)
+        ? globalThis.String(object.details_json)
+        : "",
+      contentIsText: isSet(object.contentIsText)
+        ? globalThis.Boolean(object.contentIsText)
+        : isSet(object.content_is_text)
+        ? globalThis.Boolean(object.content_is_text)
+        : false,
+      excludeFromContext: isSet(object.excludeFromContext)
+        ? globalThis.Boolean(object.excludeFromContext)
+        : isSet(object.exclude_from_context)
+        ? globalThis.Boolean(object.exclude_from_context)
+        : false,
+      extraJson: isSet(object.extraJson)
+        ? globalThis.String(object.extraJson)
+        : isSet(object.extra_json)
+        ? globalThis.String(object.extra_json)
+        : "",
     };
   },
 
@@ -1455,6 +2018,36 @@ export const Message: MessageFns<Message> = {
     if (message.tokenCount !== 0) {
       obj.tokenCount = Math.round(message.tokenCount);
     }
+    if (message.api !== "") {
+      obj.api = message.api;
+    }
+    if (message.provider !== "") {
+      obj.provider = message.provider;
+    }
+    if (message.model !== "") {
+      obj.model = message.model;
+    }
+    if (message.stopReason !== "") {
+      obj.stopReason = message.stopReason;
+    }
+    if (message.responseId !== "") {
+      obj.responseId = message.responseId;
+    }
+    if (message.errorMessage !== "") {
+      obj.errorMessage = message.errorMessage;
+    }
+    if (message.detailsJson !== "") {
+      obj.detailsJson = message.detailsJson;
+    }
+    if (message.contentIsText !== false) {
+      obj.contentIsText = message.contentIsText;
+    }
+    if (message.excludeFromContext !== false) {
+      obj.excludeFromContext = message.excludeFromContext;
+    }
+    if (message.extraJson !== "") {
+      obj.extraJson = message.extraJson;
+    }
     return obj;
   },
 
@@ -1482,6 +2075,16 @@ export const Message: MessageFns<Message> = {
       {},
     );
     message.tokenCount = object.tokenCount ?? 0;
+    message.api = object.api ?? "";
+    message.provider = object.provider ?? "";
+    message.model = object.model ?? "";
+    message.stopReason = object.stopReason ?? "";
+    message.responseId = object.responseId ?? "";
+    message.errorMessage = object.errorMessage ?? "";
+    message.detailsJson = object.detailsJson ?? "";
+    message.contentIsText = object.contentIsText ?? false;
+    message.excludeFromContext = object.excludeFromContext ?? false;
+    message.extraJson = object.extraJson ?? "";
     return message;
   },
 };
@@ -2087,8 +2690,85 @@ export const CustomEntry: MessageFns<CustomEntry> = {
   },
 };
 
+function createBaseRuntimeEntry(): RuntimeEntry {
+  return { type: "" };
+}
+
+export const RuntimeEntry: MessageFns<RuntimeEntry> = {
+  encode(message: RuntimeEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.type !== "") {
+      writer.uint32(10).string(message.type);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RuntimeEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRuntimeEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RuntimeEntry {
+    return { type: isSet(object.type) ? globalThis.String(object.type) : "" };
+  },
+
+  toJSON(message: RuntimeEntry): unknown {
+    const obj: any = {};
+    if (message.type !== "") {
+      obj.type = message.type;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RuntimeEntry>, I>>(base?: I): RuntimeEntry {
+    return RuntimeEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RuntimeEntry>, I>>(object: I): RuntimeEntry {
+    const message = createBaseRuntimeEntry();
+    message.type = object.type ?? "";
+    return message;
+  },
+};
+
 function createBaseTranscriptEntry(): TranscriptEntry {
-  return { id: "", parentId: "", seq: 0, timestampMs: 0, entry: undefined, revision: 0 };
+  return {
+    id: "",
+    parentId: "",
+    seq: 0,
+    timestampMs: 0,
+    entry: undefined,
+    revision: 0,
+    runtimeType: "",
+    extraJson: "",
+    hidden: false,
+  };
 }
 
 export const TranscriptEntry: MessageFns<TranscriptEntry> = {
@@ -2115,9 +2795,21 @@ export const TranscriptEntry: MessageFns<TranscriptEntry> = {
       case "custom":
         CustomEntry.encode(message.entry.value, writer.uint32(58).fork()).join();
         break;
+      case "runtime":
+        RuntimeEntry.encode(message.entry.value, writer.uint32(90).fork()).join();
+        break;
     }
     if (message.revision !== 0) {
       writer.uint32(64).uint32(message.revision);
+    }
+    if (message.runtimeType !== "") {
+      writer.uint32(74).string(message.runtimeType);
+    }
+    if (message.extraJson !== "") {
+      writer.uint32(82).string(message.extraJson);
+    }
+    if (message.hidden !== false) {
+      writer.uint32(96).bool(message.hidden);
     }
     return writer;
   },
@@ -2191,12 +2883,44 @@ export const TranscriptEntry: MessageFns<TranscriptEntry> = {
             message.entry = { $case: "custom", value: CustomEntry.decode(reader, reader.uint32()) };
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.entry = { $case: "runtime", value: RuntimeEntry.decode(reader, reader.uint32()) };
+            continue;
+          }
           case 8: {
             if (tag !== 64) {
               break;
             }
 
             message.revision = reader.uint32();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.runtimeType = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.extraJson = reader.string();
+            continue;
+          }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.hidden = reader.bool();
             continue;
           }
         }
@@ -2231,8 +2955,21 @@ export const TranscriptEntry: MessageFns<TranscriptEntry> = {
         ? { $case: "compaction", value: CompactionEntry.fromJSON(object.compaction) }
         : isSet(object.custom)
         ? { $case: "custom", value: CustomEntry.fromJSON(object.custom) }
+        : isSet(object.runtime)
+        ? { $case: "runtime", value: RuntimeEntry.fromJSON(object.runtime) }
         : undefined,
       revision: isSet(object.revision) ? globalThis.Number(object.revision) : 0,
+      runtimeType: isSet(object.runtimeType)
+        ? globalThis.String(object.runtimeType)
+        : isSet(object.runtime_type)
+        ? globalThis.String(object.runtime_type)
+        : "",
+      extraJson: isSet(object.extraJson)
+        ? globalThis.String(object.extraJson)
+        : isSet(object.extra_json)
+        ? globalThis.String(object.extra_json)
+        : "",
+      hidden: isSet(object.hidden) ? globalThis.Boolean(object.hidden) : false,
     };
   },
 
@@ -2256,9 +2993,20 @@ export const TranscriptEntry: MessageFns<TranscriptEntry> = {
       obj.compaction = CompactionEntry.toJSON(message.entry.value);
     } else if (message.entry?.$case === "custom") {
       obj.custom = CustomEntry.toJSON(message.entry.value);
+    } else if (message.entry?.$case === "runtime") {
+      obj.runtime = RuntimeEntry.toJSON(message.entry.value);
     }
     if (message.revision !== 0) {
       obj.revision = Math.round(message.revision);
+    }
+    if (message.runtimeType !== "") {
+      obj.runtimeType = message.runtimeType;
+    }
+    if (message.extraJson !== "") {
+      obj.extraJson = message.extraJson;
+    }
+    if (message.hidden !== false) {
+      obj.hidden = message.hidden;
     }
     return obj;
   },
@@ -2291,8 +3039,17 @@ export const TranscriptEntry: MessageFns<TranscriptEntry> = {
         }
         break;
       }
+      case "runtime": {
+        if (object.entry?.value !== undefined && object.entry?.value !== null) {
+          message.entry = { $case: "runtime", value: RuntimeEntry.fromPartial(object.entry.value) };
+        }
+        break;
+      }
     }
     message.revision = object.revision ?? 0;
+    message.runtimeType = object.runtimeType ?? "";
+    message.extraJson = object.extraJson ?? "";
+    message.hidden = object.hidden ?? false;
     return message;
   },
 };
@@ -3101,6 +3858,10 @@ function bytesFromBase64(b64: string): Uint8Array {
 
 function base64FromBytes(arr: Uint8Array): string {
   return globalThis.Buffer.from(arr).toString("base64");
+}
+
+function floatToJson(value: number | null | undefined): number | string | null | undefined {
+  return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
 }
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;

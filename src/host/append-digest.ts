@@ -1,0 +1,19 @@
+import { createHash } from "node:crypto";
+import { Message } from "../contract/gen/contextd/v1/types.js";
+
+/**
+ * What an idempotency key is bound to: a SHA-256 over the request's messages (their protobuf
+ * encoding, with the host-assigned `id` and `token_count` cleared and `metadata` in key order, so
+ * that a retry from any client library digests the same) and `is_heartbeat`.
+ */
+export function appendDigest(messages: Message[], isHeartbeat: boolean): string {
+  const hash = createHash("sha256");
+  hash.update(isHeartbeat ? "h1" : "h0");
+  for (const m of messages) {
+    const metadata: Record<string, string> = {};
+    for (const key of Object.keys(m.metadata ?? {}).sort()) metadata[key] = m.metadata[key];
+    const bytes = Message.encode({ ...m, id: "", tokenCount: 0, metadata }).finish();
+    hash.update(String(bytes.length)).update(":").update(bytes);
+  }
+  return hash.digest("hex");
+}

@@ -1,0 +1,36 @@
+/**
+ * How OpenClaw 2026.9.x renders its harness messages for the model (`convertToLlm` and the summary
+ * constructors in its `packages/agent-core/src/harness/messages.ts`), copied so that contextd's
+ * `content` for these roles is exactly the text the model reads — and its token counts right.
+ */
+export const COMPACTION_SUMMARY_PREFIX = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n";
+export const COMPACTION_SUMMARY_SUFFIX = "\n</summary>";
+export const BRANCH_SUMMARY_PREFIX = "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n";
+export const BRANCH_SUMMARY_SUFFIX = "</summary>";
+
+export interface BashExecution {
+  command?: unknown;
+  output?: unknown;
+  exitCode?: unknown;
+  cancelled?: unknown;
+  truncated?: unknown;
+  fullOutputPath?: unknown;
+}
+
+export function bashExecutionText(m: BashExecution): string {
+  let text = `Ran \`${String(m.command ?? "")}\`\n`;
+  if (m.output) text += `\`\`\`\n${String(m.output)}\n\`\`\``;
+  else text += "(no output)";
+  if (m.cancelled) text += "\n\n(command cancelled)";
+  else if (m.exitCode !== null && m.exitCode !== undefined && m.exitCode !== 0) text += `\n\nCommand exited with code ${String(m.exitCode)}`;
+  if (m.truncated && m.fullOutputPath) text += `\n\n[Output truncated. Full output: ${String(m.fullOutputPath)}]`;
+  return text;
+}
+
+export function branchSummaryText(summary: unknown): string {
+  return BRANCH_SUMMARY_PREFIX + String(summary ?? "") + BRANCH_SUMMARY_SUFFIX;
+}
+
+export function compactionSummaryText(summary: unknown): string {
+  return COMPACTION_SUMMARY_PREFIX + String(summary ?? "") + COMPACTION_SUMMARY_SUFFIX;
+}

@@ -1,0 +1,175 @@
+/**
+ * Property: every OpenClaw AgentMessage survives contextd unchanged — mapped to a contextd Message,
+ * encoded and decoded as protobuf (what the wire and the store do), and mapped back, it deep-equals
+ * the original. Messages are generated from OpenClaw 2026.9.x's types (every role, every content
+ * block, provider fields, usage with cost, signatures, details), with fields that its types do not
+ * declare but real transcripts carry (`__openclaw`, `provenance`, ...), wrong-typed values, and
+ * adversarial strings. FC_SEED replays a run.
+ */
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { Message, Role } from "../../../src/contract/gen/contextd/v1/types.js";
+import { messageText } from "../../../src/contract/messages.js";
+import { fromContextdMessage, toContextdMessage } from "../../../src/openclaw/agent-message.js";
+import { createTokenizer } from "../../../src/tokens/create-tokenizer.js";
+
+const seed = process.env.FC_SEED ? Number(process.env.FC_SEED) : undefined;
+const runs = { numRuns: Number(process.env.FC_RUNS ?? 400), ...(seed === undefined ? {} : { seed }) };
+
+const text = fc.oneof(fc.string(), fc.string({ unit: "grapheme" }), fc.constantFrom("", " ", "<|endoftext|>", "\u0000\u001f", "😀 日本語 ℃", '{"a":1}'));
+const json: fc.Arbitrary<unknown> = fc.jsonValue({ maxDepth: 3 });
+const ms = fc.integer({ min: 1, max: 4_102_444_800_000 });
+const count = fc.nat({ max: 2_000_000 });
+const money = fc.double({ min: 0, max: 100, noNaN: true, noDefaultInfinity: true });
+const base64 = fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.from(b).toString("base64"));
+
+/** Optional members: present or absent (never `undefined`, which JSON drops). */
+function withOptional<T extends Record<string, fc.Arbitrary<unknown>>>(required: T, optional: Record<string, fc.Arbitrary<unknown>>) {
+  return fc.record({ ...required, ...optional }, { requiredKeys: Object.keys(required) as (keyof T & string)[] }) as fc.Arbitrary<Record<string, unknown>>;
+}
+
+const extraFields = fc.dictionary(fc.constantFrom("__openclaw", "provenance", "idempotencyKey", "runtimeContextCarrier", "x-custom", "responseModel", "turnId"), json, { maxKeys: 3 });
+
+const textBlock = withOptional({ type: fc.constant("text"), text }, { textSignature: text });
+const thinkingBlock = withOptional({ type: fc.constant("thinking"), thinking: text }, { thinkingSignature: text, redacted: fc.boolean(), openclawReasoningReplay: json });
+const toolCall = withOptional(
+  { type: fc.constant("toolCall"), id: fc.string({ minLength: 1 }), name: fc.string({ minLength: 1 }), arguments: fc.dictionary(fc.string(), json, { maxKeys: 4 }) },
+  { thoughtSignature: text, async: fc.constant(true), executionMode: fc.constantFrom("sequential", "parallel") },
+);
+const image = fc.record({ type: fc.constant("image"), data: base64, mimeType: fc.constantFrom("image/png", "image/jpeg") });
+const foreignBlock = fc.record({ type: fc.constantFrom("toolUse", "functionCall", "audio"), payload: json });
+
+const userContent = fc.oneof(text, fc.array(fc.oneof(textBlock, image), { maxLength: 4 }));
+const usage = withOptional(
+  {
+    input: count,
+    output: count,
+    cacheRead: count,
+    cacheWrite: count,
+    totalTokens: count,
+    cost: withOptional({ input: money, output: money, cacheRead: money, cacheWrite: money, total: money }, { totalOrigin: fc.constant("provider-billed") }),
+  },
+  { cacheWrite1h: count, cacheTelemetry: fc.record({ state: fc.constantFrom("available", "unavailable") }) },
+);
+
+const merge = (a: fc.Arbitrary<Record<string, unknown>>) => fc.tuple(a, extraFields).map(([m, extra]) => ({ ...extra, ...m }));
+
+const user = merge(withOptional({ role: fc.constant("user"), content: userContent, timestamp: ms }, { runtimeContextCarrier: fc.boolean() }));
+const assistant = merge(
+  withOptional(
+    {
+      role: fc.constant("assistant"),
+      content: fc.array(fc.oneof(textBlock, thinkingBlock, toolCall, foreignBlock), { maxLength: 5 }),
+      api: fc.constantFrom("anthropic-messages", "openai-responses", "openai-completions", "google-generative-ai", "custom-api"),
+      provider: fc.constantFrom("anthropic", "openai", "google", "fake"),
+      model: fc.string(),
+      usage,
+      stopReason: fc.constantFrom("stop", "length", "toolUse", "error", "aborted"),
+      timestamp: ms,
+    },
+    { responseId: text, errorMessage: text, errorCode: text, endTurn: fc.boolean(), responseModel: text, providerReplay: json, diagnostics: json, openclawDelivery: json },
+  ),
+);
+const toolResult = merge(
+  withOptional(
+    { role: fc.constant("toolResult"), toolCallId: fc.string({ minLength: 1 }), toolName: fc.string(), content: fc.array(fc.oneof(textBlock, image), { maxLength: 3 }), isError: fc.boolean(), timestamp: ms },
+    { details: json },
+  ),
+);
+const custom = merge(
+  withOptional({ role: fc.constant("custom"), customType: fc.string({ minLength: 1 }), content: userContent, display: fc.boolean(), timestamp: ms }, { details: json, excludeFromContext: fc.boolean() }),
+);
+const bash = merge(
+  withOptional(
+    { role: fc.constant("bashExecution"), command: text, output: text, exitCode: fc.option(fc.integer({ min: -1, max: 255 }), { nil: undefined }), cancelled: fc.boolean(), truncated: fc.boolean(), timestamp: ms },
+    { fullOutputPath: text, excludeFromContext: fc.boolean() },
+  ),
+).map((m) => JSON.parse(JSON.stringify(m)) as Record<string, unknown>);
+const branchSummary = merge(fc.record({ role: fc.constant("branchSummary"), summary: text, fromId: fc.string(), timestamp: ms }));
+const compactionSummary = merge(
+  withOptional({ role: fc.constant("compactionSummary"), summary: text, tokensBefore: count, timestamp: fc.oneof(ms, fc.constant("2026-01-02T03:04:05.678Z")) }, { tokensAfter: count, firstKeptEntryId: fc.string(), details: json }),
+);
+
+const agentMessage = fc.oneof(user, assistant, toolResult, custom, bash, branchSummary, compactionSummary);
+
+/** The message as JSON carries it (what OpenClaw writes and reads): JSON has no -0. */
+const asJson = (v: unknown) => JSON.parse(JSON.stringify(v)) as unknown;
+
+/** Through contextd: to a Message, over protobuf (wire and store), and back. */
+function roundTrip(original: Record<string, unknown>): unknown {
+  const m = toContextdMessage(original);
+  return fromContextdMessage(Message.decode(Message.encode(m).finish()));
+}
+
+const tokenizer = createTokenizer("o200k_base");
+
+describe("OpenClaw AgentMessage ↔ contextd Message", () => {
+  it("every generated message comes back deep-equal", () => {
+    fc.assert(
+      fc.property(agentMessage, (original) => {
+        expect(roundTrip(original)).toEqual(asJson(original));
+      }),
+      runs,
+    );
+  });
+
+  it("so does any JSON object with an OpenClaw role, however its fields are typed", () => {
+    const role = fc.constantFrom("user", "assistant", "toolResult", "custom", "bashExecution", "branchSummary", "compactionSummary");
+    const anything = fc.tuple(role, fc.dictionary(fc.constantFrom("content", "timestamp", "usage", "toolCallId", "isError", "details", "api", "customType", "summary", "contextd.absent", "x"), json)).map(([r, fields]) => ({ ...fields, role: r }));
+    fc.assert(
+      fc.property(anything, (original) => {
+        expect(roundTrip(original)).toEqual(asJson(original));
+      }),
+      runs,
+    );
+  });
+
+  it("engines read the explicit fields, and the content is what the model reads", () => {
+    fc.assert(
+      fc.property(agentMessage, (original) => {
+        const m = toContextdMessage(original);
+        expect(Role[m.role]).toBeDefined();
+        expect(tokenizer.countMessage(m)).toBeGreaterThan(0);
+        if (original.role === "assistant") {
+          expect(m).toMatchObject({ api: original.api, provider: original.provider, model: original.model, stopReason: original.stopReason });
+          const u = original.usage as Record<string, number> & { cost: Record<string, number> };
+          expect(m.usage).toMatchObject({ input: u.input, output: u.output, total: u.totalTokens, cost: { total: u.cost.total } });
+        }
+        if (original.role === "toolResult") expect(m).toMatchObject({ toolCallId: original.toolCallId, isError: original.isError });
+        if (original.role === "bashExecution") expect(messageText(m)).toContain(`Ran \`${String(original.command)}\``);
+        if (original.role === "branchSummary" || original.role === "compactionSummary") expect(messageText(m)).toContain(`<summary>\n${String(original.summary)}`);
+      }),
+      runs,
+    );
+  });
+
+  it("keeps each signature in an explicit field, byte for byte", () => {
+    const m = toContextdMessage({
+      role: "assistant",
+      content: [
+        { type: "thinking", thinking: "[Reasoning redacted]", thinkingSignature: "EqQBCkgIARABGAIiQL…", redacted: true },
+        { type: "text", text: "Done.", textSignature: '{"v":1,"id":"msg_1","phase":"final_answer"}' },
+        { type: "toolCall", id: "call_1|fc_1", name: "read", arguments: { path: "a.ts" }, thoughtSignature: "CiQB0e2Kb…" },
+      ],
+      api: "openai-responses",
+      provider: "openai",
+      model: "gpt-5",
+      usage: { input: 1, output: 2, cacheRead: 0, cacheWrite: 0, totalTokens: 3, cost: { input: 0.1, output: 0.2, cacheRead: 0, cacheWrite: 0, total: 0.3 } },
+      stopReason: "toolUse",
+      responseId: "resp_1",
+      timestamp: 1_700_000_000_000,
+    });
+    const [thinking, textBlock, call] = m.content.map((b) => b.block!);
+    expect(thinking).toMatchObject({ $case: "thinking", value: { signature: "EqQBCkgIARABGAIiQL…", redacted: true } });
+    expect(textBlock).toMatchObject({ $case: "text", value: { signature: '{"v":1,"id":"msg_1","phase":"final_answer"}' } });
+    expect(call).toMatchObject({ $case: "toolCall", value: { id: "call_1|fc_1", argumentsJson: '{"path":"a.ts"}', signature: "CiQB0e2Kb…" } });
+    expect(m).toMatchObject({ responseId: "resp_1", usage: { cost: { total: 0.3 } } });
+    // Nothing of this canonical message needed the opaque extra.
+    expect([m.extraJson, ...m.content.map((b) => b.block!.value.extraJson)]).toEqual(["", "", "", ""]);
+  });
+
+  it("refuses what has no OpenClaw role, naming the field", () => {
+    expect(() => toContextdMessage({ role: "robot", content: "x" }, "messages[2]")).toThrow(/messages\[2\]\.role "robot" is not an OpenClaw message role/);
+    expect(() => toContextdMessage("hello", "message")).toThrow(/message must be a JSON object/);
+  });
+});
