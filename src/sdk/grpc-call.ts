@@ -28,6 +28,11 @@ export function channelCredentials(options: ClientOptions): ChannelCredentials {
   return options.credentials ?? grpcCredentials.createInsecure();
 }
 
+/** TLS channel credentials: `ca` to trust (default: the system roots), `cert` + `key` for mTLS. */
+export function tlsCredentials(pem: { ca?: Buffer; cert?: Buffer; key?: Buffer } = {}): ChannelCredentials {
+  return grpcCredentials.createSsl(pem.ca ?? null, pem.key ?? null, pem.cert ?? null);
+}
+
 /** Promise form of one unary call with a deadline, bearer metadata and AbortSignal cancellation. */
 export function callUnary<Req, Res>(client: Client, method: UnaryMethod<Req, Res>, request: Req, defaults: ClientOptions, options: CallOptions = {}): Promise<Res> {
   const metadata = options.metadata?.clone() ?? new Metadata();

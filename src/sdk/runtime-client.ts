@@ -3,6 +3,9 @@ import * as S from "../contract/gen/contextd/v1/session.js";
 import { callUnary, channelCredentials, type CallOptions, type ClientOptions } from "./grpc-call.js";
 
 export type { ClientOptions, CallOptions } from "./grpc-call.js";
+export { tlsCredentials } from "./grpc-call.js";
+// Status codes and the error type of failed calls, so that callers need no grpc-js import of their own.
+export { status, type ServiceError } from "@grpc/grpc-js";
 export * from "../contract/index.js";
 
 /**

@@ -1,0 +1,116 @@
+/**
+ * A scratch OpenClaw installation state for one test: its own state dir, config file, workspace,
+ * HOME and TMPDIR, so tests never share or touch a real `~/.openclaw`. Turns run OpenClaw's own CLI
+ * (`openclaw agent --local`, the embedded runner, which loads plugins; `openclaw agent exec` does
+ * not load plugins in 2026.9.x) under Node 24.
+ */
+import { execFile } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { cacheDir, type OpenClawInstall } from "./openclaw-install.js";
+
+export const PLUGIN_DIR = path.resolve(import.meta.dirname, "../../../integrations/openclaw");
+
+export interface HomeOptions {
+  modelBaseUrl: string;
+  /** The plugin's config (plugins.entries.contextd.config); omit to run OpenClaw without the plugin. */
+  plugin?: Record<string, unknown>;
+  /** The model's context window (OpenClaw derives its token budget from it). */
+  contextWindow?: number;
+}
+
+export interface TurnResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** The parsed `--json` envelope, when stdout held one. */
+  json?: { payloads?: { text?: string }[]; meta?: { agentMeta?: { sessionId?: string } }; ok?: boolean; error?: unknown };
+  /** The reply text of the turn. */
+  text: string;
+}
+
+export class OpenClawHome {
+  readonly dir = mkdtempSync(path.join(tmpdir(), "contextd-openclaw-home-"));
+  readonly stateDir = path.join(this.dir, "state");
+  readonly configPath = path.join(this.dir, "openclaw.json");
+
+  constructor(
+    private readonly install: OpenClawInstall,
+    options: HomeOptions,
+  ) {
+    for (const d of [this.stateDir, path.join(this.dir, "home"), path.join(this.dir, "tmp"), path.join(this.dir, "workspace"), path.join(this.dir, "logs")]) mkdirSync(d, { recursive: true });
+    this.writeConfig(options);
+  }
+
+  writeConfig(options: HomeOptions): void {
+    const config: Record<string, unknown> = {
+      update: { checkOnStart: false },
+      logging: { file: path.join(this.dir, "logs/openclaw.log") },
+      models: {
+        mode: "replace",
+        providers: {
+          fake: {
+            baseUrl: options.modelBaseUrl,
+            apiKey: "sk-test",
+            api: "openai-completions",
+            timeoutSeconds: 60,
+            models: [{ id: "fake-model", name: "Fake Model", reasoning: false, input: ["text"], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: options.contextWindow ?? 32_000, maxTokens: 1024 }],
+          },
+        },
+      },
+      agents: { defaults: { model: { primary: "fake/fake-model" }, workspace: path.join(this.dir, "workspace"), skipBootstrap: true } },
+    };
+    if (options.plugin) {
+      config.plugins = {
+        allow: ["contextd"],
+        load: { paths: [PLUGIN_DIR] },
+        slots: { contextEngine: "contextd" },
+        entries: { contextd: { enabled: true, config: options.plugin } },
+      };
+    }
+    writeFileSync(this.configPath, JSON.stringify(config, null, 2));
+  }
+
+  env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+    // A clean environment: OpenClaw changes behaviour under a test runner's variables (VITEST,
+    // NODE_ENV=test: it then prints nothing), and nothing of the developer's OpenClaw may leak in.
+    return {
+      LANG: process.env.LANG ?? "C.UTF-8",
+      PATH: `${path.dirname(this.install.node)}:${process.env.PATH ?? ""}`,
+      HOME: path.join(this.dir, "home"),
+      TMPDIR: path.join(this.dir, "tmp"),
+      // Shared across homes: a warm compile cache halves OpenClaw's start-up.
+      NODE_COMPILE_CACHE: path.join(cacheDir(), "compile-cache"),
+      OPENCLAW_STATE_DIR: this.stateDir,
+      OPENCLAW_CONFIG_PATH: this.configPath,
+      OPENCLAW_NO_AUTO_UPDATE: "1",
+      ...extra,
+    };
+  }
+
+  /** One agent turn on `sessionKey` through OpenClaw's embedded runner. */
+  turn(sessionKey: string, message: string, extraEnv: Record<string, string> = {}): Promise<TurnResult> {
+    return new Promise((resolve) => {
+      execFile(
+        this.install.node,
+        [this.install.cli, "agent", "--local", "--session-key", sessionKey, "--json", "-m", message],
+        { env: this.env(extraEnv), cwd: path.join(this.dir, "workspace"), timeout: 180_000, maxBuffer: 64 * 1024 * 1024 },
+        (err, stdout, stderr) => {
+          let json: TurnResult["json"];
+          try {
+            json = JSON.parse(stdout) as TurnResult["json"];
+          } catch {
+            json = undefined;
+          }
+          const code = err ? (typeof (err as { code?: unknown }).code === "number" ? ((err as { code: number }).code) : null) : 0;
+          resolve({ code, stdout, stderr, json, text: json?.payloads?.map((p) => p.text ?? "").join("") ?? "" });
+        },
+      );
+    });
+  }
+
+  cleanup(): void {
+    if (!process.env.CONTEXTD_TEST_KEEP_TMP) rmSync(this.dir, { recursive: true, force: true });
+  }
+}
