@@ -1,18 +1,20 @@
 import { readFileSync } from "node:fs";
 import { ContextdClient, tlsCredentials } from "contextd/client";
+import { resolveSecret } from "./openclaw-runtime.js";
 
 /**
  * The plugin's config, `plugins.entries.contextd.config` in openclaw.json. OpenClaw validates it
  * against `configSchema` in openclaw.plugin.json before the plugin loads (keep the two in step);
- * this fills in the defaults. Secrets never sit in the file: the runtime token comes from the
- * environment variable `tokenEnv` names (default CONTEXTD_RUNTIME_TOKEN), or from a SecretRef-style
- * `token: { source: "env", id: "NAME" }`.
+ * this fills in the defaults. The runtime token follows OpenClaw's secret conventions: `token` is a
+ * SecretInput (a SecretRef such as `{ "source": "env", "provider": "default", "id": "VAR" }`, or
+ * `"${VAR}"`), declared in the manifest's `configContracts.secretInputs` so OpenClaw redacts it;
+ * without it the plugin reads $CONTEXTD_RUNTIME_TOKEN. Nothing secret sits in the file.
  */
 export interface PluginConfig {
   /** contextd's gRPC address, `host:port` or `unix:/path`. */
   address: string;
-  /** The runtime token, resolved; undefined when contextd runs without auth. */
-  token?: string;
+  /** The token as configured (a SecretInput), resolved when the first engine is built. */
+  token?: unknown;
   tls?: { caFile?: string; certFile?: string; keyFile?: string };
   /** contextd's agent id for OpenClaw's sessions (selects contextd's engine slot); default: OpenClaw's agent id. */
   agentId?: string;
@@ -26,7 +28,7 @@ export interface PluginConfig {
 
 const DEFAULTS = { address: "127.0.0.1:50051", tokenEnv: "CONTEXTD_RUNTIME_TOKEN", defaultTokenBudget: 128_000, callTimeoutMs: 10_000, compactTimeoutMs: 180_000 };
 
-export function parseConfig(raw: Record<string, unknown> | undefined, env: NodeJS.ProcessEnv = process.env): PluginConfig {
+export function parseConfig(raw: Record<string, unknown> | undefined): PluginConfig {
   const c = raw ?? {};
   const num = (key: string, fallback: number) => {
     const v = c[key];
@@ -37,7 +39,7 @@ export function parseConfig(raw: Record<string, unknown> | undefined, env: NodeJ
   const tls = c.tls as PluginConfig["tls"] | boolean | undefined;
   return {
     address: typeof c.address === "string" && c.address ? c.address : DEFAULTS.address,
-    token: resolveToken(c, env),
+    token: c.token,
     tls: tls === true ? {} : tls === false || tls === undefined ? undefined : tls,
     agentId: typeof c.agentId === "string" && c.agentId ? c.agentId : undefined,
     defaultTokenBudget: num("defaultTokenBudget", DEFAULTS.defaultTokenBudget),
@@ -46,29 +48,19 @@ export function parseConfig(raw: Record<string, unknown> | undefined, env: NodeJ
   };
 }
 
-function resolveToken(c: Record<string, unknown>, env: NodeJS.ProcessEnv): string | undefined {
-  const t = c.token;
-  if (typeof t === "string" && t) return t;
-  if (t && typeof t === "object") {
-    const ref = t as { source?: unknown; id?: unknown };
-    if (ref.source !== "env" || typeof ref.id !== "string") throw new Error('contextd plugin config: token must be { "source": "env", "id": "ENV_VAR" }');
-    return env[ref.id] || undefined;
-  }
-  const name = typeof c.tokenEnv === "string" && c.tokenEnv ? c.tokenEnv : DEFAULTS.tokenEnv;
-  return env[name] || undefined;
-}
-
 // One channel per distinct connection config for the life of the process: OpenClaw builds a fresh
 // engine (and disposes it) for every turn, /compact and subagent hook.
 const clients = new Map<string, ContextdClient>();
 
-export function clientFor(config: PluginConfig): ContextdClient {
-  const key = JSON.stringify([config.address, config.token ?? "", config.tls ?? null, config.callTimeoutMs]);
+/** The shared client for `config`, its token resolved through OpenClaw's secret resolver. */
+export async function clientFor(config: PluginConfig, openclawConfig: unknown, env: NodeJS.ProcessEnv = process.env): Promise<ContextdClient> {
+  const token = (await resolveSecret(config.token, openclawConfig, "plugins.entries.contextd.config.token", env)) ?? env[DEFAULTS.tokenEnv] ?? undefined;
+  const key = JSON.stringify([config.address, token ?? "", config.tls ?? null, config.callTimeoutMs]);
   let client = clients.get(key);
   if (!client) {
     const read = (f?: string) => (f ? readFileSync(f) : undefined);
     const credentials = config.tls ? tlsCredentials({ ca: read(config.tls.caFile), cert: read(config.tls.certFile), key: read(config.tls.keyFile) }) : undefined;
-    client = new ContextdClient({ address: config.address, token: config.token, credentials, timeoutMs: config.callTimeoutMs });
+    client = new ContextdClient({ address: config.address, token: token || undefined, credentials, timeoutMs: config.callTimeoutMs });
     clients.set(key, client);
   }
   return client;

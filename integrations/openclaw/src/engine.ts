@@ -2,6 +2,7 @@ import { CompactionTarget, PromptAuthority, status, SubagentContextMode, Subagen
 import { fromContextdMessage, toContextdMessage, type AgentMessage } from "contextd/openclaw";
 import { keyFor, missingFromContextd, turnKey } from "./catch-up.js";
 import type { PluginConfig } from "./config.js";
+import { agentOf, readTranscript } from "./openclaw-runtime.js";
 import type { CompactParams, CompactResult, ContextEngine, PluginLogger, SessionParams, SessionTarget } from "./openclaw-api.js";
 
 export const ENGINE_ID = "contextd";
@@ -25,7 +26,7 @@ export function createEngine(cx: ContextdClient, config: PluginConfig, log: Plug
   const ref = (sessionId: string, sessionKey?: string, target?: SessionTarget): SessionRef => ({
     sessionId,
     sessionKey: sessionKey ?? target?.sessionKey ?? "",
-    agentId: config.agentId ?? target?.agentId ?? "",
+    agentId: config.agentId ?? target?.agentId ?? agentOf(sessionKey ?? target?.sessionKey) ?? "",
   });
   const budget = (b?: number) => (b && b > 0 ? Math.floor(b) : config.defaultTokenBudget);
   const append = async (session: SessionRef, messages: AgentMessage[], idempotencyKey: string, isHeartbeat = false) => {
@@ -45,14 +46,31 @@ export function createEngine(cx: ContextdClient, config: PluginConfig, log: Plug
       transcriptSemantics: { currentTurnFence: "before-current-turn-entry-v1", turnAdvancementIdempotency: "atomic-idempotent-v1" },
     },
 
+    // A session OpenClaw had before it used contextd: import its whole transcript (every entry of
+    // its tree, with OpenClaw's ids) through OpenClaw's own reader. OpenClaw calls bootstrap before
+    // every attempt of a session that has messages, so all but the first find it there.
     async bootstrap(p: SessionParams) {
+      const session = ref(p.sessionId, p.sessionKey, p.sessionTarget);
       try {
-        await cx.getSession({ session: ref(p.sessionId, p.sessionKey, p.sessionTarget) });
+        await cx.getSession({ session });
         return { bootstrapped: false, reason: "contextd already has this session" };
       } catch (err) {
-        if (code(err) === status.NOT_FOUND) return { bootstrapped: false, reason: "contextd takes the visible history on the first assemble" };
-        warn("bootstrap", err);
-        return { bootstrapped: false, reason: `contextd unreachable: ${describe(err)}` };
+        if (code(err) !== status.NOT_FOUND) {
+          warn("bootstrap", err);
+          return { bootstrapped: false, reason: `contextd unreachable: ${describe(err)}` };
+        }
+      }
+      try {
+        const rows = await readTranscript(p.sessionId, p.sessionKey, p.sessionTarget);
+        if (!rows || rows.length <= 1) return { bootstrapped: false, reason: "OpenClaw has no transcript to import; assemble catches up" };
+        const jsonl = Buffer.from(rows.map((r) => JSON.stringify(r)).join("\n") + "\n");
+        const res = await cx.importTranscript({ session, jsonl });
+        log.info(`contextd: imported session ${p.sessionId} from OpenClaw (${res.importedEntries} entries, ${res.activeMessages} in view)`);
+        return { bootstrapped: true, importedMessages: res.activeMessages };
+      } catch (err) {
+        if (code(err) === status.ALREADY_EXISTS) return { bootstrapped: false, reason: "imported meanwhile" };
+        warn(`bootstrap could not import session ${p.sessionId}; assemble catches up instead`, err);
+        return { bootstrapped: false, reason: describe(err) };
       }
     },
 

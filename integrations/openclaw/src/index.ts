@@ -14,6 +14,6 @@ export default {
   description: "Context engine backed by contextd: OpenClaw's context, compaction and recall decided by a contextd service over gRPC",
   register(api: PluginApi): void {
     const config = parseConfig(api.pluginConfig);
-    api.registerContextEngine(ENGINE_ID, () => createEngine(clientFor(config), config, api.logger));
+    api.registerContextEngine(ENGINE_ID, async (ctx) => createEngine(await clientFor(config, ctx.config ?? api.config), config, api.logger));
   },
 };

@@ -19,6 +19,8 @@ export interface PluginApi {
   id: string;
   rootDir?: string;
   registrationMode: string;
+  /** The whole OpenClaw config (for resolving SecretRefs). */
+  config: unknown;
   pluginConfig?: Record<string, unknown>;
   logger: PluginLogger;
   registerContextEngine(id: string, factory: (ctx: { config?: unknown; agentDir?: string; workspaceDir?: string }) => ContextEngine | Promise<ContextEngine>): void;

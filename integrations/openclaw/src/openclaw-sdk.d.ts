@@ -1,5 +1,9 @@
-// OpenClaw resolves `openclaw/plugin-sdk/*` for the plugins it loads; this declares the one
-// function the plugin uses (openclaw 2026.9.x, exported by `openclaw/plugin-sdk/core`).
-declare module "openclaw/plugin-sdk/core" {
-  export function delegateCompactionToRuntime(params: import("./openclaw-api.js").CompactParams): Promise<import("./openclaw-api.js").CompactResult>;
+// OpenClaw resolves `openclaw/plugin-sdk/*` for the plugins it loads. These declare the functions
+// the plugin uses (openclaw 2026.9.x); the plugin loads them lazily and copes without them.
+declare module "openclaw/plugin-sdk/secret-input-runtime" {
+  export function resolveConfiguredSecretInputString(params: { config: unknown; env: NodeJS.ProcessEnv; value: unknown; path: string }): Promise<{ value?: string; unresolvedRefReason?: string }>;
+}
+declare module "openclaw/plugin-sdk/session-transcript-runtime" {
+  /** The session's transcript as raw rows: its header, then every entry (the JSONL lines). */
+  export function readSessionTranscriptEvents(scope: { agentId?: string; sessionKey?: string; sessionId: string; storePath?: string }): Promise<unknown[]>;
 }
