@@ -1,6 +1,7 @@
 import type { Metadata } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import {
+  CancelledError,
   DeadlineExceededError,
   FailedPreconditionError,
   InvalidArgumentError,
@@ -9,7 +10,9 @@ import {
   UnauthenticatedError,
 } from "../contract/errors.js";
 import type * as H from "../contract/gen/contextd/v1/host.js";
-import { TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
+import { TranscriptEntry, Usage } from "../contract/gen/contextd/v1/types.js";
+import { chatMessages } from "../legacy/summarizer/chat-messages.js";
+import type { ChatModel } from "../legacy/summarizer/create-summarizer.js";
 import { unary } from "../contract/unary.js";
 import type { HostGrant, HostGrants } from "../registry/host-grants.js";
 import type { TranscriptStore } from "../store/types.js";
@@ -17,6 +20,9 @@ import type { Tokenizer } from "../tokens/tokenizer.js";
 import type { Compactions } from "./compactions.js";
 import { readTranscriptPage } from "./transcript-pages.js";
 import { requireSession, validateMessage, type AppendLimits } from "./validate.js";
+
+/** Timers fire a little early: an abort this close to the deadline is the deadline. */
+const DEADLINE_SLACK_MS = 20;
 
 /**
  * HostService: engines call back into the host during an engine call. Every call is authorized by
@@ -30,6 +36,8 @@ export function createHostService(
   tokenizer: Tokenizer,
   limits: AppendLimits,
   logger: Logger,
+  /** The summarizer's chat model, when one is configured: it answers Complete. */
+  model?: ChatModel,
 ): H.HostServiceServer {
   const authorize = (metadata: Metadata, sessionId: string): HostGrant => {
     const header = metadata.get("authorization")[0];
@@ -108,10 +116,33 @@ export function createHostService(
       return { ok: true, compacted: outcome.committed, reason: outcome.reason, result: outcome.committed ? outcome.result : undefined };
     }),
 
+    // One completion from the summarizer's model (SPEC §2.5). Upstream failures are ModelErrors,
+    // which carry their own status (UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, ...).
     complete: unary("Complete", logger, async (req: H.CompleteRequest, ctx) => {
       const session = requireSession(req.session);
-      authorize(ctx.metadata, session.sessionId);
-      throw new FailedPreconditionError("Complete needs a summarizer model, and none is configured (compaction.summarizer.kind is extractive)");
+      const grant = authorize(ctx.metadata, session.sessionId);
+      if (!model) throw new FailedPreconditionError("Complete needs a summarizer model, and none is configured (compaction.summarizer.kind is extractive)");
+      if (req.messages.length === 0 && !req.system.trim()) throw new InvalidArgumentError("Complete needs a system prompt or at least one message");
+      if (req.messages.length > limits.maxMessagesPerAppend) {
+        throw new ResourceExhaustedError(`messages has ${req.messages.length} entries, over limits.max_messages_per_append (${limits.maxMessagesPerAppend})`);
+      }
+      req.messages.forEach((m, i) => validateMessage(m, `messages[${i}]`, limits.maxMessageBytes));
+      const endsAtMs = Math.min(grant.expiresAtMs, ctx.deadlineMs);
+      const signal = Number.isFinite(ctx.deadlineMs) ? AbortSignal.any([grantSignal(grant, ctx.signal), AbortSignal.timeout(Math.max(0, ctx.deadlineMs - Date.now()))]) : grantSignal(grant, ctx.signal);
+      try {
+        const c = await model.client.complete({
+          messages: chatMessages(req.system, req.messages),
+          maxTokens: req.maxTokens > 0 ? Math.min(req.maxTokens, model.maxOutputTokens) : model.maxOutputTokens,
+          signal,
+        });
+        return { text: c.text, usage: Usage.fromPartial({ input: c.usage.input, output: c.usage.output, total: c.usage.total }) };
+      } catch (err) {
+        if (err instanceof Error && err.name === "AbortError") {
+          if (Date.now() >= endsAtMs - DEADLINE_SLACK_MS) throw new DeadlineExceededError("Complete: the engine call's deadline passed before the model answered");
+          throw new CancelledError("Complete: cancelled by the caller before the model answered");
+        }
+        throw err;
+      }
     }),
   };
 }

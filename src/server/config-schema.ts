@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { OPENAI_DEFAULTS, type SummarizerConfig } from "../legacy/summarizer/summarizer-config.js";
 import type { TokenizerName } from "../tokens/tokenizer.js";
 import { DURATION_HINT, MAX_DURATION_MS, formatDuration, parseDuration } from "./duration.js";
 
@@ -176,17 +177,46 @@ const engines = z.strictObject({
     .optional(),
 });
 
-const summarizer = z.discriminatedUnion("kind", [
-  z.strictObject({ kind: z.literal("extractive") }),
-  z.strictObject({
+const number = (min: number, max: number) => {
+  const error = expected(`a number from ${min} to ${max}`);
+  return z.number({ error }).min(min, { error }).max(max, { error });
+};
+
+/** `compaction.summarizer` kind openai; unset keys take OPENAI_DEFAULTS (src/legacy/summarizer/create-summarizer.ts). */
+const openaiSummarizer = z
+  .strictObject({
     kind: z.literal("openai"),
     base_url: text("a URL").refine((v) => /^https?:\/\//.test(v) && URL.canParse(v), {
       error: (iss) => `${show(iss.input)} is not an http(s) URL`,
     }),
     model: text("a model name"),
     api_key_env: envName,
-  }),
-]);
+    timeout: duration().optional(),
+    max_retries: int(0)
+      .refine((v) => v <= 10, { error: (iss) => `${show(iss.input)} is too many (at most 10)` })
+      .optional(),
+    retry_base_delay: duration().optional(),
+    context_window_tokens: int(1)
+      .refine((v) => v >= 2048, { error: (iss) => `${show(iss.input)} is too small for a summary prompt (at least 2048)` })
+      .optional(),
+    max_output_tokens: int(1).optional(),
+    max_tokens_param: oneOf(["max_tokens", "max_completion_tokens"]).optional(),
+    temperature: number(0, 2).optional(),
+  })
+  .superRefine((v, ctx) => {
+    const window = v.context_window_tokens ?? OPENAI_DEFAULTS.context_window_tokens;
+    const output = v.max_output_tokens ?? OPENAI_DEFAULTS.max_output_tokens;
+    // A window already refused on its own needs no second message.
+    if (window >= 2048 && output > window / 2)
+      ctx.addIssue({
+        code: "custom",
+        path: [v.max_output_tokens === undefined ? "context_window_tokens" : "max_output_tokens"],
+        input: v.max_output_tokens ?? v.context_window_tokens,
+        message: `max_output_tokens (${output}) must be at most half of context_window_tokens (${window}), to leave room for the history`,
+      });
+  });
+
+const summarizer = z.discriminatedUnion("kind", [z.strictObject({ kind: z.literal("extractive") }), openaiSummarizer]);
 
 export const configSchema = z.strictObject({
   listen: address().prefault("127.0.0.1:50051"),
@@ -269,9 +299,8 @@ export interface EnginesConfig {
   /** Client TLS for registry→engine calls; when set, engines are dialled over TLS. */
   tls?: { ca_file?: string; cert_file?: string; key_file?: string };
 }
-export type SummarizerConfig =
-  | { kind: "extractive" }
-  | { kind: "openai"; base_url: string; model: string; api_key_env: string };
+/** `compaction.summarizer`; the openai keys are documented with the type. */
+export type { SummarizerConfig } from "../legacy/summarizer/summarizer-config.js";
 export interface ServerTlsConfig {
   cert_file: string;
   key_file: string;

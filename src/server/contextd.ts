@@ -12,7 +12,7 @@ import { SessionQueries } from "../host/session-queries.js";
 import { createSessionService } from "../host/session-service.js";
 import { Subagents } from "../host/subagents.js";
 import { LegacyEngine } from "../legacy/legacy-engine.js";
-import { createSummarizer } from "../legacy/summarizer/create-summarizer.js";
+import { createChatModel, createSummarizer } from "../legacy/summarizer/create-summarizer.js";
 import { Admission } from "../registry/admission.js";
 import { EndpointAllowList } from "../registry/endpoint-allow-list.js";
 import { EngineEvents } from "../registry/engine-events.js";
@@ -61,8 +61,19 @@ export class Contextd {
     const auth = new Authenticator(config.auth, process.env);
     if (!config.auth.required) logger.warn("auth.required is false: every caller is trusted (local development only)");
     const tokenizer = createTokenizer(config.tokenizer, { imageTokens: config.image_tokens });
+    const summarizerLog = logger.child({ component: "summarizer" });
+    // One chat model (when `openai` is configured) serves both the summarizer and HostService.Complete.
+    const model = createChatModel(config.compaction.summarizer, { env: process.env, log: summarizerLog });
+    if (model && model.timeoutMs > config.engines.timeouts.assemble) {
+      // Auto-compaction before Assemble runs inside the Assemble deadline: a slow model there makes
+      // the Assemble time out instead of falling back to extractive.
+      logger.warn(
+        { summarizer_timeout_ms: model.timeoutMs, assemble_timeout_ms: config.engines.timeouts.assemble },
+        "compaction.summarizer.timeout is longer than engines.timeouts.assemble: an Assemble that must auto-compact may hit its deadline while the model writes; raise engines.timeouts.assemble or compact ahead of the budget (Compact, AfterTurn)",
+      );
+    }
     const compactionDeps = {
-      summarizer: createSummarizer(config.compaction.summarizer),
+      summarizer: createSummarizer(config.compaction.summarizer, { model, log: summarizerLog, countTokens: (text: string) => tokenizer.countText(text) }),
       tokenizer,
       settings: {
         reserveTokens: config.compaction.reserve_tokens,
@@ -100,7 +111,7 @@ export class Contextd {
     const exports = new TranscriptExports(store, maxBytes);
     server.addService(SessionServiceService, createSessionService(host, new SessionQueries(host, store, router), new Subagents(host, store), imports, exports, authz, store, logger));
     server.addService(RegistryServiceService, createRegistryService(registry, admission, quarantine, events, authz, logger));
-    server.addService(HostServiceService, createHostService(grants, store, compactions, tokenizer, limits, logger));
+    server.addService(HostServiceService, createHostService(grants, store, compactions, tokenizer, limits, logger, model));
     const health = addStandardServices(server, SERVICE_NAMES);
     const sidecars = new ManagedSidecars(config.engines.managed, auth, logger);
     return new Contextd(config, store, server, health, grants, monitor, sidecars, events);

@@ -6,7 +6,7 @@ import {
   type Message,
 } from "../../contract/gen/contextd/v1/types.js";
 import type { Tokenizer } from "../../tokens/tokenizer.js";
-import type { Summarizer } from "../summarizer/summarizer.js";
+import { asSummaryResult, type Summarizer, type SummaryDetails } from "../summarizer/summarizer.js";
 import { analyzeCutPoints, chooseCut, suffixSums, type Cut } from "./cut-points.js";
 import { promptBudget } from "./prompt-budget.js";
 import { capChars, charsPerToken, summaryTokens, truncateSummaryToFit } from "./summary-fit.js";
@@ -133,18 +133,24 @@ export async function compactNative(
 
   let iterations = 0;
   let summary = "";
+  // What the summarizer said about its latest call: that call wrote the summary that is committed.
+  let reported: SummaryDetails | undefined;
   const summarize = async (cutIndex: number, chars: number): Promise<string> => {
     throwIfAborted(signal);
     iterations++;
-    const text = await summarizer.summarize({
-      previousSummary,
-      messages: rest.slice(0, cutIndex),
-      maxChars: chars,
-      customInstructions: input.customInstructions,
-      signal,
-    });
+    const answer = asSummaryResult(
+      await summarizer.summarize({
+        previousSummary,
+        messages: rest.slice(0, cutIndex),
+        maxChars: chars,
+        customInstructions: input.customInstructions,
+        signal,
+        priorAttempt: reported,
+      }),
+    );
     throwIfAborted(signal);
-    return capChars(text, chars);
+    reported = answer.details;
+    return capChars(answer.summary, chars);
   };
   const finish = (cut: Cut): NativeCompactionOutcome => {
     const tokensAfter = summaryTokens(summary, tokenizer) + suffix[cut.index];
@@ -155,6 +161,8 @@ export async function compactNative(
       tokensAfter,
       details: {
         summarizer: summarizer.kind,
+        // The summarizer's own account (e.g. `summarizer: extractive` after an openai fallback) wins.
+        ...reported,
         summarized_messages: cut.index,
         kept_messages: n - cut.index,
         cut: cut.kind,

@@ -13,7 +13,7 @@
  * One pass over the input, regexes without catastrophic backtracking, bulk tool output scanned
  * only at its head and tail: a 150-message, 120k-token conversation takes a few milliseconds.
  */
-import type { SummarizeInput, Summarizer } from "./summarizer.js";
+import type { SummarizeInput, TextSummarizer } from "./summarizer.js";
 import { fitToBudget, type Entry } from "./extract-budget.js";
 import { emptyDoc, escapeBlock, identifierLine, parseSummary, type SectionId, type SummaryDoc } from "./extract-format.js";
 import { KIND_WEIGHT } from "./extract-identifiers.js";
@@ -48,7 +48,7 @@ const FACT_SHARE_CODING = 0.08;
 /** Tier of a conversation's protected facts: after identifiers, before goals. */
 const FACT_CORE_TIER = 7.5;
 
-export function createExtractiveSummarizer(): Summarizer {
+export function createExtractiveSummarizer(): TextSummarizer {
   return {
     kind: EXTRACTIVE_KIND,
     summarize: async (input: SummarizeInput): Promise<string> => summarizeExtractive(input),
