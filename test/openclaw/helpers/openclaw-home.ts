@@ -4,7 +4,7 @@
  * (`openclaw agent --local`, the embedded runner, which loads plugins; `openclaw agent exec` does
  * not load plugins in 2026.9.x) under Node 24.
  */
-import { execFile } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -14,6 +14,8 @@ export const PLUGIN_DIR = path.resolve(import.meta.dirname, "../../../integratio
 
 export interface HomeOptions {
   modelBaseUrl: string;
+  /** A loopback Gateway on this port (needed by `openclaw sessions compact`, OpenClaw's `/compact`). */
+  gatewayPort?: number;
   /** The plugin's config (plugins.entries.contextd.config); omit to run OpenClaw without the plugin. */
   plugin?: Record<string, unknown>;
   /** The model's context window (OpenClaw derives its token budget from it). */
@@ -29,6 +31,8 @@ export interface TurnResult {
   /** The reply text of the turn. */
   text: string;
 }
+
+const GATEWAY_TOKEN = "test-gateway-token";
 
 export class OpenClawHome {
   readonly dir = mkdtempSync(path.join(tmpdir(), "contextd-openclaw-home-"));
@@ -61,6 +65,7 @@ export class OpenClawHome {
       },
       agents: { defaults: { model: { primary: "fake/fake-model" }, workspace: path.join(this.dir, "workspace"), skipBootstrap: true } },
     };
+    if (options.gatewayPort) config.gateway = { mode: "local", bind: "loopback", port: options.gatewayPort, auth: { mode: "token", token: GATEWAY_TOKEN } };
     if (options.plugin) {
       config.plugins = {
         allow: ["contextd"],
@@ -91,11 +96,16 @@ export class OpenClawHome {
 
   /** One agent turn on `sessionKey` through OpenClaw's embedded runner. */
   turn(sessionKey: string, message: string, extraEnv: Record<string, string> = {}): Promise<TurnResult> {
+    return this.cli(["agent", "--local", "--session-key", sessionKey, "--json", "-m", message], extraEnv);
+  }
+
+  /** Any OpenClaw CLI command, e.g. `["sessions", "compact", key, "--json"]`. */
+  cli(args: string[], extraEnv: Record<string, string> = {}): Promise<TurnResult> {
     return new Promise((resolve) => {
       execFile(
         this.install.node,
-        [this.install.cli, "agent", "--local", "--session-key", sessionKey, "--json", "-m", message],
-        { env: this.env(extraEnv), cwd: path.join(this.dir, "workspace"), timeout: 180_000, maxBuffer: 64 * 1024 * 1024 },
+        [this.install.cli, ...args],
+        { env: this.env({ OPENCLAW_GATEWAY_TOKEN: GATEWAY_TOKEN, ...extraEnv }), cwd: path.join(this.dir, "workspace"), timeout: 180_000, maxBuffer: 64 * 1024 * 1024 },
         (err, stdout, stderr) => {
           let json: TurnResult["json"];
           try {
@@ -108,6 +118,41 @@ export class OpenClawHome {
         },
       );
     });
+  }
+
+  /** Starts `openclaw gateway run` (configure `gatewayPort` first); resolves once it says it is ready. */
+  async startGateway(): Promise<{ stop(): Promise<void> }> {
+    const child: ChildProcess = spawn(this.install.node, [this.install.cli, "gateway", "run"], {
+      env: this.env({ OPENCLAW_GATEWAY_TOKEN: GATEWAY_TOKEN, OPENCLAW_DISABLE_BONJOUR: "1", OPENCLAW_SKIP_CHANNELS: "1" }),
+      cwd: path.join(this.dir, "workspace"),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`the OpenClaw gateway did not get ready in 120 s:\n${output}`)), 120_000);
+      const onData = (d: Buffer) => {
+        output += d.toString();
+        if (/gateway\S* \S*ready/.test(output)) {
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      child.stdout?.on("data", onData);
+      child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+      child.on("exit", (code) => {
+        clearTimeout(timer);
+        reject(new Error(`the OpenClaw gateway exited (${code}) before it was ready:\n${output}`));
+      });
+    });
+    return {
+      stop: () =>
+        new Promise<void>((resolve) => {
+          if (child.exitCode !== null) return resolve();
+          child.once("exit", () => resolve());
+          child.kill("SIGTERM");
+          setTimeout(() => child.kill("SIGKILL"), 15_000).unref();
+        }),
+    };
   }
 
   cleanup(): void {
