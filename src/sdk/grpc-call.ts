@@ -1,4 +1,4 @@
-import { credentials as grpcCredentials, Metadata, type ChannelCredentials, type Client, type ServiceError } from "@grpc/grpc-js";
+import { credentials as grpcCredentials, Metadata, status, type ChannelCredentials, type Client, type ServiceError } from "@grpc/grpc-js";
 
 export interface ClientOptions {
   /** host:port or unix:/path. */
@@ -38,8 +38,10 @@ export function callUnary<Req, Res>(client: Client, method: UnaryMethod<Req, Res
   const metadata = options.metadata?.clone() ?? new Metadata();
   if (defaults.token && !metadata.get("authorization").length) metadata.set("authorization", `Bearer ${defaults.token}`);
   const deadline = new Date(Date.now() + (options.timeoutMs ?? defaults.timeoutMs ?? 30_000));
+  const signal = options.signal;
+  // Already cancelled: never send it, so the server cannot act on a call nobody waits for.
+  if (signal?.aborted) return Promise.reject(Object.assign(new Error("1 CANCELLED: cancelled before it was sent"), { code: status.CANCELLED, details: "cancelled before it was sent", metadata: new Metadata() }));
   return new Promise<Res>((resolve, reject) => {
-    const signal = options.signal;
     const onAbort = () => call.cancel();
     const call = method.call(client, request, metadata, { deadline }, (err, res) => {
       signal?.removeEventListener("abort", onAbort);

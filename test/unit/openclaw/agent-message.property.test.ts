@@ -12,85 +12,10 @@ import { Message, Role } from "../../../src/contract/gen/contextd/v1/types.js";
 import { messageText } from "../../../src/contract/messages.js";
 import { fromContextdMessage, toContextdMessage } from "../../../src/openclaw/agent-message.js";
 import { createTokenizer } from "../../../src/tokens/create-tokenizer.js";
+import { agentMessage, json } from "../../fixtures/openclaw-messages.js";
 
 const seed = process.env.FC_SEED ? Number(process.env.FC_SEED) : undefined;
 const runs = { numRuns: Number(process.env.FC_RUNS ?? 400), ...(seed === undefined ? {} : { seed }) };
-
-const text = fc.oneof(fc.string(), fc.string({ unit: "grapheme" }), fc.constantFrom("", " ", "<|endoftext|>", "\u0000\u001f", "😀 日本語 ℃", '{"a":1}'));
-const json: fc.Arbitrary<unknown> = fc.jsonValue({ maxDepth: 3 });
-const ms = fc.integer({ min: 1, max: 4_102_444_800_000 });
-const count = fc.nat({ max: 2_000_000 });
-const money = fc.double({ min: 0, max: 100, noNaN: true, noDefaultInfinity: true });
-const base64 = fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.from(b).toString("base64"));
-
-/** Optional members: present or absent (never `undefined`, which JSON drops). */
-function withOptional<T extends Record<string, fc.Arbitrary<unknown>>>(required: T, optional: Record<string, fc.Arbitrary<unknown>>) {
-  return fc.record({ ...required, ...optional }, { requiredKeys: Object.keys(required) as (keyof T & string)[] }) as fc.Arbitrary<Record<string, unknown>>;
-}
-
-const extraFields = fc.dictionary(fc.constantFrom("__openclaw", "provenance", "idempotencyKey", "runtimeContextCarrier", "x-custom", "responseModel", "turnId"), json, { maxKeys: 3 });
-
-const textBlock = withOptional({ type: fc.constant("text"), text }, { textSignature: text });
-const thinkingBlock = withOptional({ type: fc.constant("thinking"), thinking: text }, { thinkingSignature: text, redacted: fc.boolean(), openclawReasoningReplay: json });
-const toolCall = withOptional(
-  { type: fc.constant("toolCall"), id: fc.string({ minLength: 1 }), name: fc.string({ minLength: 1 }), arguments: fc.dictionary(fc.string(), json, { maxKeys: 4 }) },
-  { thoughtSignature: text, async: fc.constant(true), executionMode: fc.constantFrom("sequential", "parallel") },
-);
-const image = fc.record({ type: fc.constant("image"), data: base64, mimeType: fc.constantFrom("image/png", "image/jpeg") });
-const foreignBlock = fc.record({ type: fc.constantFrom("toolUse", "functionCall", "audio"), payload: json });
-
-const userContent = fc.oneof(text, fc.array(fc.oneof(textBlock, image), { maxLength: 4 }));
-const usage = withOptional(
-  {
-    input: count,
-    output: count,
-    cacheRead: count,
-    cacheWrite: count,
-    totalTokens: count,
-    cost: withOptional({ input: money, output: money, cacheRead: money, cacheWrite: money, total: money }, { totalOrigin: fc.constant("provider-billed") }),
-  },
-  { cacheWrite1h: count, cacheTelemetry: fc.record({ state: fc.constantFrom("available", "unavailable") }) },
-);
-
-const merge = (a: fc.Arbitrary<Record<string, unknown>>) => fc.tuple(a, extraFields).map(([m, extra]) => ({ ...extra, ...m }));
-
-const user = merge(withOptional({ role: fc.constant("user"), content: userContent, timestamp: ms }, { runtimeContextCarrier: fc.boolean() }));
-const assistant = merge(
-  withOptional(
-    {
-      role: fc.constant("assistant"),
-      content: fc.array(fc.oneof(textBlock, thinkingBlock, toolCall, foreignBlock), { maxLength: 5 }),
-      api: fc.constantFrom("anthropic-messages", "openai-responses", "openai-completions", "google-generative-ai", "custom-api"),
-      provider: fc.constantFrom("anthropic", "openai", "google", "fake"),
-      model: fc.string(),
-      usage,
-      stopReason: fc.constantFrom("stop", "length", "toolUse", "error", "aborted"),
-      timestamp: ms,
-    },
-    { responseId: text, errorMessage: text, errorCode: text, endTurn: fc.boolean(), responseModel: text, providerReplay: json, diagnostics: json, openclawDelivery: json },
-  ),
-);
-const toolResult = merge(
-  withOptional(
-    { role: fc.constant("toolResult"), toolCallId: fc.string({ minLength: 1 }), toolName: fc.string(), content: fc.array(fc.oneof(textBlock, image), { maxLength: 3 }), isError: fc.boolean(), timestamp: ms },
-    { details: json },
-  ),
-);
-const custom = merge(
-  withOptional({ role: fc.constant("custom"), customType: fc.string({ minLength: 1 }), content: userContent, display: fc.boolean(), timestamp: ms }, { details: json, excludeFromContext: fc.boolean() }),
-);
-const bash = merge(
-  withOptional(
-    { role: fc.constant("bashExecution"), command: text, output: text, exitCode: fc.option(fc.integer({ min: -1, max: 255 }), { nil: undefined }), cancelled: fc.boolean(), truncated: fc.boolean(), timestamp: ms },
-    { fullOutputPath: text, excludeFromContext: fc.boolean() },
-  ),
-).map((m) => JSON.parse(JSON.stringify(m)) as Record<string, unknown>);
-const branchSummary = merge(fc.record({ role: fc.constant("branchSummary"), summary: text, fromId: fc.string(), timestamp: ms }));
-const compactionSummary = merge(
-  withOptional({ role: fc.constant("compactionSummary"), summary: text, tokensBefore: count, timestamp: fc.oneof(ms, fc.constant("2026-01-02T03:04:05.678Z")) }, { tokensAfter: count, firstKeptEntryId: fc.string(), details: json }),
-);
-
-const agentMessage = fc.oneof(user, assistant, toolResult, custom, bash, branchSummary, compactionSummary);
 
 /** The message as JSON carries it (what OpenClaw writes and reads): JSON has no -0. */
 const asJson = (v: unknown) => JSON.parse(JSON.stringify(v)) as unknown;
