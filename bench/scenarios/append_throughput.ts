@@ -1,18 +1,21 @@
 /**
  * append_throughput: durable AppendMessages on the SQLite store (WAL, synchronous=FULL: each call
- * is one transaction, fsynced before it answers). Four sessions are appended to concurrently (one
- * closed-loop worker each), with one message per call ("single") and 100 messages per call
- * ("batched"), in interleaved windows. The messages are the same coding-agent messages as elsewhere
- * (mixed sizes, ~400 tokens on average), drawn from a pre-generated pool so that generating them
- * costs nothing inside a window; contextd counts every message's tokens (o200k_base) at append,
- * which is part of what is measured.
+ * is one transaction, fsynced before it answers) and on the PostgreSQL store (a scratch database on
+ * the local server, synchronous_commit on: each call one transaction, WAL-flushed before it
+ * answers), measured in the same run by two contextd processes. Four sessions are appended to
+ * concurrently (one closed-loop worker each), with one message per call ("single") and 100 messages
+ * per call ("batched"), in interleaved windows (all four variants rotate). The messages are the
+ * same coding-agent messages as elsewhere (mixed sizes, ~400 tokens on average), drawn from a
+ * pre-generated pool so that generating them costs nothing inside a window; contextd counts every
+ * message's tokens (o200k_base) at append, which is part of what is measured.
  */
 import { Buffer } from "node:buffer";
 import type { Message } from "../../src/contract/gen/contextd/v1/types.js";
 import { sessionClient } from "../harness/clients.js";
-import { startContextd } from "../harness/contextd.js";
+import { startContextd, type ContextdHandle } from "../harness/contextd.js";
 import { closedLoop, interleave } from "../harness/interleave.js";
 import { codingMessages } from "../harness/messages.js";
+import { tryBenchDatabase } from "../harness/postgres.js";
 import { readCpuMs } from "../harness/rss.js";
 import type { Scenario, ScenarioContext, ScenarioResult } from "../harness/scenario.js";
 import { median, round, summarize } from "../harness/stats.js";
@@ -34,7 +37,9 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const rounds = ctx.quick ? 2 : 5;
   const windowMs = ctx.quick ? 1000 : 3000;
   const poolSize = ctx.quick ? 8_000 : 30_000;
-  const totalSteps = 1 + 2 * (rounds + 1);
+  const pgDb = await tryBenchDatabase();
+  const withPg = typeof pgDb !== "string";
+  const totalSteps = 1 + (withPg ? 4 : 2) * (rounds + 1);
   let steps = 0;
   ctx.progress.update(0, totalSteps, "generating messages, starting contextd");
   const pool: Message[] = [];
@@ -49,36 +54,46 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
 
   const cd = await startContextd();
   const client = sessionClient(cd.address);
-  ctx.progress.update(++steps, totalSteps, "appending");
+  let pgCd: ContextdHandle | undefined;
+  let pgClient: ReturnType<typeof sessionClient> | undefined;
   try {
-    const tokens: Record<string, number> = { single: 0, batched: 0 };
-    const variant = (name: "single" | "batched", perCall: number) => {
+    if (withPg) {
+      pgCd = await startContextd({ config: { store: pgDb.url } });
+      pgClient = sessionClient(pgCd.address);
+    }
+    ctx.progress.update(++steps, totalSteps, "appending");
+    const tokens: Record<string, number> = { single: 0, batched: 0, "postgres-single": 0, "postgres-batched": 0 };
+    const variant = (name: "single" | "batched" | "postgres-single" | "postgres-batched", perCall: number, on = { cd, client }) => {
       let worker = 0;
+      const { cd: server, client: c } = on;
       return {
         name,
         batch: async () => {
           const before = tokens[name];
-          const cpu0 = readCpuMs(cd.pid);
+          const cpu0 = readCpuMs(server.pid);
           const r = await closedLoop(
             async () => {
               const session = { sessionId: `append-${name}-${worker++ % SESSIONS}`, agentId: "bench" };
-              const res = await client.appendMessages({ session, messages: take(perCall) });
+              const res = await c.appendMessages({ session, messages: take(perCall) });
               tokens[name] += res.tokenCounts.reduce((a, b) => a + b, 0);
             },
             SESSIONS,
             { durationMs: windowMs },
           );
-          const cpuMs = readCpuMs(cd.pid) - cpu0;
+          const cpuMs = readCpuMs(server.pid) - cpu0;
           return { ...r, msgsPerS: r.rps * perCall, tokensPerS: ((tokens[name] - before) * 1000) / r.elapsedMs, msgsPerCpuS: (r.ok * perCall * 1000) / Math.max(1, cpuMs), busy: cpuMs / r.elapsedMs };
         },
       };
     };
-    const windows = await interleave([variant("single", 1), variant("batched", BATCH)], {
+    const pgOn = pgCd && pgClient ? { cd: pgCd, client: pgClient } : undefined;
+    const variants = [variant("single", 1), variant("batched", BATCH)];
+    if (pgOn) variants.push(variant("postgres-single", 1, pgOn), variant("postgres-batched", BATCH, pgOn));
+    const windows = await interleave(variants, {
       rounds,
       onBatch: () => ctx.progress.update(++steps, totalSteps, "appending"),
     });
-    const errors = [...windows.single, ...windows.batched].reduce((a, w) => a + w.errors, 0);
-    const stat = (name: "single" | "batched") => {
+    const errors = Object.values(windows).flat().reduce((a, w) => a + w.errors, 0);
+    const stat = (name: "single" | "batched" | "postgres-single" | "postgres-batched") => {
       const w = windows[name];
       const lat = summarize(w.flatMap((x) => x.latencies));
       return {
@@ -93,48 +108,60 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     };
     const single = stat("single");
     const batched = stat("batched");
+    const pgSingle = pgOn ? stat("postgres-single") : undefined;
+    const pgBatched = pgOn ? stat("postgres-batched") : undefined;
+    type Stat = ReturnType<typeof stat>;
+    const detail = (x: Stat) => ({ tokens_per_s: round(x.tokens_per_s, 0), mb_per_s: round(x.mb_per_s, 2), call_p50_ms: round(x.call_p50_ms, 2), call_p99_ms: round(x.call_p99_ms, 2), msgs_per_contextd_cpu_s: round(x.msgs_per_contextd_cpu_s, 0), contextd_cpu_busy: round(x.contextd_busy, 2) });
+    const row = (store: string, mode: string, x: Stat) => [store, mode, round(x.msgs_per_s, 0), round(x.tokens_per_s, 0), round(x.mb_per_s, 2), round(x.call_p50_ms, 2), round(x.call_p99_ms, 2), round(x.msgs_per_contextd_cpu_s, 0), round(x.contextd_busy, 2)];
     return {
       metrics: {
         single_msgs_per_s: round(single.msgs_per_s, 0),
         batched_msgs_per_s: round(batched.msgs_per_s, 0),
         batched_msgs_per_contextd_cpu_s: round(batched.msgs_per_contextd_cpu_s, 0),
-        single: { tokens_per_s: round(single.tokens_per_s, 0), mb_per_s: round(single.mb_per_s, 2), call_p50_ms: round(single.call_p50_ms, 2), call_p99_ms: round(single.call_p99_ms, 2), msgs_per_contextd_cpu_s: round(single.msgs_per_contextd_cpu_s, 0), contextd_cpu_busy: round(single.contextd_busy, 2) },
-        batched: { tokens_per_s: round(batched.tokens_per_s, 0), mb_per_s: round(batched.mb_per_s, 2), call_p50_ms: round(batched.call_p50_ms, 2), call_p99_ms: round(batched.call_p99_ms, 2), msgs_per_contextd_cpu_s: round(batched.msgs_per_contextd_cpu_s, 0), contextd_cpu_busy: round(batched.contextd_busy, 2) },
+        single: detail(single),
+        batched: detail(batched),
+        postgres_batched_msgs_per_s: pgBatched ? round(pgBatched.msgs_per_s, 0) : null,
+        postgres_single_msgs_per_s: pgSingle ? round(pgSingle.msgs_per_s, 0) : null,
+        postgres: pgSingle && pgBatched ? { single: detail(pgSingle), batched: detail(pgBatched) } : { unavailable: pgDb as string },
         message_bytes_avg: round(poolBytes, 0),
         tokens_counted_by_contextd: tokens.single + tokens.batched,
         sessions: SESSIONS,
         batch_size: BATCH,
         errors,
-        postgres: "not built",
       },
       goals: [{ key: "batched_msgs_per_s", op: ">=", target: 5000 }],
-      headline: ["single_msgs_per_s", "batched_msgs_per_contextd_cpu_s", "postgres"],
+      headline: ["single_msgs_per_s", "batched_msgs_per_contextd_cpu_s", "postgres_batched_msgs_per_s", "postgres_single_msgs_per_s"],
       notes: [
         `${SESSIONS} sessions appended to concurrently; ${rounds} measured windows of ${windowMs} ms per variant, interleaved; medians`,
         `messages average ${Math.round(poolBytes)} bytes of text; tokens are counted by contextd at append (${((tokens.single + tokens.batched) / 1e6).toFixed(1)}M tokens in this run: past ~5M, gpt-tokenizer's merge cache slows counting down — see the tokenizer scenario)`,
         "msgs per contextd CPU-second: messages appended per second of CPU time contextd used in the window (/proc) — what one fully available core would sustain, independent of other load on the machine; busy: contextd's CPU time / wall time",
-        "PostgreSQL: contextd's PostgreSQL store is not built yet (README, Status), so there is nothing to measure",
+        withPg
+          ? "PostgreSQL: a second contextd on a scratch database of the local server (created and dropped by the bench), pool defaults (pool_max 10), server defaults (synchronous_commit on); its CPU-s column counts contextd only, not the PostgreSQL server processes"
+          : `PostgreSQL: not measured: ${pgDb as string}`,
       ],
       tables: [
         {
-          title: "append_throughput: durable appends, SQLite, 4 concurrent sessions",
+          title: "append_throughput: durable appends, SQLite and PostgreSQL, 4 concurrent sessions",
           headers: ["store", "mode", "msgs/s", "tokens/s", "MB/s", "call p50 ms", "call p99 ms", "msgs per contextd CPU-s", "contextd busy"],
           rows: [
-            ["sqlite", "single", round(single.msgs_per_s, 0), round(single.tokens_per_s, 0), round(single.mb_per_s, 2), round(single.call_p50_ms, 2), round(single.call_p99_ms, 2), round(single.msgs_per_contextd_cpu_s, 0), round(single.contextd_busy, 2)],
-            ["sqlite", `batch of ${BATCH}`, round(batched.msgs_per_s, 0), round(batched.tokens_per_s, 0), round(batched.mb_per_s, 2), round(batched.call_p50_ms, 2), round(batched.call_p99_ms, 2), round(batched.msgs_per_contextd_cpu_s, 0), round(batched.contextd_busy, 2)],
-            ["postgres", "—", "not built", "", "", "", "", "", ""],
+            row("sqlite", "single", single),
+            row("sqlite", `batch of ${BATCH}`, batched),
+            ...(pgSingle && pgBatched ? [row("postgres", "single", pgSingle), row("postgres", `batch of ${BATCH}`, pgBatched)] : [["postgres", "—", "not measured", "", "", "", "", "", ""]]),
           ],
         },
       ],
     };
   } finally {
     client.close();
+    pgClient?.close();
     await cd.stop();
+    await pgCd?.stop();
+    if (typeof pgDb !== "string") await pgDb.drop();
   }
 }
 
 export const appendThroughput: Scenario = {
   name: "append_throughput",
-  title: "Durable AppendMessages on SQLite: one message per call vs batches of 100, 4 concurrent sessions",
+  title: "Durable AppendMessages on SQLite and PostgreSQL: one message per call vs batches of 100, 4 concurrent sessions",
   run,
 };

@@ -5,6 +5,7 @@ import { registerEngines } from "./commands/engines.js";
 import { registerExport } from "./commands/export.js";
 import { registerHealth } from "./commands/health.js";
 import { registerImport } from "./commands/import.js";
+import { registerMigrateStore } from "./commands/migrate-store.js";
 import { registerQuarantine } from "./commands/quarantine.js";
 import { registerReplay } from "./commands/replay.js";
 import { registerSession } from "./commands/session.js";
@@ -45,6 +46,7 @@ registerExport(program);
 registerDoctor(program);
 registerEngines(program);
 registerQuarantine(program);
+registerMigrateStore(program);
 
 await program.parseAsync(process.argv);
 // gRPC channels are closed by every command; exit explicitly so a lingering handle cannot keep the CLI alive.

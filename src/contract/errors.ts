@@ -64,6 +64,16 @@ export class ConflictError extends ContextdError {
   }
 }
 
+/**
+ * A dependency contextd cannot work without (the PostgreSQL store) is unreachable or dropped the
+ * connection: a transient condition the caller may retry, unlike INTERNAL (a bug).
+ */
+export class UnavailableError extends ContextdError {
+  constructor(message: string) {
+    super(status.UNAVAILABLE, message);
+  }
+}
+
 export class DeadlineExceededError extends ContextdError {
   constructor(message: string) {
     super(status.DEADLINE_EXCEEDED, message);

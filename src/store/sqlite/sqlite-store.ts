@@ -13,10 +13,19 @@ import type {
   IdempotentAppend,
   ImportedTranscript,
   NewMessage,
+  RawEntry,
+  RawIdempotencyKey,
+  RawQuarantine,
+  RawRegistration,
+  RawRevision,
+  RawSession,
+  RawWriter,
   RewriteOutcome,
   SeedEntry,
   SessionLabels,
   SessionRecord,
+  StoreCopy,
+  StoreRowCounts,
   TranscriptStore,
 } from "../types.js";
 import { appendIdempotent } from "./idempotent-append.js";
@@ -25,6 +34,7 @@ import { importSession } from "./session-import.js";
 import * as registry from "./registry-records.js";
 import { checkTokenCount, decodeEntry, toEntryRevision, toSessionRecord, toViewMessage, type SessionRow } from "./rows.js";
 import { prepareStatements, type Statements } from "./statements.js";
+import { SqliteStoreCopy } from "./store-copy.js";
 import * as writes from "./transcript-writes.js";
 
 export { newEntryId } from "./rows.js";
@@ -60,18 +70,20 @@ const DEFAULT_READ_LIMIT = 1_000;
  *   for an entry never rewritten.
  *
  * It is also the RegistryStore (engine registrations and quarantine records live in the same file).
- * Lists are ordered by engine id.
+ * Lists are ordered by engine id. And it is a StoreCopy (store-copy.ts), for contextctl migrate-store.
  *
  * The class is the façade: reads stay here, while the transcript writes (transcript-writes.ts) and
  * the registry records (registry-records.ts) are delegated, all sharing one connection's statements.
  */
-export class SqliteStore implements TranscriptStore, RegistryStore {
+export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   readonly kind = "sqlite" as const;
 
   private readonly stmts: Statements;
+  private readonly copy: SqliteStoreCopy;
 
   private constructor(private readonly db: Database.Database) {
     this.stmts = prepareStatements(db);
+    this.copy = new SqliteStoreCopy(db);
   }
 
   /** Opens (creating when missing) the database file at `path` and migrates it. */
@@ -237,6 +249,11 @@ export class SqliteStore implements TranscriptStore, RegistryStore {
     }
   }
 
+  /** The file is local: answering at all is the whole check. */
+  async ping(): Promise<void> {
+    this.db.prepare("SELECT 1").get();
+  }
+
   // --- RegistryStore ---------------------------------------------------------------------------
 
   async saveRegistration(registration: StoredRegistration): Promise<void> {
@@ -261,6 +278,33 @@ export class SqliteStore implements TranscriptStore, RegistryStore {
 
   async listQuarantines(): Promise<Map<string, QuarantineState>> {
     return registry.listQuarantines(this.stmts);
+  }
+
+  // --- StoreCopy (store-copy.ts) --------------------------------------------------------------
+
+  async countRows(): Promise<StoreRowCounts> {
+    return this.copy.countRows();
+  }
+  async listSessionIds(afterId: string, limit: number): Promise<string[]> {
+    return this.copy.listSessionIds(afterId, limit);
+  }
+  async readRawSession(sessionId: string): Promise<RawSession | undefined> {
+    return this.copy.readRawSession(sessionId);
+  }
+  async readRawEntries(sessionId: string, afterSeq: number, limit: number): Promise<RawEntry[]> {
+    return this.copy.readRawEntries(sessionId, afterSeq, limit);
+  }
+  async readRawRevisions(sessionId: string, after: { entryId: string; revision: number } | null, limit: number): Promise<RawRevision[]> {
+    return this.copy.readRawRevisions(sessionId, after, limit);
+  }
+  async readRawIdempotencyKeys(sessionId: string, afterKey: string, limit: number): Promise<RawIdempotencyKey[]> {
+    return this.copy.readRawIdempotencyKeys(sessionId, afterKey, limit);
+  }
+  async readRawRegistry(): Promise<{ registrations: RawRegistration[]; quarantines: RawQuarantine[] }> {
+    return this.copy.readRawRegistry();
+  }
+  async beginRawWrite(): Promise<RawWriter> {
+    return this.copy.beginRawWrite(this.db.name);
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,156 @@
+import { FailedPreconditionError } from "../../contract/errors.js";
+import type { PgDatabase } from "./database.js";
+
+/**
+ * Versioned schema of the PostgreSQL store: the same tables and columns as the SQLite store
+ * (sqlite/migrations.ts explains each), in PostgreSQL's types.
+ *
+ * Applied versions are rows of `contextd_schema_migrations`. Migrations are append-only: never edit
+ * one that has shipped, add a new one with the next version. `migrate` runs every pending
+ * migration and records it in one transaction that first takes a transaction-scoped advisory lock,
+ * so replicas starting at once against one database queue behind the first: it migrates, the others
+ * then find nothing to do. A crash leaves the database at the old version or the new one.
+ *
+ * Identifiers are `COLLATE "C"`, so that they compare and sort by code point as in SQLite (a
+ * database's default collation may be linguistic), which keeps listSessions' order and cursors
+ * identical in both stores.
+ */
+export interface Migration {
+  version: number;
+  description: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: "sessions, transcript entries and their revisions, idempotency keys, engine registrations and quarantines",
+    sql: `
+      CREATE TABLE sessions (
+        session_id             TEXT COLLATE "C" NOT NULL PRIMARY KEY,
+        session_key            TEXT   NOT NULL DEFAULT '',
+        agent_id               TEXT   NOT NULL DEFAULT '',
+        parent_session_id      TEXT   NOT NULL DEFAULT '',
+        created_at_ms          BIGINT NOT NULL,
+        updated_at_ms          BIGINT NOT NULL,
+        entry_count            BIGINT NOT NULL DEFAULT 0,
+        message_count          BIGINT NOT NULL DEFAULT 0,
+        compaction_count       BIGINT NOT NULL DEFAULT 0,
+        total_tokens           BIGINT NOT NULL DEFAULT 0,
+        last_seq               BIGINT NOT NULL DEFAULT 0,
+        last_entry_id          TEXT   NOT NULL DEFAULT '',
+        -- derived active-view pointers (see the SQLite schema)
+        latest_compaction_id   TEXT   NOT NULL DEFAULT '',
+        latest_compaction_seq  BIGINT NOT NULL DEFAULT 0,
+        active_from_seq        BIGINT NOT NULL DEFAULT 1,
+        active_summary_tokens  BIGINT NOT NULL DEFAULT 0,
+        system_addition_tokens BIGINT NOT NULL DEFAULT 0,
+        header_json            TEXT   NOT NULL DEFAULT ''
+      );
+
+      CREATE INDEX sessions_by_activity ON sessions (updated_at_ms DESC, session_id ASC);
+
+      CREATE TABLE entries (
+        session_id   TEXT COLLATE "C" NOT NULL REFERENCES sessions (session_id) ON DELETE CASCADE,
+        seq          BIGINT  NOT NULL CHECK (seq >= 1),
+        id           TEXT COLLATE "C" NOT NULL,
+        parent_id    TEXT    NOT NULL DEFAULT '',
+        kind         TEXT    NOT NULL CHECK (kind IN ('message', 'compaction', 'custom')),
+        role         INTEGER,
+        token_count  BIGINT  NOT NULL DEFAULT 0 CHECK (token_count >= 0),
+        timestamp_ms BIGINT  NOT NULL,
+        hidden       BOOLEAN NOT NULL DEFAULT false,
+        -- TranscriptEntry.encode(entry).finish(): the entry exactly as it is returned
+        payload      BYTEA   NOT NULL,
+        PRIMARY KEY (session_id, seq),
+        CONSTRAINT entries_by_id UNIQUE (session_id, id)
+      );
+
+      CREATE TABLE entry_revisions (
+        session_id     TEXT COLLATE "C" NOT NULL REFERENCES sessions (session_id) ON DELETE CASCADE,
+        entry_id       TEXT COLLATE "C" NOT NULL,
+        revision       BIGINT NOT NULL CHECK (revision >= 0),
+        token_count    BIGINT NOT NULL DEFAULT 0 CHECK (token_count >= 0),
+        replaced_at_ms BIGINT NOT NULL,
+        reason         TEXT   NOT NULL DEFAULT '',
+        payload        BYTEA  NOT NULL,
+        PRIMARY KEY (session_id, entry_id, revision)
+      );
+
+      -- The primary key is what makes an idempotency key race-free across replicas: of two
+      -- transactions recording one key, the second fails and is run again, then answers replayed.
+      CREATE TABLE idempotency_keys (
+        session_id      TEXT COLLATE "C" NOT NULL REFERENCES sessions (session_id) ON DELETE CASCADE,
+        idempotency_key TEXT COLLATE "C" NOT NULL,
+        request_hash    TEXT   NOT NULL,
+        entry_ids       TEXT   NOT NULL,
+        token_counts    TEXT   NOT NULL,
+        created_at_ms   BIGINT NOT NULL,
+        CONSTRAINT idempotency_keys_pkey PRIMARY KEY (session_id, idempotency_key)
+      );
+
+      CREATE TABLE engine_registrations (
+        engine_id        TEXT COLLATE "C" NOT NULL PRIMARY KEY,
+        owner            TEXT    NOT NULL,
+        endpoint         TEXT    NOT NULL DEFAULT '',
+        info             BYTEA   NOT NULL,
+        protocol_version INTEGER NOT NULL DEFAULT 0,
+        registered_at_ms BIGINT  NOT NULL
+      );
+
+      CREATE TABLE engine_quarantines (
+        engine_id     TEXT COLLATE "C" NOT NULL PRIMARY KEY,
+        payload       BYTEA  NOT NULL,
+        updated_at_ms BIGINT NOT NULL
+      );
+    `,
+  },
+];
+
+export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
+
+/** The advisory lock every migrating replica takes: "contextd" as a big-endian int8. */
+export const MIGRATION_LOCK_KEY = "7165066978367403108";
+
+export interface MigrationOutcome {
+  /** The version the database was at. */
+  found: number;
+  /** Versions this call applied (empty when another replica had already migrated). */
+  applied: number[];
+}
+
+/**
+ * Brings the database to `target` (SCHEMA_VERSION unless a test asks for an older schema). Throws
+ * FailedPreconditionError for a database whose schema is newer than this build.
+ */
+export async function migrate(db: PgDatabase, target: number = SCHEMA_VERSION): Promise<MigrationOutcome> {
+  if (!MIGRATIONS.some((m) => m.version === target)) {
+    throw new Error(`unknown transcript store schema version ${target}`);
+  }
+  return db.transaction(async (conn) => {
+    await conn.query("SELECT pg_advisory_xact_lock($1::bigint)", [MIGRATION_LOCK_KEY]);
+    await conn.query(
+      `CREATE TABLE IF NOT EXISTS contextd_schema_migrations (
+         version     INTEGER     NOT NULL PRIMARY KEY,
+         description TEXT        NOT NULL,
+         applied_at  TIMESTAMPTZ NOT NULL DEFAULT now()
+       )`,
+    );
+    const rows = (await conn.query<{ v: number }>("SELECT COALESCE(MAX(version), 0)::int AS v FROM contextd_schema_migrations")).rows;
+    const found = rows[0].v;
+    if (found > SCHEMA_VERSION) {
+      throw new FailedPreconditionError(
+        `PostgreSQL store at ${db.where} has schema version ${found}, newer than this contextd supports (${SCHEMA_VERSION}); ` +
+          "upgrade contextd or point it at another database",
+      );
+    }
+    const applied: number[] = [];
+    for (const m of MIGRATIONS) {
+      if (m.version <= found || m.version > target) continue;
+      await conn.query(m.sql);
+      await conn.query("INSERT INTO contextd_schema_migrations (version, description) VALUES ($1, $2)", [m.version, m.description]);
+      applied.push(m.version);
+    }
+    return { found, applied };
+  });
+}

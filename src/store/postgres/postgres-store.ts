@@ -1,0 +1,290 @@
+import { ContextdError, FailedPreconditionError, InvalidArgumentError, NotFoundError } from "../../contract/errors.js";
+import type { QuarantineState } from "../../contract/gen/contextd/v1/registry.js";
+import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
+import type { RegistryStore, StoredRegistration } from "../registry-store.js";
+import type {
+  ActiveTotals,
+  ActiveView,
+  EntryRevision,
+  EntryRewriteInput,
+  IdempotencyKey,
+  IdempotentAppend,
+  ImportedTranscript,
+  NewMessage,
+  RawEntry,
+  RawIdempotencyKey,
+  RawQuarantine,
+  RawRegistration,
+  RawRevision,
+  RawSession,
+  RawWriter,
+  RewriteOutcome,
+  SeedEntry,
+  SessionLabels,
+  SessionRecord,
+  StoreCopy,
+  StoreRowCounts,
+  TranscriptStore,
+} from "../types.js";
+import { count, PgDatabase, run } from "./database.js";
+import { appendIdempotent } from "./idempotent-append.js";
+import { migrate, type MigrationOutcome } from "./migrations.js";
+import { createPool, parsePostgresUrl } from "./pool-config.js";
+import * as registry from "./registry-records.js";
+import { checkTokenCount, decodeEntry, sessionFromJson, toEntryRevision, toSessionRecord, toViewMessage, type PayloadRow, type SessionRow } from "./rows.js";
+import { importSession } from "./session-import.js";
+import { SQL } from "./statements.js";
+import * as copy from "./store-copy.js";
+import * as writes from "./transcript-writes.js";
+
+const DEFAULT_LIST_LIMIT = 100;
+const MAX_LIST_LIMIT = 1_000;
+const DEFAULT_READ_LIMIT = 1_000;
+
+/**
+ * The transcript and registry store on PostgreSQL, for several contextd replicas sharing one
+ * database (SPEC §6). It behaves exactly as SqliteStore — every "behaviour where the interface is
+ * silent" listed there holds here too, with the same errors and messages — and adds what sharing
+ * needs:
+ *
+ * - Writers of one session serialize on its row (`SELECT … FOR UPDATE`, created race-free with
+ *   `INSERT … ON CONFLICT DO NOTHING`), so seqs stay contiguous and each writer's order holds
+ *   whichever replica it writes through; limits are checked under that lock.
+ * - Idempotency keys are a primary key: of two concurrent requests with one key, one writes and the
+ *   other answers replayed (idempotent-append.ts).
+ * - Compaction commits are optimistic on the session row's latest compaction id (ConflictError).
+ * - Each read is one statement (one snapshot): readActiveView reads the session row, its latest
+ *   compaction and the message range of the view together. Nothing is cached in memory, so what one
+ *   replica commits is what the next call on any replica reads.
+ * - A lost or refused connection is UnavailableError naming PostgreSQL and the cause (errors.ts);
+ *   a call that had not committed runs again on a fresh connection (database.ts).
+ *
+ * Connection and pool settings come from the URL (pool-config.ts: `?pool_max=…` and friends).
+ * Commits are as durable as the server's `synchronous_commit` makes them (the default, `on`,
+ * waits for the WAL flush before the promise resolves).
+ */
+export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy {
+  readonly kind = "postgres" as const;
+
+  private constructor(
+    private readonly db: PgDatabase,
+    /** What open() found and did to the schema. */
+    readonly migration: MigrationOutcome,
+  ) {}
+
+  /** Connects to the database a `postgres://` URL names and migrates it (see pool-config.ts for the URL). */
+  static async open(url: string): Promise<PostgresStore> {
+    const parsed = parsePostgresUrl(url);
+    const db = new PgDatabase(createPool(parsed), parsed.where, parsed.settings.poolMax);
+    try {
+      return new PostgresStore(db, await migrate(db));
+    } catch (err) {
+      await db.end();
+      if (err instanceof ContextdError) throw err;
+      // Bad credentials, a missing database, no permission to create tables: nothing a retry fixes.
+      throw new FailedPreconditionError(`PostgreSQL store at ${parsed.where} cannot be opened: ${(err as Error).message}`);
+    }
+  }
+
+  /** `host:port/database` (no credentials). */
+  get where(): string {
+    return this.db.where;
+  }
+
+  async appendMessages(sessionId: string, messages: NewMessage[], create: SessionLabels, maxEntries?: number): Promise<TranscriptEntry[]> {
+    return writes.appendMessages(this.db, sessionId, messages, create, maxEntries);
+  }
+
+  async appendIdempotent(sessionId: string, messages: NewMessage[], create: SessionLabels, key: IdempotencyKey, maxEntries?: number): Promise<IdempotentAppend> {
+    return appendIdempotent(this.db, sessionId, messages, create, key, maxEntries);
+  }
+
+  async importSession(sessionId: string, labels: SessionLabels, transcript: ImportedTranscript): Promise<SessionRecord> {
+    return importSession(this.db, sessionId, labels, transcript);
+  }
+
+  async createSession(sessionId: string, labels: SessionLabels, seed: SeedEntry[]): Promise<SessionRecord> {
+    return writes.createSession(this.db, sessionId, labels, seed);
+  }
+
+  async getSession(sessionId: string): Promise<SessionRecord | undefined> {
+    const [row] = await this.db.read((conn) => run<SessionRow>(conn, SQL.session, [sessionId]));
+    return row ? toSessionRecord(row) : undefined;
+  }
+
+  async listSessions(limit: number, cursor?: string): Promise<{ sessions: SessionRecord[]; nextCursor: string }> {
+    const n = !Number.isInteger(limit) || limit <= 0 ? DEFAULT_LIST_LIMIT : Math.min(limit, MAX_LIST_LIMIT);
+    let values: unknown[];
+    if (cursor) {
+      const at = cursor.indexOf(":");
+      const updatedAtMs = Number(cursor.slice(0, at));
+      if (at <= 0 || !Number.isSafeInteger(updatedAtMs)) {
+        throw new InvalidArgumentError(`invalid session list cursor "${cursor}"`);
+      }
+      values = [updatedAtMs, cursor.slice(at + 1), n + 1];
+    } else {
+      values = [n + 1];
+    }
+    let rows = await this.db.read((conn) => run<SessionRow>(conn, cursor ? SQL.listAfter : SQL.listFirst, values));
+    const more = rows.length > n;
+    if (more) rows = rows.slice(0, n);
+    const last = rows[rows.length - 1];
+    return {
+      sessions: rows.map(toSessionRecord),
+      nextCursor: more && last ? `${last.updated_at_ms}:${last.session_id}` : "",
+    };
+  }
+
+  async readEntries(sessionId: string, afterSeq: number, limit: number): Promise<TranscriptEntry[]> {
+    const after = Number.isInteger(afterSeq) && afterSeq > 0 ? afterSeq : 0;
+    const n = Number.isInteger(limit) && limit > 0 ? limit : DEFAULT_READ_LIMIT;
+    return this.db.read(async (conn) => {
+      const rows = await run<{ payload: Buffer }>(conn, SQL.entriesAfter, [sessionId, after, n]);
+      if (rows.length === 0 && (await run(conn, SQL.sessionExists, [sessionId])).length === 0) {
+        throw new NotFoundError(`session ${sessionId} not found`);
+      }
+      return rows.map((r) => decodeEntry(r.payload));
+    });
+  }
+
+  async readActiveView(sessionId: string): Promise<ActiveView | undefined> {
+    type Row = PayloadRow & { part: number; session: string | null };
+    const rows = await this.db.read((conn) => run<Row>(conn, SQL.activeView, [sessionId]));
+    if (rows.length === 0) return undefined;
+    const row = sessionFromJson(rows[0].session!);
+    let compaction: ActiveView["compaction"];
+    let tokens = 0;
+    let i = 1;
+    if (row.latest_compaction_seq > 0) {
+      const c = rows[i];
+      if (c?.part !== 1) throw new Error(`session ${sessionId}: compaction entry seq ${row.latest_compaction_seq} is missing`);
+      compaction = { entry: decodeEntry(c.payload), summaryTokens: row.active_summary_tokens };
+      tokens += row.active_summary_tokens;
+      i++;
+    }
+    const messages = rows.slice(i).map(toViewMessage);
+    for (const m of messages) tokens += m.tokenCount;
+    return { session: toSessionRecord(row), ...(compaction ? { compaction } : {}), messages, tokens };
+  }
+
+  async readActiveTotals(sessionId: string): Promise<ActiveTotals | undefined> {
+    type Row = { part: number; session: string | null; role: number; tokens: number };
+    const rows = await this.db.read((conn) => run<Row>(conn, SQL.activeTotals, [sessionId]));
+    if (rows.length === 0) return undefined;
+    const row = sessionFromJson(rows[0].session!);
+    const summaryTokens = row.latest_compaction_seq > 0 ? row.active_summary_tokens : 0;
+    const tokensByRole = new Map<number, number>();
+    let tokens = summaryTokens;
+    for (const r of rows.slice(1)) {
+      tokensByRole.set(r.role, r.tokens);
+      tokens += r.tokens;
+    }
+    return { session: toSessionRecord(row), summaryTokens, tokensByRole, tokens };
+  }
+
+  async commitCompaction(
+    sessionId: string,
+    compaction: CompactionEntry,
+    expectedLatestCompactionId: string,
+    summaryTokens: number,
+    compactedThroughSeq?: number,
+  ): Promise<TranscriptEntry> {
+    return writes.commitCompaction(this.db, sessionId, compaction, expectedLatestCompactionId, summaryTokens, compactedThroughSeq);
+  }
+
+  async deleteSession(sessionId: string): Promise<boolean> {
+    return this.db.transaction(async (conn) => (await count(conn, SQL.deleteSession, [sessionId])) > 0);
+  }
+
+  async rewriteEntries(sessionId: string, rewrites: EntryRewriteInput[], reason: string): Promise<RewriteOutcome> {
+    return writes.rewriteEntries(this.db, sessionId, rewrites, reason);
+  }
+
+  async readEntryRevisions(sessionId: string, entryId: string): Promise<EntryRevision[]> {
+    return this.db.read(async (conn) => {
+      const rows = await run<{ payload: Buffer; replaced_at_ms: number; reason: string }>(conn, SQL.revisions, [sessionId, entryId]);
+      if (rows.length === 0) {
+        if ((await run(conn, SQL.sessionExists, [sessionId])).length === 0) throw new NotFoundError(`session ${sessionId} not found`);
+        if ((await run(conn, SQL.entryById, [sessionId, entryId])).length === 0) {
+          throw new NotFoundError(`entry ${entryId} not found in session ${sessionId}`);
+        }
+      }
+      return rows.map(toEntryRevision);
+    });
+  }
+
+  async setSystemAdditionTokens(sessionId: string, tokens: number): Promise<void> {
+    checkTokenCount(tokens, "system addition tokens");
+    const changed = await this.db.transaction((conn) => count(conn, SQL.setSystemAdditionTokens, [sessionId, tokens]));
+    if (changed === 0) throw new NotFoundError(`session ${sessionId} not found`);
+  }
+
+  async ping(): Promise<void> {
+    await this.db.ping();
+  }
+
+  // --- RegistryStore ---------------------------------------------------------------------------
+
+  async saveRegistration(registration: StoredRegistration): Promise<void> {
+    await registry.saveRegistration(this.db, registration);
+  }
+
+  async deleteRegistration(engineId: string): Promise<boolean> {
+    return registry.deleteRegistration(this.db, engineId);
+  }
+
+  async listRegistrations(): Promise<StoredRegistration[]> {
+    return registry.listRegistrations(this.db);
+  }
+
+  async saveQuarantine(engineId: string, quarantine: QuarantineState): Promise<void> {
+    await registry.saveQuarantine(this.db, engineId, quarantine);
+  }
+
+  async clearQuarantine(engineId: string): Promise<boolean> {
+    return registry.clearQuarantine(this.db, engineId);
+  }
+
+  async listQuarantines(): Promise<Map<string, QuarantineState>> {
+    return registry.listQuarantines(this.db);
+  }
+
+  // --- StoreCopy -------------------------------------------------------------------------------
+
+  countRows(): Promise<StoreRowCounts> {
+    return copy.countRows(this.db);
+  }
+
+  listSessionIds(afterId: string, limit: number): Promise<string[]> {
+    return copy.listSessionIds(this.db, afterId, limit);
+  }
+
+  readRawSession(sessionId: string): Promise<RawSession | undefined> {
+    return copy.readRawSession(this.db, sessionId);
+  }
+
+  readRawEntries(sessionId: string, afterSeq: number, limit: number): Promise<RawEntry[]> {
+    return copy.readRawEntries(this.db, sessionId, afterSeq, limit);
+  }
+
+  readRawRevisions(sessionId: string, after: { entryId: string; revision: number } | null, limit: number): Promise<RawRevision[]> {
+    return copy.readRawRevisions(this.db, sessionId, after, limit);
+  }
+
+  readRawIdempotencyKeys(sessionId: string, afterKey: string, limit: number): Promise<RawIdempotencyKey[]> {
+    return copy.readRawIdempotencyKeys(this.db, sessionId, afterKey, limit);
+  }
+
+  readRawRegistry(): Promise<{ registrations: RawRegistration[]; quarantines: RawQuarantine[] }> {
+    return copy.readRawRegistry(this.db);
+  }
+
+  beginRawWrite(): Promise<RawWriter> {
+    return copy.beginRawWrite(this.db);
+  }
+
+  /** Ends the pool: waits for checked-out connections to come back, then closes them all. */
+  async close(): Promise<void> {
+    await this.db.end();
+  }
+}

@@ -1,0 +1,60 @@
+import { InvalidArgumentError } from "../../contract/errors.js";
+import type { ImportedTranscript, SessionLabels, SessionRecord } from "../types.js";
+import type { PgDatabase } from "./database.js";
+import { chunks, importedEntryRow, toSessionRecord } from "./rows.js";
+import { checkSessionId, insertEntries, insertNewSession, saveSession } from "./transcript-writes.js";
+
+/**
+ * PostgresStore.importSession: the session row and every entry in one transaction. The plan is
+ * checked before anything is written; the session row is inserted first, so an import racing
+ * another creator of the same id (on any replica) fails with AlreadyExistsError and writes
+ * nothing. Entries go in INSERTs of bounded size; a duplicate id still fails on the unique
+ * constraint and rolls everything back.
+ */
+export async function importSession(db: PgDatabase, sessionId: string, labels: SessionLabels, t: ImportedTranscript): Promise<SessionRecord> {
+  checkSessionId(sessionId);
+  checkPlan(t);
+  return db.transaction(async (conn) => {
+    const now = Date.now();
+    // As in SQLite: an existing session is refused before any entry is looked at.
+    const row = await insertNewSession(conn, sessionId, labels, now, t.headerJson);
+    const rows = t.entries.map(({ entry, tokenCount }, i) => importedEntryRow({ sessionId, seq: i + 1 }, entry, tokenCount, `entry ${i} (${entry.id})`).row);
+    for (const r of rows) {
+      row.entry_count += 1;
+      if (r.kind === "message") {
+        row.message_count += 1;
+        row.total_tokens += r.token_count;
+      } else if (r.kind === "compaction") row.compaction_count += 1;
+    }
+    for (const part of chunks(rows)) await insertEntries(conn, sessionId, part);
+    row.last_seq = t.entries.length;
+    row.last_entry_id = t.leafEntryId;
+    if (t.compactionIndex !== null) {
+      const c = t.entries[t.compactionIndex];
+      row.latest_compaction_id = c.entry.id;
+      row.latest_compaction_seq = t.compactionIndex + 1;
+      row.active_summary_tokens = c.tokenCount;
+    }
+    row.active_from_seq = t.activeFromIndex + 1;
+    await saveSession(conn, row, now);
+    return toSessionRecord(row);
+  });
+}
+
+/** The SQLite store's plan check (sqlite/session-import.ts), with the same messages. */
+function checkPlan(t: ImportedTranscript): void {
+  if (!t || !Array.isArray(t.entries)) throw new InvalidArgumentError("import: entries must be a list");
+  const ids = new Set<string>();
+  for (const { entry } of t.entries) {
+    if (!entry?.id) throw new InvalidArgumentError("import: every entry needs an id");
+    if (ids.has(entry.id)) throw new InvalidArgumentError(`import: entry id ${entry.id} is used twice`);
+    ids.add(entry.id);
+  }
+  if (t.leafEntryId && !ids.has(t.leafEntryId)) throw new InvalidArgumentError(`import: leaf entry ${t.leafEntryId} is not an entry of the file`);
+  const c = t.compactionIndex;
+  if (c !== null && (!Number.isInteger(c) || c < 0 || c >= t.entries.length || t.entries[c].entry.entry?.$case !== "compaction")) {
+    throw new InvalidArgumentError(`import: compactionIndex ${String(c)} is not a compaction entry`);
+  }
+  const a = t.activeFromIndex;
+  if (!Number.isInteger(a) || a < 0 || a > t.entries.length) throw new InvalidArgumentError(`import: activeFromIndex ${String(a)} is out of range`);
+}

@@ -1,0 +1,109 @@
+import type { Statement } from "./database.js";
+
+// The SQL of the PostgreSQL store. Each statement has a name, so the driver prepares it once per
+// connection and afterwards only binds and executes it. Batches travel as arrays (unnest), so that
+// one statement text serves any batch size.
+
+function stmt(name: string, text: string): Statement {
+  return { name: `contextd_${name}`, text };
+}
+
+const ENTRY_COLUMNS = "session_id, seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, payload";
+
+export const SQL = {
+  session: stmt("session", "SELECT * FROM sessions WHERE session_id = $1"),
+  /** Writers lock the session row first: that is what orders concurrent appends to one session. */
+  lockSession: stmt("lock_session", "SELECT * FROM sessions WHERE session_id = $1 FOR UPDATE"),
+  /** Creates the row unless it exists; a concurrent creator's uncommitted row makes this wait for it. */
+  insertSession: stmt(
+    "insert_session",
+    `INSERT INTO sessions (session_id, session_key, agent_id, parent_session_id, created_at_ms, updated_at_ms, header_json)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (session_id) DO NOTHING RETURNING session_id`,
+  ),
+  saveSession: stmt(
+    "save_session",
+    `UPDATE sessions SET updated_at_ms = $2, entry_count = $3, message_count = $4, compaction_count = $5,
+       total_tokens = $6, last_seq = $7, last_entry_id = $8, latest_compaction_id = $9,
+       latest_compaction_seq = $10, active_from_seq = $11, active_summary_tokens = $12
+     WHERE session_id = $1`,
+  ),
+  insertEntries: stmt(
+    "insert_entries",
+    `INSERT INTO entries (${ENTRY_COLUMNS})
+     SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::bigint[], $8::bigint[], $9::boolean[], $10::bytea[])`,
+  ),
+  entryById: stmt("entry_by_id", "SELECT seq, kind, hidden FROM entries WHERE session_id = $1 AND id = $2"),
+  idempotencyKey: stmt("idempotency_key", "SELECT * FROM idempotency_keys WHERE session_id = $1 AND idempotency_key = $2"),
+  insertIdempotencyKey: stmt(
+    "insert_idempotency_key",
+    `INSERT INTO idempotency_keys (session_id, idempotency_key, request_hash, entry_ids, token_counts, created_at_ms)
+     VALUES ($1, $2, $3, $4, $5, $6)`,
+  ),
+  /**
+   * The active view in one statement, hence one snapshot: the session row (as JSON, once), the
+   * latest compaction entry by its seq, then the message range from active_from_seq on.
+   */
+  activeView: stmt(
+    "active_view",
+    `WITH s AS (SELECT * FROM sessions WHERE session_id = $1)
+     SELECT 0 AS part, row_to_json(s)::text AS session, NULL::bigint AS seq, NULL::bigint AS token_count, NULL::bytea AS payload FROM s
+     UNION ALL
+     SELECT 1, NULL, e.seq, e.token_count, e.payload FROM s JOIN entries e
+       ON e.session_id = s.session_id AND e.seq = s.latest_compaction_seq AND s.latest_compaction_seq > 0
+     UNION ALL
+     SELECT 2, NULL, e.seq, e.token_count, e.payload FROM s JOIN entries e
+       ON e.session_id = s.session_id AND e.seq >= s.active_from_seq AND e.kind = 'message' AND NOT e.hidden
+     ORDER BY part, seq`,
+  ),
+  /** Token totals of the active view by role, with the session row, in one statement. */
+  activeTotals: stmt(
+    "active_totals",
+    `WITH s AS (SELECT * FROM sessions WHERE session_id = $1)
+     SELECT 0 AS part, row_to_json(s)::text AS session, NULL::int AS role, NULL::bigint AS tokens FROM s
+     UNION ALL
+     SELECT 1, NULL, e.role, SUM(e.token_count)::bigint FROM s JOIN entries e
+       ON e.session_id = s.session_id AND e.seq >= s.active_from_seq AND e.kind = 'message' AND NOT e.hidden
+     GROUP BY e.role
+     ORDER BY part`,
+  ),
+  entriesAfter: stmt("entries_after", "SELECT payload FROM entries WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"),
+  sessionExists: stmt("session_exists", "SELECT 1 FROM sessions WHERE session_id = $1"),
+  listFirst: stmt("list_first", "SELECT * FROM sessions ORDER BY updated_at_ms DESC, session_id ASC LIMIT $1"),
+  listAfter: stmt(
+    "list_after",
+    `SELECT * FROM sessions WHERE updated_at_ms <= $1 AND (updated_at_ms < $1 OR session_id > $2)
+     ORDER BY updated_at_ms DESC, session_id ASC LIMIT $3`,
+  ),
+  /** Entries, revisions and idempotency keys go with it (ON DELETE CASCADE). */
+  deleteSession: stmt("delete_session", "DELETE FROM sessions WHERE session_id = $1"),
+  setSystemAdditionTokens: stmt("set_system_addition_tokens", "UPDATE sessions SET system_addition_tokens = $2 WHERE session_id = $1"),
+  // rewrites
+  rewriteTargets: stmt("rewrite_targets", "SELECT id, seq, kind, token_count, payload FROM entries WHERE session_id = $1 AND id = ANY($2::text[])"),
+  updateEntry: stmt("update_entry", "UPDATE entries SET role = $3, token_count = $4, payload = $5 WHERE session_id = $1 AND seq = $2"),
+  insertRevision: stmt(
+    "insert_revision",
+    `INSERT INTO entry_revisions (session_id, entry_id, revision, token_count, replaced_at_ms, reason, payload)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+  ),
+  revisions: stmt(
+    "revisions",
+    "SELECT payload, replaced_at_ms, reason FROM entry_revisions WHERE session_id = $1 AND entry_id = $2 ORDER BY revision",
+  ),
+  // registry
+  saveRegistration: stmt(
+    "save_registration",
+    `INSERT INTO engine_registrations (engine_id, owner, endpoint, info, protocol_version, registered_at_ms)
+     VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (engine_id) DO UPDATE SET owner = excluded.owner, endpoint = excluded.endpoint,
+       info = excluded.info, protocol_version = excluded.protocol_version, registered_at_ms = excluded.registered_at_ms`,
+  ),
+  deleteRegistration: stmt("delete_registration", "DELETE FROM engine_registrations WHERE engine_id = $1"),
+  listRegistrations: stmt("list_registrations", "SELECT * FROM engine_registrations ORDER BY engine_id"),
+  saveQuarantine: stmt(
+    "save_quarantine",
+    `INSERT INTO engine_quarantines (engine_id, payload, updated_at_ms) VALUES ($1, $2, $3)
+     ON CONFLICT (engine_id) DO UPDATE SET payload = excluded.payload, updated_at_ms = excluded.updated_at_ms`,
+  ),
+  clearQuarantine: stmt("clear_quarantine", "DELETE FROM engine_quarantines WHERE engine_id = $1"),
+  listQuarantines: stmt("list_quarantines", "SELECT * FROM engine_quarantines ORDER BY engine_id"),
+} satisfies Record<string, Statement>;

@@ -1,0 +1,270 @@
+import {
+  AlreadyExistsError,
+  ConflictError,
+  InvalidArgumentError,
+  NotFoundError,
+  ResourceExhaustedError,
+} from "../../contract/errors.js";
+import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
+import type { EntryRewriteInput, NewMessage, RewriteOutcome, SeedEntry, SessionLabels, SessionRecord } from "../types.js";
+import { run, type Conn, type PgDatabase } from "./database.js";
+import {
+  bytea,
+  compactionEntryRow,
+  decodeEntry,
+  entryArrays,
+  messageEntryRow,
+  newEntryId,
+  newSessionParams,
+  newSessionRow,
+  rewrittenEntryRow,
+  sessionParams,
+  toSessionRecord,
+  type EntryRow,
+  type RewriteTargetRow,
+  type SessionRow,
+} from "./rows.js";
+import { SQL } from "./statements.js";
+
+// The transcript write paths of PostgresStore (the class documents their behaviour; it is the
+// SQLite store's). Each runs in one transaction that first locks the session row, so writers of one
+// session — on any replica — take turns, and the row read under the lock cannot change until
+// commit: the helpers advance it in memory, the entries of a call go in one INSERT, and saveSession
+// writes the row back once, at the end.
+
+export async function appendMessages(
+  db: PgDatabase,
+  sessionId: string,
+  messages: NewMessage[],
+  create: SessionLabels,
+  maxEntries = Number.POSITIVE_INFINITY,
+): Promise<TranscriptEntry[]> {
+  checkSessionId(sessionId);
+  if (!Array.isArray(messages)) throw new InvalidArgumentError("messages must be a list");
+  return db.transaction((conn) => appendInTransaction(conn, sessionId, messages, create, maxEntries));
+}
+
+/** The body of appendMessages, for callers that already hold a transaction. */
+export async function appendInTransaction(
+  conn: Conn,
+  sessionId: string,
+  messages: NewMessage[],
+  create: SessionLabels,
+  maxEntries: number,
+): Promise<TranscriptEntry[]> {
+  const now = Date.now();
+  const row = (await lockSession(conn, sessionId)) ?? (await createAndLock(conn, sessionId, create, now));
+  // Checked under the row lock, so concurrent appends (from any replica) cannot overshoot the
+  // limit together; a session this call created is rolled back with it.
+  const after = row.entry_count + messages.length;
+  if (after > maxEntries) {
+    throw new ResourceExhaustedError(`session "${sessionId}" would have ${after} entries, over limits.max_session_entries (${maxEntries})`);
+  }
+  const built = messages.map((m, i) => nextMessage(row, newEntryId(), m.message, m.tokenCount, now, i));
+  await insertEntries(conn, sessionId, built.map((b) => b.row));
+  await saveSession(conn, row, now);
+  return built.map((b) => b.entry);
+}
+
+export async function createSession(db: PgDatabase, sessionId: string, labels: SessionLabels, seed: SeedEntry[]): Promise<SessionRecord> {
+  checkSessionId(sessionId);
+  if (!Array.isArray(seed)) throw new InvalidArgumentError("seed must be a list");
+  return db.transaction(async (conn) => {
+    const now = Date.now();
+    const row = await insertNewSession(conn, sessionId, labels, now);
+    // Ids are assigned up front so that a seed compaction may name any seed message as its first kept entry.
+    const ids = seed.map(() => newEntryId());
+    const rows: EntryRow[] = [];
+    seed.forEach((s, i) => {
+      if (s.kind === "message") {
+        rows.push(nextMessage(row, ids[i], s.message, s.tokenCount, now, i).row);
+        return;
+      }
+      if (s.kind !== "compaction") {
+        throw new InvalidArgumentError(`seed entry ${i}: unknown kind ${String((s as { kind: unknown }).kind)}`);
+      }
+      let firstKeptId = "";
+      let firstKeptSeq: number | null = null;
+      if (s.firstKeptIndex !== null && s.firstKeptIndex !== undefined) {
+        const k = s.firstKeptIndex;
+        // A new session's seed entry k gets seq k + 1.
+        if (!Number.isInteger(k) || k < 0 || k >= seed.length || seed[k].kind !== "message" || k + 1 < row.active_from_seq) {
+          throw new InvalidArgumentError(
+            `seed entry ${i}: firstKeptIndex ${String(k)} is not a seed message of session ${sessionId}'s active view`,
+          );
+        }
+        firstKeptId = ids[k];
+        firstKeptSeq = k + 1;
+      }
+      const compaction = { ...s.compaction, firstKeptEntryId: firstKeptId };
+      rows.push(nextCompaction(row, ids[i], compaction, s.summaryTokens, firstKeptSeq, now, `seed entry ${i}`).row);
+    });
+    await insertEntries(conn, sessionId, rows);
+    await saveSession(conn, row, now);
+    return toSessionRecord(row);
+  });
+}
+
+export async function commitCompaction(
+  db: PgDatabase,
+  sessionId: string,
+  compaction: CompactionEntry,
+  expectedLatestCompactionId: string,
+  summaryTokens: number,
+  compactedThroughSeq?: number,
+): Promise<TranscriptEntry> {
+  return db.transaction(async (conn) => {
+    const row = await lockSession(conn, sessionId);
+    if (!row) throw new NotFoundError(`session ${sessionId} not found`);
+    const expected = expectedLatestCompactionId ?? "";
+    if (row.latest_compaction_id !== expected) {
+      throw new ConflictError(
+        `session ${sessionId}: compaction expected latest compaction "${expected}" but it is ` +
+          `"${row.latest_compaction_id}"; another compaction committed first`,
+      );
+    }
+    const firstKeptId = compaction.firstKeptEntryId ?? "";
+    let firstKeptSeq: number | null = null;
+    if (firstKeptId !== "") {
+      const [kept] = await run<{ seq: number; kind: string; hidden: boolean }>(conn, SQL.entryById, [sessionId, firstKeptId]);
+      if (!kept || kept.kind !== "message" || kept.hidden || kept.seq < row.active_from_seq) {
+        throw new InvalidArgumentError(
+          `first_kept_entry_id ${firstKeptId} is not a message of session ${sessionId}'s active view`,
+        );
+      }
+      firstKeptSeq = kept.seq;
+    } else if (compactedThroughSeq !== undefined) {
+      // Nothing kept from the compacted view; what was appended after the caller read it stays active.
+      firstKeptSeq = Math.max(row.active_from_seq, compactedThroughSeq + 1);
+    }
+    const now = Date.now();
+    const built = nextCompaction(row, newEntryId(), compaction, summaryTokens, firstKeptSeq, now, "compaction");
+    await insertEntries(conn, sessionId, [built.row]);
+    await saveSession(conn, row, now);
+    return built.entry;
+  });
+}
+
+export async function rewriteEntries(db: PgDatabase, sessionId: string, rewrites: EntryRewriteInput[], reason: string): Promise<RewriteOutcome> {
+  checkSessionId(sessionId);
+  if (!Array.isArray(rewrites)) throw new InvalidArgumentError("rewrites must be a list");
+  const why = typeof reason === "string" ? reason : "";
+  return db.transaction(async (conn) => {
+    const row = await lockSession(conn, sessionId);
+    if (!row) throw new NotFoundError(`session ${sessionId} not found`);
+    // Every target in one read, then each rewrite is resolved and encoded (in request order, with
+    // the SQLite store's checks and messages) before anything is written.
+    const ids = rewrites.map((r) => r?.entryId).filter((id): id is string => typeof id === "string" && id !== "");
+    const targets = new Map<string, RewriteTargetRow>();
+    if (ids.length > 0) {
+      for (const t of await run<RewriteTargetRow & { id: string }>(conn, SQL.rewriteTargets, [sessionId, ids])) targets.set(t.id, t);
+    }
+    const seen = new Set<string>();
+    const planned = rewrites.map((r, i) => {
+      const id: unknown = r?.entryId;
+      if (typeof id !== "string" || id === "") throw new InvalidArgumentError(`rewrite ${i}: entry_id is required`);
+      if (seen.has(id)) throw new InvalidArgumentError(`entry ${id} is rewritten more than once in one request`);
+      seen.add(id);
+      const target = targets.get(id);
+      if (!target || target.kind !== "message") {
+        throw new InvalidArgumentError(`entry ${id} is not a message entry of session ${sessionId}`);
+      }
+      const previous = decodeEntry(target.payload);
+      const next = rewrittenEntryRow(sessionId, target.seq, previous, r.message, r.tokenCount, `rewrite of entry ${id}`);
+      return { id, target, previous, next };
+    });
+    if (planned.length === 0) return { rewrittenEntries: 0, bytesFreed: 0 };
+    const now = Date.now();
+    let tokenDelta = 0;
+    let bytesFreed = 0;
+    for (const p of planned) {
+      await run(conn, SQL.insertRevision, [sessionId, p.id, p.previous.revision ?? 0, p.target.token_count, now, why, p.target.payload]);
+      await run(conn, SQL.updateEntry, [sessionId, p.next.row.seq, p.next.row.role, p.next.row.token_count, bytea(p.next.row.payload)]);
+      tokenDelta += p.next.row.token_count - p.target.token_count;
+      bytesFreed += p.target.payload.length - p.next.row.payload.length;
+    }
+    row.total_tokens += tokenDelta;
+    await saveSession(conn, row, now);
+    return { rewrittenEntries: planned.length, bytesFreed: Math.max(0, bytesFreed) };
+  });
+}
+
+// --- inside transactions -------------------------------------------------------------------
+
+export async function lockSession(conn: Conn, sessionId: string): Promise<SessionRow | undefined> {
+  return (await run<SessionRow>(conn, SQL.lockSession, [sessionId]))[0];
+}
+
+/**
+ * Creates the session when it does not exist and locks its row. Of two transactions creating one
+ * session at once, the second's INSERT waits for the first to commit and then does nothing, and
+ * the lock hands it the row the first wrote: no error, no lost entries. A session deleted between
+ * the INSERT that found it and the lock is simply created again.
+ */
+async function createAndLock(conn: Conn, sessionId: string, labels: SessionLabels, now: number): Promise<SessionRow> {
+  for (let attempt = 1; ; attempt++) {
+    await run(conn, SQL.insertSession, newSessionParams(newSessionRow(sessionId, labels, now)));
+    const row = await lockSession(conn, sessionId);
+    if (row) return row;
+    if (attempt >= 3) throw new Error(`session ${sessionId} was deleted ${attempt} times between its INSERT and its lock`);
+  }
+}
+
+/** Inserts the row of a session that must not exist yet; AlreadyExistsError when it does. */
+export async function insertNewSession(conn: Conn, sessionId: string, labels: SessionLabels, now: number, headerJson = ""): Promise<SessionRow> {
+  const row = newSessionRow(sessionId, labels, now);
+  row.header_json = headerJson;
+  const inserted = await run(conn, SQL.insertSession, newSessionParams(row));
+  if (inserted.length === 0) throw new AlreadyExistsError(`session ${sessionId} already exists`);
+  return row;
+}
+
+export async function insertEntries(conn: Conn, sessionId: string, rows: readonly EntryRow[]): Promise<void> {
+  if (rows.length > 0) await run(conn, SQL.insertEntries, [sessionId, ...entryArrays(rows)]);
+}
+
+/** Builds the next message entry after the session's last entry and advances `row` (in memory). */
+function nextMessage(row: SessionRow, id: string, message: NewMessage["message"], tokenCount: number, now: number, index: number) {
+  const pos = { sessionId: row.session_id, seq: row.last_seq + 1, parentId: row.last_entry_id };
+  const built = messageEntryRow(pos, id, message, tokenCount, now, `message ${index}`);
+  row.last_seq = pos.seq;
+  row.last_entry_id = id;
+  row.entry_count += 1;
+  row.message_count += 1;
+  row.total_tokens += tokenCount;
+  return built;
+}
+
+/** Builds a compaction entry and moves the active view of `row` (in memory). */
+function nextCompaction(
+  row: SessionRow,
+  id: string,
+  compaction: CompactionEntry,
+  summaryTokens: number,
+  firstKeptSeq: number | null,
+  now: number,
+  what: string,
+) {
+  const pos = { sessionId: row.session_id, seq: row.last_seq + 1, parentId: row.last_entry_id };
+  const built = compactionEntryRow(pos, id, compaction, summaryTokens, now, what);
+  row.last_seq = pos.seq;
+  row.last_entry_id = id;
+  row.entry_count += 1;
+  row.compaction_count += 1;
+  row.latest_compaction_id = id;
+  row.latest_compaction_seq = pos.seq;
+  row.active_from_seq = firstKeptSeq ?? pos.seq + 1;
+  row.active_summary_tokens = summaryTokens;
+  return built;
+}
+
+export async function saveSession(conn: Conn, row: SessionRow, now: number): Promise<void> {
+  row.updated_at_ms = Math.max(row.updated_at_ms, now);
+  await run(conn, SQL.saveSession, sessionParams(row));
+}
+
+export function checkSessionId(sessionId: string): void {
+  if (typeof sessionId !== "string" || sessionId === "") {
+    throw new InvalidArgumentError("session_id is required");
+  }
+}

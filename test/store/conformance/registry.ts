@@ -1,0 +1,139 @@
+import { describe, expect, it } from "vitest";
+
+import { InvalidArgumentError } from "../../../src/contract/errors.js";
+import { EngineInfo, TurnMaintenanceMode } from "../../../src/contract/gen/contextd/v1/engine.js";
+import { QuarantineState } from "../../../src/contract/gen/contextd/v1/registry.js";
+import type { StoredRegistration } from "../../../src/store/registry-store.js";
+import type { Stores } from "./harness.js";
+
+export function registration(engineId: string, owner: string, extra: Partial<StoredRegistration> = {}): StoredRegistration {
+  return {
+    engineId,
+    owner,
+    endpoint: `dns:///${engineId}.local:50051`,
+    info: EngineInfo.fromPartial({
+      id: engineId,
+      name: `Engine ${engineId}`,
+      version: "1.2.3",
+      ownsCompaction: true,
+      turnMaintenanceMode: TurnMaintenanceMode.TURN_MAINTENANCE_MODE_BACKGROUND,
+      capabilities: { bootstrap: true, ingestBatch: false, afterTurn: true, maintain: false, subagents: true, dispose: false },
+      hostRequirements: ["host-compaction", "transcript-rewrite"],
+      protocolVersions: [1],
+    }),
+    protocolVersion: 1,
+    registeredAtMs: 1_700_000_000_123,
+    ...extra,
+  };
+}
+
+export function quarantine(extra: Partial<QuarantineState> = {}): QuarantineState {
+  return QuarantineState.fromPartial({
+    operation: "compact",
+    reason: "deadline exceeded after 180000 ms",
+    failedAtMs: 1_700_000_000_000,
+    releaseAtMs: 1_700_000_030_000,
+    ejections: 1,
+    manual: false,
+    ...extra,
+  });
+}
+
+/** The RegistryStore half: engine registrations and quarantine records. */
+export function describeRegistry(stores: Stores): void {
+  describe("registry records", () => {
+    it("saves, replaces, lists and deletes registrations, which survive a reopen", async () => {
+      const store = await stores.open();
+      expect(await store.listRegistrations()).toEqual([]);
+      const b = registration("beta", "bob");
+      const a = registration("alpha", "alice");
+      await store.saveRegistration(b);
+      await store.saveRegistration(a);
+      expect(await store.listRegistrations()).toEqual([a, b]); // ordered by engine id, info round-trips
+
+      // Replace: same id, new owner/endpoint/info/time.
+      const a2 = registration("alpha", "carol", {
+        endpoint: "unix:///run/alpha.sock",
+        info: EngineInfo.fromPartial({ id: "alpha", name: "Alpha 2", protocolVersions: [1, 2] }),
+        protocolVersion: 2,
+        registeredAtMs: 1_700_000_999_000,
+      });
+      await store.saveRegistration(a2);
+      expect(await store.listRegistrations()).toEqual([a2, b]);
+
+      await store.close();
+      const again = await stores.open();
+      expect(await again.listRegistrations()).toEqual([a2, b]);
+      expect(await again.deleteRegistration("alpha")).toBe(true);
+      expect(await again.deleteRegistration("alpha")).toBe(false);
+      expect(await again.deleteRegistration("never")).toBe(false);
+      expect(await again.listRegistrations()).toEqual([b]);
+
+      await again.close();
+      expect(await (await stores.open()).listRegistrations()).toEqual([b]);
+    });
+
+    it("refuses a registration without engine id or owner", async () => {
+      const store = await stores.open();
+      await expect(store.saveRegistration(registration("", "alice"))).rejects.toThrow(InvalidArgumentError);
+      await expect(store.saveRegistration(registration("x", "  "))).rejects.toThrow(/owner/);
+      await expect(store.saveRegistration(registration("x", "alice", { protocolVersion: -1 }))).rejects.toThrow(
+        InvalidArgumentError,
+      );
+      expect(await store.listRegistrations()).toEqual([]);
+    });
+
+    it("saves, replaces, clears and lists quarantines, which survive a reopen", async () => {
+      const store = await stores.open();
+      expect((await store.listQuarantines()).size).toBe(0);
+      const q1 = quarantine();
+      const manual = quarantine({ operation: "manual", reason: "operator isolate", releaseAtMs: 0, manual: true });
+      await store.saveQuarantine("zeta", q1);
+      await store.saveQuarantine("eta", manual);
+      let all = await store.listQuarantines();
+      expect([...all.keys()]).toEqual(["eta", "zeta"]);
+      expect(all.get("zeta")).toEqual(q1);
+      expect(all.get("eta")).toEqual(manual);
+
+      const q2 = quarantine({ operation: "health", reason: "2 failed health checks", ejections: 2, releaseAtMs: 1_700_000_060_000 });
+      await store.saveQuarantine("zeta", q2);
+      all = await store.listQuarantines();
+      expect(all.size).toBe(2);
+      expect(all.get("zeta")).toEqual(q2);
+
+      await store.close();
+      const again = await stores.open();
+      all = await again.listQuarantines();
+      expect(all).toEqual(new Map([["eta", manual], ["zeta", q2]]));
+
+      expect(await again.clearQuarantine("eta")).toBe(true);
+      expect(await again.clearQuarantine("eta")).toBe(false);
+      expect(await again.clearQuarantine("never")).toBe(false);
+      expect(await again.listQuarantines()).toEqual(new Map([["zeta", q2]]));
+      await again.close();
+      expect(await (await stores.open()).listQuarantines()).toEqual(new Map([["zeta", q2]]));
+      await expect((await stores.open()).saveQuarantine("", q1)).rejects.toThrow(InvalidArgumentError);
+    });
+
+    it("keeps registrations and quarantines independent of each other and of transcripts", async () => {
+      const store = await stores.open();
+      await store.saveRegistration(registration("alpha", "alice"));
+      await store.saveQuarantine("alpha", quarantine());
+      await store.appendMessages("s1", [], { sessionKey: "k", agentId: "a" });
+      expect(await store.deleteRegistration("alpha")).toBe(true);
+      expect((await store.listQuarantines()).has("alpha")).toBe(true);
+      expect(await store.deleteSession("s1")).toBe(true);
+      expect((await store.listQuarantines()).size).toBe(1);
+    });
+
+    it("shares state between two connections to the same store", async () => {
+      const a = await stores.open();
+      const b = await stores.open();
+      await a.saveRegistration(registration("alpha", "alice"));
+      await a.saveQuarantine("alpha", quarantine());
+      expect((await b.listRegistrations()).map((r) => r.owner)).toEqual(["alice"]);
+      expect(await b.clearQuarantine("alpha")).toBe(true);
+      expect((await a.listQuarantines()).size).toBe(0);
+    });
+  });
+}
