@@ -1,5 +1,6 @@
 import { Command, Option } from "commander";
 import { registerCompact } from "./commands/compact.js";
+import { registerContext } from "./commands/context.js";
 import { registerDoctor } from "./commands/doctor.js";
 import { registerEngines } from "./commands/engines.js";
 import { registerExport } from "./commands/export.js";
@@ -10,12 +11,20 @@ import { registerQuarantine } from "./commands/quarantine.js";
 import { registerReplay } from "./commands/replay.js";
 import { registerSession } from "./commands/session.js";
 import { registerSessions } from "./commands/sessions.js";
+import { registerTranscript } from "./commands/transcript.js";
 import { positiveInt } from "./commands/shared.js";
+import { EXIT, EXIT_CODES_HELP } from "./exit-codes.js";
+import { examples } from "./format.js";
+import { colourWanted, setColour } from "./style.js";
 
 /**
  * contextctl — the operator and developer CLI for contextd (SPEC §5). Global options come before
- * or after the command: `contextctl --address host:port sessions --json`. Exit codes: 0 success,
- * 1 a failed check or call (one line on stderr, `contextctl: CODE: details`), 2 bad usage.
+ * or after the command: `contextctl --address host:port sessions --json`. Exit codes (a contract
+ * with scripts, exit-codes.ts): 0 done, 1 failed (one line on stderr, `contextctl: CODE: details`),
+ * 2 bad usage, 3 contextd unreachable.
+ *
+ * Output: tables and key/value lines for people, the same layout on a terminal and in a pipe (only
+ * colour differs: style.ts); `--json` for scripts; progress bars only on a terminal, on stderr.
  *
  * Tokens: `--token` on the command line always wins. Otherwise SessionService commands use
  * $CONTEXTD_RUNTIME_TOKEN; the operator commands `isolate`/`release` use $CONTEXTD_ADMIN_TOKEN,
@@ -31,14 +40,36 @@ const program = new Command("contextctl")
       "token sent as `authorization: Bearer`; when not given: $CONTEXTD_RUNTIME_TOKEN, except isolate/release prefer $CONTEXTD_ADMIN_TOKEN and engines falls back to it",
     ).env("CONTEXTD_RUNTIME_TOKEN"),
   )
-  .option("--json", "machine-readable JSON output")
-  .addOption(new Option("--timeout <ms>", "deadline per call in ms (default 30000; compact, replay and import 300000)").argParser(positiveInt))
-  .showHelpAfterError()
-  .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2));
+  .option("--json", "machine-readable JSON output (each command's --help gives its shape)")
+  .option("--no-color", "no colours (also NO_COLOR=1; FORCE_COLOR=1 colours a pipe)")
+  .addOption(new Option("--timeout <ms>", "deadline per call in ms (default 30000; compact, replay, import, export and context --compact 300000)").argParser(positiveInt))
+  .configureHelp({ showGlobalOptions: true })
+  .showHelpAfterError("(contextctl --help for usage)")
+  // Every usage error commander finds (unknown command or option, missing argument, bad value) is
+  // exit 2; --help and --version are 0.
+  .exitOverride((err) => process.exit(err.exitCode === 0 ? EXIT.ok : EXIT.usage))
+  .hook("preAction", (_program, command) => {
+    setColour(colourWanted(process.stdout, process.env, command.optsWithGlobals<{ color?: boolean }>().color));
+  })
+  .addHelpText(
+    "after",
+    `\nOutput: tables on a terminal and in a pipe alike; colour only on a terminal (NO_COLOR / --no-color: never,\n` +
+      `FORCE_COLOR: also in a pipe); progress bars only when stderr is a terminal. --json: one JSON document, or\n` +
+      `JSON Lines for the streaming commands (transcript, engines watch). Errors: one line on stderr.\n\n` +
+      `${EXIT_CODES_HELP}\n` +
+      examples(
+        "contextctl health",
+        "contextctl --address contextd.internal:50051 sessions",
+        "contextctl context chat-42 --budget 32000",
+        "contextctl --json transcript chat-42 > chat-42.entries.jsonl",
+      ),
+  );
 
 registerHealth(program);
 registerSessions(program);
 registerSession(program);
+registerContext(program);
+registerTranscript(program);
 registerCompact(program);
 registerReplay(program);
 registerImport(program);
@@ -48,6 +79,12 @@ registerEngines(program);
 registerQuarantine(program);
 registerMigrateStore(program);
 
+// `contextctl transcript ID | head`: the reader left, which is not a failure of ours.
+process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+  if (err.code === "EPIPE") process.exit(EXIT.ok);
+  throw err;
+});
+
 await program.parseAsync(process.argv);
 // gRPC channels are closed by every command; exit explicitly so a lingering handle cannot keep the CLI alive.
-process.exit(process.exitCode ?? 0);
+process.exit(process.exitCode ?? EXIT.ok);

@@ -1,20 +1,52 @@
-import Table from "cli-table3";
 import { status as Status, type ServiceError } from "@grpc/grpc-js";
 import { Mode } from "../contract/gen/contextd/v1/types.js";
 import { EngineEventType, EngineHealth, type EngineEvent, type EngineStatus } from "../contract/gen/contextd/v1/registry.js";
+import { bold, tone } from "./style.js";
+import { displayWidth, drawTable, type Align } from "./table.js";
 
-type Cell = string | number;
-type Align = "left" | "right";
+export type Cell = string | number;
+export type { Align } from "./table.js";
 
 /**
- * A plain table (no colours, so output is the same on a terminal and in a pipe). Columns whose
- * cells are all numbers are right-aligned and numbers are printed with thousands separators.
+ * A table. Its layout is the same on a terminal and in a pipe (tests and scripts read the rows);
+ * only colour differs: the header is bold when colour is on (style.ts), and cells may arrive
+ * styled. Columns whose cells are all numbers are right-aligned unless `aligns` says otherwise;
+ * numbers are printed with thousands separators.
  */
-export function table(head: string[], rows: Cell[][]): string {
-  const colAligns: Align[] = head.map((_, i) => (rows.length > 0 && rows.every((r) => typeof r[i] === "number") ? "right" : "left"));
-  const t = new Table({ head, colAligns, style: { head: [], border: [], compact: true } });
-  for (const row of rows) t.push(row.map((c) => (typeof c === "number" ? num(c) : c)));
-  return t.toString();
+export function table(head: string[], rows: Cell[][], aligns?: Align[]): string {
+  const colAligns: Align[] = head.map((_, i) => aligns?.[i] ?? (rows.length > 0 && rows.every((r) => typeof r[i] === "number") ? "right" : "left"));
+  return drawTable(head.map(bold), rows.map((row) => row.map((c) => (typeof c === "number" ? num(c) : c))), colAligns);
+}
+
+/** Printed width of a cell (colour codes take no room). */
+export function cellWidth(c: Cell): number {
+  return displayWidth(typeof c === "number" ? num(c) : c);
+}
+
+/**
+ * Characters left for a table's last column (a text preview) when the other columns hold `rows`'
+ * cells under `head` (`head` names every column, `rows` leave the last one out): on a terminal,
+ * what its width leaves (at least 20); in a pipe, `fallback`, so that piped output does not depend
+ * on the terminal of whoever ran it.
+ */
+export function lastColumnWidth(head: string[], rows: Cell[][], fallback: number): number {
+  const columns = process.stdout.isTTY ? process.stdout.columns : undefined;
+  if (!columns) return fallback;
+  const widths = head.slice(0, -1).map((h) => h.length);
+  for (const row of rows) widths.forEach((w, i) => (widths[i] = Math.max(w, cellWidth(row[i] ?? ""))));
+  // cli-table3 draws "│ a │ b │": one border, then 3 characters around each column's content.
+  const used = 1 + widths.reduce((sum, w) => sum + w + 3, 0) + 3;
+  return Math.max(20, columns - used);
+}
+
+/** The "Examples:" block every command's --help ends with. */
+export function examples(...lines: string[]): string {
+  return `\nExample${lines.length > 1 ? "s" : ""}:\n${lines.map((l) => `  $ ${l}`).join("\n")}`;
+}
+
+/** Writes to stdout and resolves once it is flushed (large outputs must not be cut by process.exit). */
+export function writeOut(data: string | Uint8Array): Promise<void> {
+  return new Promise((resolve, reject) => process.stdout.write(data, (err) => (err ? reject(err) : resolve())));
 }
 
 /** A two-column `key  value` listing without borders. */
@@ -72,14 +104,14 @@ function logfmt(value: string): string {
 /** One engine on one line, logfmt style: `ID owner=OWNER health=HEALTH quarantine=none|"manual: why"`. */
 export function engineLine(e: EngineStatus): string {
   const q = e.quarantine ? quarantineText(e) : "none";
-  return `${e.engineId} owner=${logfmt(e.owner || "-")} health=${healthName(e.health)} quarantine=${logfmt(q)}`;
+  return `${e.engineId} owner=${logfmt(e.owner || "-")} health=${tone(healthName(e.health))} quarantine=${logfmt(q)}`;
 }
 
 /** One WatchEngines event on one line: `ISO TYPE ID owner=… health=… quarantine=… message="…"`. */
 export function eventLine(ev: EngineEvent): string {
   const engine = ev.engine ? engineLine(ev.engine) : "-";
   const message = ev.message ? ` message=${logfmt(ev.message)}` : "";
-  return `${iso(ev.atMs)} ${eventTypeName(ev.type)} ${engine}${message}`;
+  return `${iso(ev.atMs)} ${tone(eventTypeName(ev.type))} ${engine}${message}`;
 }
 
 /** One line for an error: gRPC errors as `CODE: details`, others by message. */

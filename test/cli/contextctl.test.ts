@@ -1,34 +1,13 @@
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SessionInfo } from "../../src/contract/gen/contextd/v1/session.js";
+import { ContextdClient } from "../../src/sdk/runtime-client.js";
 import { startContextd } from "../helpers/contextd-process.js";
+import { closedPort, contextctl, int, tableRows } from "./run-contextctl.js";
 
-/** contextctl, built (`npm run build`), run as a child process against a real contextd. */
-const BIN = resolve(import.meta.dirname, "../../bin/contextctl.js");
-
-function contextctl(address: string, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const env = { ...process.env };
-  for (const key of ["CONTEXTD_ADDRESS", "CONTEXTD_RUNTIME_TOKEN", "CONTEXTD_CONFIG"]) delete env[key];
-  return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [BIN, "--address", address, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
-    let [stdout, stderr] = ["", ""];
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("error", fail);
-    child.on("close", (code) => done({ code, stdout, stderr }));
-  });
-}
-
-/** A port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const { port } = server.address() as { port: number };
-  return new Promise((r) => server.close(() => r(port)));
-}
+/** contextctl, built (`npx tsc -p tsconfig.json`), run as a child process against a real contextd. */
 
 /** A coding-agent conversation in the simple JSONL form: 1 system + 10 turns of 4 messages (41 messages). */
 function conversation(): string {
@@ -43,26 +22,21 @@ function conversation(): string {
   return `${lines.map((l) => JSON.stringify(l)).join("\n")}\n`;
 }
 
-/** Cells of the data rows of a cli-table3 table (rows starting with │, header excluded). */
-function tableRows(out: string): string[][] {
-  const lines = out.split("\n").filter((l) => l.startsWith("│"));
-  return lines.slice(1).map((l) => l.split("│").slice(1, -1).map((c) => c.trim()));
-}
-
-const int = (cell: string) => Number(cell.replace(/,/g, ""));
-
 describe("contextctl against a real contextd", () => {
   let server: Awaited<ReturnType<typeof startContextd>>;
+  let cx: ContextdClient;
   let dir: string;
   const sessionId = "cli-replay";
 
   beforeAll(async () => {
     server = await startContextd();
+    cx = new ContextdClient({ address: server.address });
     dir = mkdtempSync(join(tmpdir(), "contextctl-"));
     writeFileSync(join(dir, "conversation.jsonl"), conversation());
   });
 
   afterAll(async () => {
+    cx?.close();
     await server?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
@@ -73,12 +47,21 @@ describe("contextctl against a real contextd", () => {
     expect(run.stdout.trim()).toBe(`contextd ${server.address}: SERVING`);
   });
 
-  it("health against a closed port exits 1 with the error", async () => {
+  it("health --json says SERVING", async () => {
+    const run = await contextctl(server.address, "--json", "health");
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({ address: server.address, status: "SERVING", serving: true });
+  });
+
+  it("health against a closed port exits 3 (unreachable) with the error", async () => {
     const address = `127.0.0.1:${await closedPort()}`;
     const run = await contextctl(address, "--timeout", "3000", "health");
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(3);
     expect(run.stdout).not.toContain("SERVING");
     expect(run.stderr).toMatch(new RegExp(`contextd ${address}: (UNAVAILABLE|DEADLINE_EXCEEDED)`));
+    const json = await contextctl(address, "--timeout", "3000", "--json", "health");
+    expect(json.code).toBe(3);
+    expect(JSON.parse(json.stdout)).toMatchObject({ address, status: "UNREACHABLE", serving: false, error: expect.stringMatching(/^(UNAVAILABLE|DEADLINE_EXCEEDED): /) });
   });
 
   it("replay feeds the conversation turn by turn and stays within the budget", async () => {
@@ -101,6 +84,19 @@ describe("contextctl against a real contextd", () => {
     expect(appended.at(-1)).toBeGreaterThan(4000); // more than the budget went in ...
     expect(rows.some((r) => r[4].startsWith("yes"))).toBe(true); // ... so something was compacted
     expect(run.stdout).toMatch(new RegExp(`replayed 41 messages in 10 turns into session ${sessionId}: [\\d,]+ tokens appended, \\d+ compactions?, assembled at most [\\d,]+ of 4,000 tokens\\n$`));
+  });
+
+  it("replay --json: one object per turn and a summary, matching the session the server holds", async () => {
+    const run = await contextctl(server.address, "--json", "replay", join(dir, "conversation.jsonl"), "--budget", "4000", "--session", "cli-replay-json", "--batch");
+    expect(run).toMatchObject({ code: 0, stderr: "" });
+    const out = JSON.parse(run.stdout);
+    expect(out).toMatchObject({ sessionId: "cli-replay-json", budget: 4000 });
+    expect(out.turns).toHaveLength(10);
+    expect(out.turns.map((t: { turn: number }) => t.turn)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    for (const t of out.turns) expect(t).toMatchObject({ engine: "legacy", mode: "NORMAL", compacted: expect.any(Boolean), kept: expect.any(Number) });
+    const info = (await cx.getSession({ session: { sessionId: "cli-replay-json" } })).info!;
+    expect(out.summary).toMatchObject({ messages: info.messageCount, turns: 10, tokensAppended: Number(info.totalTokens), compactions: info.compactionCount });
+    expect(out.turns.at(-1).kept).toBe(info.activeTokens);
   });
 
   it("replay reports a bad line with its number", async () => {
@@ -134,6 +130,17 @@ describe("contextctl against a real contextd", () => {
     expect(summary + messages + tools + system).toBe(total);
     expect(summary).toBeGreaterThan(0); // the replay compacted
     expect(rows[4][2]).toBe("100.0%");
+    const json = await contextctl(server.address, "--json", "session", sessionId);
+    expect(json.code).toBe(0);
+    const info = (await cx.getSession({ session: { sessionId } })).info!;
+    expect(SessionInfo.fromJSON(JSON.parse(json.stdout))).toEqual(info);
+    expect([summary, messages, tools, system, total]).toEqual([
+      info.overview!.summaryTokens,
+      info.overview!.messageTokens,
+      info.overview!.toolResultTokens,
+      info.overview!.systemAdditionTokens,
+      info.overview!.totalTokens,
+    ]);
   });
 
   it("session on an unknown id exits 1 with NOT_FOUND", async () => {
@@ -158,6 +165,8 @@ describe("contextctl against a real contextd", () => {
     expect(run.code).toBe(0);
     const legacy = tableRows(run.stdout).find((r) => r[0] === "legacy");
     expect(legacy?.slice(0, 4)).toEqual(["legacy", "core", "(in process)", "SERVING"]);
+    const json = JSON.parse((await contextctl(server.address, "--json", "engines")).stdout);
+    expect(json.engines).toContainEqual(expect.objectContaining({ engineId: "legacy", owner: "core", builtin: true, health: "ENGINE_HEALTH_SERVING" }));
   });
 
   it("doctor checks the config, the store, the server and the registry", async () => {
@@ -169,12 +178,23 @@ describe("contextctl against a real contextd", () => {
       `✓ server ${server.address}: SERVING`,
       expect.stringMatching(/^✓ ListEngines: .*legacy/),
     ]);
+    const json = await contextctl(server.address, "--json", "doctor", "--config", server.configPath);
+    expect(json.code).toBe(0);
+    const out = JSON.parse(json.stdout);
+    expect(out.ok).toBe(true);
+    expect(out.checks.map((c: { name: string; ok: boolean }) => [c.name, c.ok])).toEqual([
+      ["config", true],
+      ["store", true],
+      [`server ${server.address}`, true],
+      ["ListEngines", true],
+    ]);
   });
 
   it("doctor fails on a config file that does not exist", async () => {
     const run = await contextctl(server.address, "doctor", "--config", join(dir, "missing.yaml"));
     expect(run.code).toBe(1);
     expect(run.stdout).toMatch(/^✗ config: cannot read .*missing\.yaml/m);
+    expect(JSON.parse((await contextctl(server.address, "--json", "doctor", "--config", join(dir, "missing.yaml"))).stdout)).toMatchObject({ ok: false });
     expect(run.stdout).toContain(`✓ server ${server.address}: SERVING`);
     expect(run.stdout).toMatch(/^✓ ListEngines: .*legacy/m);
   });

@@ -9,7 +9,8 @@ const BIN = resolve(import.meta.dirname, "../../bin/contextctl.js");
 
 function spawnCtl(address: string, args: string[], env: Record<string, string> = {}): ChildProcess {
   const base = { ...process.env };
-  for (const key of Object.keys(base)) if (key.startsWith("CONTEXTD_")) delete base[key];
+  // No inherited colour settings: the lines are compared as plain text.
+  for (const key of Object.keys(base)) if (key.startsWith("CONTEXTD_") || key === "FORCE_COLOR" || key === "NO_COLOR") delete base[key];
   return spawn(process.execPath, [BIN, "--address", address, ...args], { env: { ...base, ...env }, stdio: ["ignore", "pipe", "pipe"] });
 }
 
@@ -106,6 +107,13 @@ describe("contextctl engines / isolate / release against a real contextd and a P
     const release = await contextctl(contextd.address, ["release", "py"]);
     expect(release).toMatchObject({ code: 0, stderr: "", stdout: "py owner=team health=SERVING quarantine=none\n" });
     expect(row((await contextctl(contextd.address, ["engines"])).stdout, "py")?.[4]).toBe("-");
+
+    // --json: the EngineStatus after the change, as ListEngines reports it.
+    const isolated = JSON.parse((await contextctl(contextd.address, ["--json", "isolate", "py", "--reason", "json"])).stdout);
+    expect(isolated.engine).toMatchObject({ engineId: "py", owner: "team", quarantine: { manual: true, reason: "json" } });
+    const released = JSON.parse((await contextctl(contextd.address, ["--json", "release", "py"])).stdout);
+    expect(released.engine).toMatchObject({ engineId: "py", owner: "team" });
+    expect(released.engine.quarantine).toBeUndefined();
   });
 
   it("engines watch prints QUARANTINED and RELEASED as they happen and exits 0 on SIGINT", async () => {

@@ -1,7 +1,8 @@
 import type { Command } from "commander";
 import { CompactResponse } from "../../contract/gen/contextd/v1/session.js";
 import { CompactionTarget } from "../../contract/gen/contextd/v1/types.js";
-import { keyValues, modeName, num, printJson, yesNo } from "../format.js";
+import { examples, keyValues, modeName, num, printJson, yesNo } from "../format.js";
+import { accent, tone, warn } from "../style.js";
 import { action, clientOptions, globals, positiveInt, withSessions } from "./shared.js";
 
 interface CompactOptions {
@@ -22,6 +23,12 @@ export function registerCompact(program: Command): void {
     .option("--budget <tokens>", "token budget the result must fit", positiveInt, 32_000)
     .option("--force", "compact even when the session is within the budget")
     .option("--threshold", "threshold target: compact older history, keep recent tokens verbatim, no hard budget")
+    .addHelpText(
+      "after",
+      "\nExit 1 when the engine answers not ok; \"nothing to compact\" is ok (exit 0, compacted: no).\n" +
+        "With --json: the CompactResponse (proto JSON).\n" +
+        examples("contextctl compact chat-42 --budget 32000", "contextctl compact chat-42 --budget 8000 --force"),
+    )
     .action(
       action(async (id: string, opts: CompactOptions, cmd: Command) => {
         const g = globals(cmd);
@@ -37,14 +44,14 @@ export function registerCompact(program: Command): void {
         if (g.json) return printJson(CompactResponse.toJSON(res));
         const r = res.result;
         const rows: [string, string][] = [
-          ["engine", res.engineId || "-"],
-          ["mode", modeName(res.mode)],
+          ["engine", accent(res.engineId || "-")],
+          ["mode", tone(modeName(res.mode))],
           ["ok", yesNo(res.ok)],
           ["compacted", yesNo(res.compacted)],
           ["reason", res.reason || "-"],
           ["tokens", r ? `${num(r.tokensBefore)} → ${num(r.tokensAfter)}` : "-"],
         ];
-        if (res.fallbackReason) rows.splice(2, 0, ["fallback reason", res.fallbackReason]);
+        if (res.fallbackReason) rows.splice(2, 0, ["fallback reason", warn(res.fallbackReason)]);
         process.stdout.write(`${keyValues(rows)}\n`);
       }),
     );

@@ -2,7 +2,8 @@ import { accessSync, constants, existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { Command } from "commander";
 import type { ContextdConfig } from "../../server/config.js";
-import { errorText, printJson } from "../format.js";
+import { errorText, examples, printJson } from "../format.js";
+import { bad, good } from "../style.js";
 import { checkHealth, clientOptions, globals, listEngines, type GlobalOptions } from "./shared.js";
 
 interface Check {
@@ -22,6 +23,12 @@ export function registerDoctor(program: Command): void {
     .command("doctor")
     .description("check the config, the store, the server's health and the registry")
     .option("--config <file>", "config file (default $CONTEXTD_CONFIG, else config/contextd.yaml)")
+    .addHelpText(
+      "after",
+      "\nOne ✓/✗ line per check; exit 1 when any fails (an unreachable server is a failed check here: use `health`\n" +
+        'for exit code 3). With --json: {"ok", "checks": [{"name", "ok", "detail"}]}.\n' +
+        examples("contextctl doctor", "contextctl doctor --config /etc/contextd/contextd.yaml"),
+    )
     .action(async (opts: { config?: string }, cmd: Command) => {
       const g = globals(cmd);
       const checks: Check[] = [];
@@ -31,7 +38,7 @@ export function registerDoctor(program: Command): void {
       checks.push(...(await checkServer(g)));
       const ok = checks.every((c) => c.ok);
       if (g.json) printJson({ ok, checks });
-      else for (const c of checks) process.stdout.write(`${c.ok ? "✓" : "✗"} ${c.name}: ${c.detail}\n`);
+      else for (const c of checks) process.stdout.write(`${c.ok ? good("✓") : bad("✗")} ${c.name}: ${c.detail}\n`);
       if (!ok) process.exitCode = 1;
     });
 }

@@ -2,7 +2,8 @@ import { Metadata, status as Status, type ServiceError, type StatusObject } from
 import type { Command } from "commander";
 import { EngineEvent, EngineStatus, RegistryServiceClient, WatchEnginesRequest, type WatchEnginesResponse } from "../../contract/gen/contextd/v1/registry.js";
 import { channelCredentials, type ClientOptions } from "../../sdk/grpc-call.js";
-import { eventLine, healthName, printJson, quarantineText, table } from "../format.js";
+import { eventLine, examples, healthName, printJson, quarantineText, table } from "../format.js";
+import { bad, tone } from "../style.js";
 import { action, clientOptionsFor, globals, listEngines } from "./shared.js";
 
 /**
@@ -17,7 +18,9 @@ export function registerEngines(program: Command): void {
     .addHelpText(
       "after",
       "\nThe quarantine column shows `manual: REASON` for an operator's isolate (held until `contextctl release ID`)\n" +
-        "and `OPERATION: REASON` (e.g. `assemble: deadline: ...`) for an automatic one; `-` when not quarantined.",
+        "and `OPERATION: REASON` (e.g. `assemble: deadline: ...`) for an automatic one; `-` when not quarantined.\n" +
+        'With --json: {"engines": [EngineStatus, ...]} (proto JSON).\n' +
+        examples("contextctl engines", "contextctl --json engines | jq -r '.engines[] | select(.quarantine) | .engineId'"),
     )
     .action(
       action(async (_opts: unknown, cmd: Command) => {
@@ -28,8 +31,8 @@ export function registerEngines(program: Command): void {
           e.engineId,
           e.owner,
           e.builtin ? "(in process)" : e.endpoint || "-",
-          healthName(e.health),
-          quarantineText(e),
+          tone(healthName(e.health)),
+          e.quarantine ? bad(quarantineText(e)) : "-",
           e.calls,
           e.failures,
           e.fallbacks,
@@ -48,7 +51,9 @@ export function registerEngines(program: Command): void {
       "after",
       "\nOne line per event: ISO-TIME TYPE ID owner=OWNER health=HEALTH quarantine=none|\"OPERATION: REASON\" message=\"...\"\n" +
         "(logfmt: values with spaces are JSON-quoted). With --json, one EngineEvent as JSON per line.\n" +
-        "Ctrl-C cancels the stream and exits 0; if the server ends the stream with an error, exits 1 with its status.",
+        "Ctrl-C cancels the stream and exits 0; if the server ends the stream with an error, exits 1 with its status\n" +
+        "(3 when contextd cannot be reached).\n" +
+        examples("contextctl engines watch --current", "contextctl --json engines watch | jq -c 'select(.type == \"ENGINE_EVENT_TYPE_QUARANTINED\")'"),
     )
     .action(
       action(async (opts: { current?: boolean }, cmd: Command) => {

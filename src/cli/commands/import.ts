@@ -1,7 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { parse } from "node:path";
 import type { Command } from "commander";
-import { num, printJson } from "../format.js";
+import { UsageError } from "../exit-codes.js";
+import { examples, num, printJson } from "../format.js";
 import { action, clientOptions, globals, withSessions } from "./shared.js";
 
 interface ImportOptions {
@@ -22,12 +23,18 @@ export function registerImport(program: Command): void {
     .argument("<file>", "OpenClaw session JSONL file")
     .option("--session <id>", "session id (default: the file name without its extension)")
     .option("--agent <id>", "agent id the session belongs to")
+    .addHelpText(
+      "after",
+      "\nA bad line (INVALID_ARGUMENT naming it) or an existing session (ALREADY_EXISTS) refuses the whole file.\n" +
+        'With --json: {"sessionId", "importedEntries", "leafEntryId", "activeMessages"}.\n' +
+        examples("contextctl import ~/.openclaw/agents/main/sessions/chat-42.jsonl", "contextctl import session.jsonl --session chat-43 --agent coder"),
+    )
     .action(
       action(async (file: string, opts: ImportOptions, cmd: Command) => {
         const g = globals(cmd);
-        const jsonl = await readFile(file);
         const sessionId = opts.session ?? parse(file).name;
-        if (!sessionId) throw new Error(`${file}: cannot derive a session id from the file name; pass --session`);
+        if (!sessionId) throw new UsageError(`${file}: cannot derive a session id from the file name; pass --session`);
+        const jsonl = await readFile(file);
         const res = await withSessions(clientOptions(g, 300_000), (client) =>
           client.importTranscript({ session: { sessionId, agentId: opts.agent ?? "" }, jsonl }),
         );

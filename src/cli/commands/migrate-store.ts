@@ -6,7 +6,7 @@ import type { Command } from "commander";
 
 import type { ContextdStore } from "../../store/open-store.js";
 import type { StoreRowCounts } from "../../store/types.js";
-import { errorText, num, printJson } from "../format.js";
+import { errorText, examples, num, printJson } from "../format.js";
 import { globals } from "./shared.js";
 
 /** Rows read from the source per call (bounds memory whatever the size of a session). */
@@ -106,6 +106,13 @@ export function registerMigrateStore(program: Command): void {
     .description("copy every session, registration and quarantine record from one store URL into an empty one")
     .argument("<from>", "source store URL (sqlite:PATH or postgres://…)")
     .argument("<to>", "target store URL; must hold nothing yet")
+    .addHelpText(
+      "after",
+      "\nStop contextd first. Exit 0 when everything was copied; 1 otherwise, and then nothing was written to TO.\n" +
+        'With --json: {"ok", "from", "to", "sessions", "entries", "entryRevisions", "idempotencyKeys", "registrations",\n' +
+        '"quarantines", "seconds"} (on failure {"ok": false, "from", "to", "error"}).\n' +
+        examples("contextctl migrate-store sqlite:./data/contextd.db postgres://contextd@db:5432/contextd"),
+    )
     .action(async (from: string, to: string, _opts: unknown, cmd: Command) => {
       const g = globals(cmd);
       const started = performance.now();

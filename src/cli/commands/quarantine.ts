@@ -1,13 +1,16 @@
 import type { Command } from "commander";
 import { ClearQuarantineRequest, EngineStatus, QuarantineEngineRequest } from "../../contract/gen/contextd/v1/registry.js";
 import { callUnary } from "../../sdk/grpc-call.js";
-import { engineLine, iso, keyValues, printJson, quarantineText } from "../format.js";
+import { engineLine, examples, iso, keyValues, printJson, quarantineText } from "../format.js";
+import { bad } from "../style.js";
 import { action, clientOptionsFor, globals, withRegistry } from "./shared.js";
 
 const OPERATOR_TOKEN_HELP =
   "\nNeeds an operator token when contextd requires auth: --token TOKEN, else $CONTEXTD_ADMIN_TOKEN, else\n" +
   "$CONTEXTD_RUNTIME_TOKEN (a runtime token is refused with PERMISSION_DENIED). `legacy` cannot be\n" +
   "quarantined (FAILED_PRECONDITION); an unknown id is NOT_FOUND.";
+
+const JSON_HELP = 'With --json: {"engine": EngineStatus} (proto JSON) after the change.';
 
 /**
  * `contextctl isolate ID [--reason TEXT]` (QuarantineEngine: a manual quarantine, held until
@@ -19,7 +22,7 @@ export function registerQuarantine(program: Command): void {
     .description("quarantine an engine by hand: its calls go to legacy until `contextctl release ID`")
     .argument("<id>", "engine id")
     .option("--reason <text>", "why (shown in `engines`, the logs and `engines watch`)")
-    .addHelpText("after", OPERATOR_TOKEN_HELP)
+    .addHelpText("after", `${OPERATOR_TOKEN_HELP}\n${JSON_HELP}\n${examples('contextctl isolate lossless --reason "bad summaries, investigating"')}`)
     .action(
       action(async (id: string, opts: { reason?: string }, cmd: Command) => {
         const options = clientOptionsFor(cmd, "operator");
@@ -35,7 +38,7 @@ export function registerQuarantine(program: Command): void {
     .command("release")
     .description("clear an engine's quarantine (manual or automatic); it serves again at once")
     .argument("<id>", "engine id")
-    .addHelpText("after", OPERATOR_TOKEN_HELP)
+    .addHelpText("after", `${OPERATOR_TOKEN_HELP}\n${JSON_HELP}\n${examples("contextctl release lossless")}`)
     .action(
       action(async (id: string, _opts: unknown, cmd: Command) => {
         const options = clientOptionsFor(cmd, "operator");
@@ -55,7 +58,7 @@ function quarantineState(e: EngineStatus): string {
   return keyValues([
     ["engine", e.engineId],
     ["owner", e.owner || "-"],
-    ["quarantine", quarantineText(e)],
+    ["quarantine", bad(quarantineText(e))],
     ["since", iso(q.failedAtMs)],
     ["release", q.manual ? `held until \`contextctl release ${e.engineId}\`` : `after ${iso(q.releaseAtMs)} and a passing health check`],
     ["ejections", q.ejections],

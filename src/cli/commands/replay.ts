@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import type { Message } from "../../contract/gen/contextd/v1/types.js";
 import type { ContextdClient } from "../../sdk/runtime-client.js";
 import { readConversationFile, splitTurns } from "../conversation-file.js";
-import { modeName, num, printJson, table } from "../format.js";
+import { examples, modeName, num, printJson, table } from "../format.js";
 import { action, clientOptions, globals, positiveInt, withSessions } from "./shared.js";
 
 interface ReplayOptions {
@@ -43,6 +43,12 @@ export function registerReplay(program: Command): void {
     .requiredOption("--budget <tokens>", "token budget for each Assemble", positiveInt)
     .option("--session <id>", "session id (default replay-<timestamp>)")
     .option("--batch", "append each turn in one AppendMessages call instead of one call per message")
+    .addHelpText(
+      "after",
+      "\nA progress bar on stderr when it is a terminal. With --json: {\"sessionId\", \"budget\", \"turns\": [{\"turn\", \"messages\",\n" +
+        '"tokensAppended", "kept", "compacted", "tokensBefore"?, "tokensAfter"?, "engine", "mode", "fallbackReason"?}], "summary"}.\n' +
+        examples("contextctl replay conversation.jsonl --budget 8000", "contextctl replay session.jsonl --budget 32000 --session trial-1 --batch"),
+    )
     .action(
       action(async (file: string, opts: ReplayOptions, cmd: Command) => {
         const g = globals(cmd);

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { SessionInfo } from "../../contract/gen/contextd/v1/session.js";
-import { iso, keyValues, pct, printJson, table } from "../format.js";
+import { examples, iso, keyValues, pct, printJson, table } from "../format.js";
+import { accent } from "../style.js";
 import { action, clientOptions, globals, withSessions } from "./shared.js";
 
 /** `contextctl session ID`: the session's counts and its context overview by section. */
@@ -9,6 +10,12 @@ export function registerSession(program: Command): void {
     .command("session")
     .description("show a session's counts and its context overview (tokens by section)")
     .argument("<id>", "session id")
+    .addHelpText(
+      "after",
+      "\nThe overview is the host's bookkeeping of the active view; `contextctl context ID --budget N` shows the messages.\n" +
+        "With --json: the SessionInfo (proto JSON; fields at their defaults are left out).\n" +
+        examples("contextctl session chat-42", "contextctl --json session chat-42 | jq .overview"),
+    )
     .action(
       action(async (id: string, _opts: unknown, cmd: Command) => {
         const g = globals(cmd);
@@ -27,7 +34,7 @@ function describe(id: string, info: SessionInfo): string {
     ["agent", s?.agentId || "-"],
     ["key", s?.sessionKey || "-"],
     ...(info.parentSessionId ? ([["parent", info.parentSessionId]] as [string, string][]) : []),
-    ["selected engine", info.selectedEngineId || "-"],
+    ["selected engine", accent(info.selectedEngineId || "-")],
     ["created", iso(info.createdAtMs)],
     ["updated", iso(info.updatedAtMs)],
     ["entries", info.entryCount],

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { SessionInfo } from "../../contract/gen/contextd/v1/session.js";
-import { iso, printJson, table } from "../format.js";
+import { examples, iso, printJson, table } from "../format.js";
 import { action, clientOptions, globals, withSessions } from "./shared.js";
 
 /** `contextctl sessions`: every session, newest activity first (follows ListSessions pages). */
@@ -8,6 +8,11 @@ export function registerSessions(program: Command): void {
   program
     .command("sessions")
     .description("list sessions, newest activity first")
+    .addHelpText(
+      "after",
+      '\nWith --json: {"sessions": [SessionInfo, ...]} (proto JSON), every page of ListSessions.\n' +
+        examples("contextctl sessions", "contextctl --json sessions | jq -r '.sessions[].session.sessionId'"),
+    )
     .action(
       action(async (_opts: unknown, cmd: Command) => {
         const g = globals(cmd);

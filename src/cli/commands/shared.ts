@@ -4,6 +4,7 @@ import { service as healthService } from "grpc-health-check";
 import { RegistryServiceClient, ListEnginesRequest, type EngineStatus } from "../../contract/gen/contextd/v1/registry.js";
 import { callUnary, channelCredentials, type ClientOptions } from "../../sdk/grpc-call.js";
 import { ContextdClient } from "../../sdk/runtime-client.js";
+import { exitCodeFor } from "../exit-codes.js";
 import { errorText } from "../format.js";
 
 /** The options every command inherits from the program. */
@@ -89,14 +90,18 @@ export async function checkHealth(options: ClientOptions): Promise<string> {
   }
 }
 
-/** Wraps a command action: an error prints one line on stderr and sets exit code 1. */
+/**
+ * Wraps a command action: an error prints one line on stderr (`contextctl: CODE: details`) and
+ * sets the exit code by what went wrong (exit-codes.ts: 1 failed, 2 usage, 3 unreachable). A
+ * command that succeeds but has a failure to report (compact not ok) sets process.exitCode itself.
+ */
 export function action<A extends unknown[]>(fn: (...args: A) => Promise<void>): (...args: A) => Promise<void> {
   return async (...args: A) => {
     try {
       await fn(...args);
     } catch (err) {
       process.stderr.write(`contextctl: ${errorText(err)}\n`);
-      process.exitCode = 1;
+      process.exitCode = exitCodeFor(err);
     }
   };
 }

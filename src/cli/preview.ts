@@ -1,0 +1,92 @@
+import { ROLE_NAMES, isSummaryMessage, summaryOf } from "../contract/messages.js";
+import { Role, type ContentBlock, type Message, type TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
+import { num } from "./format.js";
+
+/**
+ * Text for people: what a message or transcript entry says, as a one-line preview for tables or
+ * in full for `contextctl context --full`. Never used for anything a script parses (--json
+ * carries the proto JSON instead).
+ */
+
+/** Default preview width in a pipe (a terminal uses what is left of its width). */
+export const PREVIEW_CHARS = 60;
+
+/** `text` on one line (runs of whitespace become one space), cut to `max` characters with `…`. */
+export function oneLine(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  if (flat.length <= max) return flat;
+  return `${flat.slice(0, Math.max(0, max - 1))}…`;
+}
+
+export function roleName(role: Role): string {
+  return ROLE_NAMES[role] ?? String(role);
+}
+
+function blockBody(block: ContentBlock): string {
+  const b = block.block;
+  if (!b) return "";
+  switch (b.$case) {
+    case "text":
+      return b.value.text;
+    case "thinking":
+      return b.value.redacted ? "[redacted thinking]" : `[thinking] ${b.value.thinking}`;
+    case "toolCall":
+      return `[tool call ${b.value.id}] ${b.value.name}(${b.value.argumentsJson})`;
+    case "image":
+      return `[image ${b.value.mimeType || "?"}${b.value.uri ? ` ${b.value.uri}` : `, ${num(b.value.data.length)} bytes`}]`;
+  }
+}
+
+/** Everything in a message the model reads, block by block (the whole summary message included). */
+export function messageBody(m: Message): string {
+  const head = m.role === Role.ROLE_TOOL_RESULT ? `[result of ${m.toolName || "tool"} ${m.toolCallId}${m.isError ? ", error" : ""}] ` : "";
+  return head + m.content.map(blockBody).filter(Boolean).join("\n");
+}
+
+/** A message for a table cell: a summary shows the summary itself rather than its preamble. */
+export function messagePreview(m: Message, max: number): string {
+  return oneLine(isSummaryMessage(m) ? summaryOf(m) : messageBody(m), max);
+}
+
+/**
+ * The type column of `contextctl transcript`: a message entry by its role (or the runtime's own
+ * entry type when it has one, e.g. `custom_message`), `compaction`, `custom`, or a runtime entry's
+ * type (`model_change`, `label`, …).
+ */
+export function entryType(e: TranscriptEntry): string {
+  const x = e.entry;
+  if (!x) return e.runtimeType || "empty";
+  switch (x.$case) {
+    case "message":
+      return e.runtimeType || roleName(x.value.role);
+    case "compaction":
+      return "compaction";
+    case "custom":
+      return "custom";
+    case "runtime":
+      return x.value.type || e.runtimeType || "runtime";
+  }
+}
+
+/** Stored tokens of an entry: a message's count; other entries are not sent as they are. */
+export function entryTokens(e: TranscriptEntry): number | undefined {
+  return e.entry?.$case === "message" ? e.entry.value.tokenCount : undefined;
+}
+
+/** A transcript entry for a table cell. */
+export function entryPreview(e: TranscriptEntry, max: number): string {
+  const x = e.entry;
+  if (!x) return oneLine(e.extraJson, max);
+  switch (x.$case) {
+    case "message":
+      return messagePreview(x.value, max);
+    case "compaction": {
+      const c = x.value;
+      return oneLine(`${num(c.tokensBefore)} → ${num(c.tokensAfter)} tokens by ${c.engineId || "?"}: ${c.summary}`, max);
+    }
+    case "custom":
+      return oneLine(`${x.value.customType} ${x.value.dataJson}`, max);
+    case "runtime":
+      return oneLine(e.extraJson === "{}" ? "" : e.extraJson, max);
+  }
+}
