@@ -1,4 +1,4 @@
-import type { ChannelCredentials } from "@grpc/grpc-js";
+import { status, type ChannelCredentials } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { PROTOCOL_VERSION } from "../contract/engine-api.js";
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from "../contract/errors.js";
@@ -21,6 +21,9 @@ import type { Quarantine } from "./quarantine.js";
 import { RemoteEngine } from "./remote-engine.js";
 
 export const SUPPORTED_PROTOCOL_VERSIONS = [PROTOCOL_VERSION];
+
+/** GetInfo failures that say nothing about the engine's contract: the registration may be retried. */
+const TRANSIENT_PROBE_CODES = new Set<number>([status.UNAVAILABLE, status.DEADLINE_EXCEEDED, status.CANCELLED, status.RESOURCE_EXHAUSTED]);
 
 export interface AdmissionSettings {
   /** Deadline of the GetInfo and health probes made before admitting. */
@@ -112,7 +115,14 @@ export class Admission {
     try {
       info = await remote.getInfo(this.settings.probeTimeoutMs);
     } catch (err) {
-      return { refusal: Refusal.REFUSAL_UNREACHABLE, message: `GetInfo on ${remote.endpoint} failed: ${(err as Error).message}` };
+      // Not reached (or out of time) may pass, and engines retry on UNREACHABLE; an answer that is
+      // an error or no EngineInfo at all (garbage bytes, UNIMPLEMENTED) is the contract broken.
+      const code = (err as { code?: number }).code;
+      const transient = code === undefined || TRANSIENT_PROBE_CODES.has(code);
+      return {
+        refusal: transient ? Refusal.REFUSAL_UNREACHABLE : Refusal.REFUSAL_CONTRACT_INVALID,
+        message: `GetInfo on ${remote.endpoint} failed: ${(err as Error).message}`,
+      };
     }
     if (!info || !info.id.trim() || !info.name.trim()) {
       return { refusal: Refusal.REFUSAL_CONTRACT_INVALID, message: "GetInfo must answer an EngineInfo with non-empty id and name" };

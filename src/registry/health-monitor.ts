@@ -53,6 +53,7 @@ export class HealthMonitor {
     const health = answer === "SERVING" ? EngineHealth.ENGINE_HEALTH_SERVING : answer === "NOT_SERVING" ? EngineHealth.ENGINE_HEALTH_NOT_SERVING : EngineHealth.ENGINE_HEALTH_UNKNOWN;
     if (health !== engine.health) {
       engine.health = health;
+      this.log.info({ engineId: engine.id, owner: engine.owner, health: answer }, "engine health changed");
       this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_HEALTH_CHANGED, engine, `health check: ${answer}`);
     }
     if (answer === "SERVING") {

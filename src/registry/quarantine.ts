@@ -5,6 +5,9 @@ import type { EngineEvents } from "./engine-events.js";
 import type { EngineRegistry, RegisteredEngine } from "./engine-registry.js";
 import type { EngineOperation, FailureKind, FailureObserver } from "./router.js";
 
+/** Bulkhead rejections of one engine are logged at most this often. */
+const REJECTION_LOG_INTERVAL_MS = 1_000;
+
 export interface QuarantineSettings {
   baseEjectionMs: number;
   maxEjectionMs: number;
@@ -17,6 +20,9 @@ export interface QuarantineSettings {
  * persisted (so it survives restarts and is seen by replicas), announced on WatchEngines, and logged.
  */
 export class Quarantine implements FailureObserver {
+  /** Calls an engine's bulkhead turned away since the last warning about it, per engine. */
+  private readonly rejected = new Map<string, { count: number; loggedAtMs: number }>();
+
   constructor(
     private readonly registry: EngineRegistry,
     private readonly store: RegistryStore,
@@ -32,6 +38,25 @@ export class Quarantine implements FailureObserver {
 
   onFallback(engine: RegisteredEngine, op: EngineOperation, reason: string): void {
     this.log.warn({ engineId: engine.id, owner: engine.owner, operation: op, reason }, "engine call fell back to legacy");
+  }
+
+  /**
+   * Saturation is load, not a fault: the engine is not quarantined. Under overload this can happen
+   * thousands of times a second, so the warning comes at most once a second per engine, with the
+   * number of calls turned away since the previous one.
+   */
+  onRejected(engine: RegisteredEngine, op: EngineOperation, reason: string): void {
+    const now = Date.now();
+    const r = this.rejected.get(engine.id) ?? { count: 0, loggedAtMs: 0 };
+    r.count++;
+    this.rejected.set(engine.id, r);
+    if (now - r.loggedAtMs < REJECTION_LOG_INTERVAL_MS) return;
+    this.log.warn(
+      { engineId: engine.id, owner: engine.owner, operation: op, reason, rejected: r.count },
+      "engine at its concurrency limit: calls turned away",
+    );
+    r.count = 0;
+    r.loggedAtMs = now;
   }
 
   async isolate(engine: RegisteredEngine, operation: string, reason: string, manual: boolean): Promise<void> {

@@ -1,7 +1,8 @@
 import type { CallContext, ContextEngine } from "../contract/engine-api.js";
-import { CancelledError, ContextdError, DeadlineExceededError } from "../contract/errors.js";
+import { CancelledError, ContextdError, DeadlineExceededError, ResourceExhaustedError } from "../contract/errors.js";
 import { status } from "@grpc/grpc-js";
 import { Mode, SelectionSource, type SessionRef } from "../contract/gen/contextd/v1/types.js";
+import { Bulkhead } from "./bulkhead.js";
 import { withDeadline } from "./deadline.js";
 import type { EngineRegistry, RegisteredEngine } from "./engine-registry.js";
 import type { HostGrant, HostGrants } from "./host-grants.js";
@@ -14,7 +15,9 @@ export interface RoutingSettings {
   agents: Record<string, string>;
   timeoutsMs: Record<EngineOperation, number>;
   onFailure: OnFailure;
-  overrides: Record<string, { timeoutsMs?: Partial<Record<EngineOperation, number>>; onFailure?: OnFailure }>;
+  /** The bulkhead: calls in flight to one sidecar at most (bulkhead.ts). */
+  maxConcurrentCalls: number;
+  overrides: Record<string, { timeoutsMs?: Partial<Record<EngineOperation, number>>; onFailure?: OnFailure; maxConcurrentCalls?: number }>;
 }
 
 /** Which engine serves a session, and whether that is the one the slot asked for. */
@@ -51,6 +54,8 @@ export type FailureKind = "error" | "timeout" | "contract";
 export interface FailureObserver {
   onEngineFailure(engine: RegisteredEngine, op: EngineOperation, kind: FailureKind, reason: string): void;
   onFallback(engine: RegisteredEngine, op: EngineOperation, reason: string): void;
+  /** A call was not sent because the engine is at its concurrency limit (not a failure: no quarantine). */
+  onRejected(engine: RegisteredEngine, op: EngineOperation, reason: string): void;
 }
 
 /** Timers fire a little early or late; a deadline this close counts as reached. */
@@ -67,12 +72,16 @@ export class ContractViolation extends Error {}
  * `legacy` within what is left of the runtime's deadline when the selected engine fails.
  */
 export class Router {
+  private readonly bulkhead: Bulkhead;
+
   constructor(
     private readonly registry: EngineRegistry,
     private readonly settings: RoutingSettings,
     private readonly grants: HostGrants,
     private readonly observer?: FailureObserver,
-  ) {}
+  ) {
+    this.bulkhead = new Bulkhead((id) => this.settings.overrides[id]?.maxConcurrentCalls ?? this.settings.maxConcurrentCalls);
+  }
 
   select(session: SessionRef): Selection {
     const agentId = session.agentId;
@@ -102,12 +111,17 @@ export class Router {
    * closed when the slot is `strict`). `validate` checks the answer against the contract.
    */
   async call<T>(
-    selection: Selection,
+    selected: Selection,
     op: EngineOperation,
     caller: CallerContext,
     fn: (engine: ContextEngine, ctx: CallContext, target: RegisteredEngine) => Promise<T>,
     validate?: (value: T, target: RegisteredEngine) => void,
   ): Promise<Routed<T>> {
+    // A request selects once but may call several times (Bootstrap, then Ingest or Assemble): an
+    // engine quarantined or replaced since — by this request's own failed Bootstrap, say — is not
+    // called again on the old selection.
+    const stale = !selected.target.builtin && (selected.target.quarantine !== undefined || this.registry.get(selected.target.id) !== selected.target);
+    const selection = stale ? this.select(selected.session) : selected;
     const target = selection.target;
     if (selection.mode === Mode.MODE_FALLBACK && this.onFailure(selection.selectedId) === "strict") {
       // A strict slot never answers from another engine, not even while its engine is quarantined.
@@ -117,8 +131,17 @@ export class Router {
       const { value } = await this.attempt(selection.session, target, op, caller, fn, validate);
       return { value, engineId: target.id, mode: selection.mode, fallbackReason: selection.fallbackReason };
     }
+    const release = this.bulkhead.tryAcquire(target.id);
+    if (!release) {
+      const key = this.settings.overrides[target.id]?.maxConcurrentCalls !== undefined ? `engines.overrides.${target.id}.max_concurrent_calls` : "engines.max_concurrent_calls";
+      const reason = `engine "${target.id}" is at its concurrency limit (${this.bulkhead.limitOf(target.id)} calls in flight, ${key})`;
+      this.observer?.onRejected(target, op, reason);
+      if (this.onFailure(target.id) === "strict") throw new ResourceExhaustedError(`${reason} (on_failure: strict, no fallback)`);
+      target.counters.fallbacks++;
+      return this.onLegacy(selection, op, caller, fn, validate, reason);
+    }
     try {
-      const { value, grant } = await this.attempt(selection.session, target, op, caller, fn, validate);
+      const { value, grant } = await this.attempt(selection.session, target, op, caller, fn, validate).finally(release);
       return { value, engineId: target.id, mode: Mode.MODE_NORMAL, fallbackReason: "", grant };
     } catch (err) {
       // Cancellation, or the runtime's own deadline, is the caller's doing: never held against the engine.
@@ -131,10 +154,22 @@ export class Router {
       }
       target.counters.fallbacks++;
       this.observer?.onFallback(target, op, reason);
-      const legacy = this.registry.legacy;
-      const { value } = await this.attempt(selection.session, legacy, op, caller, fn, validate);
-      return { value, engineId: legacy.id, mode: Mode.MODE_FALLBACK, fallbackReason: reason };
+      return this.onLegacy(selection, op, caller, fn, validate, reason);
     }
+  }
+
+  /** The fallback: the same call on `legacy`, within what is left of the runtime's deadline. */
+  private async onLegacy<T>(
+    selection: Selection,
+    op: EngineOperation,
+    caller: CallerContext,
+    fn: (engine: ContextEngine, ctx: CallContext, target: RegisteredEngine) => Promise<T>,
+    validate: ((value: T, target: RegisteredEngine) => void) | undefined,
+    reason: string,
+  ): Promise<Routed<T>> {
+    const legacy = this.registry.legacy;
+    const { value } = await this.attempt(selection.session, legacy, op, caller, fn, validate);
+    return { value, engineId: legacy.id, mode: Mode.MODE_FALLBACK, fallbackReason: reason };
   }
 
   private async attempt<T>(
@@ -145,6 +180,8 @@ export class Router {
     fn: (engine: ContextEngine, ctx: CallContext, target: RegisteredEngine) => Promise<T>,
     validate?: (value: T, target: RegisteredEngine) => void,
   ): Promise<{ value: T; grant?: HostGrant }> {
+    // A runtime that has already gone away (e.g. during this request's Bootstrap) gets no call made for it.
+    if (caller.signal?.aborted) throw new CancelledError(`engine "${target.id}" ${op}: cancelled by the caller`);
     const configuredMs = Date.now() + this.timeoutMs(target.id, op);
     const deadlineMs = Math.min(configuredMs, caller.deadlineMs);
     const issued = target.builtin ? undefined : this.grants.issue(target.id, session.sessionId, deadlineMs);

@@ -17,11 +17,20 @@
  *   await engine.stop();
  *
  * Control file (JSON, re-read by the engine on EVERY call, so flipping it needs no restart):
- * `{ assemble?: MODE, compact?: MODE, ingest?: MODE, health?: "SERVING" | "NOT_SERVING",
- * leak_host_token_to?: "/path", ignore_cancel_ms?: 30000, slow_ms?: 300 }`; a missing key means
- * "ok" / "SERVING" / the default duration. `control(c)` REPLACES the
- * whole file (atomically: write + rename), it does not merge. `ingest` also governs IngestBatch
- * (Python only; the TS engine does not implement the optional IngestBatch).
+ * `{ assemble?: MODE, compact?: MODE, ingest?: MODE, bootstrap?: MODE, after_turn?: MODE,
+ * maintain?: MODE, subagent?: MODE, get_info?: MODE, health?: HEALTH, leak_host_token_to?: "/path",
+ * ignore_cancel_ms?: 30000, slow_ms?: 300, late_ms?: 200 }`; a missing key means "ok" / "SERVING" /
+ * the default duration. `control(c)` REPLACES the whole file (atomically: write + rename), it does
+ * not merge. `ingest` also governs IngestBatch; `subagent` governs PrepareSubagentSpawn,
+ * RollbackSubagentSpawn and OnSubagentEnded.
+ *
+ * Optional RPCs: by default both engines advertise no capabilities (a correct host never calls
+ * Bootstrap, IngestBatch, AfterTurn, Maintain or the subagent RPCs; the Python engine answers them
+ * harmlessly, the TS one UNIMPLEMENTED). `capabilities: [...]` (or "all") starts the engine with
+ * those RPCs implemented and advertised; they then follow their control key like the others. OK
+ * answers: Bootstrap bootstrapped=true; IngestBatch ingested_count = messages; AfterTurn empty;
+ * Maintain changed=false; PrepareSubagentSpawn rollback_handle "mb-<child session id>"; the other
+ * subagent RPCs empty.
  *
  * Modes:
  * - "ok": Assemble returns the newest request.messages that fit token_budget (all without a
@@ -43,26 +52,40 @@
  *   ingested=false.
  * - "slow": sleeps `slow_ms` (300 ms), honouring cancellation (then it logs `cancelled`), then
  *   answers as "ok" and logs `answered`.
+ * - "late": ignores cancellation and answers as "ok" `late_ms` (200 ms) after the call's deadline
+ *   (logs `answered_late`: the answer goes nowhere). Without a deadline it answers at once.
+ * - "garbage_bytes": the answer on the wire is bytes no protobuf message decodes from (the caller
+ *   sees INTERNAL "Response message parsing error"). Works for every RPC, GetInfo and health.
+ * - "over_budget": Assemble as "garbage" (over the budget); other RPCs answer as "ok".
+ * - "unknown_entry": Assemble puts a message of its own (id "no-such-entry", 5 tokens) before the
+ *   newest messages that fit the budget minus 50 — which the contract allows; Compact as
+ *   "garbage" (first_kept_entry_id "no-such-entry"); Maintain calls
+ *   HostService.RewriteTranscriptEntries for entry "no-such-entry" and answers the host's error
+ *   with the host's status; other RPCs answer as "ok".
+ * - `get_info` (GetInfo): "ok", "hang" (logs `cancelled` when the call ends), "throw", "crash",
+ *   "garbage_bytes", "slow" / "ignore_cancel" / "late" (answer after the wait, logging `answered`
+ *   or `answered_late`). GetInfo is logged (`call`) only when told to misbehave.
+ * - `health` (grpc.health.v1 Check of "" and contextd.v1.ContextEngineService): "SERVING"
+ *   (default), "NOT_SERVING", "hang" (never answers), "slow" (SERVING after `slow_ms`), "throw"
+ *   (INTERNAL), "garbage_bytes", "crash" (logs `call` op "health", exits 3).
  * - `leak_host_token_to`: on every Assemble/Compact whose request carries a HostContext, the engine
  *   writes `{op, endpoint, token, expires_at_ms, session_id, session:{session_id, session_key,
  *   agent_id}}` as JSON to that path (atomically), before acting on the mode.
- * - `health`: grpc.health.v1 Check for service "" and "contextd.v1.ContextEngineService" (Watch:
- *   UNIMPLEMENTED in Python, the SDK's own in TS, not control-driven).
+ * - Health Watch: UNIMPLEMENTED in Python, the SDK's own in TS, not control-driven.
  *
  * Stdout events (one JSON object per line; `events()` returns them parsed, in order):
  *   {event:"listening", address, pid}
  *   {event:"registered", ok, refusal, message, existing_owner, protocol_version}
  *      refusal is the Refusal enum name ("REFUSAL_NONE", "REFUSAL_OWNED_BY_OTHER", ...) or, when the
  *      registry answered with an error status, the status name ("UNAUTHENTICATED", ...).
- *   {event:"call", op:"assemble"|"compact"|"ingest", mode}
+ *   {event:"call", op, mode}   (op: a control key, or "health" for a crash in Check)
  *   {event:"cancelled", op, reason:"deadline"|"cancelled"}
  *   {event:"answered" | "answered_late", op, mode}   (ignore_cancel / slow produced their answer,
  *      in time / after the call had already ended)
  *   {event:"stopping", signal}
- * GetInfo is not logged (the TS SDK answers it itself).
  *
  * GetInfo: id = engineId, name "Misbehaving test engine", version "1.0.0", owns_compaction per the
- * option, protocol_versions [1], capabilities all false.
+ * option, protocol_versions [1], capabilities per `capabilities` (all false by default).
  *
  * Registration (when `registry` is given; `owner` is then required): RegisterEngine(engine_id,
  * owner, endpoint = the bound address, allow_same_owner_refresh = true, protocol_versions = [1]) with
@@ -96,20 +119,39 @@ export const TS_ENGINE = path.join(REPO_ROOT, "test/engines/ts/misbehaving-engin
 export const HEALTH_PROTO_ROOT = path.join(REPO_ROOT, "node_modules/grpc-health-check/proto");
 const HEALTH_PROTO = "health/v1/health.proto";
 
-export type EngineMode = "ok" | "hang" | "ignore_cancel" | "crash" | "throw" | "garbage" | "slow";
+export type EngineMode =
+  | "ok"
+  | "hang"
+  | "ignore_cancel"
+  | "crash"
+  | "throw"
+  | "garbage"
+  | "garbage_bytes"
+  | "slow"
+  | "late"
+  | "over_budget"
+  | "unknown_entry";
 
-export interface EngineControl {
-  assemble?: EngineMode;
-  compact?: EngineMode;
-  ingest?: EngineMode;
-  health?: "SERVING" | "NOT_SERVING";
+/** What the control file can make an RPC do (each key is read on every call of that RPC). */
+export type EngineOp = "assemble" | "compact" | "ingest" | "bootstrap" | "after_turn" | "maintain" | "subagent" | "get_info";
+
+/** grpc.health.v1 Check: an answer, or a misbehaviour. */
+export type HealthMode = "SERVING" | "NOT_SERVING" | "hang" | "slow" | "throw" | "garbage_bytes" | "crash";
+
+/** The optional RPCs an engine can be started with (`capabilities`). */
+export type EngineCapability = "bootstrap" | "ingest_batch" | "after_turn" | "maintain" | "subagents";
+
+export type EngineControl = Partial<Record<EngineOp, EngineMode>> & {
+  health?: HealthMode;
   /** Write the HostContext of every Assemble/Compact to this file (see the module comment). */
   leak_host_token_to?: string;
   /** How long "ignore_cancel" sleeps before answering (default 30000). */
   ignore_cancel_ms?: number;
   /** How long "slow" sleeps before answering (default 300). */
   slow_ms?: number;
-}
+  /** How long after the call's deadline "late" answers (default 200). */
+  late_ms?: number;
+};
 
 /** One parsed stdout line of an engine. */
 export interface EngineEvent {
@@ -192,6 +234,8 @@ export interface StartEngineOptions {
   timeoutMs?: number;
   /** TS engine only: the SDK's registration heartbeat interval (default 2000 ms; register again when lost). */
   heartbeatMs?: number;
+  /** The optional RPCs to implement (default none: capabilities all false); "all" for every one. */
+  capabilities?: EngineCapability[] | "all";
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -445,6 +489,8 @@ function engineArgs(opts: StartEngineOptions, controlPath: string): string[] {
   const args = ["--engine-id", opts.engineId, "--control", controlPath, "--listen", opts.listen ?? "127.0.0.1:0"];
   if (opts.registry) args.push("--registry", opts.registry, "--owner", opts.owner!);
   if (opts.ownsCompaction) args.push("--owns-compaction");
+  const caps = opts.capabilities === "all" ? "all" : (opts.capabilities ?? []).join(",");
+  if (caps) args.push("--capabilities", caps);
   args.push("--parent-pid", String(process.pid));
   return args;
 }

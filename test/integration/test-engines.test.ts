@@ -22,11 +22,18 @@ import {
 import { service as healthService } from "grpc-health-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  BootstrapRequest,
+  ContextEngineServiceAfterTurnRequest,
   ContextEngineServiceAssembleRequest,
   ContextEngineServiceClient,
   ContextEngineServiceCompactRequest,
+  ContextEngineServiceMaintainRequest,
+  ContextEngineServicePrepareSubagentSpawnRequest,
+  ContextEngineServiceRollbackSubagentSpawnRequest,
   GetInfoRequest,
+  IngestBatchRequest,
   IngestRequest,
+  OnSubagentEndedRequest,
 } from "../../src/contract/gen/contextd/v1/engine.js";
 import { DelegateCompactionResponse, HostServiceService, type DelegateCompactionRequest } from "../../src/contract/gen/contextd/v1/host.js";
 import {
@@ -68,14 +75,14 @@ function engineClient(address: string): ContextEngineServiceClient {
   return c;
 }
 
-function healthCheck(address: string, service = ""): Promise<string> {
+function healthCheck(address: string, service = "", timeoutMs = 2_000): Promise<string> {
   const c = new HealthClient(address, credentials.createInsecure());
   clients.push(c);
   return new Promise((resolve, reject) => {
     (c as unknown as { check: (...a: unknown[]) => void }).check(
       { service },
       new Metadata(),
-      { deadline: new Date(Date.now() + 2_000) },
+      { deadline: new Date(Date.now() + timeoutMs) },
       (err: ServiceError | null, res: { status: string }) => (err ? reject(err) : resolve(res.status)),
     );
   });
@@ -346,5 +353,129 @@ describe.each(kinds)("%s misbehaving engine with a registry and its own compacti
     expect(deregisters).toEqual([`owner-${kind}`]);
     expect(engine.events()).toContainEqual(expect.objectContaining({ event: "stopping" }));
     expect(fs.existsSync(engine.controlPath)).toBe(true);
+  });
+});
+
+describe.each(kinds)("%s misbehaving engine: optional RPCs, wire faults, GetInfo and health modes", (kind) => {
+  let engine: EngineProcess;
+  let client: ContextEngineServiceClient;
+  const call = <Req, Res>(method: (...a: never[]) => unknown, req: Req, timeoutMs = 5_000) =>
+    callUnary<Req, Res>(client, method as never, req, { address: engine.address }, { timeoutMs });
+  const rewrites: Array<{ entryIds: string[]; auth: string }> = [];
+  let hostAddress = "";
+
+  beforeAll(async () => {
+    // A fake HostService that knows no entries: RewriteTranscriptEntries answers NOT_FOUND.
+    const host = await startServer(HostServiceService, {
+      rewriteTranscriptEntries: (c: ServerUnaryCall<{ rewrites: Array<{ entryId: string }> }, unknown>, cb: sendUnaryData<unknown>) => {
+        rewrites.push({ entryIds: c.request.rewrites.map((r) => r.entryId), auth: String(c.metadata.get("authorization")[0] ?? "") });
+        cb({ code: status.NOT_FOUND, details: `entry "${c.request.rewrites[0]?.entryId}" not found` }, null);
+      },
+    });
+    hostAddress = host.address;
+    engine = await startEngine(kind, { engineId: `capable-${kind}`, capabilities: "all" });
+    engines.push(engine);
+    client = engineClient(engine.address);
+  });
+
+  it("capabilities: all optional RPCs are advertised and follow their control key", async () => {
+    const { info } = await call<GetInfoRequest, { info: { capabilities: Record<string, boolean> } }>(client.getInfo, GetInfoRequest.fromPartial({}));
+    expect(info.capabilities).toMatchObject({ bootstrap: true, ingestBatch: true, afterTurn: true, maintain: true, subagents: true });
+    const session = { sessionId: "s-opt" };
+    await call(client.bootstrap, BootstrapRequest.fromPartial({ session }));
+    await call(client.ingestBatch, IngestBatchRequest.fromPartial({ session, messages: conversation() }));
+    await call(client.afterTurn, ContextEngineServiceAfterTurnRequest.fromPartial({ session }));
+    await call(client.maintain, ContextEngineServiceMaintainRequest.fromPartial({ session }));
+    const spawn = await call<unknown, { rollbackHandle: string }>(
+      client.prepareSubagentSpawn,
+      ContextEngineServicePrepareSubagentSpawnRequest.fromPartial({ parent: session, child: { sessionId: "child-1" } }),
+    );
+    expect(spawn.rollbackHandle).toBe("mb-child-1");
+    await call(client.rollbackSubagentSpawn, ContextEngineServiceRollbackSubagentSpawnRequest.fromPartial({ child: { sessionId: "child-1" } }));
+    await call(client.onSubagentEnded, OnSubagentEndedRequest.fromPartial({ child: { sessionId: "child-1" } }));
+    const ops = engine.events().filter((e) => e.event === "call").map((e) => e.op);
+    expect(ops).toEqual(expect.arrayContaining(["bootstrap", "ingest", "after_turn", "maintain", "subagent"]));
+
+    engine.control({ after_turn: "throw", subagent: "throw", bootstrap: "throw" });
+    for (const [method, req] of [
+      [client.afterTurn, ContextEngineServiceAfterTurnRequest.fromPartial({ session })],
+      [client.onSubagentEnded, OnSubagentEndedRequest.fromPartial({ child: { sessionId: "child-1" } })],
+      [client.bootstrap, BootstrapRequest.fromPartial({ session })],
+    ] as const) {
+      await expect(call(method as never, req)).rejects.toMatchObject({ code: status.INTERNAL, details: expect.stringContaining("told to throw") });
+    }
+    engine.control({});
+  });
+
+  it("garbage_bytes: the answer is bytes no protobuf message decodes from", async () => {
+    engine.control({ assemble: "garbage_bytes", get_info: "garbage_bytes", health: "garbage_bytes" });
+    const parseError = { code: status.INTERNAL, details: expect.stringContaining("parsing error") };
+    await expect(call(client.assemble, ContextEngineServiceAssembleRequest.fromPartial({ messages: conversation(), tokenBudget: 100 }))).rejects.toMatchObject(parseError);
+    await expect(call(client.getInfo, GetInfoRequest.fromPartial({}))).rejects.toMatchObject(parseError);
+    await expect(healthCheck(engine.address)).rejects.toMatchObject(parseError);
+    engine.control({});
+  });
+
+  it("late: ignores cancellation and answers after the deadline, which goes nowhere", async () => {
+    engine.control({ assemble: "late", late_ms: 100 });
+    const before = engine.events().length;
+    await expect(call(client.assemble, ContextEngineServiceAssembleRequest.fromPartial({ messages: conversation(), tokenBudget: 100 }), 200)).rejects.toMatchObject({
+      code: status.DEADLINE_EXCEEDED,
+    });
+    await engine.waitForEvent((e, i) => i >= before && e.event === "answered_late" && e.op === "assemble", 3_000);
+    expect(engine.events().slice(before).map((e) => e.event)).not.toContain("cancelled");
+    engine.control({});
+  });
+
+  it("over_budget and unknown_entry: Assemble pads or adds a message of its own; Compact's over_budget answers as ok", async () => {
+    engine.control({ assemble: "over_budget" });
+    const padded = await call<unknown, { messages: Message[]; estimatedTokens: number }>(
+      client.assemble,
+      ContextEngineServiceAssembleRequest.fromPartial({ messages: conversation(), tokenBudget: 50 }),
+    );
+    expect(padded.messages.at(-1)?.id).toBe("garbage-padding");
+    engine.control({ assemble: "unknown_entry" });
+    const made = await call<unknown, { messages: Message[] }>(client.assemble, ContextEngineServiceAssembleRequest.fromPartial({ messages: conversation(), tokenBudget: 100 }));
+    expect(made.messages[0]?.id).toBe("no-such-entry");
+    engine.control({ compact: "unknown_entry" });
+    const unknown = await call<unknown, { result?: { firstKeptEntryId: string } }>(client.compact, ContextEngineServiceCompactRequest.fromPartial({ messages: conversation() }));
+    expect(unknown.result?.firstKeptEntryId).toBe("no-such-entry");
+    engine.control({});
+  });
+
+  it("unknown_entry on Maintain: asks the host to rewrite an entry it does not have, and passes on the refusal", async () => {
+    engine.control({ maintain: "unknown_entry" });
+    await expect(
+      call(
+        client.maintain,
+        ContextEngineServiceMaintainRequest.fromPartial({ session: { sessionId: "s-m" }, host: { endpoint: hostAddress, token: "t-m", expiresAtMs: Date.now() + 5_000 } }),
+      ),
+    ).rejects.toMatchObject({ code: status.NOT_FOUND });
+    expect(rewrites.at(-1)).toEqual({ entryIds: ["no-such-entry"], auth: "Bearer t-m" });
+    engine.control({});
+  });
+
+  it("get_info: hang, throw and slow", async () => {
+    engine.control({ get_info: "hang" });
+    const before = engine.events().length;
+    await expect(call(client.getInfo, GetInfoRequest.fromPartial({}), 300)).rejects.toMatchObject({ code: status.DEADLINE_EXCEEDED });
+    await engine.waitForEvent((e, i) => i >= before && e.event === "cancelled" && e.op === "get_info", 3_000);
+    engine.control({ get_info: "throw" });
+    await expect(call(client.getInfo, GetInfoRequest.fromPartial({}))).rejects.toMatchObject({ code: status.INTERNAL });
+    engine.control({ get_info: "slow", slow_ms: 100 });
+    const { info } = await call<GetInfoRequest, { info: { id: string } }>(client.getInfo, GetInfoRequest.fromPartial({}));
+    expect(info.id).toBe(`capable-${kind}`);
+    engine.control({});
+  });
+
+  it("health: hang and slow miss the deadline, throw answers an error", async () => {
+    engine.control({ health: "hang" });
+    await expect(healthCheck(engine.address, "", 300)).rejects.toMatchObject({ code: status.DEADLINE_EXCEEDED });
+    engine.control({ health: "slow", slow_ms: 1_000 });
+    await expect(healthCheck(engine.address, "", 300)).rejects.toMatchObject({ code: status.DEADLINE_EXCEEDED });
+    engine.control({ health: "throw" });
+    await expect(healthCheck(engine.address)).rejects.toMatchObject({ code: status.INTERNAL });
+    engine.control({});
+    expect(await healthCheck(engine.address)).toBe("SERVING");
   });
 });

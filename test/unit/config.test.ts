@@ -50,6 +50,7 @@ const DEFAULTS: ContextdConfig = {
     health: { interval: 5000, timeout: 1000, unhealthy_threshold: 2 },
     quarantine: { base_ejection: 30000, max_ejection: 300000 },
     on_failure: "fallback",
+    max_concurrent_calls: 64,
     overrides: {},
     managed: [],
   },
@@ -143,8 +144,9 @@ engines:
   health: { interval: 10s, timeout: 2s, unhealthy_threshold: 5 }
   quarantine: { base_ejection: 1m, max_ejection: 1m }
   on_failure: strict
+  max_concurrent_calls: 16
   overrides:
-    lossless: { timeouts: { compact: 5m }, on_failure: fallback }
+    lossless: { timeouts: { compact: 5m }, on_failure: fallback, max_concurrent_calls: 4 }
     quiet: {}
   managed:
     - { id: lossless, command: [node, engines/lossless/main.js], env: { PORT: 7001, DEBUG: true }, cwd: /srv }
@@ -183,7 +185,8 @@ limits: { max_message_bytes: 1024, max_messages_per_append: 10, max_session_entr
         health: { interval: 10000, timeout: 2000, unhealthy_threshold: 5 },
         quarantine: { base_ejection: 60000, max_ejection: 60000 },
         on_failure: "strict",
-        overrides: { lossless: { timeouts: { compact: 300000 }, on_failure: "fallback" }, quiet: { timeouts: {} } },
+        max_concurrent_calls: 16,
+        overrides: { lossless: { timeouts: { compact: 300000 }, on_failure: "fallback", max_concurrent_calls: 4 }, quiet: { timeouts: {} } },
         managed: [
           { id: "lossless", command: ["node", "engines/lossless/main.js"], owner: "local", env: { PORT: "7001", DEBUG: "true" }, cwd: "/srv" },
           { id: "py", command: ["python3", "-m", "engine"], owner: "local", env: {} },
@@ -343,6 +346,8 @@ describe("one-line problems", () => {
     ["engines: { overrides: { x: { timeouts: { compact: soon } } } }", 'config: engines.overrides.x.timeouts.compact: "soon" is not a duration (use 500ms, 2s, 3m)'],
     ["engines: { overrides: { x: { retries: 3 } } }", 'config: unknown key "engines.overrides.x.retries"'],
     ["engines: { on_failure: panic }", 'config: engines.on_failure: "panic" is not one of fallback, strict'],
+    ["engines: { max_concurrent_calls: 0 }", "config: engines.max_concurrent_calls: expected a positive integer, got 0"],
+    ["engines: { overrides: { x: { max_concurrent_calls: 2.5 } } }", "config: engines.overrides.x.max_concurrent_calls: expected a positive integer, got 2.5"],
     ["engines: { health: { timeout: 6s } }", "config: engines.health.timeout: 6s must not exceed engines.health.interval (5s)"],
     ["engines: { health: { unhealthy_threshold: 0 } }", "config: engines.health.unhealthy_threshold: expected a positive integer, got 0"],
     ["engines: { quarantine: { base_ejection: 60s, max_ejection: 30s } }", "config: engines.quarantine.max_ejection: 30s must be at least engines.quarantine.base_ejection (1m)"],

@@ -8,15 +8,20 @@ health.proto). test/helpers/engine-process.ts startPythonEngine() does all of th
 
     misbehaving_engine.py --engine-id ID --control FILE [--listen 127.0.0.1:0]
                           [--registry ADDR --owner OWNER] [--owns-compaction] [--parent-pid PID]
+                          [--capabilities bootstrap,ingest_batch,after_turn,maintain,subagents | all]
 
 The owner token comes from the environment variable CONTEXTD_OWNER_TOKEN and is sent as
 `authorization: Bearer <token>`.
 
 Behaviour is read from the JSON control FILE on every call, so a test can flip it while the engine
-runs: {"assemble": MODE, "compact": MODE, "ingest": MODE, "health": "SERVING"|"NOT_SERVING",
-"leak_host_token_to": "/path", "ignore_cancel_ms": 30000, "slow_ms": 300}. A missing key means
-"ok" / "SERVING" / the default duration; a missing or unreadable file means all defaults. MODEs: ok, hang, ignore_cancel, crash, throw, garbage, slow (see
-test/helpers/engine-process.ts for what each does).
+runs: {"assemble": MODE, "compact": MODE, "ingest": MODE, "bootstrap": MODE, "after_turn": MODE,
+"maintain": MODE, "subagent": MODE, "get_info": MODE, "health": HEALTH, "leak_host_token_to": "/path",
+"ignore_cancel_ms": 30000, "slow_ms": 300, "late_ms": 200}. A missing key means "ok" / "SERVING" /
+the default duration; a missing or unreadable file means all defaults. MODEs: ok, hang,
+ignore_cancel, crash, throw, garbage, garbage_bytes, slow, late, over_budget, unknown_entry;
+HEALTH: SERVING, NOT_SERVING, hang, slow, throw, garbage_bytes, crash (see
+test/helpers/engine-process.ts for what each does). The optional RPCs (Bootstrap, IngestBatch,
+AfterTurn, Maintain, the subagent calls) follow their key only when started with their capability.
 
 Everything the engine has to say goes to stdout as one JSON object per line (flushed):
   {"event":"listening","address":"127.0.0.1:PORT"}
@@ -44,8 +49,18 @@ from contextd.v1 import engine_pb2, engine_pb2_grpc, host_pb2, host_pb2_grpc, re
 from health.v1 import health_pb2, health_pb2_grpc
 
 ENGINE_SERVICE = "contextd.v1.ContextEngineService"
-MODES = ("ok", "hang", "ignore_cancel", "crash", "throw", "garbage", "slow")
+MODES = ("ok", "hang", "ignore_cancel", "crash", "throw", "garbage", "garbage_bytes", "slow", "late", "over_budget", "unknown_entry")
+HEALTH_MODES = ("SERVING", "NOT_SERVING", "hang", "slow", "throw", "garbage_bytes", "crash")
+CAPABILITIES = ("bootstrap", "ingest_batch", "after_turn", "maintain", "subagents")
 POLL_S = 0.02
+# How the host marks the summary message of a compaction in an active view (src/contract/messages.ts).
+SUMMARY_METADATA_KEY = "contextd.kind"
+SUMMARY_METADATA_VALUE = "compaction_summary"
+
+# Bytes no protobuf message decodes from: field 1 with wire type 7, which does not exist.
+GARBAGE_BYTES = b"\x0f\xff\xff"
+# A handler returns GARBAGE; the serializers installed by garbage_capable() send GARBAGE_BYTES.
+GARBAGE = object()
 
 _out_lock = threading.Lock()
 
@@ -181,8 +196,12 @@ class Engine(engine_pb2_grpc.ContextEngineServiceServicer):
         late = not context.is_active() or (context.time_remaining() is not None and context.time_remaining() <= 0)
         emit({"event": "answered_late" if late else "answered", "op": op, "mode": mode})
 
-    def _misbehave(self, op, context, answer_ok, answer_garbage):
-        """Runs the mode of `op`; returns the response (or aborts / never returns)."""
+    def _misbehave(self, op, context, answer_ok, answer_garbage=None):
+        """Runs the mode of `op`; returns the response (or aborts / never returns).
+
+        `answer_garbage(mode)` is the op's contract-breaking answer for "garbage", "over_budget" and
+        "unknown_entry"; None (or no function) means the mode does not apply and it answers "ok".
+        """
         ctl = self.control.read()
         mode = ctl.get(op, "ok")
         if mode not in MODES:
@@ -199,12 +218,23 @@ class Engine(engine_pb2_grpc.ContextEngineServiceServicer):
             res = answer_ok()
             self._answered(op, mode, context)
             return res
+        if mode == "late":
+            # Ignores cancellation and answers after the call's deadline: the answer goes nowhere.
+            remaining = context.time_remaining()
+            if remaining is not None:
+                time.sleep(max(0.0, remaining) + ms_setting(ctl, "late_ms", 200) / 1000.0)
+            res = answer_ok()
+            self._answered(op, mode, context)
+            return res
         if mode == "crash":
             os._exit(3)
         if mode == "throw":
             context.abort(grpc.StatusCode.INTERNAL, "misbehaving engine: told to throw")
-        if mode == "garbage":
-            return answer_garbage()
+        if mode in ("garbage", "over_budget", "unknown_entry"):
+            res = answer_garbage(mode) if answer_garbage else None
+            return res if res is not None else answer_ok()
+        if mode == "garbage_bytes":
+            return GARBAGE
         if mode == "slow":
             if self._wait_cancelled(op, context, seconds=ms_setting(ctl, "slow_ms", 300) / 1000.0):
                 return answer_ok(empty=True)
@@ -224,17 +254,31 @@ class Engine(engine_pb2_grpc.ContextEngineServiceServicer):
     # ------------------------------------------------------------------ RPCs
 
     def GetInfo(self, request, context):
-        return engine_pb2.GetInfoResponse(
-            info=engine_pb2.EngineInfo(
-                id=self.args.engine_id,
-                name="Misbehaving test engine",
-                version="1.0.0",
-                owns_compaction=self.args.owns_compaction,
-                turn_maintenance_mode=engine_pb2.TURN_MAINTENANCE_MODE_FOREGROUND,
-                capabilities=engine_pb2.EngineCapabilities(),
-                protocol_versions=[1],
+        caps = self.args.capability_set
+
+        def ok(empty=False):
+            return engine_pb2.GetInfoResponse(
+                info=engine_pb2.EngineInfo(
+                    id=self.args.engine_id,
+                    name="Misbehaving test engine",
+                    version="1.0.0",
+                    owns_compaction=self.args.owns_compaction,
+                    turn_maintenance_mode=engine_pb2.TURN_MAINTENANCE_MODE_FOREGROUND,
+                    capabilities=engine_pb2.EngineCapabilities(
+                        bootstrap="bootstrap" in caps,
+                        ingest_batch="ingest_batch" in caps,
+                        after_turn="after_turn" in caps,
+                        maintain="maintain" in caps,
+                        subagents="subagents" in caps,
+                    ),
+                    protocol_versions=[1],
+                )
             )
-        )
+
+        # GetInfo is logged only when told to misbehave (the registry calls it at every registration).
+        if self.control.read().get("get_info", "ok") == "ok":
+            return ok()
+        return self._misbehave("get_info", context, ok)
 
     def Assemble(self, request, context):
         self._leak_host("assemble", request, context)
@@ -250,7 +294,21 @@ class Engine(engine_pb2_grpc.ContextEngineServiceServicer):
                 prompt_authority=types_pb2.PROMPT_AUTHORITY_ASSEMBLED,
             )
 
-        def garbage():
+        def garbage(mode):
+            if mode == "unknown_entry":
+                # A message of the engine's own making, under an id the session does not have.
+                made = types_pb2.Message(
+                    id="no-such-entry",
+                    role=types_pb2.ROLE_ASSISTANT,
+                    content=[types_pb2.ContentBlock(text=types_pb2.TextBlock(text="recalled by the engine"))],
+                    token_count=5,
+                )
+                kept = newest_that_fit(request.messages, None if budget is None else max(0, budget - 50))
+                return engine_pb2.ContextEngineServiceAssembleResponse(
+                    messages=[made] + list(kept),
+                    estimated_tokens=sum_tokens(kept) + 5,
+                    prompt_authority=types_pb2.PROMPT_AUTHORITY_ASSEMBLED,
+                )
             padding = types_pb2.Message(
                 id="garbage-padding",
                 role=types_pb2.ROLE_USER,
@@ -276,7 +334,9 @@ class Engine(engine_pb2_grpc.ContextEngineServiceServicer):
                 return self._own_compaction(request)
             return self._delegate_compaction(request, context)
 
-        def garbage():
+        def garbage(mode):
+            if mode == "over_budget":
+                return None
             return engine_pb2.ContextEngineServiceCompactResponse(
                 ok=True,
                 compacted=True,
@@ -295,7 +355,8 @@ class Engine(engine_pb2_grpc.ContextEngineServiceServicer):
         messages = list(request.messages)
         last_user = None
         for i in range(len(messages) - 1, -1, -1):
-            if messages[i].role == types_pb2.ROLE_USER:
+            # The previous compaction's summary is a user message too, but not an entry one can keep from.
+            if messages[i].role == types_pb2.ROLE_USER and messages[i].metadata.get(SUMMARY_METADATA_KEY) != SUMMARY_METADATA_VALUE:
                 last_user = i
                 break
         if last_user is None:
@@ -350,7 +411,7 @@ class Engine(engine_pb2_grpc.ContextEngineServiceServicer):
             "ingest",
             context,
             lambda empty=False: engine_pb2.IngestResponse(ingested=not empty),
-            lambda: engine_pb2.IngestResponse(ingested=False),
+            lambda mode: engine_pb2.IngestResponse(ingested=False),
         )
 
     def IngestBatch(self, request, context):
@@ -359,27 +420,75 @@ class Engine(engine_pb2_grpc.ContextEngineServiceServicer):
             "ingest",
             context,
             lambda empty=False: engine_pb2.IngestBatchResponse(ingested_count=0 if empty else n),
-            lambda: engine_pb2.IngestBatchResponse(ingested_count=n + 1000),
+            lambda mode: engine_pb2.IngestBatchResponse(ingested_count=n + 1000),
         )
 
-    # Optional RPCs (capabilities are all false, so a correct host never calls them): harmless answers.
+    # Optional RPCs: they follow the control file when started with their capability; without it
+    # a correct host never calls them, and they answer harmlessly.
+    def _optional(self, capability, op, context, answer_ok, answer_garbage=None):
+        if capability not in self.args.capability_set:
+            return answer_ok()
+        return self._misbehave(op, context, answer_ok, answer_garbage)
+
     def Bootstrap(self, request, context):
-        return engine_pb2.BootstrapResponse(bootstrapped=False, reason="bootstrap is not a capability of the misbehaving engine")
+        if "bootstrap" not in self.args.capability_set:
+            return engine_pb2.BootstrapResponse(bootstrapped=False, reason="bootstrap is not a capability of the misbehaving engine")
+        return self._misbehave(
+            "bootstrap",
+            context,
+            lambda empty=False: engine_pb2.BootstrapResponse(bootstrapped=not empty, reason="misbehaving engine: bootstrapped"),
+        )
 
     def AfterTurn(self, request, context):
-        return engine_pb2.ContextEngineServiceAfterTurnResponse()
+        return self._optional("after_turn", "after_turn", context, lambda empty=False: engine_pb2.ContextEngineServiceAfterTurnResponse())
 
     def Maintain(self, request, context):
-        return engine_pb2.ContextEngineServiceMaintainResponse(changed=False, reason="nothing to do")
+        def garbage(mode):
+            if mode != "unknown_entry" or not request.HasField("host"):
+                return None
+            # Asks the host to rewrite an entry the session does not have; the host's refusal propagates.
+            stub = host_pb2_grpc.HostServiceStub(self._host_channel(request.host.endpoint))
+            remaining = context.time_remaining()
+            try:
+                res = stub.RewriteTranscriptEntries(
+                    host_pb2.RewriteTranscriptEntriesRequest(
+                        session=request.session,
+                        rewrites=[
+                            host_pb2.EntryRewrite(
+                                entry_id="no-such-entry",
+                                message=types_pb2.Message(role=types_pb2.ROLE_USER, content=[types_pb2.ContentBlock(text=types_pb2.TextBlock(text="rewritten"))]),
+                            )
+                        ],
+                        reason="misbehaving engine: unknown entry",
+                    ),
+                    timeout=5.0 if remaining is None else max(0.01, remaining),
+                    metadata=(("authorization", "Bearer " + request.host.token),),
+                )
+            except grpc.RpcError as e:
+                context.abort(e.code(), "HostService.RewriteTranscriptEntries: %s" % e.details())
+            return engine_pb2.ContextEngineServiceMaintainResponse(changed=True, rewritten_entries=res.rewritten_entries, bytes_freed=res.bytes_freed, reason="misbehaving engine: rewrote")
+
+        return self._optional(
+            "maintain",
+            "maintain",
+            context,
+            lambda empty=False: engine_pb2.ContextEngineServiceMaintainResponse(changed=False, reason="nothing to do"),
+            garbage,
+        )
 
     def PrepareSubagentSpawn(self, request, context):
-        return engine_pb2.ContextEngineServicePrepareSubagentSpawnResponse(rollback_handle="")
+        return self._optional(
+            "subagents",
+            "subagent",
+            context,
+            lambda empty=False: engine_pb2.ContextEngineServicePrepareSubagentSpawnResponse(rollback_handle="" if empty else "mb-" + request.child.session_id),
+        )
 
     def RollbackSubagentSpawn(self, request, context):
-        return engine_pb2.ContextEngineServiceRollbackSubagentSpawnResponse()
+        return self._optional("subagents", "subagent", context, lambda empty=False: engine_pb2.ContextEngineServiceRollbackSubagentSpawnResponse())
 
     def OnSubagentEnded(self, request, context):
-        return engine_pb2.OnSubagentEndedResponse()
+        return self._optional("subagents", "subagent", context, lambda empty=False: engine_pb2.OnSubagentEndedResponse())
 
     def Dispose(self, request, context):
         return engine_pb2.DisposeResponse()
@@ -394,7 +503,23 @@ class Health(health_pb2_grpc.HealthServicer):
     def Check(self, request, context):
         if request.service not in ("", ENGINE_SERVICE):
             context.abort(grpc.StatusCode.NOT_FOUND, "Health status unknown for service %s" % request.service)
-        value = self.control.read().get("health", "SERVING")
+        ctl = self.control.read()
+        value = ctl.get("health", "SERVING")
+        if value not in HEALTH_MODES:
+            value = "SERVING"
+        if value == "hang":
+            while context.is_active():
+                time.sleep(POLL_S)
+            return health_pb2.HealthCheckResponse()  # goes nowhere: the call has ended
+        if value == "slow":
+            time.sleep(ms_setting(ctl, "slow_ms", 300) / 1000.0)
+        if value == "throw":
+            context.abort(grpc.StatusCode.INTERNAL, "misbehaving engine: health told to throw")
+        if value == "garbage_bytes":
+            return GARBAGE
+        if value == "crash":
+            emit({"event": "call", "op": "health", "mode": "crash"})
+            os._exit(3)
         status = (
             health_pb2.HealthCheckResponse.NOT_SERVING
             if value == "NOT_SERVING"
@@ -403,6 +528,27 @@ class Health(health_pb2_grpc.HealthServicer):
         return health_pb2.HealthCheckResponse(status=status)
 
     # Watch (and List, in newer health.proto versions) answer UNIMPLEMENTED via the base class.
+
+
+def garbage_capable(add_to_server, servicer, server):
+    """Adds a servicer whose handlers may return GARBAGE, which then goes out as GARBAGE_BYTES.
+
+    The generated add_*_to_server functions build their handlers with grpc.unary_unary_rpc_method_handler;
+    this wraps each response serializer while they do.
+    """
+    original = grpc.unary_unary_rpc_method_handler
+
+    def handler(behavior, request_deserializer=None, response_serializer=None):
+        def serialize(response):
+            return GARBAGE_BYTES if response is GARBAGE else response_serializer(response)
+
+        return original(behavior, request_deserializer=request_deserializer, response_serializer=serialize)
+
+    grpc.unary_unary_rpc_method_handler = handler
+    try:
+        add_to_server(servicer, server)
+    finally:
+        grpc.unary_unary_rpc_method_handler = original
 
 
 def owner_metadata():
@@ -469,17 +615,23 @@ def main():
     parser.add_argument("--owner")
     parser.add_argument("--owns-compaction", action="store_true")
     parser.add_argument("--parent-pid", type=int)
+    parser.add_argument("--capabilities", default="")
     args = parser.parse_args()
     if args.registry and not args.owner:
         parser.error("--registry needs --owner")
+    caps = list(CAPABILITIES) if args.capabilities == "all" else [c.strip() for c in args.capabilities.split(",") if c.strip()]
+    unknown = [c for c in caps if c not in CAPABILITIES]
+    if unknown:
+        parser.error("unknown capabilities %s (known: %s, or all)" % (", ".join(unknown), ", ".join(CAPABILITIES)))
+    args.capability_set = frozenset(caps)
 
     control = Control(args.control)
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=64),
         options=[("grpc.max_receive_message_length", 64 * 1024 * 1024), ("grpc.max_send_message_length", 64 * 1024 * 1024)],
     )
-    engine_pb2_grpc.add_ContextEngineServiceServicer_to_server(Engine(args, control), server)
-    health_pb2_grpc.add_HealthServicer_to_server(Health(control), server)
+    garbage_capable(engine_pb2_grpc.add_ContextEngineServiceServicer_to_server, Engine(args, control), server)
+    garbage_capable(health_pb2_grpc.add_HealthServicer_to_server, Health(control), server)
     port = server.add_insecure_port(args.listen)
     if port == 0:
         log("cannot listen on %s" % args.listen)

@@ -5,6 +5,7 @@
  *
  *   node misbehaving-engine.js --engine-id ID --control FILE [--listen 127.0.0.1:0]
  *        [--registry ADDR --owner OWNER] [--owns-compaction] [--parent-pid PID] [--heartbeat-ms N]
+ *        [--capabilities bootstrap,ingest_batch,after_turn,maintain,subagents | all]
  *
  * Test code, not product code: tsconfig.json does not compile it into dist. The test helper
  * (test/helpers/engine-process.ts startTsEngine) compiles it on demand, together with the SDK
@@ -17,8 +18,10 @@
  * SIGTERM/SIGINT. (The Python engine registers once and has no heartbeat.)
  *
  * Behaviour is read from the JSON control FILE on every call; see test/helpers/engine-process.ts.
- * Health: the SDK serves grpc.health.v1; this engine answers NOT_SERVING from Check whenever the
- * control file says `"health": "NOT_SERVING"` (read on every Check).
+ * Health: the SDK serves grpc.health.v1; this engine's Check follows the control file's `health`
+ * (read on every Check). GetInfo (answered by the SDK) follows `get_info`. Both, and the
+ * `garbage_bytes` mode of every RPC, are implemented by wrapping the services the SDK adds to its
+ * grpc-js Server (below), since the SDK normalises every answer an engine method returns.
  */
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -26,6 +29,7 @@ import { Server, status, type sendUnaryData, type ServerUnaryCall, type ServiceD
 import { refusalToJSON } from "../../../src/contract/gen/contextd/v1/registry.js";
 import {
   delegateCompactionToHost,
+  isSummaryMessage,
   PromptAuthority,
   RegistrationError,
   Role,
@@ -35,26 +39,33 @@ import {
   type ContextEngineServiceAssembleRequest,
   type ContextEngineServiceCompactRequest,
   type ContextEngineServiceCompactResponse,
+  type ContextEngineServiceMaintainResponse,
   type EngineCallContext,
+  type EngineDefinition,
   type HostContext,
   type Message,
   type SessionRef,
 } from "../../../src/sdk/engine-sdk.js";
 
-type Mode = "ok" | "hang" | "ignore_cancel" | "crash" | "throw" | "garbage" | "slow";
-type Op = "assemble" | "compact" | "ingest";
-const MODES = new Set<string>(["ok", "hang", "ignore_cancel", "crash", "throw", "garbage", "slow"]);
+type Mode = "ok" | "hang" | "ignore_cancel" | "crash" | "throw" | "garbage" | "garbage_bytes" | "slow" | "late" | "over_budget" | "unknown_entry";
+type Op = "assemble" | "compact" | "ingest" | "bootstrap" | "after_turn" | "maintain" | "subagent" | "get_info";
+const MODES = new Set<string>(["ok", "hang", "ignore_cancel", "crash", "throw", "garbage", "garbage_bytes", "slow", "late", "over_budget", "unknown_entry"]);
+const HEALTH_MODES = new Set<string>(["SERVING", "NOT_SERVING", "hang", "slow", "throw", "garbage_bytes", "crash"]);
 const ENGINE_SERVICE = "contextd.v1.ContextEngineService";
+const CAPABILITIES = ["bootstrap", "ingest_batch", "after_turn", "maintain", "subagents"] as const;
 
-interface ControlFile {
-  assemble?: string;
-  compact?: string;
-  ingest?: string;
+/** Bytes no protobuf message decodes from: field 1 with wire type 7, which does not exist. */
+const GARBAGE_BYTES = Buffer.from([0x0f, 0xff, 0xff]);
+/** Handed to grpc-js as a response; the wrapped serializer turns it into GARBAGE_BYTES. */
+const GARBAGE = Symbol("garbage bytes");
+
+type ControlFile = Partial<Record<Op, string>> & {
   health?: string;
   leak_host_token_to?: string;
   ignore_cancel_ms?: number;
   slow_ms?: number;
-}
+  late_ms?: number;
+};
 
 const { values: args } = parseArgs({
   options: {
@@ -66,6 +77,7 @@ const { values: args } = parseArgs({
     "owns-compaction": { type: "boolean", default: false },
     "parent-pid": { type: "string" },
     "heartbeat-ms": { type: "string" },
+    capabilities: { type: "string", default: "" },
   },
   strict: true,
 });
@@ -81,6 +93,14 @@ if (args.registry && !args.owner) {
   process.exit(2);
 }
 const ownsCompaction = args["owns-compaction"] ?? false;
+const capabilityList = args.capabilities === "all" ? [...CAPABILITIES] : (args.capabilities ?? "").split(",").map((c) => c.trim()).filter(Boolean);
+for (const c of capabilityList) {
+  if (!(CAPABILITIES as readonly string[]).includes(c)) {
+    process.stderr.write(`unknown capability "${c}" (known: ${CAPABILITIES.join(", ")}, or all)\n`);
+    process.exit(2);
+  }
+}
+const capabilities = new Set<string>(capabilityList);
 
 /** One JSON line on stdout (synchronous for pipes on Linux, so it is out before a crash). */
 function emit(event: Record<string, unknown>): void {
@@ -133,8 +153,18 @@ function untilCancelled(op: Op, ctx: EngineCallContext, ms?: number): Promise<bo
   });
 }
 
-/** Runs the control file's mode for `op`. */
-async function misbehave<T>(op: Op, ctx: EngineCallContext, ok: () => T | Promise<T>, garbage: () => T): Promise<T> {
+/**
+ * Runs the control file's mode for `op`. `garbage` is the op's contract-breaking answer (over the
+ * budget, an unknown entry, ...); without one, the garbage modes answer as "ok" would.
+ * ("garbage_bytes" never gets here: the wire wrapper below answers it.)
+ */
+type GarbageMode = "garbage" | "over_budget" | "unknown_entry";
+async function misbehave<T>(
+  op: Op,
+  ctx: EngineCallContext,
+  ok: () => T | Promise<T>,
+  garbage?: (mode: GarbageMode) => T | undefined | Promise<T | undefined>,
+): Promise<T> {
   const control = readControl();
   const mode = modeOf(control, op);
   emit({ event: "call", op, mode });
@@ -155,7 +185,17 @@ async function misbehave<T>(op: Op, ctx: EngineCallContext, ok: () => T | Promis
     case "throw":
       throw new Error("misbehaving engine: told to throw");
     case "garbage":
-      return garbage();
+    case "over_budget":
+    case "unknown_entry":
+      return (await garbage?.(mode)) ?? ok();
+    case "late": {
+      // Ignores cancellation and answers after the call's deadline: the answer goes nowhere.
+      const at = Number.isFinite(ctx.deadlineMs) ? ctx.deadlineMs + msSetting(control.late_ms, 200) : Date.now();
+      await sleep(Math.max(0, at - Date.now()));
+      const res = await ok();
+      answered(op, mode, ctx);
+      return res;
+    }
     case "slow": {
       if (await untilCancelled(op, ctx, msSetting(control.slow_ms, 300))) throw ctx.signal.reason;
       const res = await ok();
@@ -232,7 +272,8 @@ function ownCompaction(req: ContextEngineServiceCompactRequest): Partial<Context
   const messages = req.messages;
   let lastUser = -1;
   for (let i = messages.length - 1; i >= 0; i--) {
-    if (messages[i]!.role === Role.ROLE_USER) {
+    // The previous compaction's summary is a user message too, but not an entry one can keep from.
+    if (messages[i]!.role === Role.ROLE_USER && !isSummaryMessage(messages[i]!)) {
       lastUser = i;
       break;
     }
@@ -252,39 +293,200 @@ function ownCompaction(req: ContextEngineServiceCompactRequest): Partial<Context
   };
 }
 
-// --- health: the control file's "health" wins over the SDK's SERVING ------------------------------
-// serveEngine builds its own grpc-js Server and adds grpc-health-check's service to it; wrap that
-// service's Check before it is added so that every Check reads the control file.
+// --- the wire: health, GetInfo and garbage bytes ---------------------------------------------------
+// serveEngine builds its own grpc-js Server and adds the engine service and grpc-health-check's
+// service to it; wrap both before they are added, so that every Check, every GetInfo and every
+// "garbage_bytes" answer follows the control file.
 type AddService = (service: ServiceDefinition, impl: UntypedServiceImplementation) => void;
+type UnaryHandler = (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => void;
 const serverProto = Server.prototype as unknown as { addService: AddService };
 const originalAddService = serverProto.addService;
+
+/** The control-file op of each ContextEngineService method (as the generated service keys them). */
+const OP_OF_METHOD: Record<string, Op> = {
+  getInfo: "get_info",
+  bootstrap: "bootstrap",
+  ingest: "ingest",
+  ingestBatch: "ingest",
+  assemble: "assemble",
+  compact: "compact",
+  afterTurn: "after_turn",
+  maintain: "maintain",
+  prepareSubagentSpawn: "subagent",
+  rollbackSubagentSpawn: "subagent",
+  onSubagentEnded: "subagent",
+};
+
+function deadlineOf(call: ServerUnaryCall<unknown, unknown>): number {
+  const d = call.getDeadline();
+  const ms = d instanceof Date ? d.getTime() : Number(d);
+  return Number.isFinite(ms) ? ms : Number.POSITIVE_INFINITY;
+}
+
+/** Resolves when the call is cancelled or its deadline passes (grpc-js emits "cancelled" for both). */
+function callEnded(call: ServerUnaryCall<unknown, unknown>): Promise<void> {
+  return new Promise((resolve) => {
+    if (call.cancelled) return resolve();
+    call.once("cancelled", () => resolve());
+  });
+}
+
+/** Serializers that let a handler answer GARBAGE, which goes out as GARBAGE_BYTES. */
+function garbageCapable(service: ServiceDefinition): ServiceDefinition {
+  const out: Record<string, unknown> = {};
+  for (const [name, def] of Object.entries(service as Record<string, { responseSerialize: (v: unknown) => Buffer }>)) {
+    out[name] = { ...def, responseSerialize: (v: unknown) => (v === GARBAGE ? GARBAGE_BYTES : def.responseSerialize(v)) };
+  }
+  return out as unknown as ServiceDefinition;
+}
+
+/** GetInfo, which the SDK answers itself, misbehaving as the control file's `get_info` says. */
+function misbehavingGetInfo(getInfo: UnaryHandler): UnaryHandler {
+  return (call, callback) => {
+    const control = readControl();
+    const mode = modeOf(control, "get_info");
+    if (mode === "ok") return getInfo(call, callback);
+    emit({ event: "call", op: "get_info", mode });
+    switch (mode) {
+      case "garbage_bytes":
+        return callback(null, GARBAGE);
+      case "hang":
+        void callEnded(call).then(() => emit({ event: "cancelled", op: "get_info", reason: Date.now() >= deadlineOf(call) - 5 ? "deadline" : "cancelled" }));
+        return;
+      case "crash":
+        process.exit(3);
+      // eslint-disable-next-line no-fallthrough
+      case "throw":
+        return callback({ code: status.INTERNAL, details: "misbehaving engine: told to throw" }, null);
+      case "slow":
+      case "ignore_cancel":
+      case "late": {
+        const waitMs =
+          mode === "slow" ? msSetting(control.slow_ms, 300) : mode === "ignore_cancel" ? msSetting(control.ignore_cancel_ms, 30_000) : Math.max(0, deadlineOf(call) + msSetting(control.late_ms, 200) - Date.now());
+        setTimeout(() => {
+          emit({ event: call.cancelled ? "answered_late" : "answered", op: "get_info", mode });
+          getInfo(call, callback);
+        }, Number.isFinite(waitMs) ? waitMs : 0);
+        return;
+      }
+      default:
+        return getInfo(call, callback);
+    }
+  };
+}
+
+/** Every other engine RPC: "garbage_bytes" answers bytes that are no protobuf message. */
+function garbageOr(name: string, handler: UnaryHandler): UnaryHandler {
+  const op = OP_OF_METHOD[name];
+  if (!op) return handler;
+  return (call, callback) => {
+    if (modeOf(readControl(), op) !== "garbage_bytes") return handler(call, callback);
+    emit({ event: "call", op, mode: "garbage_bytes" });
+    callback(null, GARBAGE);
+  };
+}
+
+/** grpc.health.v1 Check as the control file's `health` says (SERVING when unset). */
+function misbehavingCheck(check: UnaryHandler): UnaryHandler {
+  return (call, callback) => {
+    const name = (call.request as { service: string }).service;
+    if (name !== "" && name !== ENGINE_SERVICE) return check(call, callback);
+    const control = readControl();
+    const mode = control.health && HEALTH_MODES.has(control.health) ? control.health : "SERVING";
+    switch (mode) {
+      case "NOT_SERVING":
+        return callback(null, { status: "NOT_SERVING" });
+      case "hang":
+        return; // never answers; the caller's deadline ends the call
+      case "slow":
+        setTimeout(() => check(call, callback), msSetting(control.slow_ms, 300));
+        return;
+      case "throw":
+        return callback({ code: status.INTERNAL, details: "misbehaving engine: health told to throw" }, null);
+      case "garbage_bytes":
+        return callback(null, GARBAGE);
+      case "crash":
+        emit({ event: "call", op: "health", mode });
+        process.exit(3);
+      // eslint-disable-next-line no-fallthrough
+      default:
+        return check(call, callback);
+    }
+  };
+}
+
 serverProto.addService = function (this: Server, service: ServiceDefinition, impl: UntypedServiceImplementation) {
-  // proto-loader keys methods by their proto name ("Check"); match on the path to be safe.
-  const isHealth = Object.values(service as Record<string, { path?: string } | undefined>).some((m) => m?.path === "/grpc.health.v1.Health/Check");
-  const check = impl.check as ((call: ServerUnaryCall<{ service: string }, unknown>, cb: sendUnaryData<unknown>) => void) | undefined;
-  if (isHealth && typeof check === "function") {
-    impl = {
-      ...impl,
-      check: (call: ServerUnaryCall<{ service: string }, unknown>, callback: sendUnaryData<unknown>) => {
-        check(call, (err, res) => {
-          const name = call.request.service;
-          if (!err && (name === "" || name === ENGINE_SERVICE) && readControl().health === "NOT_SERVING") {
-            callback(null, { status: "NOT_SERVING" });
-            return;
-          }
-          callback(err, res);
-        });
-      },
-    };
+  // proto-loader and ts-proto key methods differently ("Check" / "getInfo"); match on the paths.
+  const paths = Object.values(service as Record<string, { path?: string } | undefined>).map((m) => m?.path ?? "");
+  if (paths.includes("/grpc.health.v1.Health/Check")) {
+    const wrapped: UntypedServiceImplementation = { ...impl };
+    // grpc-js finds a handler under the method's name or its originalName ("Check" / "check").
+    for (const [name, def] of Object.entries(service as Record<string, { path?: string; originalName?: string }>)) {
+      if (def.path !== "/grpc.health.v1.Health/Check") continue;
+      for (const key of [name, def.originalName ?? name]) {
+        if (typeof impl[key] === "function") wrapped[key] = misbehavingCheck(impl[key] as UnaryHandler);
+      }
+    }
+    return originalAddService.call(this, garbageCapable(service), wrapped);
+  }
+  if (paths.some((p) => p.startsWith(`/${ENGINE_SERVICE}/`))) {
+    const wrapped: UntypedServiceImplementation = {};
+    for (const [name, handler] of Object.entries(impl)) {
+      wrapped[name] = name === "getInfo" ? misbehavingGetInfo(handler as UnaryHandler) : garbageOr(name, handler as UnaryHandler);
+    }
+    return originalAddService.call(this, garbageCapable(service), wrapped);
   }
   originalAddService.call(this, service, impl);
 };
 
 // --- the engine -------------------------------------------------------------------------------------
 
+/** The optional RPCs, each only with its capability (the SDK derives capabilities from them). */
+const optional: Partial<EngineDefinition> = {};
+if (capabilities.has("bootstrap")) {
+  optional.bootstrap = (_req, ctx) =>
+    misbehave("bootstrap", ctx, () => ({ bootstrapped: true, importedMessages: 0, reason: "misbehaving engine: bootstrapped" }));
+}
+if (capabilities.has("ingest_batch")) {
+  optional.ingestBatch = (req, ctx) =>
+    misbehave(
+      "ingest",
+      ctx,
+      () => ({ ingestedCount: req.messages.length }),
+      () => ({ ingestedCount: req.messages.length + 1000 }),
+    );
+}
+if (capabilities.has("after_turn")) {
+  optional.afterTurn = (_req, ctx) => misbehave("after_turn", ctx, () => ({}));
+}
+if (capabilities.has("maintain")) {
+  optional.maintain = (req, ctx) =>
+    misbehave<Partial<ContextEngineServiceMaintainResponse>>(
+      "maintain",
+      ctx,
+      () => ({ changed: false, bytesFreed: 0, rewrittenEntries: 0, reason: "misbehaving engine: nothing to do" }),
+      async (mode) => {
+        if (mode !== "unknown_entry" || !ctx.host) return undefined;
+        // Asks the host to rewrite an entry the session does not have; the host's refusal propagates.
+        const res = await ctx.host.rewriteTranscriptEntries({
+          session: req.session,
+          rewrites: [{ entryId: "no-such-entry", message: textMessage(Role.ROLE_USER, "rewritten") }],
+          reason: "misbehaving engine: unknown entry",
+        });
+        return { changed: true, bytesFreed: Number(res.bytesFreed), rewrittenEntries: res.rewrittenEntries, reason: "misbehaving engine: rewrote" };
+      },
+    );
+}
+if (capabilities.has("subagents")) {
+  optional.prepareSubagentSpawn = (req, ctx) => misbehave("subagent", ctx, () => ({ rollbackHandle: `mb-${req.child?.sessionId ?? ""}` }));
+  optional.rollbackSubagentSpawn = (_req, ctx) => misbehave("subagent", ctx, () => ({}));
+  optional.onSubagentEnded = (_req, ctx) => misbehave("subagent", ctx, () => ({}));
+}
+
 const engine = await serveEngine(
   {
     info: { id: engineId, name: "Misbehaving test engine", version: "1.0.0", ownsCompaction },
+    ...optional,
 
     ingest(_req, ctx) {
       return misbehave<{ ingested: boolean }>(
@@ -298,19 +500,21 @@ const engine = await serveEngine(
     assemble(req: ContextEngineServiceAssembleRequest, ctx) {
       leakHost("assemble", req);
       const budget = req.tokenBudget;
-      return misbehave(
-        "assemble",
-        ctx,
-        () => {
-          const kept = newestThatFit(req.messages, budget);
-          return { messages: kept, estimatedTokens: sumTokens(kept), promptAuthority: PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED };
-        },
-        () => {
-          const padding = textMessage(Role.ROLE_USER, "padding ".repeat((budget ?? 0) + 1000), { id: "garbage-padding", tokenCount: (budget ?? 0) + 1000 });
-          const messages = [...req.messages, padding];
-          return { messages, estimatedTokens: sumTokens(messages), promptAuthority: PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED };
-        },
-      );
+      const ok = () => {
+        const kept = newestThatFit(req.messages, budget);
+        return { messages: kept, estimatedTokens: sumTokens(kept), promptAuthority: PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED };
+      };
+      return misbehave("assemble", ctx, ok, (mode) => {
+        if (mode === "unknown_entry") {
+          // A message of the engine's own making, under an id the session does not have.
+          const made = textMessage(Role.ROLE_ASSISTANT, "recalled by the engine", { id: "no-such-entry", tokenCount: 5 });
+          const kept = newestThatFit(req.messages, budget === undefined ? undefined : Math.max(0, budget - 50));
+          return { messages: [made, ...kept], estimatedTokens: sumTokens(kept) + 5, promptAuthority: PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED };
+        }
+        const padding = textMessage(Role.ROLE_USER, "padding ".repeat((budget ?? 0) + 1000), { id: "garbage-padding", tokenCount: (budget ?? 0) + 1000 });
+        const messages = [...req.messages, padding];
+        return { messages, estimatedTokens: sumTokens(messages), promptAuthority: PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED };
+      });
     },
 
     compact(req: ContextEngineServiceCompactRequest, ctx) {
@@ -319,18 +523,21 @@ const engine = await serveEngine(
         "compact",
         ctx,
         () => (ownsCompaction ? ownCompaction(req) : delegateCompactionToHost(req, ctx)),
-        () => ({
-          ok: true,
-          compacted: true,
-          reason: "misbehaving engine: garbage",
-          result: {
-            summary: "garbage summary",
-            firstKeptEntryId: "no-such-entry",
-            tokensBefore: req.currentTokenCount || sumTokens(req.messages),
-            tokensAfter: 1,
-            details: undefined,
-          },
-        }),
+        (mode) =>
+          mode === "over_budget"
+            ? undefined
+            : {
+                ok: true,
+                compacted: true,
+                reason: "misbehaving engine: garbage",
+                result: {
+                  summary: "garbage summary",
+                  firstKeptEntryId: "no-such-entry",
+                  tokensBefore: req.currentTokenCount || sumTokens(req.messages),
+                  tokensAfter: 1,
+                  details: undefined,
+                },
+              },
       );
     },
   },
