@@ -148,8 +148,12 @@ const engines = z.strictObject({
     })
     .prefault({}),
   on_failure: onFailure.prefault("fallback"),
+  max_concurrent_calls: int(1).prefault(64),
   overrides: z
-    .record(z.string().min(1), z.strictObject({ timeouts: partialTimeouts.prefault({}), on_failure: onFailure.optional() }))
+    .record(
+      z.string().min(1),
+      z.strictObject({ timeouts: partialTimeouts.prefault({}), on_failure: onFailure.optional(), max_concurrent_calls: int(1).optional() }),
+    )
     .prefault({}),
   managed: z
     .array(
@@ -218,6 +222,38 @@ const openaiSummarizer = z
 
 const summarizer = z.discriminatedUnion("kind", [z.strictObject({ kind: z.literal("extractive") }), openaiSummarizer]);
 
+/** A duration that may be zero (`0s`): "no wait". */
+const durationOrZero = () =>
+  z.unknown().transform((v, ctx): number => {
+    let ms: number;
+    try {
+      if (typeof v !== "string") throw new RangeError(`${show(v)} is not a duration (${DURATION_HINT})`);
+      ms = parseDuration(v);
+    } catch (e) {
+      ctx.issues.push({ code: "custom", message: (e as Error).message, input: v });
+      return z.NEVER;
+    }
+    if (ms > MAX_DURATION_MS) {
+      ctx.issues.push({ code: "custom", message: `${show(v)} is too long (at most ${formatDuration(3_600_000 * 596)})`, input: v });
+      return z.NEVER;
+    }
+    return ms;
+  });
+
+/** `health` when the file has none (durations in ms); the keys are documented on HealthConfig. */
+export const HEALTH_DEFAULTS: HealthConfig = { store_ping_interval: 1_000, store_ping_timeout: 5_000, drain_delay: 0, shutdown_grace: 10_000 };
+
+/**
+ * contextd's own grpc.health.v1 status and its SIGTERM drain. Optional as a whole (absent: the
+ * defaults above, see `healthSettings`), so configs written before it existed load unchanged.
+ */
+const health = z.strictObject({
+  store_ping_interval: duration().prefault(formatDuration(HEALTH_DEFAULTS.store_ping_interval)),
+  store_ping_timeout: duration().prefault(formatDuration(HEALTH_DEFAULTS.store_ping_timeout)),
+  drain_delay: durationOrZero().prefault(formatDuration(HEALTH_DEFAULTS.drain_delay)),
+  shutdown_grace: duration().prefault(formatDuration(HEALTH_DEFAULTS.shutdown_grace)),
+});
+
 export const configSchema = z.strictObject({
   listen: address().prefault("127.0.0.1:50051"),
   metrics_listen: address().prefault("127.0.0.1:9464"),
@@ -246,6 +282,7 @@ export const configSchema = z.strictObject({
     .prefault({}),
   tokenizer: oneOf(["o200k_base", "cl100k_base", "heuristic"]).prefault("o200k_base"),
   image_tokens: int(0).prefault(1200),
+  health: health.optional(),
   limits: z
     .strictObject({ max_message_bytes: int(1).prefault(4194304), max_messages_per_append: int(1).prefault(1000), max_session_entries: int(1).prefault(1000000) })
     .prefault({}),
@@ -293,8 +330,10 @@ export interface EnginesConfig {
   health: { interval: number; timeout: number; unhealthy_threshold: number };
   quarantine: { base_ejection: number; max_ejection: number };
   on_failure: OnFailure;
-  /** engine id -> per-engine deadlines / failure mode (see `engineSettings`). */
-  overrides: Record<string, { timeouts: Partial<EngineTimeouts>; on_failure?: OnFailure }>;
+  /** The bulkhead: calls in flight to one sidecar at most; the ones over it fall back at once. */
+  max_concurrent_calls: number;
+  /** engine id -> per-engine deadlines / failure mode / bulkhead (see `routingSettings`). */
+  overrides: Record<string, { timeouts: Partial<EngineTimeouts>; on_failure?: OnFailure; max_concurrent_calls?: number }>;
   managed: ManagedEngineConfig[];
   /** Client TLS for registry→engine calls; when set, engines are dialled over TLS. */
   tls?: { ca_file?: string; cert_file?: string; key_file?: string };
@@ -306,6 +345,21 @@ export interface ServerTlsConfig {
   key_file: string;
   client_ca_file?: string;
   require_client_cert: boolean;
+}
+/** `health` (all durations in ms). */
+export interface HealthConfig {
+  /** How often contextd pings its store; a ping that fails (or takes longer than store_ping_timeout) sets NOT_SERVING until one succeeds. */
+  store_ping_interval: number;
+  /**
+   * A ping waits for a pool connection like any call, so under a heavy load it may queue: keep this
+   * above that wait (PostgreSQL's connect_timeout_ms, 5 s by default), or a busy replica reads as
+   * down. A refused connection (the server is down) fails the ping at once, whatever this is.
+   */
+  store_ping_timeout: number;
+  /** On SIGTERM: how long contextd says NOT_SERVING while still serving every call, before it stops taking new ones (0: at once). */
+  drain_delay: number;
+  /** Then: how long calls in flight may take to finish before they are cancelled and contextd exits. */
+  shutdown_grace: number;
 }
 export interface ContextdConfig {
   listen: string;
@@ -322,6 +376,13 @@ export interface ContextdConfig {
   tokenizer: TokenizerName;
   image_tokens: number;
   limits: { max_message_bytes: number; max_messages_per_append: number; max_session_entries: number };
+  /** Absent when the file has no `health` section: use `healthSettings(config)`. */
+  health?: HealthConfig;
+}
+
+/** The health settings in force: the file's, or HEALTH_DEFAULTS. */
+export function healthSettings(config: { health?: HealthConfig }): HealthConfig {
+  return config.health ?? { ...HEALTH_DEFAULTS };
 }
 
 // Compile-time proof that the schema produces exactly this shape (host_endpoint is filled in by loadConfig).

@@ -27,10 +27,11 @@ import { createTokenizer } from "../tokens/create-tokenizer.js";
 import { Authenticator } from "./auth.js";
 import { authorizers } from "./authorizers.js";
 import { defaultHostEndpoint, type ContextdConfig } from "./config.js";
+import { healthSettings, type HealthConfig } from "./config-schema.js";
 import { engineCredentials, serverCredentials } from "./credentials.js";
 import { ManagedSidecars } from "./managed-sidecars.js";
 import { routingSettings } from "./routing-settings.js";
-import { addStandardServices, setServing } from "./standard-services.js";
+import { addStandardServices, StorePing, type ContextdHealth } from "./standard-services.js";
 
 const SERVICE_NAMES = ["contextd.v1.SessionService", "contextd.v1.RegistryService", "contextd.v1.HostService"];
 const MIN_GRPC_MESSAGE_BYTES = 64 * 1024 * 1024;
@@ -46,12 +47,19 @@ export class Contextd {
     private readonly config: ContextdConfig,
     private readonly store: ContextdStore,
     private readonly server: Server,
-    private readonly health: ReturnType<typeof addStandardServices>,
+    private readonly health: ContextdHealth,
     private readonly grants: HostGrants,
     private readonly monitor: HealthMonitor,
     private readonly sidecars: ManagedSidecars,
     private readonly events: EngineEvents,
+    private readonly storePing: StorePing,
+    private readonly logger: Logger,
   ) {}
+
+  /** The health and drain settings in force (`health` in the config, or the defaults). */
+  get healthConfig(): HealthConfig {
+    return healthSettings(this.config);
+  }
 
   get storeKind(): string {
     return this.store.kind;
@@ -114,7 +122,8 @@ export class Contextd {
     server.addService(HostServiceService, createHostService(grants, store, compactions, tokenizer, limits, logger, model));
     const health = addStandardServices(server, SERVICE_NAMES);
     const sidecars = new ManagedSidecars(config.engines.managed, auth, logger);
-    return new Contextd(config, store, server, health, grants, monitor, sidecars, events);
+    const storePing = new StorePing(store, health, healthSettings(config), logger.child({ component: "store-ping" }));
+    return new Contextd(config, store, server, health, grants, monitor, sidecars, events, storePing, logger);
   }
 
   /** Binds the configured address; resolves with the bound address (the real port when 0 was asked). */
@@ -126,7 +135,8 @@ export class Contextd {
         const address = listen.startsWith("unix:") ? listen : `${listen.slice(0, listen.lastIndexOf(":"))}:${port}`;
         // Engines call HostService at host_endpoint; with port 0 only the bound address is real.
         if (this.config.host_endpoint === defaultHostEndpoint(listen)) this.grants.endpoint = defaultHostEndpoint(address);
-        setServing(this.health, SERVICE_NAMES, true);
+        this.health.listening();
+        this.storePing.start();
         this.monitor.start();
         void this.monitor.checkAll();
         this.sidecars.start(defaultHostEndpoint(address));
@@ -135,27 +145,66 @@ export class Contextd {
     });
   }
 
-  /** Stops taking calls, lets calls in flight finish (bounded), then closes the store. */
-  async shutdown(graceMs = 10_000): Promise<void> {
-    // Sidecars first, while the registry still answers their deregistration.
+  /**
+   * The SIGTERM drain, in this order:
+   *
+   * 1. grpc.health.v1 says NOT_SERVING (for good), while every call is still served as usual:
+   *    load balancers that health-check (HAProxy, Envoy, Kubernetes readiness) stop sending new
+   *    calls here. This lasts `health.drain_delay` (0 by default: set it to at least the balancer's
+   *    check interval × its failure count);
+   * 2. managed sidecars stop (while the registry still answers their deregistration);
+   * 3. Watch streams (health, WatchEngines) end, and the server stops taking calls: the listener
+   *    closes and every connection gets an HTTP/2 GOAWAY, so clients and proxies send new calls to
+   *    another replica (a call the GOAWAY refused was never processed and is safe to resend);
+   * 4. calls in flight finish, for at most `health.shutdown_grace`; the ones still running then are
+   *    cancelled;
+   * 5. the store closes.
+   *
+   * `stopDrainDelay`, when it fires, cuts step 1 short (a second SIGTERM/SIGINT).
+   */
+  async shutdown(options: { stopDrainDelay?: AbortSignal } = {}): Promise<void> {
+    const { drain_delay: drainDelayMs, shutdown_grace: graceMs } = this.healthConfig;
+    this.health.drain();
+    this.storePing.stop();
+    this.logger.info({ drain_delay_ms: drainDelayMs, shutdown_grace_ms: graceMs }, "contextd draining: health NOT_SERVING");
+    if (drainDelayMs > 0) await delay(drainDelayMs, options.stopDrainDelay);
     await this.sidecars.stop();
-    setServing(this.health, SERVICE_NAMES, false);
     this.monitor.stop();
     this.events.closeAll();
-    await new Promise<void>((resolve) => {
+    this.health.endWatches();
+    this.logger.info({ shutdown_grace_ms: graceMs }, "contextd stopped taking new calls; waiting for the calls in flight");
+    const started = Date.now();
+    const graceful = await new Promise<boolean>((resolve) => {
       const force = setTimeout(() => {
         this.server.forceShutdown();
-        resolve();
+        resolve(false);
       }, graceMs);
       this.server.tryShutdown(() => {
         clearTimeout(force);
-        resolve();
+        resolve(true);
       });
     });
+    if (graceful) this.logger.info({ ms: Date.now() - started }, "contextd stopped taking calls; the calls in flight finished");
+    else this.logger.warn({ shutdown_grace_ms: graceMs }, "health.shutdown_grace expired: calls still in flight were cancelled");
     await this.close();
   }
 
   async close(): Promise<void> {
+    this.storePing.stop();
     await this.store.close();
   }
+}
+
+/** Resolves after `ms`, or at once when `signal` fires. */
+function delay(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
 }

@@ -5,8 +5,8 @@ import { createLogger } from "./logger.js";
 
 /**
  * `contextd [--config FILE]`: loads and validates the config (a bad key exits 2 with a one-line
- * reason), starts the server, logs `contextd listening` with the bound address, and shuts down
- * gracefully on SIGTERM/SIGINT.
+ * reason), starts the server, logs `contextd listening` with the bound address, and drains on
+ * SIGTERM/SIGINT (see Contextd.shutdown), then exits 0.
  */
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { config: { type: "string", short: "c" } }, allowPositionals: false });
@@ -34,13 +34,21 @@ async function main(): Promise<void> {
   }
   logger.info({ address, store: contextd.storeKind, auth_required: config.auth.required }, "contextd listening");
 
+  // The first SIGTERM/SIGINT drains (Contextd.shutdown: NOT_SERVING, health.drain_delay, no new
+  // calls, the calls in flight finish within health.shutdown_grace); a second one during the drain
+  // delay cuts the delay short.
   let stopping = false;
+  const skipDrainDelay = new AbortController();
   const stop = (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      if (!skipDrainDelay.signal.aborted) logger.info({ signal }, "second signal: skipping the rest of the drain delay");
+      skipDrainDelay.abort();
+      return;
+    }
     stopping = true;
     logger.info({ signal }, "contextd shutting down");
     contextd
-      .shutdown()
+      .shutdown({ stopDrainDelay: skipDrainDelay.signal })
       .then(() => process.exit(0))
       .catch((err: unknown) => {
         logger.error({ err }, "shutdown failed");

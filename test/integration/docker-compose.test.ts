@@ -3,7 +3,10 @@
  *
  * - `docker-compose config` (with and without `--profile postgres`, with the placeholder defaults, the
  *   checked-in docker/.env.example and a custom env file) exits 0 and yields the services, healthchecks,
- *   volumes, dependencies and per-service secrets that the stack needs;
+ *   volumes, dependencies and per-service secrets that the stack needs; the `postgres` profile runs two
+ *   contextd replicas on PostgreSQL behind HAProxy (docs/deploy/haproxy.cfg);
+ * - docker/contextd.replica.yaml is a valid config under each replica's environment, and a real contextd
+ *   on it (its store moved to a scratch PostgreSQL database) answers the replicas' healthcheck;
  * - docker/contextd.compose.yaml passes contextd's own config validation and auth setup with exactly
  *   the environment compose gives the contextd container, and admits the endpoints the engines advertise;
  * - a real contextd started from that config and environment answers the compose healthcheck commands,
@@ -26,13 +29,20 @@ import { parse as parseYaml } from "yaml";
 import { EndpointAllowList } from "../../src/registry/endpoint-allow-list.js";
 import { Authenticator } from "../../src/server/auth.js";
 import { loadConfig } from "../../src/server/config.js";
+import { parseDuration } from "../../src/server/duration.js";
+import { healthSettings } from "../../src/server/config-schema.js";
 import { REPO_ROOT, startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
+import { createScratchDatabase, type ScratchDatabase } from "../helpers/scratch-postgres.js";
 import { getFreePort } from "../helpers/free-port.js";
 import { PYTHON } from "../helpers/python.js";
 
 const run = promisify(execFile);
 const COMPOSE_FILE = path.join(REPO_ROOT, "docker-compose.yml");
 const CONFIG_FILE = path.join(REPO_ROOT, "docker", "contextd.compose.yaml");
+const REPLICA_CONFIG_FILE = path.join(REPO_ROOT, "docker", "contextd.replica.yaml");
+const HAPROXY_CONFIG_FILE = path.join(REPO_ROOT, "docs", "deploy", "haproxy.cfg");
+const REPLICAS = ["contextd-replica-1", "contextd-replica-2"] as const;
+const POSTGRES_PROFILE = ["postgres", ...REPLICAS, "contextd-lb"];
 const ENV_EXAMPLE = path.join(REPO_ROOT, "docker", ".env.example");
 const ENGINES = { lossless: "lossless-team", window: "window-team" } as const;
 const TOKEN_VARS = ["CONTEXTD_ADMIN_TOKEN", "CONTEXTD_RUNTIME_TOKEN", "LOSSLESS_OWNER_TOKEN", "WINDOW_OWNER_TOKEN"];
@@ -59,10 +69,11 @@ interface Service {
   environment?: Record<string, string | null> | string[];
   volumes?: Array<string | { type?: string; source?: string; target: string; read_only?: boolean }>;
   ports?: Array<string | { target: number; published?: string | number; host_ip?: string }>;
-  networks?: Record<string, unknown> | string[];
+  networks?: Record<string, { aliases?: string[] } | null> | string[];
   depends_on?: Record<string, { condition?: string }> | string[];
   healthcheck?: { test?: string[] | string; interval?: string; disable?: boolean };
   profiles?: string[];
+  stop_grace_period?: string;
 }
 
 /**
@@ -150,25 +161,90 @@ describe("docker-compose config", () => {
     expect(Object.keys(plain.networks ?? {})).toContain("contextd");
   });
 
-  it("leaves postgres out unless --profile postgres; with it, postgres:16 with a volume and a healthcheck", () => {
+  it("leaves the replicated setup out unless --profile postgres; with it, postgres:16 with a volume and a healthcheck", () => {
     // docker-compose 1.29 lists every service in `config` but starts a profiled one only with its
     // profile; v2 omits it. Either way it must carry the profile.
-    const without = plain.services.postgres;
-    if (without) expect(without.profiles).toEqual(["postgres"]);
-    const pg = withPostgres.services.postgres;
-    expect(pg).toBeDefined();
-    expect(pg!.profiles).toEqual(["postgres"]);
-    expect(pg!.image).toBe("postgres:16");
-    expect(mountsOf(pg!)).toContainEqual({ source: "postgres-data", target: "/var/lib/postgresql/data" });
+    for (const name of POSTGRES_PROFILE) {
+      const without = plain.services[name];
+      if (without) expect(without.profiles, name).toEqual(["postgres"]);
+      expect(withPostgres.services[name], name).toBeDefined();
+      expect(withPostgres.services[name]!.profiles, name).toEqual(["postgres"]);
+    }
+    const pg = withPostgres.services.postgres!;
+    expect(pg.image).toBe("postgres:16");
+    expect(mountsOf(pg)).toContainEqual({ source: "postgres-data", target: "/var/lib/postgresql/data" });
     expect(Object.keys(withPostgres.volumes ?? {})).toContain("postgres-data");
-    expect(pg!.healthcheck?.test).toContain("pg_isready -U contextd -d contextd");
-    expect(networksOf(pg!)).toEqual(["contextd"]);
-    // Nothing depends on it: contextd's PostgreSQL store is not built yet.
+    expect(pg.healthcheck?.test).toContain("pg_isready -U contextd -d contextd");
+    expect(networksOf(pg)).toEqual(["contextd"]);
+    // The SQLite stack does not depend on it.
     for (const name of ["contextd", "lossless", "window"]) {
       const deps = withPostgres.services[name]!.depends_on ?? {};
       expect(Array.isArray(deps) ? deps : Object.keys(deps)).not.toContain("postgres");
+      expect(withPostgres.services[name]).toBeDefined();
     }
-    for (const name of ["contextd", "lossless", "window"]) expect(withPostgres.services[name]).toBeDefined();
+  });
+
+  it("the postgres profile runs two contextd replicas on PostgreSQL, each with its own host_endpoint and the same secrets", () => {
+    const cd = withPostgres.services.contextd!;
+    const cdEnv = envOf(cd);
+    const pgEnv = envOf(withPostgres.services.postgres!);
+    for (const name of REPLICAS) {
+      const r = withPostgres.services[name]!;
+      expect(r.image, name).toBe(cd.image);
+      expect(commandOf(r)).toEqual(["node", "bin/contextd.js", "--config", "/etc/contextd/contextd.yaml"]);
+      expect(mountsOf(r)).toContainEqual({ source: REPLICA_CONFIG_FILE, target: "/etc/contextd/contextd.yaml" });
+      // No data volume: the store is the database.
+      expect(mountsOf(r).map((m) => m.source)).not.toContain("contextd-data");
+      const deps = r.depends_on;
+      expect(Array.isArray(deps) ? undefined : deps?.postgres?.condition, `${name} waits for a healthy postgres`).toBe("service_healthy");
+      const env = envOf(r);
+      for (const v of TOKEN_VARS) expect(env[v], `${name} ${v}`).toBe(cdEnv[v]);
+      expect(env.PGPASSWORD, "the database password reaches the driver as PGPASSWORD").toBe(pgEnv.POSTGRES_PASSWORD);
+      expect(env.CONTEXTD_HOST_ENDPOINT, "engines call a replica back at its own address").toBe(`${name}:50051`);
+      expect(healthTest(r)).toEqual(["node", "bin/contextctl.js", "health"]);
+      // One DNS name for all replicas (DNS round robin inside the network).
+      const nets = r.networks as Record<string, { aliases?: string[] } | null>;
+      expect(Object.keys(nets)).toEqual(["contextd"]);
+      expect(nets.contextd?.aliases).toContain("contextd-replicas");
+      // Compose waits long enough for the drain (drain_delay + shutdown_grace) before it kills.
+      const config = loadConfig({ file: REPLICA_CONFIG_FILE, env });
+      const { drain_delay, shutdown_grace } = healthSettings(config);
+      expect(parseDuration(r.stop_grace_period ?? "10s")).toBeGreaterThan(drain_delay + shutdown_grace);
+    }
+  });
+
+  it("puts HAProxy with docs/deploy/haproxy.cfg in front of the replicas, published on the host's loopback", () => {
+    const lb = withPostgres.services["contextd-lb"]!;
+    expect(mountsOf(lb)).toContainEqual({ source: HAPROXY_CONFIG_FILE, target: "/usr/local/etc/haproxy/haproxy.cfg" });
+    expect(commandOf(lb)).toEqual(["haproxy", "-db", "-f", "/usr/local/etc/haproxy/haproxy.cfg"]);
+    const env = envOf(lb);
+    expect(env.CONTEXTD_LB_LISTEN).toBe("0.0.0.0:50051");
+    expect([env.CONTEXTD_REPLICA_1, env.CONTEXTD_REPLICA_2]).toEqual(REPLICAS.map((r) => `${r}:50051`));
+    // The config's three server lines all get an address (the third stays in maintenance: init-addr none).
+    expect(env.CONTEXTD_REPLICA_3).toBeDefined();
+    expect(fs.readFileSync(HAPROXY_CONFIG_FILE, "utf8")).toMatch(/init-addr libc,none/);
+    const deps = lb.depends_on as Record<string, { condition?: string }>;
+    for (const r of REPLICAS) expect(deps[r]?.condition, `contextd-lb waits for ${r}`).toBe("service_healthy");
+    const port = lb.ports?.[0];
+    const text = typeof port === "string" ? port : `${port?.host_ip}:${port?.published}:${port?.target}`;
+    expect(text.replace(/\/tcp$/, "")).toBe("127.0.0.1:50052:50051");
+    expect(networksOf(lb)).toEqual(["contextd"]);
+  });
+
+  it("docker/contextd.replica.yaml is a valid contextd config on PostgreSQL under each replica's environment", () => {
+    for (const name of REPLICAS) {
+      const env = envOf(withPostgres.services[name]!);
+      const config = loadConfig({ file: REPLICA_CONFIG_FILE, env });
+      expect(config.store).toMatch(/^postgres:\/\/contextd@postgres:5432\/contextd\b/);
+      expect(config.store, "no password in the file").not.toContain(env.PGPASSWORD!);
+      expect(config.host_endpoint).toBe(`${name}:50051`);
+      expect(config.listen).toBe("0.0.0.0:50051");
+      expect(config.engines.managed).toEqual([]);
+      expect(config.auth.required).toBe(true);
+      expect(new Authenticator(config.auth, env).required).toBe(true);
+      // HAProxy needs up to fall × (inter + timeout check) = 1.5 s to see NOT_SERVING.
+      expect(healthSettings(config).drain_delay).toBeGreaterThanOrEqual(1_500);
+    }
   });
 
   it("runs contextd on its config file and a data volume, published on the host's loopback", () => {
@@ -371,6 +447,38 @@ describe("docker-compose config", () => {
         await Promise.all(children.map((c) => stopChild(c)));
       }
     });
+  });
+});
+
+describe("a replica of the postgres profile, on its config and environment, with a scratch PostgreSQL database", () => {
+  let db: ScratchDatabase;
+  let cd: ContextdProcess;
+  let replica: Service;
+  beforeAll(async () => {
+    replica = (await composeConfig({ profile: "postgres" })).services[REPLICAS[0]]!;
+    db = await createScratchDatabase();
+    const file = parseYaml(fs.readFileSync(REPLICA_CONFIG_FILE, "utf8")) as Record<string, unknown>;
+    // Only the addresses and the database move (a free port, a scratch database on this machine);
+    // the container's host_endpoint is its service name, which only Docker's network resolves.
+    delete file.listen;
+    delete file.metrics_listen;
+    file.store = db.url({ pool_max: 2 });
+    const env = envOf(replica);
+    delete env.CONTEXTD_HOST_ENDPOINT;
+    delete env.PGPASSWORD;
+    cd = await startContextd({ config: file, env });
+  });
+  afterAll(async () => {
+    await cd?.cleanup();
+    await db?.drop();
+  });
+
+  it("starts on PostgreSQL and answers the replicas' healthcheck (SERVING)", async () => {
+    expect(cd.logLines().find((l) => l.msg === "contextd listening")).toMatchObject({ store: "postgres" });
+    const [cmd, ...args] = healthTest(replica);
+    expect(cmd).toBe("node");
+    const r = await run(process.execPath, args, { cwd: REPO_ROOT, env: { ...process.env, CONTEXTD_ADDRESS: cd.address }, timeout: 30_000 });
+    expect(r.stdout + r.stderr).toContain("SERVING");
   });
 });
 

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { openStore, type ContextdStore } from "../../src/store/open-store.js";
 import { msg, LABELS } from "./conformance/harness.js";
 import { fillStore, snapshot } from "./conformance/store-copy.js";
-import { createScratchDatabase, type ScratchDatabase } from "./helpers/scratch-postgres.js";
+import { createScratchDatabase, type ScratchDatabase } from "../helpers/scratch-postgres.js";
 
 /** contextctl, built (`npm run build`), run as a child process. */
 const CONTEXTCTL = resolve(import.meta.dirname, "../../bin/contextctl.js");

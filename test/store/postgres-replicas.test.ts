@@ -5,7 +5,7 @@ import { Role, type TranscriptEntry } from "../../src/contract/gen/contextd/v1/t
 import { messageText, textMessage } from "../../src/contract/messages.js";
 import { PostgresStore } from "../../src/store/postgres/postgres-store.js";
 import type { IdempotentAppend } from "../../src/store/types.js";
-import { createScratchDatabase, type ScratchDatabase } from "./helpers/scratch-postgres.js";
+import { createScratchDatabase, type ScratchDatabase } from "../helpers/scratch-postgres.js";
 
 // Several pools on one database stand for several contextd replicas: each has its own connections,
 // and nothing but PostgreSQL is shared between them.

@@ -7,7 +7,7 @@ import { textMessage } from "../../src/contract/messages.js";
 import { openStore } from "../../src/store/open-store.js";
 import { MIGRATIONS, SCHEMA_VERSION } from "../../src/store/postgres/migrations.js";
 import { PostgresStore } from "../../src/store/postgres/postgres-store.js";
-import { createScratchDatabase, type ScratchDatabase } from "./helpers/scratch-postgres.js";
+import { createScratchDatabase, type ScratchDatabase } from "../helpers/scratch-postgres.js";
 
 // PostgreSQL only: migrations under concurrent starts, connection failures, the pool. What every
 // store does is in conformance/ (postgres-conformance.test.ts). Each test has its own database.

@@ -8,7 +8,7 @@ import { CompactionEntry, Role, type Message, type TranscriptEntry } from "../..
 import { textMessage } from "../../../src/contract/messages.js";
 import { openStore, type ContextdStore } from "../../../src/store/open-store.js";
 import type { NewMessage, SessionLabels } from "../../../src/store/types.js";
-import { createScratchDatabase } from "../helpers/scratch-postgres.js";
+import { createScratchDatabase } from "../../helpers/scratch-postgres.js";
 
 /**
  * Where the conformance suite runs: a fresh, empty store location per test (a temp SQLite file, a
