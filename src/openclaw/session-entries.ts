@@ -3,6 +3,7 @@ import { CompactionEntry, CustomEntry, Role, TranscriptEntry, type Message } fro
 import { fromContextdMessage, toContextdMessage } from "./agent-message.js";
 import { fromJsonText, isCount, isRecord, isString, toJsonText, type Json, type JsonObject } from "./json.js";
 import { compact, extraJsonOf, parseExtra, restore } from "./lossless.js";
+import { loadedEntry } from "./session-file.js";
 
 /**
  * OpenClaw session JSONL entries ↔ contextd TranscriptEntries, losslessly (lossless.ts): an entry
@@ -17,22 +18,24 @@ import { compact, extraJsonOf, parseExtra, restore } from "./lossless.js";
  * - every other type (`model_change`, `thinking_level_change`, `label`, `session_info`, `reset`,
  *   `leaf`, and any row OpenClaw itself would not recognise) → a RuntimeEntry of that type.
  *
- * Entry timestamps are ISO strings in OpenClaw and milliseconds here; one that does not survive
- * the conversion exactly stays in `extra_json`.
+ * Entry timestamps are ISO strings in OpenClaw and milliseconds here (entryMillis); one that does
+ * not survive the conversion exactly stays in `extra_json`.
  */
 export function toTranscriptEntry(raw: JsonObject, recognized: boolean, field: string): TranscriptEntry {
   if (!isString(raw.id) || raw.id === "") throw new InvalidArgumentError(`${field}: an entry needs a non-empty string "id"`);
   const entry = TranscriptEntry.fromPartial({
     id: raw.id,
     parentId: isString(raw.parentId) ? raw.parentId : "",
-    timestampMs: isoMillis(raw.timestamp),
+    timestampMs: entryMillis(raw.timestamp),
   });
   const type = isString(raw.type) ? raw.type : "";
   const at = entry.timestampMs;
   if (!recognized) {
     entry.entry = { $case: "runtime", value: { type } };
   } else if (type === "message") {
-    entry.entry = { $case: "message", value: toContextdMessage(raw.message, `${field}: message`) };
+    // The message as OpenClaw loads it (e.g. a legacy string content as a text block); when that
+    // differs from the line, the line's own message stays in the entry's extra_json.
+    entry.entry = { $case: "message", value: toContextdMessage(loadedEntry(raw).message, `${field}: message`) };
   } else if (type === "custom_message") {
     const message = { role: "custom", customType: raw.customType, content: raw.content, display: raw.display, details: raw.details, timestamp: at };
     entry.entry = { $case: "message", value: toContextdMessage(compact(message as Record<string, Json | undefined>), `${field}: custom_message`) };
@@ -108,12 +111,15 @@ function rebuildMessageEntry(entry: TranscriptEntry, message: Message, head: Rec
   return compact({ type: "message", ...head, message: m });
 }
 
-/** Milliseconds of an ISO timestamp that converts back to exactly the same string; else 0. */
-function isoMillis(value: unknown): number {
-  if (!isString(value)) return 0;
-  const ms = Date.parse(value);
-  if (!Number.isFinite(ms) || ms === 0) return 0;
-  return new Date(ms).toISOString() === value ? ms : 0;
+/**
+ * Milliseconds of an entry timestamp as OpenClaw reads them (`parseDateStringTimestampMs`:
+ * `Date.parse`, so "…T09:12:03Z" and "…+02:00" count too); 0 for none. OpenClaw dates the messages
+ * it builds from entries (summaries, custom messages) so. A string that is not exactly what the
+ * milliseconds print as (`toISOString`) is kept verbatim in `extra_json`.
+ */
+function entryMillis(value: unknown): number {
+  const ms = isString(value) ? Date.parse(value) : NaN;
+  return Number.isFinite(ms) ? ms : 0;
 }
 
 function isCount32(v: unknown): v is number {

@@ -87,9 +87,36 @@ export function serializeSessionFile(header: JsonObject, entries: JsonObject[]):
 }
 
 const RESET_REASONS = new Set(["new", "reset", "idle", "daily", "cron-stale"]);
+const COMPACTION_REPLAYS = new Set(["anthropic-compaction", "openai-responses-compaction", "openai-responses-retained-compaction"]);
 
-/** OpenClaw's `indexedSessionEntrySchema` (src/config/sessions/session-entry-codec.ts). */
-export function isRecognizedEntry(e: JsonObject): boolean {
+/**
+ * A row as OpenClaw's reader hands it on, before it classifies it: its JSONL parser
+ * (`normalizeLoadedFileEntry`) turns an assistant's or tool result's string content into one text
+ * block — dropping a compaction-type `providerReplay` of such a message — and a tool result's single
+ * content object into a list; its classifier (`normalizePersistedLegacyHookMessage`) gives a
+ * `custom` message without `customType` the type `"hook"`. The file itself keeps the row as written
+ * (and contextd exports it so); the loaded form is what the model sees. Returns `raw` itself when
+ * nothing changes.
+ */
+export function loadedEntry(raw: JsonObject): JsonObject {
+  if (raw.type !== "message" || !isRecord(raw.message)) return raw;
+  const m = raw.message;
+  if ((m.role === "assistant" || m.role === "toolResult") && isString(m.content)) {
+    const loaded: JsonObject = { ...m, content: [{ type: "text", text: m.content }] };
+    if (isRecord(m.providerReplay) && COMPACTION_REPLAYS.has(m.providerReplay.type as string)) delete loaded.providerReplay;
+    return { ...raw, message: loaded };
+  }
+  if (m.role === "toolResult" && isRecord(m.content)) return { ...raw, message: { ...m, content: [m.content] } };
+  if (m.role === "custom" && m.customType === undefined && isReadableContent(m.content)) return { ...raw, message: { ...m, customType: "hook" } };
+  return raw;
+}
+
+/**
+ * OpenClaw's `indexedSessionEntrySchema` (src/config/sessions/session-entry-codec.ts), applied as
+ * OpenClaw applies it: to the loaded form of the row (loadedEntry).
+ */
+export function isRecognizedEntry(row: JsonObject): boolean {
+  const e = loadedEntry(row);
   if (!isString(e.id) || e.id === "") return false;
   if (e.parentId !== undefined && e.parentId !== null && !isString(e.parentId)) return false;
   if (e.timestamp !== undefined && !isString(e.timestamp)) return false;
@@ -104,7 +131,8 @@ export function isRecognizedEntry(e: JsonObject): boolean {
     case "compaction":
       return isString(e.summary) && nonEmpty(e.firstKeptEntryId) && typeof e.tokensBefore === "number";
     case "reset":
-      return isString(e.reason) && RESET_REASONS.has(e.reason) && (e.firstKeptEntryId === undefined || isString(e.firstKeptEntryId));
+      // OpenClaw coerces the reason to a string first (`z.coerce.string()`): `["new"]` is "new".
+      return RESET_REASONS.has(String(e.reason)) && (e.firstKeptEntryId === undefined || isString(e.firstKeptEntryId));
     case "branch_summary":
       return isString(e.fromId) && isString(e.summary);
     case "custom":

@@ -1,4 +1,5 @@
 import { isRecord, isString, type JsonObject } from "./json.js";
+import { loadedEntry } from "./session-file.js";
 
 /**
  * Which entries of an OpenClaw session file the model sees, decided as OpenClaw 2026.9.x decides
@@ -15,9 +16,9 @@ import { isRecord, isString, type JsonObject } from "./json.js";
  * - Of those, `message` (unless `excludeFromContext`), `custom_message` and `branch_summary` (with a
  *   summary) entries reach the model.
  *
- * Not ported: OpenClaw's repair of a `firstKeptEntryId` that names an unrecognised row, and its
- * tool-pairing repairs beyond "a tool result pairs with an unanswered call of the latest assistant
- * message that made calls" (used for resets).
+ * Not ported: OpenClaw's repair of a `firstKeptEntryId` that names an unrecognised row (it moves
+ * the mark to a neighbouring entry); test/openclaw/session-conformance.test.ts checks the rest of
+ * this module against the real OpenClaw.
  */
 export interface TreeEntry {
   raw: JsonObject;
@@ -71,21 +72,94 @@ export function activeBranch(entries: TreeEntry[]): ActiveBranch {
   };
 }
 
-/** Reset retention: user and assistant messages, and tool results that answer a call of theirs. */
+/**
+ * Reset retention (`selectResetKeptEntries`): user and assistant messages, and paired tool results,
+ * judged on the messages as OpenClaw loads them (loadedEntry).
+ */
 function resetKeptEntries(slice: JsonObject[]): Set<JsonObject> {
-  const kept = new Set<JsonObject>();
-  let pending = new Set<string>();
-  for (const raw of slice) {
-    if (raw.type !== "message" || !isRecord(raw.message)) continue;
-    const m = raw.message;
-    if (m.role === "assistant") {
-      const calls = Array.isArray(m.content) ? m.content.filter((b) => isRecord(b) && b.type === "toolCall" && isString(b.id)) : [];
-      if (calls.length > 0) pending = new Set(calls.map((b) => (b as JsonObject).id as string));
-      kept.add(raw);
-    } else if (m.role === "user") kept.add(raw);
-    else if (m.role === "toolResult" && isString(m.toolCallId) && pending.delete(m.toolCallId)) kept.add(raw);
+  const rows = slice.filter((raw) => raw.type === "message" && isRecord(raw.message));
+  const messages = rows.map((raw) => loadedEntry(raw).message as JsonObject);
+  const paired = pairedToolResults(messages);
+  return new Set(rows.filter((_, i) => ["user", "assistant"].includes(messages[i].role as string) || (messages[i].role === "toolResult" && paired.has(messages[i]))));
+}
+
+interface Occurrence {
+  id: string;
+  name: string | undefined;
+  result?: JsonObject;
+  source?: JsonObject;
+}
+
+/**
+ * The tool results OpenClaw pairs with a call (`classifyToolUseResultPairing`, packages/agent-core
+ * tool-result-pairing.ts): an assistant message with calls opens a frame that lasts until the next
+ * one; a result in it claims an unclaimed call of the frame by id (trimmed; `toolUseId`, `call_id`
+ * and the like count too), or — without any id — the frame's only call when the names agree; a
+ * real result replaces a synthetic "missing tool result" one; a result naming a call of an earlier
+ * frame pairs with it when exactly one such call is still unanswered. Duplicates and orphans are not
+ * paired.
+ */
+function pairedToolResults(messages: JsonObject[]): Set<JsonObject> {
+  const frames = messages.flatMap((m, start) => (m.role === "assistant" && toolCalls(m).length > 0 ? [start] : []));
+  const records = frames.map((start, f) => {
+    const calls = toolCalls(messages[start]);
+    const occurrences: Occurrence[] = calls.map((c) => ({ ...c }));
+    const pending = occurrences.slice();
+    const synthetic = new Map<string, Occurrence[]>();
+    const unclaimed: { result: JsonObject; source: JsonObject; id: string | undefined }[] = [];
+    for (const source of messages.slice(start + 1, frames[f + 1] ?? messages.length)) {
+      if (source.role !== "toolResult") continue;
+      const result = legacyResultId(source, calls);
+      const id = resultId(result);
+      const at = id === undefined ? -1 : pending.findIndex((o) => o.id === id);
+      if (at >= 0) {
+        const [o] = pending.splice(at, 1);
+        Object.assign(o, { result, source });
+        if (isSyntheticResult(result)) synthetic.set(o.id, [...(synthetic.get(o.id) ?? []), o]);
+      } else if (id === undefined || !occurrences.some((o) => o.id === id)) unclaimed.push({ result, source, id });
+      else if (!isSyntheticResult(result)) {
+        const replaced = synthetic.get(id)?.shift();
+        if (replaced) Object.assign(replaced, { result, source });
+      }
+    }
+    return { occurrences, unclaimed };
+  });
+  const unresolved = new Map<string, Occurrence[]>();
+  for (const { occurrences, unclaimed } of records) {
+    for (const o of occurrences) if (!o.result || isSyntheticResult(o.result)) unresolved.set(o.id, [...(unresolved.get(o.id) ?? []), o]);
+    for (const r of unclaimed) {
+      const candidates = r.id === undefined ? [] : (unresolved.get(r.id) ?? []).filter((o) => !o.result || (isSyntheticResult(o.result) && !isSyntheticResult(r.result)));
+      if (candidates.length === 1) Object.assign(candidates[0], { result: r.result, source: r.source });
+    }
   }
-  return kept;
+  return new Set(records.flatMap((r) => r.occurrences.flatMap((o) => (o.source ? [o.source] : []))));
+}
+
+const TOOL_CALL_TYPES = new Set(["toolCall", "toolUse", "functionCall"]);
+const RESULT_ID_KEYS = ["toolCallId", "toolUseId", "tool_call_id", "tool_use_id", "callId", "call_id"];
+const MISSING_RESULT_TEXT = "[openclaw] missing tool result in session history; inserted synthetic error result for transcript repair.";
+
+function toolCalls(m: JsonObject): { id: string; name: string | undefined }[] {
+  if (!Array.isArray(m.content)) return [];
+  return m.content.flatMap((b) => (isRecord(b) && isString(b.type) && TOOL_CALL_TYPES.has(b.type) && isString(b.id) && b.id !== "" ? [{ id: b.id, name: isString(b.name) ? b.name : undefined }] : []));
+}
+
+function resultId(m: JsonObject): string | undefined {
+  for (const key of RESULT_ID_KEYS) if (isString(m[key]) && m[key].trim() !== "") return m[key].trim();
+  return undefined;
+}
+
+/** A result without any id answers the frame's only call, unless the names disagree (`normalizeLegacyToolResultId`). */
+function legacyResultId(m: JsonObject, calls: { id: string; name: string | undefined }[]): JsonObject {
+  if (resultId(m) !== undefined || calls.length !== 1) return m;
+  const [resultName, callName] = [m.toolName, calls[0].name].map((n) => (isString(n) ? n.trim() : ""));
+  return resultName && callName && resultName !== callName ? m : { ...m, toolCallId: calls[0].id, isError: true };
+}
+
+function isSyntheticResult(m: JsonObject): boolean {
+  if (!m.isError) return false;
+  if (isRecord(m.details) && m.details.openclawSyntheticMissingToolResult === true) return true;
+  return Array.isArray(m.content) && m.content.some((b) => isRecord(b) && b.type === "text" && b.text === MISSING_RESULT_TEXT);
 }
 
 interface Node {
@@ -131,27 +205,34 @@ class Navigation {
   }
 
   appendOpaque(raw: JsonObject): void {
-    const id = isString(raw.id) && raw.id.trim() !== "" ? raw.id : undefined;
-    if (!id || !Object.hasOwn(raw, "parentId") || !(raw.parentId === null || isString(raw.parentId))) return;
-    const parentId = raw.parentId as string | null;
-    if (raw.type === "leaf" && (raw.targetId === null || isString(raw.targetId))) {
-      const state = this.leafControl(raw.targetId as string | null, raw.appendParentId);
-      if (!state) {
-        this.invalidLeafControls.add(id);
-        this.opaqueParents.set(id, this.opaqueAppendParent(parentId));
-        return;
-      }
-      const outsideReset = this.latestResetId !== undefined && (state.leafId === null || !this.resetDescendants.has(state.leafId));
-      const effective = outsideReset ? { leafId: this.leafId, appendParentId: this.leafId } : state;
-      this.opaqueParents.set(id, effective.leafId);
-      if (this.latestResetId !== undefined && effective.leafId !== null && this.resetDescendants.has(effective.leafId)) this.resetDescendants.add(id);
-      this.leafId = effective.leafId;
-      this.appendParentId = effective.appendParentId;
-      return;
-    }
+    if (raw.type === "leaf") return this.appendLeafControl(raw);
+    // Only a row with an id and a parentId links (`parentLinkedOpaqueEntrySchema`); others are inert.
+    if (raw.type === "session" || !isString(raw.id) || raw.id === "" || !(raw.parentId === null || isString(raw.parentId))) return;
+    const id = raw.id;
+    const parentId = raw.parentId;
     this.opaqueParents.set(id, parentId);
     if (this.latestResetId !== undefined && parentId !== null && this.resetDescendants.has(parentId)) this.resetDescendants.add(id);
     this.appendParentId = id;
+  }
+
+  /** A `leaf` row moves the leaf when it has OpenClaw's shape (`opaqueLeafEntrySchema`); a malformed one is inert. */
+  private appendLeafControl(raw: JsonObject): void {
+    const ref = (v: unknown): v is string | null => v === null || isString(v);
+    const { id, parentId, targetId, appendParentId } = raw;
+    if (!isString(id) || id === "" || !ref(parentId) || !ref(targetId) || !(appendParentId === undefined || ref(appendParentId))) return;
+    if (!(raw.appendMode === undefined || raw.appendMode === "side")) return;
+    const state = this.leafControl(targetId, appendParentId);
+    if (!state) {
+      this.invalidLeafControls.add(id);
+      this.opaqueParents.set(id, this.opaqueAppendParent(parentId));
+      return;
+    }
+    const outsideReset = this.latestResetId !== undefined && (state.leafId === null || !this.resetDescendants.has(state.leafId));
+    const effective = outsideReset ? { leafId: this.leafId, appendParentId: this.leafId } : state;
+    this.opaqueParents.set(id, effective.leafId);
+    if (this.latestResetId !== undefined && effective.leafId !== null && this.resetDescendants.has(effective.leafId)) this.resetDescendants.add(id);
+    this.leafId = effective.leafId;
+    this.appendParentId = effective.appendParentId;
   }
 
   /** Entry indexes from the root to the leaf. */
@@ -172,12 +253,11 @@ class Navigation {
     return path.reverse();
   }
 
-  private leafControl(targetId: string | null, appendParent: unknown): { leafId: string | null; appendParentId: string | null } | undefined {
+  private leafControl(targetId: string | null, appendParent: string | null | undefined): { leafId: string | null; appendParentId: string | null } | undefined {
     const known = (ref: string | null) => ref === null || this.byId.has(ref) || (this.opaqueParents.has(ref) && !this.invalidLeafControls.has(ref));
-    if (!known(targetId)) return undefined;
-    if (appendParent !== undefined && !(appendParent === null || (isString(appendParent) && known(appendParent)))) return undefined;
+    if (!known(targetId) || (appendParent !== undefined && !known(appendParent))) return undefined;
     const leafId = targetId === null || this.byId.has(targetId) ? targetId : this.canonicalParent(targetId);
-    const appendParentId = appendParent === undefined ? leafId : this.opaqueAppendParent(appendParent as string | null);
+    const appendParentId = appendParent === undefined ? leafId : this.opaqueAppendParent(appendParent);
     return { leafId, appendParentId };
   }
 

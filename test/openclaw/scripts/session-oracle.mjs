@@ -26,7 +26,9 @@ if (!file) throw new Error(`openclaw ${pkg.version} exports no ./plugin-sdk/agen
 const { SessionManager, parseSessionEntries, migrateSessionEntries } = await import(pathToFileURL(path.join(packageDir, file)).href);
 
 const out = fs.createWriteStream(null, { fd: 3 });
-const answer = (a) => out.write(`${JSON.stringify(a)}\n`);
+// Node 24's readline also ends lines at U+2028/U+2029, which JSON.stringify leaves raw: escape them.
+const line = (v) => `${JSON.stringify(v).replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029")}\n`;
+const answer = (a) => out.write(line(a));
 const idOf = (e) => (e && typeof e === "object" ? e.id : undefined);
 
 function load(jsonl) {
@@ -46,9 +48,9 @@ function load(jsonl) {
 }
 
 answer({ ready: true, version: pkg.version, node: process.version });
-for await (const line of readline.createInterface({ input: process.stdin, crlfDelay: Infinity })) {
-  if (!line.trim()) continue;
-  const { id, jsonl } = JSON.parse(line);
+for await (const request of readline.createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+  if (!request.trim()) continue;
+  const { id, jsonl } = JSON.parse(request);
   try {
     answer({ id, ok: true, ...load(jsonl) });
   } catch (err) {
