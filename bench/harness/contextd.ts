@@ -26,6 +26,8 @@ export interface ContextdOptions {
   logLevel?: string;
   /** Use this data dir instead of a fresh temp dir (it is then not removed on stop). */
   dataDir?: string;
+  /** Extra environment (CONTEXTD_* of the bench process is never inherited). */
+  env?: Record<string, string>;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -57,7 +59,7 @@ export async function startContextd(opts: ContextdOptions = {}): Promise<Context
   fs.writeFileSync(configPath, stringify(config));
   // BENCH_CPU_PROF=DIR: every contextd writes a V8 CPU profile into DIR when it stops.
   const prof = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`] : [];
-  const child = spawnNode({ args: [path.join(REPO_ROOT, "bin/contextd.js"), "--config", configPath], nodeFlags: [...prof, ...(opts.nodeFlags ?? [])] });
+  const child = spawnNode({ args: [path.join(REPO_ROOT, "bin/contextd.js"), "--config", configPath], nodeFlags: [...prof, ...(opts.nodeFlags ?? [])], env: opts.env });
   const ready = await child.waitForLine((l) => l.msg === "contextd listening" && typeof l.address === "string", 60_000);
   return {
     address: ready.address as string,

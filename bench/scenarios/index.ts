@@ -8,5 +8,6 @@ import { failover } from "./failover.js";
 import { memory } from "./memory.js";
 import { tokenizer } from "./tokenizer.js";
 import { gatewayOverhead } from "./gateway_overhead.js";
+import { observabilityOverhead } from "./observability_overhead.js";
 
-export const SCENARIOS: Scenario[] = [gatewayOverhead, assembleScaling, appendThroughput, failover, compactionDeadline, compactionQuality, memory, tokenizer];
+export const SCENARIOS: Scenario[] = [gatewayOverhead, observabilityOverhead, assembleScaling, appendThroughput, failover, compactionDeadline, compactionQuality, memory, tokenizer];

@@ -30,6 +30,19 @@ class HostCallError(Exception):
         self.details = details
 
 
+TRACE_KEYS = ("traceparent", "tracestate")
+
+
+def trace_context(context) -> tuple[tuple[str, str], ...]:
+    """The W3C trace context of our incoming call, to continue in the HostService call it makes.
+
+    contextd's engine call carries `traceparent` (its span when tracing is on, else the runtime's
+    own); handing it on keeps the HostService callback in the same trace.
+    """
+    metadata = context.invocation_metadata() or ()
+    return tuple((k, v) for k, v in metadata if k in TRACE_KEYS and isinstance(v, str) and v)
+
+
 def call_timeout(context, host, now=None):
     """Seconds the host call may take: what is left of our own call, and no later than the
     HostContext's expiry. None when neither bounds it."""
@@ -94,7 +107,7 @@ class HostClient:
                 custom_instructions=request.custom_instructions,
             ),
             timeout=timeout,
-            metadata=(("authorization", "Bearer " + host.token),),
+            metadata=(("authorization", "Bearer " + host.token),) + trace_context(context),
         )
         # Our caller gave up (deadline or cancellation): so does the host call.
         if not context.add_callback(future.cancel):

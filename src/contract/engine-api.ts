@@ -35,6 +35,8 @@ export interface CallContext {
   deadlineMs: number;
   /** How a remote engine calls back into the host during this call (unset for in-process engines). */
   host?: HostContext;
+  /** The W3C trace context the engine call continues (`traceparent`, `tracestate`), when there is one. */
+  trace?: Record<string, string>;
 }
 
 /**

@@ -1,5 +1,3 @@
-import type { Metadata } from "@grpc/grpc-js";
-import type { Logger } from "pino";
 import {
   CancelledError,
   DeadlineExceededError,
@@ -7,14 +5,13 @@ import {
   InvalidArgumentError,
   NotFoundError,
   ResourceExhaustedError,
-  UnauthenticatedError,
 } from "../contract/errors.js";
-import type * as H from "../contract/gen/contextd/v1/host.js";
+import type { HostServiceService } from "../contract/gen/contextd/v1/host.js";
+import type { Handlers } from "../contract/request-context.js";
 import { TranscriptEntry, Usage } from "../contract/gen/contextd/v1/types.js";
 import { chatMessages } from "../legacy/summarizer/chat-messages.js";
 import type { ChatModel } from "../legacy/summarizer/create-summarizer.js";
-import { unary } from "../contract/unary.js";
-import type { HostGrant, HostGrants } from "../registry/host-grants.js";
+import type { HostGrant } from "../registry/host-grants.js";
 import type { TranscriptStore } from "../store/types.js";
 import type { Tokenizer } from "../tokens/tokenizer.js";
 import type { Compactions } from "./compactions.js";
@@ -27,30 +24,22 @@ const DEADLINE_SLACK_MS = 20;
 /**
  * HostService: engines call back into the host during an engine call. Every call is authorized by
  * the HostContext token the registry issued for that call — one engine, one session, until the
- * call's deadline.
+ * call's deadline: the server's authorization rule (src/server/authorization.ts) verifies it and
+ * hands the handlers its grant as the principal.
  */
-export function createHostService(
-  grants: HostGrants,
+export function hostHandlers(
   store: TranscriptStore,
   compactions: Compactions,
   tokenizer: Tokenizer,
   limits: AppendLimits,
-  logger: Logger,
   /** The summarizer's chat model, when one is configured: it answers Complete. */
   model?: ChatModel,
-): H.HostServiceServer {
-  const authorize = (metadata: Metadata, sessionId: string): HostGrant => {
-    const header = metadata.get("authorization")[0];
-    const token = typeof header === "string" ? /^Bearer\s+(.+)$/i.exec(header.trim())?.[1] ?? "" : "";
-    if (!token) throw new UnauthenticatedError("missing host token: send metadata 'authorization: Bearer <HostContext.token>'");
-    return grants.verify(token, sessionId);
-  };
+): Handlers<typeof HostServiceService, HostGrant> {
   const grantSignal = (grant: HostGrant, callerSignal: AbortSignal) => AbortSignal.any([callerSignal, AbortSignal.timeout(Math.max(0, grant.expiresAtMs - Date.now()))]);
 
   return {
-    readTranscript: unary("ReadTranscript", logger, async (req: H.ReadTranscriptRequest, ctx) => {
+    readTranscript: async (req, ctx) => {
       const session = requireSession(req.session);
-      authorize(ctx.metadata, session.sessionId);
       if (req.activeOnly) {
         const view = await store.readActiveView(session.sessionId);
         if (!view) throw new NotFoundError(`session "${session.sessionId}" not found`);
@@ -62,11 +51,11 @@ export function createHostService(
       }
       if (!(await store.getSession(session.sessionId))) throw new NotFoundError(`session "${session.sessionId}" not found`);
       return readTranscriptPage(store, session.sessionId, req.pageSize, req.pageToken);
-    }),
+    },
 
-    rewriteTranscriptEntries: unary("RewriteTranscriptEntries", logger, async (req: H.RewriteTranscriptEntriesRequest, ctx) => {
+    rewriteTranscriptEntries: async (req, ctx) => {
       const session = requireSession(req.session);
-      const grant = authorize(ctx.metadata, session.sessionId);
+      const grant = ctx.principal;
       if (req.rewrites.length === 0) throw new InvalidArgumentError("rewrites is empty");
       if (req.rewrites.length > limits.maxMessagesPerAppend) {
         throw new ResourceExhaustedError(`rewrites has ${req.rewrites.length} entries, over limits.max_messages_per_append (${limits.maxMessagesPerAppend})`);
@@ -82,11 +71,11 @@ export function createHostService(
         req.reason || `rewritten by engine "${grant.engineId}"`,
       );
       return { rewrittenEntries: outcome.rewrittenEntries, bytesFreed: outcome.bytesFreed };
-    }),
+    },
 
-    delegateCompaction: unary("DelegateCompaction", logger, async (req: H.DelegateCompactionRequest, ctx) => {
+    delegateCompaction: async (req, ctx) => {
       const session = requireSession(req.session);
-      const grant = authorize(ctx.metadata, session.sessionId);
+      const grant = ctx.principal;
       if (!req.tokenBudget) throw new InvalidArgumentError("token_budget must be greater than 0");
       const view = await store.readActiveView(session.sessionId);
       if (!view) throw new NotFoundError(`session "${session.sessionId}" not found`);
@@ -114,13 +103,13 @@ export function createHostService(
       }
       if (outcome.committed && outcome.entryId) grant.delegatedCompactionIds.push(outcome.entryId);
       return { ok: true, compacted: outcome.committed, reason: outcome.reason, result: outcome.committed ? outcome.result : undefined };
-    }),
+    },
 
     // One completion from the summarizer's model (SPEC §2.5). Upstream failures are ModelErrors,
     // which carry their own status (UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, ...).
-    complete: unary("Complete", logger, async (req: H.CompleteRequest, ctx) => {
+    complete: async (req, ctx) => {
       const session = requireSession(req.session);
-      const grant = authorize(ctx.metadata, session.sessionId);
+      const grant = ctx.principal;
       if (!model) throw new FailedPreconditionError("Complete needs a summarizer model, and none is configured (compaction.summarizer.kind is extractive)");
       if (req.messages.length === 0 && !req.system.trim()) throw new InvalidArgumentError("Complete needs a system prompt or at least one message");
       if (req.messages.length > limits.maxMessagesPerAppend) {
@@ -143,6 +132,6 @@ export function createHostService(
         }
         throw err;
       }
-    }),
+    },
   };
 }

@@ -13,6 +13,7 @@ import type { Compactions } from "./compactions.js";
 import { checkAssembled, checkCompaction } from "./engine-answers.js";
 import { runtimeSettings } from "./runtime-settings.js";
 import { appendDigest } from "./append-digest.js";
+import { NO_OBSERVER, type HostObserver } from "./host-observer.js";
 import { checkIdempotencyKey, requireBudget, requireSession, validateAppend, type AppendLimits } from "./validate.js";
 
 function overflowing(answer: { promptAuthority: PromptAuthority; estimatedTokens: number }, budget: number): boolean {
@@ -43,6 +44,7 @@ export class SessionHost {
     readonly router: Router,
     private readonly compactions: Compactions,
     private readonly limits: AppendLimits,
+    private readonly observer: HostObserver = NO_OBSERVER,
     private readonly bootstraps: Bootstraps = new Bootstraps(router),
   ) {}
 
@@ -81,6 +83,7 @@ export class SessionHost {
     } else {
       stored = await this.store.appendMessages(session.sessionId, counted, labels, this.limits.maxSessionEntries);
     }
+    this.observer.appended(counted.length, counted.reduce((sum, c) => sum + c.tokenCount, 0));
     const storedMessages = stored.flatMap((e) => (e.entry?.$case === "message" ? [e.entry.value] : []));
     await this.ingest(session, storedMessages, req.isHeartbeat, call);
     return { entryIds: stored.map((e) => e.id), tokenCounts: counted.map((c) => c.tokenCount), replayed: false };
@@ -205,6 +208,7 @@ export class SessionHost {
     const selection = this.router.select(session);
     await this.bootstraps.ensure(selection, session, call);
     const messages = viewMessages(view);
+    const started = performance.now();
     const routed = await this.router.call(
       selection,
       "compact",
@@ -229,13 +233,14 @@ export class SessionHost {
     const answer = routed.value;
     const base = { engineId: routed.engineId, mode: routed.mode, fallbackReason: routed.fallbackReason };
     if (!answer.compacted || !answer.result) {
+      this.observer.compaction(routed.engineId, "nothing", view.tokens, view.tokens, (performance.now() - started) / 1000);
       return { ok: answer.ok, compacted: false, reason: answer.reason, result: undefined, ...base };
     }
     if (routed.grant?.delegatedCompactionIds.length) {
       // The engine delegated to HostService.DelegateCompaction, which already committed this result.
       return { ok: true, compacted: true, reason: answer.reason, result: answer.result, ...base };
     }
-    const commit = await this.compactions.commit(view, answer.result, routed.engineId);
+    const commit = await this.compactions.commit(view, answer.result, routed.engineId, (performance.now() - started) / 1000);
     if (!commit.committed) return { ok: true, compacted: false, reason: commit.reason, result: undefined, ...base };
     return { ok: true, compacted: true, reason: answer.reason, result: answer.result, ...base };
   }

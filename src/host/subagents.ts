@@ -1,15 +1,27 @@
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from "../contract/errors.js";
 import type * as S from "../contract/gen/contextd/v1/session.js";
-import { SubagentContextMode, SubagentEndReason } from "../contract/gen/contextd/v1/types.js";
+import { Mode, SubagentContextMode, SubagentEndReason } from "../contract/gen/contextd/v1/types.js";
 import type { SeedEntry, TranscriptStore } from "../store/types.js";
 import type { HostCall, SessionHost } from "./session-host.js";
 import { requireSession } from "./validate.js";
+
+/** The longest ttl_ms taken: about 285 years, so that the expiry stays a safe integer. */
+const MAX_TTL_MS = 9_000_000_000_000;
 
 /**
  * Subagent sessions. FORK seeds the child with the parent's active view (its summary as a
  * compaction entry and copies of the kept messages); ISOLATED starts it empty. The rollback handle
  * names the child, so a failed spawn removes it. EndSubagent with reason DELETED deletes the child's
  * transcript; other reasons keep it readable.
+ *
+ * A child ends once. `ttl_ms` (> 0) makes it expire that long after PrepareSubagentSpawn; the
+ * sweep (subagent-sweeper.ts) then ends it with reason SWEPT and tells its engine. EndSubagent
+ * records the end in the store before it tells the engine, so of an EndSubagent and a sweep — or
+ * two EndSubagents, through any replicas — exactly one reaches the engine; the other is answered
+ * without an engine call (DELETED still deletes the transcript). An EndSubagent that did not reach
+ * the engine — answered by legacy in its place (FALLBACK), or failed (`on_failure: strict`) — takes
+ * its end back, so that a retry can tell the engine. The sweep does not: a SWEPT that could not be
+ * delivered is logged, never repeated.
  */
 export class Subagents {
   constructor(
@@ -25,6 +37,8 @@ export class Subagents {
     if (mode !== SubagentContextMode.SUBAGENT_CONTEXT_MODE_FORK && mode !== SubagentContextMode.SUBAGENT_CONTEXT_MODE_ISOLATED) {
       throw new InvalidArgumentError("context_mode is required (SUBAGENT_CONTEXT_MODE_ISOLATED or SUBAGENT_CONTEXT_MODE_FORK)");
     }
+    const ttlMs = req.ttlMs;
+    if (!Number.isSafeInteger(ttlMs) || ttlMs < 0 || ttlMs > MAX_TTL_MS) throw new InvalidArgumentError(`ttl_ms ${String(ttlMs)} is out of range (0 for none, at most ${MAX_TTL_MS})`);
     const view = await this.host.readView(parent);
     const seed: SeedEntry[] = [];
     if (mode === SubagentContextMode.SUBAGENT_CONTEXT_MODE_FORK) {
@@ -39,7 +53,8 @@ export class Subagents {
         });
       }
     }
-    await this.store.createSession(child.sessionId, { sessionKey: child.sessionKey, agentId: child.agentId, parentSessionId: parent.sessionId }, seed);
+    const expiresAtMs = ttlMs > 0 ? Date.now() + ttlMs : 0;
+    await this.store.createSession(child.sessionId, { sessionKey: child.sessionKey, agentId: child.agentId, parentSessionId: parent.sessionId }, seed, { expiresAtMs });
 
     const selection = this.host.router.select(child);
     try {
@@ -78,11 +93,31 @@ export class Subagents {
   async end(req: S.EndSubagentRequest, call: HostCall): Promise<S.EndSubagentResponse> {
     const child = requireSession(req.child, "child");
     await this.host.requireExists(child);
+    const atMs = Date.now();
+    const end = await this.store.endSubagentSession(child.sessionId, req.reason, atMs);
     const selection = this.host.router.select(child);
-    const routed = await this.host.router.call(selection, "subagent", call, async (engine, ctx) => {
-      if (!engine.onSubagentEnded || !engine.info().capabilities?.subagents) return {};
-      return engine.onSubagentEnded({ child, reason: req.reason }, ctx);
-    });
+    if (!end.ended) {
+      // Swept (its TTL passed) or ended before: the engine heard of it then.
+      call.log.info(
+        { sessionId: child.sessionId, endedAtMs: end.endedAtMs, endedWith: SubagentEndReason[end.reason] ?? end.reason },
+        "subagent had already ended: the engine is not told again",
+      );
+      if (req.reason === SubagentEndReason.SUBAGENT_END_REASON_DELETED) await this.store.deleteSession(child.sessionId);
+      return { engineId: selection.target.id, mode: selection.mode };
+    }
+    let routed;
+    try {
+      routed = await this.host.router.call(selection, "subagent", call, async (engine, ctx) => {
+        if (!engine.onSubagentEnded || !engine.info().capabilities?.subagents) return {};
+        return engine.onSubagentEnded({ child, reason: req.reason }, ctx);
+      });
+    } catch (err) {
+      await this.store.reopenSubagentSession(child.sessionId, atMs).catch(() => false);
+      throw err;
+    }
+    // Answered by legacy in place of the child's engine (it failed, is quarantined, or is not
+    // registered): the engine did not hear of it, so the end is taken back and a retry may tell it.
+    if (routed.mode === Mode.MODE_FALLBACK) await this.store.reopenSubagentSession(child.sessionId, atMs).catch(() => false);
     if (req.reason === SubagentEndReason.SUBAGENT_END_REASON_DELETED) await this.store.deleteSession(child.sessionId);
     return { engineId: routed.engineId, mode: routed.mode };
   }

@@ -12,11 +12,10 @@ import {
   type RegisterEngineResponse,
 } from "../contract/gen/contextd/v1/registry.js";
 import { LEGACY_ENGINE_ID } from "../legacy/legacy-engine.js";
-import type { RegistryStore } from "../store/registry-store.js";
+import type { RegistryStore, StoredRegistration } from "../store/registry-store.js";
 import type { EndpointAllowList } from "./endpoint-allow-list.js";
 import type { EngineEvents } from "./engine-events.js";
 import { toEngineStatus, type EngineRegistry, type RegisteredEngine } from "./engine-registry.js";
-import { KeyedLock } from "./keyed-lock.js";
 import type { Quarantine } from "./quarantine.js";
 import { RemoteEngine } from "./remote-engine.js";
 
@@ -47,10 +46,8 @@ export class Admission {
     private readonly log: Logger,
   ) {}
 
-  private readonly lock = new KeyedLock();
-
   register(req: RegisterEngineRequest, owner: string): Promise<RegisterEngineResponse> {
-    return this.lock.run(req.engineId.trim(), () => this.admit(req, owner));
+    return this.registry.locks.run(req.engineId.trim(), () => this.admit(req, owner));
   }
 
   private async admit(req: RegisterEngineRequest, owner: string): Promise<RegisterEngineResponse> {
@@ -64,11 +61,14 @@ export class Admission {
     };
 
     if (engineId === LEGACY_ENGINE_ID) return refuse(Refusal.REFUSAL_DEFAULT_SLOT_RESERVED, `"${LEGACY_ENGINE_ID}" is the default slot, owned by core (contextd itself)`, "core");
-    const existing = this.registry.get(engineId);
-    if (existing && existing.owner !== owner) {
-      return refuse(Refusal.REFUSAL_OWNED_BY_OTHER, `engine "${engineId}" is owned by "${existing.owner}"`, existing.owner);
+    // The store is what every replica shares: a registration made at another replica a moment ago
+    // (not applied here yet) owns the id as much as one made here.
+    const stored = (await this.store.listRegistrations()).find((r) => r.engineId === engineId);
+    const holder = stored?.owner ?? this.registry.get(engineId)?.owner;
+    if (holder !== undefined && holder !== owner) {
+      return refuse(Refusal.REFUSAL_OWNED_BY_OTHER, `engine "${engineId}" is owned by "${holder}"`, holder);
     }
-    if (existing && !req.allowSameOwnerRefresh) {
+    if (holder !== undefined && !req.allowSameOwnerRefresh) {
       return refuse(Refusal.REFUSAL_ALREADY_REGISTERED, `engine "${engineId}" is already registered by "${owner}"; set allow_same_owner_refresh to replace it`, owner);
     }
     const notAllowed = this.allowList.check(endpoint);
@@ -85,6 +85,8 @@ export class Admission {
     }
     remote.setInfo(probe.info!);
 
+    // Read again after the probe: another replica's change may have been applied meanwhile.
+    const existing = this.registry.get(engineId);
     const engine: RegisteredEngine = {
       id: engineId,
       owner,
@@ -100,10 +102,16 @@ export class Admission {
       ejections: existing?.ejections ?? 0,
       quarantine: existing?.quarantine,
     };
-    await this.store.saveRegistration({ engineId, owner, endpoint, info: probe.info!, protocolVersion: version, registeredAtMs: engine.registeredAtMs });
-    this.registry.set(engine);
-    if (existing?.remote && existing.remote !== remote) existing.remote.close();
-    await this.quarantine.onRegistered(engine);
+    const written = this.registry.beginLocalWrite(engineId);
+    try {
+      await this.store.saveRegistration({ engineId, owner, endpoint, info: probe.info!, protocolVersion: version, registeredAtMs: engine.registeredAtMs });
+      const replaced = this.registry.get(engineId);
+      this.registry.set(engine);
+      if (replaced?.remote && replaced.remote !== remote) replaced.remote.close();
+      await this.quarantine.onRegistered(engine);
+    } finally {
+      written();
+    }
     this.log.info({ engineId, owner, endpoint, protocolVersion: version, refreshed: Boolean(existing) }, "engine registered");
     this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_REGISTERED, engine, existing ? "registration refreshed" : "registered");
     return { ok: true, existingOwner: "", refusal: Refusal.REFUSAL_NONE, message: "registered", engine: toEngineStatus(engine), protocolVersion: version };
@@ -141,39 +149,56 @@ export class Admission {
   async deregister(req: DeregisterEngineRequest, authorize: (owner: string) => void): Promise<boolean> {
     const engineId = req.engineId.trim();
     if (engineId === LEGACY_ENGINE_ID) throw new FailedPreconditionError(`"${LEGACY_ENGINE_ID}" is built in and cannot be deregistered`);
-    const engine = this.registry.get(engineId);
-    if (!engine) throw new NotFoundError(`engine_id "${engineId}" is not registered`);
-    authorize(engine.owner);
-    this.registry.delete(engineId);
-    engine.remote?.close();
-    await this.store.deleteRegistration(engineId);
-    await this.store.clearQuarantine(engineId);
-    this.log.info({ engineId, owner: engine.owner }, "engine deregistered");
-    this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_DEREGISTERED, engine, "deregistered");
-    return true;
+    return this.registry.locks.run(engineId, async () => {
+      const engine = this.registry.get(engineId);
+      if (!engine) throw new NotFoundError(`engine_id "${engineId}" is not registered`);
+      authorize(engine.owner);
+      const written = this.registry.beginLocalWrite(engineId);
+      try {
+        this.registry.delete(engineId);
+        engine.remote?.close();
+        await this.store.deleteRegistration(engineId);
+        await this.store.clearQuarantine(engineId);
+      } finally {
+        written();
+      }
+      this.log.info({ engineId, owner: engine.owner }, "engine deregistered");
+      this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_DEREGISTERED, engine, "deregistered");
+      return true;
+    });
   }
 
   /** Restores persisted registrations at start; health is UNKNOWN until the first check. */
   async restore(): Promise<void> {
     for (const r of await this.store.listRegistrations()) {
       if (r.engineId === LEGACY_ENGINE_ID) continue;
-      const remote = new RemoteEngine(r.endpoint, r.info, this.settings.credentials);
-      this.registry.set({
-        id: r.engineId,
-        owner: r.owner,
-        endpoint: r.endpoint,
-        builtin: false,
-        engine: remote,
-        remote,
-        info: r.info,
-        registeredAtMs: r.registeredAtMs,
-        health: EngineHealth.ENGINE_HEALTH_UNKNOWN,
-        counters: { calls: 0, failures: 0, fallbacks: 0, timeouts: 0 },
-        healthFailures: 0,
-        ejections: 0,
-      });
+      this.registry.set(restoredEngine(r, this.settings.credentials));
     }
   }
+}
+
+/**
+ * The in-memory engine for a registration read from the store (at start, or made at another
+ * replica): no admission probe — the admitting replica made it — and health UNKNOWN until this
+ * replica's own first check. `previous` (the engine it replaces) keeps its counters.
+ */
+export function restoredEngine(r: StoredRegistration, credentials: ChannelCredentials, previous?: RegisteredEngine): RegisteredEngine {
+  const remote = new RemoteEngine(r.endpoint, r.info, credentials);
+  return {
+    id: r.engineId,
+    owner: r.owner,
+    endpoint: r.endpoint,
+    builtin: false,
+    engine: remote,
+    remote,
+    info: r.info,
+    registeredAtMs: r.registeredAtMs,
+    health: EngineHealth.ENGINE_HEALTH_UNKNOWN,
+    counters: previous?.counters ?? { calls: 0, failures: 0, fallbacks: 0, timeouts: 0 },
+    healthFailures: 0,
+    ejections: previous?.ejections ?? 0,
+    quarantine: previous?.quarantine,
+  };
 }
 
 function emptyInfo(id: string): EngineInfo {

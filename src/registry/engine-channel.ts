@@ -1,16 +1,13 @@
 import { Channel, connectivityState, makeGenericClientConstructor, status, type ChannelCredentials, type Client } from "@grpc/grpc-js";
 import { service as healthService } from "grpc-health-check";
 import * as E from "../contract/gen/contextd/v1/engine.js";
+import { CHANNEL_OPTIONS } from "../contract/client-call.js";
 import { ContextdError, DeadlineExceededError } from "../contract/errors.js";
 
 const HealthClient = makeGenericClientConstructor(healthService, "Health");
 
-const CHANNEL_OPTIONS = {
-  "grpc.max_receive_message_length": 64 * 1024 * 1024,
-  "grpc.max_send_message_length": 64 * 1024 * 1024,
-  // Reconnect quickly after a sidecar restarts instead of backing off for up to two minutes.
-  "grpc.initial_reconnect_backoff_ms": 200,
-  "grpc.max_reconnect_backoff_ms": 2_000,
+const OPTIONS = {
+  ...CHANNEL_OPTIONS,
   // This channel's own subchannel: see the class comment.
   "grpc.use_local_subchannel_pool": 1,
 };
@@ -112,7 +109,7 @@ export class EngineChannel {
   }
 
   private dial(): Generation {
-    const channel = new Channel(this.endpoint, this.credentials, CHANNEL_OPTIONS);
+    const channel = new Channel(this.endpoint, this.credentials, OPTIONS);
     return {
       channel,
       engine: new E.ContextEngineServiceClient(this.endpoint, this.credentials, { channelOverride: channel }),

@@ -3,6 +3,7 @@ import type { EngineInfo } from "../contract/gen/contextd/v1/engine.js";
 import { EngineHealth, type EngineStatus, type QuarantineState } from "../contract/gen/contextd/v1/registry.js";
 import { NotFoundError } from "../contract/errors.js";
 import { CORE_OWNER, LEGACY_ENGINE_ID } from "../legacy/legacy-engine.js";
+import { KeyedLock } from "./keyed-lock.js";
 import type { RemoteEngine } from "./remote-engine.js";
 
 /** Per-engine call counters, as reported in EngineStatus. */
@@ -41,6 +42,13 @@ export interface RegisteredEngine {
  */
 export class EngineRegistry {
   private readonly engines = new Map<string, RegisteredEngine>();
+  /** Local writes per engine id (see beginLocalWrite). */
+  private readonly writes = new Map<string, LocalWrites>();
+  /**
+   * One at a time per engine id: registrations and deregistrations (admission.ts). Changes made at
+   * other replicas are applied around local writes instead (beginLocalWrite, registry-sync.ts).
+   */
+  readonly locks = new KeyedLock();
 
   constructor(legacy: ContextEngine) {
     this.engines.set(LEGACY_ENGINE_ID, {
@@ -78,11 +86,56 @@ export class EngineRegistry {
     return this.engines.delete(id);
   }
 
+  /**
+   * Marks the start of a change this replica makes to `id` in memory and then in the store (a
+   * registration, a quarantine, a release); call the returned function once the store write is
+   * over. RegistrySync applies what the store says only to engines with no local write in flight
+   * and none begun while it read the store: its snapshot might predate the local write.
+   */
+  beginLocalWrite(id: string): () => void {
+    let w = this.writes.get(id);
+    if (!w) this.writes.set(id, (w = { inFlight: 0, seq: 0, idle: [] }));
+    w.inFlight++;
+    w.seq++;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      w.inFlight--;
+      if (w.inFlight > 0) return;
+      for (const resolve of w.idle.splice(0)) resolve();
+    };
+  }
+
+  /** Every engine id this replica ever wrote locally. */
+  localWriteIds(): string[] {
+    return [...this.writes.keys()];
+  }
+
+  /** Where local writes to `id` stand: `seq` moves at each one begun. */
+  localWrites(id: string): { inFlight: number; seq: number } {
+    const w = this.writes.get(id);
+    return { inFlight: w?.inFlight ?? 0, seq: w?.seq ?? 0 };
+  }
+
+  /** Resolves once no local write to `id` is in flight. */
+  localWritesSettled(id: string): Promise<void> {
+    const w = this.writes.get(id);
+    if (!w || w.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => w.idle.push(resolve));
+  }
+
   status(id: string): EngineStatus {
     const engine = this.engines.get(id);
     if (!engine) throw new NotFoundError(`engine_id "${id}" is not registered`);
     return toEngineStatus(engine);
   }
+}
+
+interface LocalWrites {
+  inFlight: number;
+  seq: number;
+  idle: Array<() => void>;
 }
 
 export function toEngineStatus(e: RegisteredEngine): EngineStatus {

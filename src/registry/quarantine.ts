@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import { EngineEventType } from "../contract/gen/contextd/v1/registry.js";
+import { EngineEventType, type QuarantineState } from "../contract/gen/contextd/v1/registry.js";
 import type { RegistryStore } from "../store/registry-store.js";
 import type { EngineEvents } from "./engine-events.js";
 import type { EngineRegistry, RegisteredEngine } from "./engine-registry.js";
@@ -22,6 +22,8 @@ export interface QuarantineSettings {
 export class Quarantine implements FailureObserver {
   /** Calls an engine's bulkhead turned away since the last warning about it, per engine. */
   private readonly rejected = new Map<string, { count: number; loggedAtMs: number }>();
+  /** Engines whose last record write failed (persistPending writes them again). */
+  private readonly unpersisted = new Set<string>();
 
   constructor(
     private readonly registry: EngineRegistry,
@@ -32,7 +34,8 @@ export class Quarantine implements FailureObserver {
   ) {}
 
   onEngineFailure(engine: RegisteredEngine, op: EngineOperation, kind: FailureKind, reason: string): void {
-    if (engine.builtin || engine.quarantine) return;
+    // An engine deregistered (or replaced) while the call ran is no longer the registry's to judge.
+    if (engine.builtin || engine.quarantine || this.registry.get(engine.id) !== engine) return;
     void this.isolate(engine, op, `${kind}: ${reason}`, false);
   }
 
@@ -60,6 +63,7 @@ export class Quarantine implements FailureObserver {
   }
 
   async isolate(engine: RegisteredEngine, operation: string, reason: string, manual: boolean): Promise<void> {
+    const written = this.registry.beginLocalWrite(engine.id);
     const now = Date.now();
     const ejections = engine.ejections + 1;
     engine.ejections = ejections;
@@ -70,7 +74,7 @@ export class Quarantine implements FailureObserver {
       "engine quarantined",
     );
     this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_QUARANTINED, engine, `${operation}: ${reason}`);
-    await this.persist(engine);
+    await this.persist(engine).finally(written);
   }
 
   /** Releases an automatic quarantine whose ejection time is over, given a passing health check. */
@@ -81,41 +85,90 @@ export class Quarantine implements FailureObserver {
     return true;
   }
 
-  /** Operator's ClearQuarantine: releases any quarantine and forgets past ejections. */
+  /**
+   * Operator's ClearQuarantine: releases any quarantine and forgets past ejections. The stored
+   * record goes even when this replica had not applied it yet (another replica's, a moment ago).
+   */
   async clear(engine: RegisteredEngine, why: string): Promise<void> {
-    await this.release(engine, why, true);
+    await this.release(engine, why, true, true);
   }
 
   /**
    * A successful registration clears an automatic quarantine (SPEC §3 rule 5) — but not an
-   * operator's: a manual quarantine holds until ClearQuarantine, even across engine restarts.
+   * operator's: a manual quarantine holds until ClearQuarantine, even across engine restarts. The
+   * stored record decides (another replica's quarantine may not have been applied here yet).
    */
   async onRegistered(engine: RegisteredEngine): Promise<void> {
+    const stored = await this.stored(engine.id);
+    if (stored?.manual && !engine.quarantine?.manual) {
+      engine.quarantine = stored;
+      engine.ejections = stored.ejections;
+    }
     if (engine.quarantine?.manual) {
       this.log.info({ engineId: engine.id, owner: engine.owner }, "engine re-registered; its manual quarantine holds until cleared");
       return;
     }
-    await this.release(engine, "re-registered", true);
+    await this.release(engine, "re-registered", true, stored !== undefined);
   }
 
-  private async release(engine: RegisteredEngine, why: string, resetEjections: boolean): Promise<void> {
-    const had = engine.quarantine;
-    engine.quarantine = undefined;
-    engine.healthFailures = 0;
-    if (resetEjections) engine.ejections = 0;
-    if (!had) return;
-    this.log.info({ engineId: engine.id, owner: engine.owner, why }, "engine released from quarantine");
-    this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_RELEASED, engine, why);
-    await this.persist(engine);
+  private async stored(engineId: string): Promise<QuarantineState | undefined> {
+    try {
+      return (await this.store.listQuarantines()).get(engineId);
+    } catch (err) {
+      this.log.error({ err, engineId }, "could not read the quarantine record");
+      return undefined;
+    }
+  }
+
+  private async release(engine: RegisteredEngine, why: string, resetEjections: boolean, clearStored = false): Promise<void> {
+    const written = this.registry.beginLocalWrite(engine.id);
+    try {
+      const had = engine.quarantine;
+      engine.quarantine = undefined;
+      engine.healthFailures = 0;
+      if (resetEjections) engine.ejections = 0;
+      if (!had) {
+        if (clearStored) await this.persist(engine);
+        return;
+      }
+      this.log.info({ engineId: engine.id, owner: engine.owner, why }, "engine released from quarantine");
+      this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_RELEASED, engine, why);
+      await this.persist(engine);
+    } finally {
+      written();
+    }
   }
 
   private async persist(engine: RegisteredEngine): Promise<void> {
     try {
       if (engine.quarantine) await this.store.saveQuarantine(engine.id, engine.quarantine);
       else await this.store.clearQuarantine(engine.id);
+      this.unpersisted.delete(engine.id);
     } catch (err) {
-      this.log.error({ err, engineId: engine.id }, "could not persist the quarantine record");
+      this.unpersisted.add(engine.id);
+      this.log.error({ err, engineId: engine.id }, "could not persist the quarantine record (written again at the next registry sync)");
     }
+  }
+
+  /**
+   * Writes again the records whose write failed (the store was down), before the registry sync
+   * reads the store: otherwise the store's older state would undo this replica's decision.
+   */
+  async persistPending(): Promise<void> {
+    for (const id of [...this.unpersisted]) {
+      const engine = this.registry.get(id);
+      if (!engine || engine.builtin) {
+        this.unpersisted.delete(id);
+        continue;
+      }
+      const written = this.registry.beginLocalWrite(id);
+      await this.persist(engine).finally(written);
+    }
+  }
+
+  /** Whether a record of `engineId` is waiting to be written again (persistPending). */
+  hasPending(engineId: string): boolean {
+    return this.unpersisted.has(engineId);
   }
 
   /** Applies persisted records to engines restored at start. */

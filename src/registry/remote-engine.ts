@@ -1,14 +1,15 @@
-import { Metadata, status, type ChannelCredentials, type ServiceError } from "@grpc/grpc-js";
+import { status, type ChannelCredentials, type ServiceError } from "@grpc/grpc-js";
 import type { CallContext, ContextEngine } from "../contract/engine-api.js";
 import * as E from "../contract/gen/contextd/v1/engine.js";
 import { CancelledError, DeadlineExceededError } from "../contract/errors.js";
+import { callUnary, type UnaryMethod } from "../contract/client-call.js";
 import { EngineChannel } from "./engine-channel.js";
 
 export type HealthAnswer = "SERVING" | "NOT_SERVING" | "UNREACHABLE";
 
 const TRANSPORT_DEADLINE_SLACK_MS = 25;
 
-type Unary<Req, Res> = (req: Req, md: Metadata, opts: { deadline: Date }, cb: (err: ServiceError | null, res: Res) => void) => { cancel(): void };
+type Unary<Req, Res> = UnaryMethod<Req, Res>;
 
 /**
  * A sidecar engine reached over gRPC, behind the same ContextEngine interface as the in-process
@@ -38,7 +39,7 @@ export class RemoteEngine implements ContextEngine {
   }
 
   /** `pick` names the method on the client of the moment (the channel may have been replaced). */
-  private async call<Req, Res>(pick: (c: E.ContextEngineServiceClient) => Unary<Req, Res>, req: Req, ctx: Pick<CallContext, "signal" | "deadlineMs">): Promise<Res> {
+  private async call<Req, Res>(pick: (c: E.ContextEngineServiceClient) => Unary<Req, Res>, req: Req, ctx: Pick<CallContext, "signal" | "deadlineMs" | "trace">): Promise<Res> {
     // The router's own timer enforces the deadline (and names it); the transport deadline is a
     // backstop a little later so the engine is still told when the time is up.
     const deadline = new Date(Number.isFinite(ctx.deadlineMs) ? ctx.deadlineMs + TRANSPORT_DEADLINE_SLACK_MS : Date.now() + 60_000);
@@ -47,17 +48,11 @@ export class RemoteEngine implements ContextEngine {
     await this.channel.connect(deadline.getTime());
     if (ctx.signal.aborted) throw new CancelledError(`${this.endpoint}: cancelled by the caller`);
     const client = this.client;
-    const method = pick(client);
-    return new Promise<Res>((resolve, reject) => {
-      const onAbort = () => call.cancel();
-      const call = method.call(client, req, new Metadata(), { deadline }, (err, res) => {
-        ctx.signal.removeEventListener("abort", onAbort);
-        if (err) reject(engineError(err, this.endpoint));
-        else resolve(res);
-      });
-      if (ctx.signal.aborted) call.cancel();
-      else ctx.signal.addEventListener("abort", onAbort, { once: true });
-    });
+    try {
+      return await callUnary(client, pick(client), req, { address: this.endpoint }, { deadlineMs: deadline.getTime(), signal: ctx.signal, trace: ctx.trace });
+    } catch (err) {
+      throw engineError(err as ServiceError, this.endpoint);
+    }
   }
 
   /** GetInfo with a short deadline (admission). */
@@ -74,13 +69,13 @@ export class RemoteEngine implements ContextEngine {
     } catch {
       return "UNREACHABLE";
     }
-    return new Promise((resolve) => {
-      // eslint-disable-next-line @typescript-eslint/no-explicit-any
-      (this.channel.health as any).check({ service: "" }, new Metadata(), { deadline }, (err: ServiceError | null, res: { status: string | number }) => {
-        if (err) return resolve("UNREACHABLE");
-        resolve(res.status === "SERVING" || res.status === 1 ? "SERVING" : "NOT_SERVING");
-      });
-    });
+    try {
+      const health = this.channel.health as unknown as { check: UnaryMethod<{ service: string }, { status: string | number }> };
+      const res = await callUnary(this.channel.health, health.check, { service: "" }, { address: this.endpoint }, { deadlineMs: deadline.getTime() });
+      return res.status === "SERVING" || res.status === 1 ? "SERVING" : "NOT_SERVING";
+    } catch {
+      return "UNREACHABLE";
+    }
   }
 
   ingest(req: E.IngestRequest, ctx: CallContext) {

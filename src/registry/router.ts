@@ -41,10 +41,27 @@ export interface Routed<T> {
   grant?: HostGrant;
 }
 
-/** What the runtime's own call contributes: its deadline (Infinity when none) and cancellation. */
+/** What the runtime's own call contributes: its deadline (Infinity when none), cancellation and trace context. */
 export interface CallerContext {
   deadlineMs: number;
   signal?: AbortSignal;
+  /** The W3C trace context to continue in the engine call (`traceparent`, `tracestate`). */
+  trace?: Record<string, string>;
+}
+
+/** How an engine call ended, for metrics: the failure kinds, the caller's cancellation, or ok. */
+export type EngineCallOutcome = "ok" | FailureKind | "cancelled";
+
+/**
+ * Told about every engine call, for metrics and tracing (src/server/observability): `around` runs
+ * the call — a tracer wraps it in a span and hands back the trace context the engine continues —
+ * and `finished` hears how it ended; `fallback` hears of every call answered by `legacy` instead of
+ * the selected engine. The router works without them.
+ */
+export interface EngineCallHooks {
+  around<T>(engineId: string, op: EngineOperation, trace: Record<string, string> | undefined, call: (trace: Record<string, string> | undefined) => Promise<T>): Promise<T>;
+  finished(engineId: string, op: EngineOperation, outcome: EngineCallOutcome, seconds: number): void;
+  fallback(selectedId: string, op: EngineOperation): void;
 }
 
 /** Why an engine call did not produce a usable answer. */
@@ -79,6 +96,7 @@ export class Router {
     private readonly settings: RoutingSettings,
     private readonly grants: HostGrants,
     private readonly observer?: FailureObserver,
+    private readonly hooks?: EngineCallHooks,
   ) {
     this.bulkhead = new Bulkhead((id) => this.settings.overrides[id]?.maxConcurrentCalls ?? this.settings.maxConcurrentCalls);
   }
@@ -128,6 +146,7 @@ export class Router {
       throw new ContextdError(status.UNAVAILABLE, `${selection.fallbackReason} (on_failure: strict, no fallback)`);
     }
     if (target.builtin) {
+      if (selection.mode === Mode.MODE_FALLBACK) this.hooks?.fallback(selection.selectedId, op);
       const { value } = await this.attempt(selection.session, target, op, caller, fn, validate);
       return { value, engineId: target.id, mode: selection.mode, fallbackReason: selection.fallbackReason };
     }
@@ -168,6 +187,7 @@ export class Router {
     reason: string,
   ): Promise<Routed<T>> {
     const legacy = this.registry.legacy;
+    this.hooks?.fallback(selection.selectedId, op);
     const { value } = await this.attempt(selection.session, legacy, op, caller, fn, validate);
     return { value, engineId: legacy.id, mode: Mode.MODE_FALLBACK, fallbackReason: reason };
   }
@@ -186,16 +206,22 @@ export class Router {
     const deadlineMs = Math.min(configuredMs, caller.deadlineMs);
     const issued = target.builtin ? undefined : this.grants.issue(target.id, session.sessionId, deadlineMs);
     target.counters.calls++;
+    const started = performance.now();
+    let outcome: EngineCallOutcome = "ok";
+    const run = (trace: Record<string, string> | undefined) =>
+      withDeadline(deadlineMs, caller.signal, `engine "${target.id}" ${op}`, (ctx) => fn(target.engine, { ...ctx, host: issued?.host, trace }, target)).then((value) => {
+        if (validate) validate(value, target);
+        return value;
+      });
     try {
-      const value = await withDeadline(deadlineMs, caller.signal, `engine "${target.id}" ${op}`, (ctx) =>
-        fn(target.engine, { ...ctx, host: issued?.host }, target),
-      );
-      if (validate) validate(value, target);
+      const value = this.hooks ? await this.hooks.around(target.id, op, caller.trace, run) : await run(caller.trace);
       return { value, grant: issued?.grant };
     } catch (err) {
+      outcome = err instanceof CancelledError || caller.signal?.aborted ? "cancelled" : err instanceof DeadlineExceededError ? "timeout" : err instanceof ContractViolation ? "contract" : "error";
       // Only a deadline that really passed for the runtime is the runtime's; an engine that answers
       // DEADLINE_EXCEEDED early has failed like any other error.
       if (err instanceof DeadlineExceededError && caller.deadlineMs < configuredMs && Date.now() >= caller.deadlineMs - CLOCK_SLACK_MS) {
+        outcome = "cancelled";
         throw new CallerDeadlineError(`${err.message} (the runtime's own deadline)`);
       }
       if (!(err instanceof CancelledError)) {
@@ -205,6 +231,7 @@ export class Router {
       throw err;
     } finally {
       if (issued) issued.grant.ended = true;
+      this.hooks?.finished(target.id, op, outcome, (performance.now() - started) / 1000);
     }
   }
 }

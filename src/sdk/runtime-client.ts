@@ -1,6 +1,6 @@
 import { SessionServiceClient, type DeepPartial } from "../contract/gen/contextd/v1/session.js";
 import * as S from "../contract/gen/contextd/v1/session.js";
-import { callUnary, channelCredentials, type CallOptions, type ClientOptions } from "./grpc-call.js";
+import { CHANNEL_OPTIONS, callUnary, channelCredentials, type CallOptions, type ClientOptions } from "./grpc-call.js";
 
 export type { ClientOptions, CallOptions } from "./grpc-call.js";
 export { tlsCredentials } from "./grpc-call.js";
@@ -22,10 +22,7 @@ export class ContextdClient {
   readonly raw: SessionServiceClient;
 
   constructor(private readonly options: ClientOptions) {
-    this.raw = new SessionServiceClient(options.address, channelCredentials(options), {
-      "grpc.max_receive_message_length": 64 * 1024 * 1024,
-      "grpc.max_send_message_length": 64 * 1024 * 1024,
-    });
+    this.raw = new SessionServiceClient(options.address, channelCredentials(options), CHANNEL_OPTIONS);
   }
 
   private call<Req, Res>(method: keyof SessionServiceClient, request: Req, options?: CallOptions): Promise<Res> {

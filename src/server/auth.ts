@@ -1,6 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { PeerCertificate } from "node:tls";
 import type { Metadata } from "@grpc/grpc-js";
+import { bearerToken } from "../contract/metadata.js";
 import { InvalidArgumentError, PermissionDeniedError, UnauthenticatedError } from "../contract/errors.js";
 import { ConfigError, pathText, type AuthConfig, type SecretRef } from "./config.js";
 
@@ -176,13 +177,6 @@ export class Authenticator {
   }
 }
 
-/** The token of `authorization: Bearer <token>` (scheme case-insensitive), or undefined when absent or malformed. */
-export function bearerToken(metadata: Metadata): string | undefined {
-  const [value] = metadata.get("authorization");
-  if (value === undefined) return undefined;
-  const m = /^Bearer[ \t]+(\S+)$/i.exec((typeof value === "string" ? value : value.toString("utf8")).trim());
-  return m?.[1];
-}
 
 /** Whether agent-id patterns (`"*"`, `"team-*"`, exact ids) cover `agentId`. */
 export function agentAllowed(patterns: readonly string[], agentId: string): boolean {

@@ -149,6 +149,8 @@ const engines = z.strictObject({
     .prefault({}),
   on_failure: onFailure.prefault("fallback"),
   max_concurrent_calls: int(1).prefault(64),
+  // Absent: RECONCILE_INTERVAL_DEFAULT_MS (see reconcileIntervalMs), so configs load unchanged.
+  reconcile_interval: duration().optional(),
   overrides: z
     .record(
       z.string().min(1),
@@ -243,6 +245,11 @@ const durationOrZero = () =>
 /** `health` when the file has none (durations in ms); the keys are documented on HealthConfig. */
 export const HEALTH_DEFAULTS: HealthConfig = { store_ping_interval: 1_000, store_ping_timeout: 5_000, drain_delay: 0, shutdown_grace: 10_000 };
 
+/** `subagents` when the file has none (ms). */
+export const SUBAGENT_DEFAULTS = { sweep_interval: 5_000 };
+/** `engines.reconcile_interval` when unset (ms). */
+export const RECONCILE_INTERVAL_DEFAULT_MS = 5_000;
+
 /**
  * contextd's own grpc.health.v1 status and its SIGTERM drain. Optional as a whole (absent: the
  * defaults above, see `healthSettings`), so configs written before it existed load unchanged.
@@ -252,6 +259,17 @@ const health = z.strictObject({
   store_ping_timeout: duration().prefault(formatDuration(HEALTH_DEFAULTS.store_ping_timeout)),
   drain_delay: durationOrZero().prefault(formatDuration(HEALTH_DEFAULTS.drain_delay)),
   shutdown_grace: duration().prefault(formatDuration(HEALTH_DEFAULTS.shutdown_grace)),
+});
+
+/**
+ * OpenTelemetry tracing (SPEC §9): spans exported over OTLP/HTTP to `otlp_endpoint` (the collector's
+ * base URL; `/v1/traces` is appended unless given). Optional as a whole: without it tracing is off.
+ */
+const tracing = z.strictObject({
+  otlp_endpoint: text("a URL")
+    .refine((v) => /^https?:\/\//.test(v) && URL.canParse(v), { message: "must be an http:// or https:// URL" })
+    .optional(),
+  service_name: text("a service name").prefault("contextd"),
 });
 
 export const configSchema = z.strictObject({
@@ -283,6 +301,8 @@ export const configSchema = z.strictObject({
   tokenizer: oneOf(["o200k_base", "cl100k_base", "heuristic"]).prefault("o200k_base"),
   image_tokens: int(0).prefault(1200),
   health: health.optional(),
+  subagents: z.strictObject({ sweep_interval: duration().prefault(formatDuration(SUBAGENT_DEFAULTS.sweep_interval)) }).optional(),
+  tracing: tracing.optional(),
   limits: z
     .strictObject({ max_message_bytes: int(1).prefault(4194304), max_messages_per_append: int(1).prefault(1000), max_session_entries: int(1).prefault(1000000) })
     .prefault({}),
@@ -337,6 +357,11 @@ export interface EnginesConfig {
   managed: ManagedEngineConfig[];
   /** Client TLS for registry→engine calls; when set, engines are dialled over TLS. */
   tls?: { ca_file?: string; cert_file?: string; key_file?: string };
+  /**
+   * With replicas on one database: how often each re-reads every registration and quarantine record,
+   * whatever LISTEN/NOTIFY said (a missed notification is repaired then). Unset: 5 s.
+   */
+  reconcile_interval?: number;
 }
 /** `compaction.summarizer`; the openai keys are documented with the type. */
 export type { SummarizerConfig } from "../legacy/summarizer/summarizer-config.js";
@@ -378,6 +403,19 @@ export interface ContextdConfig {
   limits: { max_message_bytes: number; max_messages_per_append: number; max_session_entries: number };
   /** Absent when the file has no `health` section: use `healthSettings(config)`. */
   health?: HealthConfig;
+  /** Subagent TTLs: how often children whose ttl_ms passed are swept. Absent: SUBAGENT_DEFAULTS. */
+  subagents?: { sweep_interval: number };
+  tracing?: { otlp_endpoint?: string; service_name: string };
+}
+
+/** `engines.reconcile_interval` in force (ms). */
+export function reconcileIntervalMs(config: { engines: { reconcile_interval?: number } }): number {
+  return config.engines.reconcile_interval ?? RECONCILE_INTERVAL_DEFAULT_MS;
+}
+
+/** `subagents.sweep_interval` in force (ms). */
+export function subagentSweepIntervalMs(config: { subagents?: { sweep_interval: number } }): number {
+  return config.subagents?.sweep_interval ?? SUBAGENT_DEFAULTS.sweep_interval;
 }
 
 /** The health settings in force: the file's, or HEALTH_DEFAULTS. */

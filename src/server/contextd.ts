@@ -1,15 +1,16 @@
 import { Server } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { HostServiceService } from "../contract/gen/contextd/v1/host.js";
-import { RegistryServiceService } from "../contract/gen/contextd/v1/registry.js";
+import { EngineHealth, RegistryServiceService } from "../contract/gen/contextd/v1/registry.js";
 import { SessionServiceService } from "../contract/gen/contextd/v1/session.js";
 import { Compactions } from "../host/compactions.js";
-import { createHostService } from "../host/host-service.js";
+import { hostHandlers } from "../host/host-service.js";
 import { TranscriptExports } from "../host/export-transcript.js";
 import { TranscriptImports } from "../host/import-transcript.js";
 import { SessionHost } from "../host/session-host.js";
 import { SessionQueries } from "../host/session-queries.js";
-import { createSessionService } from "../host/session-service.js";
+import { sessionHandlers } from "../host/session-service.js";
+import { SubagentSweeper } from "../host/subagent-sweeper.js";
 import { Subagents } from "../host/subagents.js";
 import { LegacyEngine } from "../legacy/legacy-engine.js";
 import { createChatModel, createSummarizer } from "../legacy/summarizer/create-summarizer.js";
@@ -20,17 +21,25 @@ import { EngineRegistry } from "../registry/engine-registry.js";
 import { HealthMonitor } from "../registry/health-monitor.js";
 import { HostGrants } from "../registry/host-grants.js";
 import { Quarantine } from "../registry/quarantine.js";
-import { createRegistryService } from "../registry/registry-service.js";
+import { RegistrySync } from "../registry/registry-sync.js";
+import { registryHandlers } from "../registry/registry-service.js";
 import { Router } from "../registry/router.js";
 import { openStore, type ContextdStore } from "../store/open-store.js";
 import { createTokenizer } from "../tokens/create-tokenizer.js";
 import { Authenticator } from "./auth.js";
-import { authorizers } from "./authorizers.js";
+import { hostAuthorization, registryAuthorization, sessionAuthorization } from "./authorization.js";
 import { defaultHostEndpoint, type ContextdConfig } from "./config.js";
-import { healthSettings, type HealthConfig } from "./config-schema.js";
+import { healthSettings, reconcileIntervalMs, subagentSweepIntervalMs, type HealthConfig } from "./config-schema.js";
 import { engineCredentials, serverCredentials } from "./credentials.js";
 import { ManagedSidecars } from "./managed-sidecars.js";
 import { routingSettings } from "./routing-settings.js";
+import { bindService } from "./middleware/bind-service.js";
+import { serverInterceptors } from "./middleware/interceptors.js";
+import { engineCallHooks } from "./observability/engine-call-hooks.js";
+import { instrumentStore } from "./observability/instrumented-store.js";
+import { ContextdMetrics } from "./observability/metrics.js";
+import { MetricsServer } from "./observability/metrics-server.js";
+import { createTracing, type Tracing } from "./observability/tracing.js";
 import { addStandardServices, StorePing, type ContextdHealth } from "./standard-services.js";
 
 const SERVICE_NAMES = ["contextd.v1.SessionService", "contextd.v1.RegistryService", "contextd.v1.HostService"];
@@ -54,7 +63,14 @@ export class Contextd {
     private readonly events: EngineEvents,
     private readonly storePing: StorePing,
     private readonly logger: Logger,
+    private readonly metricsServer: MetricsServer,
+    private readonly tracing: Tracing,
+    /** Loops that run while contextd listens: the registry sync across replicas, the subagent TTL sweep. */
+    private readonly background: Array<{ start(): void; stop(): Promise<void> }> = [],
   ) {}
+
+  /** The bound metrics address once listening (`metrics_listen`; the real port when 0 was asked). */
+  metricsAddress = "";
 
   /** The health and drain settings in force (`health` in the config, or the defaults). */
   get healthConfig(): HealthConfig {
@@ -94,7 +110,14 @@ export class Contextd {
       maxMessagesPerAppend: config.limits.max_messages_per_append,
       maxSessionEntries: config.limits.max_session_entries,
     };
-    const store = await openStore(config.store);
+    const opened = await openStore(config.store);
+    // For measuring only (bench/scenarios/observability_overhead.ts): what contextd costs without its
+    // metrics, tracing and access-log middleware. Not a configuration: production always has them.
+    const bare = process.env.CONTEXTD_BENCH_NO_OBSERVABILITY === "1";
+    const metrics = new ContextdMetrics(() => opened.countSessions());
+    const tracing = createTracing({ otlpEndpoint: config.tracing?.otlp_endpoint, serviceName: config.tracing?.service_name ?? "contextd" });
+    if (tracing.enabled) logger.info({ otlp_endpoint: config.tracing?.otlp_endpoint }, "tracing on: spans are exported over OTLP/HTTP");
+    const store = bare ? opened : instrumentStore(opened, metrics.storeOperationDuration);
 
     // Registry: engines, their events, quarantine, health, admission, routing.
     const registry = new EngineRegistry(new LegacyEngine(compactionDeps));
@@ -105,33 +128,56 @@ export class Contextd {
     const admission = new Admission(registry, store, quarantine, new EndpointAllowList(e.allow_endpoints), events, { probeTimeoutMs: ADMISSION_PROBE_MS, credentials: engineCredentials(e.tls) }, logger);
     await admission.restore();
     await quarantine.restore();
+    const sync = new RegistrySync(registry, store, quarantine, events, { reconcileIntervalMs: reconcileIntervalMs(config), credentials: engineCredentials(e.tls) }, logger.child({ component: "registry-sync" }), (added) => void monitor.check(added).catch(() => undefined));
     const grants = new HostGrants(config.host_endpoint);
-    const router = new Router(registry, routingSettings(config), grants, quarantine);
+    const router = new Router(registry, routingSettings(config), grants, quarantine, bare ? undefined : engineCallHooks(metrics, tracing));
+    metrics.watchEngines(() => registry.list().map((r) => ({ id: r.id, quarantined: r.quarantine !== undefined, health: HEALTH_VALUE[r.health] ?? -1 })));
 
     // Host: sessions and engine callbacks.
-    const compactions = new Compactions(store, compactionDeps);
-    const host = new SessionHost(store, tokenizer, router, compactions, limits);
+    const observer = bare ? undefined : metrics.hostObserver();
+    const compactions = new Compactions(store, compactionDeps, observer);
+    const host = new SessionHost(store, tokenizer, router, compactions, limits, observer);
+    const sweeper = new SubagentSweeper(store, router, { intervalMs: subagentSweepIntervalMs(config) }, logger.child({ component: "subagent-sweeper" }));
 
     const maxBytes = Math.max(MIN_GRPC_MESSAGE_BYTES, config.limits.max_message_bytes * 4);
-    const server = new Server({ "grpc.max_receive_message_length": maxBytes, "grpc.max_send_message_length": maxBytes });
-    const authz = authorizers(auth);
+    // The middleware chain: interceptors around every RPC of every service (request id, tracing,
+    // metrics and access log), then each service's authorization rule, signal and error mapping.
+    const server = new Server({
+      "grpc.max_receive_message_length": maxBytes,
+      "grpc.max_send_message_length": maxBytes,
+      interceptors: bare ? [] : serverInterceptors({ logger, metrics, tracing }),
+    });
     const imports = new TranscriptImports(store, tokenizer, limits);
     const exports = new TranscriptExports(store, maxBytes);
-    server.addService(SessionServiceService, createSessionService(host, new SessionQueries(host, store, router), new Subagents(host, store), imports, exports, authz, store, logger));
-    server.addService(RegistryServiceService, createRegistryService(registry, admission, quarantine, events, authz, logger));
-    server.addService(HostServiceService, createHostService(grants, store, compactions, tokenizer, limits, logger, model));
+    const sessions = sessionHandlers(host, new SessionQueries(host, store, router), new Subagents(host, store), imports, exports, store);
+    server.addService(SessionServiceService, bindService(SessionServiceService, sessions, { logger, authorize: sessionAuthorization(auth) }));
+    server.addService(RegistryServiceService, bindService(RegistryServiceService, registryHandlers(registry, admission, quarantine, events), { logger, authorize: registryAuthorization(auth) }));
+    server.addService(HostServiceService, bindService(HostServiceService, hostHandlers(store, compactions, tokenizer, limits, model), { logger, authorize: hostAuthorization(grants) }));
     const health = addStandardServices(server, SERVICE_NAMES);
     const sidecars = new ManagedSidecars(config.engines.managed, auth, logger);
     const storePing = new StorePing(store, health, healthSettings(config), logger.child({ component: "store-ping" }));
-    return new Contextd(config, store, server, health, grants, monitor, sidecars, events, storePing, logger);
+    const metricsServer = new MetricsServer(metrics.registry, {
+      ready: async () => (health.status === "SERVING" ? { ok: true } : { ok: false, reason: health.reason || "NOT_SERVING" }),
+    });
+    return new Contextd(config, store, server, health, grants, monitor, sidecars, events, storePing, logger, metricsServer, tracing, [sync, sweeper]);
   }
 
-  /** Binds the configured address; resolves with the bound address (the real port when 0 was asked). */
-  listen(): Promise<string> {
+  /**
+   * Binds the configured gRPC address and `metrics_listen`; resolves with the bound gRPC address (the
+   * real port when 0 was asked). A taken port rejects, naming it.
+   */
+  async listen(): Promise<string> {
+    this.metricsAddress = await this.metricsServer.listen(this.config.metrics_listen).catch((err: Error) => {
+      throw new Error(`metrics_listen ${this.config.metrics_listen}: ${err.message}`);
+    });
+    return this.listenGrpc();
+  }
+
+  private listenGrpc(): Promise<string> {
     const listen = this.config.listen;
     return new Promise((resolve, reject) => {
       this.server.bindAsync(listen, serverCredentials(this.config.tls), (err, port) => {
-        if (err) return reject(err);
+        if (err) return reject(new Error(`listen ${listen}: ${err.message}`));
         const address = listen.startsWith("unix:") ? listen : `${listen.slice(0, listen.lastIndexOf(":"))}:${port}`;
         // Engines call HostService at host_endpoint; with port 0 only the bound address is real.
         if (this.config.host_endpoint === defaultHostEndpoint(listen)) this.grants.endpoint = defaultHostEndpoint(address);
@@ -139,6 +185,7 @@ export class Contextd {
         this.storePing.start();
         this.monitor.start();
         void this.monitor.checkAll();
+        for (const loop of this.background) loop.start();
         this.sidecars.start(defaultHostEndpoint(address));
         resolve(address);
       });
@@ -191,9 +238,14 @@ export class Contextd {
 
   async close(): Promise<void> {
     this.storePing.stop();
+    await Promise.all(this.background.map((loop) => loop.stop()));
+    await this.metricsServer.close();
+    await this.tracing.shutdown();
     await this.store.close();
   }
 }
+
+const HEALTH_VALUE: Record<number, number> = { [EngineHealth.ENGINE_HEALTH_SERVING]: 1, [EngineHealth.ENGINE_HEALTH_NOT_SERVING]: 0, [EngineHealth.ENGINE_HEALTH_UNKNOWN]: -1 };
 
 /** Resolves after `ms`, or at once when `signal` fires. */
 function delay(ms: number, signal?: AbortSignal): Promise<void> {

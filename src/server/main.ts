@@ -30,9 +30,9 @@ async function main(): Promise<void> {
     address = await contextd.listen();
   } catch (err) {
     await contextd.close();
-    fail(1, `cannot listen on ${config.listen}: ${err instanceof Error ? err.message : String(err)}`);
+    fail(1, `cannot listen: ${err instanceof Error ? err.message : String(err)}`);
   }
-  logger.info({ address, store: contextd.storeKind, auth_required: config.auth.required }, "contextd listening");
+  logger.info({ address, metrics_address: contextd.metricsAddress, store: contextd.storeKind, auth_required: config.auth.required }, "contextd listening");
 
   // The first SIGTERM/SIGINT drains (Contextd.shutdown: NOT_SERVING, health.drain_delay, no new
   // calls, the calls in flight finish within health.shutdown_grace); a second one during the drain

@@ -16,6 +16,20 @@ export interface RegistryStore {
   /** Removes the record; the ejection count lives on in `ejections` of the next record the caller writes. */
   clearQuarantine(engineId: string): Promise<boolean>;
   listQuarantines(): Promise<Map<string, QuarantineState>>;
+
+  /**
+   * Tells `onChange` about registry writes made through ANY store on the same data — other
+   * replicas' and this one's own — until the watch is closed (src/registry/registry-sync.ts
+   * applies them). A change names the engine id and what happened; the records themselves are read
+   * with listRegistrations / listQuarantines, so a change that arrives twice, late or out of order
+   * does no harm. `{ kind: "resync" }` says changes may have been missed (the watch's connection was
+   * lost and is back): re-read everything.
+   *
+   * PostgreSQL: every write sends a NOTIFY on channel `contextd_registry` in its own transaction,
+   * and the watch LISTENs on a connection of its own (not the pool), reconnecting when it is lost.
+   * SQLite: a single process, nothing to watch — `shared` is false and `onChange` is never called.
+   */
+  watchRegistry(onChange: (change: RegistryChange) => void, options?: RegistryWatchOptions): RegistryWatch;
 }
 
 export interface StoredRegistration {
@@ -26,3 +40,24 @@ export interface StoredRegistration {
   protocolVersion: number;
   registeredAtMs: number;
 }
+
+/** What a registry write did, as a watch reports it. */
+export type RegistryChangeKind = "registered" | "deregistered" | "quarantined" | "released";
+
+export type RegistryChange = { kind: RegistryChangeKind; engineId: string } | { kind: "resync"; engineId?: undefined };
+
+export interface RegistryWatchOptions {
+  /** Told when the watch's connection is lost (and reconnection begins) or comes back. */
+  onConnection?: (event: { connected: boolean; error?: Error }) => void;
+}
+
+export interface RegistryWatch {
+  /** True when other processes may change the records (PostgreSQL); false for SQLite. */
+  readonly shared: boolean;
+  /** True while the watch is listening (always true for an unshared store). */
+  readonly connected: boolean;
+  close(): Promise<void>;
+}
+
+/** The NOTIFY channel of the PostgreSQL store's registry writes. */
+export const REGISTRY_CHANNEL = "contextd_registry";

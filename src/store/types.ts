@@ -44,9 +44,10 @@ export interface TranscriptStore {
   importSession(sessionId: string, labels: SessionLabels, transcript: ImportedTranscript): Promise<SessionRecord>;
   /**
    * Creates a session that must not exist yet, with initial entries (subagent forks, imports), all
-   * in one transaction. Throws AlreadyExistsError when it exists.
+   * in one transaction. Throws AlreadyExistsError when it exists. `expiresAtMs` (> 0) gives it a
+   * TTL: claimExpiredSubagents returns it once that time has passed (unless it ended first).
    */
-  createSession(sessionId: string, labels: SessionLabels, seed: SeedEntry[]): Promise<SessionRecord>;
+  createSession(sessionId: string, labels: SessionLabels, seed: SeedEntry[], options?: { expiresAtMs?: number }): Promise<SessionRecord>;
   getSession(sessionId: string): Promise<SessionRecord | undefined>;
   /** Sessions ordered by most recent activity first; `cursor` is the previous page's last `updatedAtMs:sessionId`. */
   listSessions(limit: number, cursor?: string): Promise<{ sessions: SessionRecord[]; nextCursor: string }>;
@@ -81,6 +82,26 @@ export interface TranscriptStore {
   rewriteEntries(sessionId: string, rewrites: EntryRewriteInput[], reason: string): Promise<RewriteOutcome>;
   /** Earlier revisions of one entry, oldest first. */
   readEntryRevisions(sessionId: string, entryId: string): Promise<EntryRevision[]>;
+  /**
+   * Records that a subagent session ended (EndSubagent), once: `{ ended: true }` when this call
+   * ended it, otherwise how it had ended before (by an earlier EndSubagent, or the TTL sweep). The
+   * session itself is kept. Throws NotFoundError for an unknown session.
+   */
+  endSubagentSession(sessionId: string, reason: number, atMs: number): Promise<SubagentEnd>;
+  /**
+   * Takes back the end that endSubagentSession recorded at `atMs` (the engine could not be told),
+   * so that a retry may end it again; false when the session's end is another one (or none).
+   */
+  reopenSubagentSession(sessionId: string, atMs: number): Promise<boolean>;
+  /**
+   * Claims subagent sessions whose TTL passed (expiresAtMs <= nowMs) and that have not ended:
+   * marks each ended at `nowMs` with reason SUBAGENT_END_REASON_SWEPT and returns it — at most
+   * `limit`, earliest expiry first. Atomic across connections and processes: of several stores
+   * claiming at once (replicas), each expired session is returned by exactly one, exactly once.
+   */
+  claimExpiredSubagents(nowMs: number, limit: number): Promise<ExpiredSubagent[]>;
+  /** The TTL and end of a session (zeros when it has neither); undefined when it does not exist. */
+  readSubagentState(sessionId: string): Promise<SubagentState | undefined>;
   /** Records what the last assembly added to the system prompt (for the context overview). */
   setSystemAdditionTokens(sessionId: string, tokens: number): Promise<void>;
   /**
@@ -88,7 +109,30 @@ export interface TranscriptStore {
    * cannot be reached throws UnavailableError.
    */
   ping(): Promise<void>;
+  /** How many sessions the store holds (for the `contextd_sessions` gauge; read at most every few seconds). */
+  countSessions(): Promise<number>;
   close(): Promise<void>;
+}
+
+/** endSubagentSession's answer. */
+export type SubagentEnd = { ended: true } | { ended: false; endedAtMs: number; reason: number };
+
+/** A child session claimed by claimExpiredSubagents. */
+export interface ExpiredSubagent {
+  sessionId: string;
+  sessionKey: string;
+  agentId: string;
+  parentSessionId: string;
+  expiresAtMs: number;
+}
+
+export interface SubagentState {
+  /** 0: no TTL. */
+  expiresAtMs: number;
+  /** 0: not ended. */
+  endedAtMs: number;
+  /** The SubagentEndReason it ended with (0 while it has not). */
+  endReason: number;
 }
 
 /** Runtime labels recorded when a session is created. */
@@ -272,6 +316,10 @@ export interface RawSession {
   activeSummaryTokens: number;
   systemAdditionTokens: number;
   headerJson: string;
+  /** Subagent TTL and end (SubagentState; zeros when none). */
+  expiresAtMs: number;
+  endedAtMs: number;
+  endReason: number;
 }
 
 export interface RawEntry {

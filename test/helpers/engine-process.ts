@@ -82,6 +82,8 @@
  *   {event:"cancelled", op, reason:"deadline"|"cancelled"}
  *   {event:"answered" | "answered_late", op, mode}   (ignore_cancel / slow produced their answer,
  *      in time / after the call had already ended)
+ *   {event:"subagent_ended", session_id, reason}   (TS engine, OnSubagentEnded answered ok; reason is
+ *      the SubagentEndReason name, e.g. "SUBAGENT_END_REASON_SWEPT")
  *   {event:"stopping", signal}
  *
  * GetInfo: id = engineId, name "Misbehaving test engine", version "1.0.0", owns_compaction per the

@@ -8,8 +8,8 @@
  *   const stopped = await replicas[0].restart();   // SIGTERM, wait for the drain and exit, start again
  *   await stopReplicas(replicas);
  *
- * Replicas run the built-in legacy engine only (no sidecars): sharing registry state between
- * replicas is tested with the registry, not here.
+ * Replicas run no managed sidecars; a test that needs an engine starts one and registers it at a
+ * replica (test/replicas/registry-sync.test.ts: registry state shared across replicas).
  */
 import { startContextd, type ContextdProcess, type StartContextdOptions } from "./contextd-process.js";
 import { getFreePort } from "./free-port.js";

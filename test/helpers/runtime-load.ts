@@ -2,8 +2,10 @@
  * A steady Append/Assemble load as an agent runtime would send it, with the retry policy a runtime
  * may safely use against several replicas:
  *
- * - a call that failed with UNAVAILABLE is sent again ONLY when that cannot do harm: an append that
- *   carries an idempotency key (a repeat writes nothing and answers the first ids), or a read
+ * - a call that failed with UNAVAILABLE — or whose stream the proxy reset without a status (INTERNAL
+ *   "RST_STREAM … Call ended without gRPC status": the replica died while the call was in flight, so
+ *   it may or may not have been processed) — is sent again ONLY when that cannot do harm: an append
+ *   that carries an idempotency key (a repeat writes nothing and answers the first ids), or a read
  *   (Assemble, GetTranscript, GetSession). Everything else fails at once;
  * - retries back off (50 ms doubling to 500 ms) within `retryWindowMs`;
  * - every call that finally failed is counted (`stats.failures`), with its status and message.
@@ -81,7 +83,8 @@ export async function withRetries<T>(
         if (stats.unavailable.length < 200) stats.unavailable.push(details);
       }
       const backoff = Math.min(500, 50 * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2);
-      if (retryable && code === status.UNAVAILABLE && Date.now() - started + backoff < retryWindowMs) {
+      const lostInFlight = code === status.INTERNAL && /RST_STREAM|without gRPC status/.test(details);
+      if (retryable && (code === status.UNAVAILABLE || lostInFlight) && Date.now() - started + backoff < retryWindowMs) {
         stats.retries++;
         m.retries++;
         await new Promise((r) => setTimeout(r, backoff));

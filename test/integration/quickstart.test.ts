@@ -18,7 +18,7 @@ interface EngineRow {
 /**
  * The README's quick start, as written: `npm start` runs contextd on the checked-in default config
  * — legacy plus the two sample engines as managed sidecars — and `contextctl` talks to it. Only the
- * port and the data files are moved (CONTEXTD_* overrides), so tests can run in parallel.
+ * ports and the data files are moved (CONTEXTD_* overrides), so tests can run in parallel.
  */
 describe("quick start: npm start, then contextctl", () => {
   const dataDir = mkdtempSync(path.join(tmpdir(), "contextd-quickstart-"));
@@ -29,6 +29,7 @@ describe("quick start: npm start, then contextctl", () => {
     env: {
       ...process.env,
       CONTEXTD_LISTEN: "127.0.0.1:0",
+      CONTEXTD_METRICS_LISTEN: "127.0.0.1:0",
       CONTEXTD_STORE: `sqlite:${dataDir}/contextd.db`,
       CONTEXTD_ENGINES__MANAGED__0__ENV__LOSSLESS_DB: `${dataDir}/lossless.db`,
     },

@@ -12,8 +12,8 @@
  * - an append retried with the same idempotency key at ANOTHER replica writes nothing.
  *
  * The replicas run the built-in legacy engine only (no sidecars): routing to registered engines
- * and registry state (registrations, quarantine, host tokens) across replicas are covered by the
- * registry's own tests.
+ * and registry state (registrations, quarantine, host tokens) across replicas are covered by
+ * registry-sync.test.ts.
  */
 import { status } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -230,10 +230,10 @@ describe("serveEngine: ContextEngineService", () => {
     expect((await callError(call(client, "ingest", {}))).code).toBe(status.NOT_FOUND);
     const assemble = await callError(call(client, "assemble", {}));
     expect(assemble.code).toBe(status.INTERNAL);
-    expect(assemble.details).toBe("boom");
+    expect(assemble.details).toBe("internal error: boom");
     const maintain = await callError(call(client, "maintain", {}));
     expect(maintain.code).toBe(status.INTERNAL);
-    expect(maintain.details).toBe("a string");
+    expect(maintain.details).toBe("internal error: a string");
     // The engine is still healthy after failures.
     expect((await call<object, { info: { id: string } }>(client, "getInfo", {})).info.id).toBe("test-engine");
   });

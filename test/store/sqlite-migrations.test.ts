@@ -41,10 +41,10 @@ afterEach(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-describe("schema migrations 1 → 2 → 3", () => {
+describe("schema migrations 1 → 2 → 3 → 4", () => {
   it("upgrades a version-1 file in place, keeping its data", async () => {
     // Build a version-1 file: only migration 1, then data written through its schema.
-    expect(MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3]);
+    expect(MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3, 4]);
     const v1 = new Database(dbPath);
     migrate(v1, 1);
     expect(v1.pragma("user_version", { simple: true })).toBe(1);
@@ -70,7 +70,7 @@ describe("schema migrations 1 → 2 → 3", () => {
     const store = openAt();
     const db = (store as unknown as { db: Database.Database }).db;
     expect(db.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
-    expect(SCHEMA_VERSION).toBe(3);
+    expect(SCHEMA_VERSION).toBe(4);
     expect(await store.getSession("old")).toMatchObject({ sessionKey: "k", agentId: "a", totalTokens: 12, lastSeq: 1 });
     expect(await store.readEntries("old", 0, 10)).toEqual([entry]);
     const view = (await store.readActiveView("old"))!;
@@ -96,6 +96,10 @@ describe("schema migrations 1 → 2 → 3", () => {
       registeredAtMs: 1,
     });
     expect((await store.listRegistrations()).map((r) => r.engineId)).toEqual(["e1"]);
+    // Migration 4: the old session has no TTL and has not ended; new children get one and are swept.
+    expect(await store.readSubagentState("old")).toEqual({ expiresAtMs: 0, endedAtMs: 0, endReason: 0 });
+    await store.createSession("child", { ...LABELS, parentSessionId: "old" }, [], { expiresAtMs: 6000 });
+    expect((await store.claimExpiredSubagents(6000, 10)).map((c) => c.sessionId)).toEqual(["child"]);
 
     // Opening it again does not migrate twice.
     await store.close();

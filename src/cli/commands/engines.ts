@@ -1,7 +1,8 @@
-import { Metadata, status as Status, type ServiceError, type StatusObject } from "@grpc/grpc-js";
+import { status as Status, type ServiceError, type StatusObject } from "@grpc/grpc-js";
 import type { Command } from "commander";
 import { EngineEvent, EngineStatus, RegistryServiceClient, WatchEnginesRequest, type WatchEnginesResponse } from "../../contract/gen/contextd/v1/registry.js";
-import { channelCredentials, type ClientOptions } from "../../sdk/grpc-call.js";
+import { outgoingMetadata } from "../../contract/metadata.js";
+import { CHANNEL_OPTIONS, channelCredentials, type ClientOptions } from "../../sdk/grpc-call.js";
 import { eventLine, examples, healthName, printJson, quarantineText, table } from "../format.js";
 import { bad, tone } from "../style.js";
 import { action, clientOptionsFor, globals, listEngines } from "./shared.js";
@@ -71,9 +72,8 @@ export function registerEngines(program: Command): void {
  * the server ends the stream (resolves on OK, rejects with the status error otherwise). No deadline.
  */
 async function watchEngines(options: ClientOptions, includeCurrent: boolean, onEvent: (ev: EngineEvent) => void): Promise<void> {
-  const client = new RegistryServiceClient(options.address, channelCredentials(options));
-  const metadata = new Metadata();
-  if (options.token) metadata.set("authorization", `Bearer ${options.token}`);
+  const client = new RegistryServiceClient(options.address, channelCredentials(options), CHANNEL_OPTIONS);
+  const metadata = outgoingMetadata({ token: options.token });
   const stream = client.watchEngines(WatchEnginesRequest.fromPartial({ includeCurrent }), metadata);
   let interrupted = false;
   const stop = (): void => {

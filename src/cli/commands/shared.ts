@@ -2,7 +2,7 @@ import { makeGenericClientConstructor, type Client } from "@grpc/grpc-js";
 import { InvalidArgumentError, type Command } from "commander";
 import { service as healthService } from "grpc-health-check";
 import { RegistryServiceClient, ListEnginesRequest, type EngineStatus } from "../../contract/gen/contextd/v1/registry.js";
-import { callUnary, channelCredentials, type ClientOptions } from "../../sdk/grpc-call.js";
+import { CHANNEL_OPTIONS, callUnary, channelCredentials, type ClientOptions } from "../../sdk/grpc-call.js";
 import { ContextdClient } from "../../sdk/runtime-client.js";
 import { exitCodeFor } from "../exit-codes.js";
 import { errorText } from "../format.js";
@@ -53,7 +53,7 @@ export function clientOptionsFor(cmd: Command, role: TokenRole, defaultTimeoutMs
 
 /** Runs `fn` with a RegistryService client and closes it afterwards. */
 export async function withRegistry<T>(options: ClientOptions, fn: (client: RegistryServiceClient) => Promise<T>): Promise<T> {
-  const client = new RegistryServiceClient(options.address, channelCredentials(options));
+  const client = new RegistryServiceClient(options.address, channelCredentials(options), CHANNEL_OPTIONS);
   try {
     return await fn(client);
   } finally {
@@ -80,7 +80,7 @@ const HealthClient = makeGenericClientConstructor(healthService, "Health");
 
 /** grpc.health.v1 Check for the whole server (`service: ""`): the status name, e.g. `SERVING`. */
 export async function checkHealth(options: ClientOptions): Promise<string> {
-  const client = new HealthClient(options.address, channelCredentials(options)) as Client & Record<string, unknown>;
+  const client = new HealthClient(options.address, channelCredentials(options), CHANNEL_OPTIONS) as Client & Record<string, unknown>;
   try {
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     const res = await callUnary<{ service: string }, { status: string | number }>(client, client.check as any, { service: "" }, options);

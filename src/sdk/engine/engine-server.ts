@@ -1,6 +1,8 @@
 import { Metadata, status, type handleUnaryCall, type sendUnaryData, type ServerUnaryCall, type ServiceError } from "@grpc/grpc-js";
 import type { Logger } from "pino";
-import { ContextdError } from "../../contract/errors.js";
+import { statusOf } from "../../contract/grpc-status.js";
+import { lazyChild } from "../../contract/lazy-logger.js";
+import { requestIdOf, traceContextOf } from "../../contract/metadata.js";
 import {
   BootstrapResponse,
   ContextEngineServiceAfterTurnResponse,
@@ -49,41 +51,16 @@ interface RpcSpec<Req, Res> {
   finish?: (req: Req, answer: Record<string, unknown>, log: Logger) => Record<string, unknown>;
 }
 
-/** Maps what an engine method threw to the gRPC status its caller gets. */
+/** Maps what an engine method threw to the gRPC status its caller gets (contextd's own mapping). */
 export function toStatus(err: unknown, scope?: CallScope): { code: status; details: string } {
-  if (err instanceof ContextdError) return { code: err.code, details: err.message };
-  if (isAbortError(err)) {
-    const deadline = err.name === "TimeoutError" || scope?.cause() === "deadline" || (scope !== undefined && Date.now() >= scope.deadlineMs);
-    return { code: deadline ? status.DEADLINE_EXCEEDED : status.CANCELLED, details: err.message || (deadline ? "deadline exceeded" : "cancelled") };
-  }
-  const message = err instanceof Error ? err.message : String(err);
-  return { code: status.INTERNAL, details: message || "internal error" };
+  const cause = scope?.cause();
+  return statusOf(err, scope ? { deadlineMs: scope.deadlineMs, cause: cause === "deadline" ? "deadline" : cause ? "cancelled" : undefined } : undefined);
 }
 
 function serviceError(code: status, details: string): Partial<ServiceError> {
   return { code, details, metadata: new Metadata() };
 }
 
-let requestCounter = 0;
-function requestId(metadata: Metadata): string {
-  const value = metadata.get("x-request-id")[0];
-  return typeof value === "string" && value ? value : `${process.pid.toString(36)}-${(++requestCounter).toString(36)}`;
-}
-
-const LEVELS = new Set(["trace", "debug", "info", "warn", "error", "fatal"]);
-const noop = () => undefined;
-
-/** A Logger whose child is created on first use; calls at a disabled level never create it. */
-function lazyLogger(parent: Logger, get: () => Logger): Logger {
-  return new Proxy({} as Logger, {
-    get(_target, prop) {
-      if (typeof prop === "string" && LEVELS.has(prop) && !parent.isLevelEnabled(prop)) return noop;
-      const target = get() as unknown as Record<PropertyKey, unknown>;
-      const value = target[prop];
-      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-    },
-  });
-}
 
 /** Sums the host-counted tokens of assembled messages (for an answer that left `estimatedTokens` unset). */
 function finishAssemble(req: ContextEngineServiceAssembleRequest, answer: Record<string, unknown>, log: Logger): Record<string, unknown> {
@@ -177,9 +154,7 @@ export function createEngineService(deps: EngineServiceDeps): ContextEngineServi
       const scope = createCallScope(call);
       // A child logger per call only when something is logged: creating one on every call was a
       // measurable share of the per-call cost (bench/gateway_overhead).
-      let callLog: Logger | undefined;
-      const childLog = () => (callLog ??= rpcLog.child({ requestId: requestId(call.metadata) }));
-      const log = lazyLogger(rpcLog, childLog);
+      const log = lazyChild(rpcLog, () => ({ requestId: requestIdOf(call.metadata) }));
       const started = performance.now();
       let answered = false;
       const answer = (err: Partial<ServiceError> | null, res: Res | null) => {
@@ -210,7 +185,7 @@ export function createEngineService(deps: EngineServiceDeps): ContextEngineServi
         signal: scope.signal,
         deadlineMs: scope.deadlineMs,
         host: hostContext?.endpoint
-          ? new BoundHostClient(d.hostChannels, hostContext, { signal: scope.signal, deadlineMs: scope.deadlineMs, session })
+          ? new BoundHostClient(d.hostChannels, hostContext, { signal: scope.signal, deadlineMs: scope.deadlineMs, session, trace: traceContextOf(call.metadata) })
           : undefined,
         log,
         method: spec.rpc,

@@ -14,7 +14,7 @@ import {
   type RewriteTranscriptEntriesResponse,
 } from "../../contract/gen/contextd/v1/host.js";
 import type { HostContext, SessionRef, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
-import { callUnary } from "../grpc-call.js";
+import { CHANNEL_OPTIONS, callUnary } from "../grpc-call.js";
 import { anySignal } from "./call-context.js";
 import type { EngineCallContext } from "./engine-definition.js";
 
@@ -74,13 +74,6 @@ export class HostCallError extends ContextdError {
   }
 }
 
-// Reconnect quickly when contextd restarts instead of backing off for up to two minutes.
-const CHANNEL_OPTIONS = {
-  "grpc.max_receive_message_length": 64 * 1024 * 1024,
-  "grpc.max_send_message_length": 64 * 1024 * 1024,
-  "grpc.initial_reconnect_backoff_ms": 200,
-  "grpc.max_reconnect_backoff_ms": 2_000,
-};
 
 /** Used when neither the engine call nor the HostContext has a deadline. */
 const FALLBACK_TIMEOUT_MS = 60_000;
@@ -117,7 +110,8 @@ export class BoundHostClient implements HostClient {
   constructor(
     private readonly channels: HostChannels,
     host: HostContext,
-    private readonly call: { signal: AbortSignal; deadlineMs: number; session?: SessionRef },
+    /** The engine call in progress: its cancellation, deadline, session, and the trace context its callbacks continue. */
+    private readonly call: { signal: AbortSignal; deadlineMs: number; session?: SessionRef; trace?: Record<string, string> },
   ) {
     this.endpoint = host.endpoint;
     this.token = host.token;
@@ -193,7 +187,7 @@ export class BoundHostClient implements HostClient {
     }
     const client = this.channels.get(this.endpoint);
     try {
-      return await callUnary(client, method, request, { address: this.endpoint, token: this.token || undefined }, { timeoutMs: remaining, signal });
+      return await callUnary(client, method, request, { address: this.endpoint, token: this.token || undefined }, { timeoutMs: remaining, signal, trace: this.call.trace });
     } catch (err) {
       const e = err as Partial<ServiceError>;
       if (typeof e.code === "number") throw new HostCallError(e.code, rpc, e.details || e.message || "failed");

@@ -1,12 +1,7 @@
 import type { ChannelCredentials } from "@grpc/grpc-js";
 import { RegistryServiceClient } from "../../contract/gen/contextd/v1/registry.js";
-import { callUnary, type ClientOptions } from "../grpc-call.js";
+import { CHANNEL_OPTIONS, callUnary, type ClientOptions } from "../grpc-call.js";
 
-const CHANNEL_OPTIONS = {
-  // Reconnect quickly when the registry comes (back) up instead of backing off for up to two minutes.
-  "grpc.initial_reconnect_backoff_ms": 200,
-  "grpc.max_reconnect_backoff_ms": 2_000,
-};
 
 /** A call was refused because the Registrar is stopping: the caller just ends, it is no failure. */
 export class Stopped extends Error {}

@@ -105,6 +105,19 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    description: "subagent TTLs: when a child session expires, and when (and why) it ended",
+    sql: `
+      -- As SQLite's migration 4: ttl_ms as an absolute time (0: none), the end (0: not ended) and
+      -- its SubagentEndReason. The sweep claims with FOR UPDATE SKIP LOCKED (transcript-writes.ts).
+      ALTER TABLE sessions ADD COLUMN expires_at_ms BIGINT  NOT NULL DEFAULT 0;
+      ALTER TABLE sessions ADD COLUMN ended_at_ms   BIGINT  NOT NULL DEFAULT 0;
+      ALTER TABLE sessions ADD COLUMN end_reason    INTEGER NOT NULL DEFAULT 0;
+
+      CREATE INDEX sessions_expiring ON sessions (expires_at_ms) WHERE expires_at_ms > 0 AND ended_at_ms = 0;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

@@ -1,12 +1,13 @@
 import { ContextdError, FailedPreconditionError, InvalidArgumentError, NotFoundError } from "../../contract/errors.js";
 import type { QuarantineState } from "../../contract/gen/contextd/v1/registry.js";
 import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
-import type { RegistryStore, StoredRegistration } from "../registry-store.js";
+import type { RegistryChange, RegistryStore, RegistryWatch, RegistryWatchOptions, StoredRegistration } from "../registry-store.js";
 import type {
   ActiveTotals,
   ActiveView,
   EntryRevision,
   EntryRewriteInput,
+  ExpiredSubagent,
   IdempotencyKey,
   IdempotentAppend,
   ImportedTranscript,
@@ -24,17 +25,21 @@ import type {
   SessionRecord,
   StoreCopy,
   StoreRowCounts,
+  SubagentEnd,
+  SubagentState,
   TranscriptStore,
 } from "../types.js";
 import { count, PgDatabase, run } from "./database.js";
 import { appendIdempotent } from "./idempotent-append.js";
 import { migrate, type MigrationOutcome } from "./migrations.js";
-import { createPool, parsePostgresUrl } from "./pool-config.js";
+import { createPool, parsePostgresUrl, type ParsedPostgresUrl } from "./pool-config.js";
+import { RegistryListener } from "./registry-listener.js";
 import * as registry from "./registry-records.js";
 import { checkTokenCount, decodeEntry, sessionFromJson, toEntryRevision, toSessionRecord, toViewMessage, type PayloadRow, type SessionRow } from "./rows.js";
 import { importSession } from "./session-import.js";
 import { SQL } from "./statements.js";
 import * as copy from "./store-copy.js";
+import * as subagents from "./subagent-records.js";
 import * as writes from "./transcript-writes.js";
 
 const DEFAULT_LIST_LIMIT = 100;
@@ -66,10 +71,14 @@ const DEFAULT_READ_LIMIT = 1_000;
 export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy {
   readonly kind = "postgres" as const;
 
+  /** Open registry watches (watchRegistry), closed with the store. */
+  private readonly watches = new Set<RegistryListener>();
+
   private constructor(
     private readonly db: PgDatabase,
     /** What open() found and did to the schema. */
     readonly migration: MigrationOutcome,
+    private readonly parsed: ParsedPostgresUrl,
   ) {}
 
   /** Connects to the database a `postgres://` URL names and migrates it (see pool-config.ts for the URL). */
@@ -77,7 +86,7 @@ export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy 
     const parsed = parsePostgresUrl(url);
     const db = new PgDatabase(createPool(parsed), parsed.where, parsed.settings.poolMax);
     try {
-      return new PostgresStore(db, await migrate(db));
+      return new PostgresStore(db, await migrate(db), parsed);
     } catch (err) {
       await db.end();
       if (err instanceof ContextdError) throw err;
@@ -103,8 +112,8 @@ export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy 
     return importSession(this.db, sessionId, labels, transcript);
   }
 
-  async createSession(sessionId: string, labels: SessionLabels, seed: SeedEntry[]): Promise<SessionRecord> {
-    return writes.createSession(this.db, sessionId, labels, seed);
+  async createSession(sessionId: string, labels: SessionLabels, seed: SeedEntry[], options: { expiresAtMs?: number } = {}): Promise<SessionRecord> {
+    return writes.createSession(this.db, sessionId, labels, seed, options.expiresAtMs ?? 0);
   }
 
   async getSession(sessionId: string): Promise<SessionRecord | undefined> {
@@ -213,6 +222,24 @@ export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy 
     });
   }
 
+  // --- subagent TTLs (subagent-records.ts) ------------------------------------------------------
+
+  async endSubagentSession(sessionId: string, reason: number, atMs: number): Promise<SubagentEnd> {
+    return subagents.endSubagentSession(this.db, sessionId, reason, atMs);
+  }
+
+  async reopenSubagentSession(sessionId: string, atMs: number): Promise<boolean> {
+    return subagents.reopenSubagentSession(this.db, sessionId, atMs);
+  }
+
+  async claimExpiredSubagents(nowMs: number, limit: number): Promise<ExpiredSubagent[]> {
+    return subagents.claimExpiredSubagents(this.db, nowMs, limit);
+  }
+
+  async readSubagentState(sessionId: string): Promise<SubagentState | undefined> {
+    return subagents.readSubagentState(this.db, sessionId);
+  }
+
   async setSystemAdditionTokens(sessionId: string, tokens: number): Promise<void> {
     checkTokenCount(tokens, "system addition tokens");
     const changed = await this.db.transaction((conn) => count(conn, SQL.setSystemAdditionTokens, [sessionId, tokens]));
@@ -221,6 +248,11 @@ export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy 
 
   async ping(): Promise<void> {
     await this.db.ping();
+  }
+
+  async countSessions(): Promise<number> {
+    const [row] = await this.db.read((conn) => run<{ n: string | number }>(conn, SQL.countSessions));
+    return Number(row?.n ?? 0);
   }
 
   // --- RegistryStore ---------------------------------------------------------------------------
@@ -247,6 +279,13 @@ export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy 
 
   async listQuarantines(): Promise<Map<string, QuarantineState>> {
     return registry.listQuarantines(this.db);
+  }
+
+  /** LISTEN on a connection of its own, reconnected when lost (registry-listener.ts). */
+  watchRegistry(onChange: (change: RegistryChange) => void, options?: RegistryWatchOptions): RegistryWatch {
+    const listener: RegistryListener = new RegistryListener(this.parsed, onChange, options, () => this.watches.delete(listener));
+    this.watches.add(listener);
+    return listener;
   }
 
   // --- StoreCopy -------------------------------------------------------------------------------
@@ -283,8 +322,9 @@ export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy 
     return copy.beginRawWrite(this.db);
   }
 
-  /** Ends the pool: waits for checked-out connections to come back, then closes them all. */
+  /** Closes the registry watches, then ends the pool: waits for checked-out connections to come back, then closes them all. */
   async close(): Promise<void> {
+    await Promise.all([...this.watches].map((w) => w.close()));
     await this.db.end();
   }
 }

@@ -1,22 +1,42 @@
 import { QuarantineState } from "../../contract/gen/contextd/v1/registry.js";
-import type { StoredRegistration } from "../registry-store.js";
+import { REGISTRY_CHANNEL, type RegistryChangeKind, type StoredRegistration } from "../registry-store.js";
 import { quarantineRow, registrationRow, toStoredRegistration, type QuarantineRow, type RegistrationRow } from "../sqlite/registry-rows.js";
-import { count, run, type PgDatabase } from "./database.js";
+import { count, run, type Conn, type PgDatabase } from "./database.js";
 import { bytea } from "./rows.js";
 import { SQL } from "./statements.js";
 
 // PostgresStore's RegistryStore half: engine registrations and quarantine records, in the same
 // database as the transcripts, so every replica reads the same ones. The records are validated and
 // encoded by the SQLite store's functions (sqlite/registry-rows.ts): one definition of a valid
-// record. Each call is a single statement; lists are ordered by engine id.
+// record. Each write is one statement plus a NOTIFY on channel `contextd_registry` in the same
+// transaction — PostgreSQL delivers it to every listening replica when (and only if) the write
+// commits (registry-listener.ts); lists are ordered by engine id.
+
+/** The NOTIFY payload: which engine, and what happened to it. */
+export interface RegistryNotification {
+  engine_id: string;
+  change: RegistryChangeKind;
+}
+
+function notify(conn: Conn, engineId: string, change: RegistryChangeKind): Promise<unknown> {
+  const payload: RegistryNotification = { engine_id: engineId, change };
+  return run(conn, SQL.notifyRegistry, [REGISTRY_CHANNEL, JSON.stringify(payload)]);
+}
 
 export async function saveRegistration(db: PgDatabase, registration: StoredRegistration): Promise<void> {
   const r = registrationRow(registration);
-  await db.transaction((conn) => run(conn, SQL.saveRegistration, [r.engine_id, r.owner, r.endpoint, bytea(r.info), r.protocol_version, r.registered_at_ms]));
+  await db.transaction(async (conn) => {
+    await run(conn, SQL.saveRegistration, [r.engine_id, r.owner, r.endpoint, bytea(r.info), r.protocol_version, r.registered_at_ms]);
+    await notify(conn, r.engine_id, "registered");
+  });
 }
 
 export async function deleteRegistration(db: PgDatabase, engineId: string): Promise<boolean> {
-  return db.transaction(async (conn) => (await count(conn, SQL.deleteRegistration, [engineId])) > 0);
+  return db.transaction(async (conn) => {
+    const deleted = (await count(conn, SQL.deleteRegistration, [engineId])) > 0;
+    if (deleted) await notify(conn, engineId, "deregistered");
+    return deleted;
+  });
 }
 
 export async function listRegistrations(db: PgDatabase): Promise<StoredRegistration[]> {
@@ -25,11 +45,18 @@ export async function listRegistrations(db: PgDatabase): Promise<StoredRegistrat
 
 export async function saveQuarantine(db: PgDatabase, engineId: string, quarantine: QuarantineState): Promise<void> {
   const q = quarantineRow(engineId, quarantine, Date.now());
-  await db.transaction((conn) => run(conn, SQL.saveQuarantine, [q.engine_id, bytea(q.payload), q.updated_at_ms]));
+  await db.transaction(async (conn) => {
+    await run(conn, SQL.saveQuarantine, [q.engine_id, bytea(q.payload), q.updated_at_ms]);
+    await notify(conn, q.engine_id, "quarantined");
+  });
 }
 
 export async function clearQuarantine(db: PgDatabase, engineId: string): Promise<boolean> {
-  return db.transaction(async (conn) => (await count(conn, SQL.clearQuarantine, [engineId])) > 0);
+  return db.transaction(async (conn) => {
+    const cleared = (await count(conn, SQL.clearQuarantine, [engineId])) > 0;
+    if (cleared) await notify(conn, engineId, "released");
+    return cleared;
+  });
 }
 
 export async function listQuarantines(db: PgDatabase): Promise<Map<string, QuarantineState>> {

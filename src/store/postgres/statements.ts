@@ -12,6 +12,7 @@ const ENTRY_COLUMNS = "session_id, seq, id, parent_id, kind, role, token_count, 
 
 export const SQL = {
   session: stmt("session", "SELECT * FROM sessions WHERE session_id = $1"),
+  countSessions: stmt("count_sessions", "SELECT COUNT(*) AS n FROM sessions"),
   /** Writers lock the session row first: that is what orders concurrent appends to one session. */
   lockSession: stmt("lock_session", "SELECT * FROM sessions WHERE session_id = $1 FOR UPDATE"),
   /** Creates the row unless it exists; a concurrent creator's uncommitted row makes this wait for it. */
@@ -77,6 +78,34 @@ export const SQL = {
   /** Entries, revisions and idempotency keys go with it (ON DELETE CASCADE). */
   deleteSession: stmt("delete_session", "DELETE FROM sessions WHERE session_id = $1"),
   setSystemAdditionTokens: stmt("set_system_addition_tokens", "UPDATE sessions SET system_addition_tokens = $2 WHERE session_id = $1"),
+  // subagent TTLs (subagent-records.ts)
+  setExpiry: stmt("set_expiry", "UPDATE sessions SET expires_at_ms = $2 WHERE session_id = $1"),
+  subagentState: stmt("subagent_state", "SELECT expires_at_ms, ended_at_ms, end_reason FROM sessions WHERE session_id = $1"),
+  /** Waits for a sweep that holds the row, then finds it ended (ended_at_ms is re-checked on the new version). */
+  endSession: stmt(
+    "end_session",
+    "UPDATE sessions SET ended_at_ms = $2, end_reason = $3 WHERE session_id = $1 AND ended_at_ms = 0 RETURNING session_id",
+  ),
+  reopenSession: stmt("reopen_session", "UPDATE sessions SET ended_at_ms = 0, end_reason = 0 WHERE session_id = $1 AND ended_at_ms = $2"),
+  /**
+   * The sweep's claim, one statement: lock the expired children nobody else holds (SKIP LOCKED: a
+   * replica claiming at the same moment, or an append holding the row, makes this one pass them
+   * over), mark them ended, return them. A row another claim ended meanwhile fails the re-check
+   * of `ended_at_ms = 0` after the lock and is not returned. The locking SELECT is a MATERIALIZED
+   * CTE so that it runs once: as a plain subquery the planner may scan it again per outer row and
+   * claim more than `$2`.
+   */
+  claimExpired: stmt(
+    "claim_expired",
+    `WITH c AS MATERIALIZED (
+       SELECT session_id FROM sessions
+       WHERE expires_at_ms > 0 AND ended_at_ms = 0 AND expires_at_ms <= $1
+       ORDER BY expires_at_ms, session_id LIMIT $2
+       FOR UPDATE SKIP LOCKED)
+     UPDATE sessions s SET ended_at_ms = $1, end_reason = $3
+     FROM c WHERE s.session_id = c.session_id AND s.ended_at_ms = 0
+     RETURNING s.session_id, s.session_key, s.agent_id, s.parent_session_id, s.expires_at_ms`,
+  ),
   // rewrites
   rewriteTargets: stmt("rewrite_targets", "SELECT id, seq, kind, token_count, payload FROM entries WHERE session_id = $1 AND id = ANY($2::text[])"),
   updateEntry: stmt("update_entry", "UPDATE entries SET role = $3, token_count = $4, payload = $5 WHERE session_id = $1 AND seq = $2"),
@@ -106,4 +135,6 @@ export const SQL = {
   ),
   clearQuarantine: stmt("clear_quarantine", "DELETE FROM engine_quarantines WHERE engine_id = $1"),
   listQuarantines: stmt("list_quarantines", "SELECT * FROM engine_quarantines ORDER BY engine_id"),
+  /** Sent in the transaction of every registry write (registry-records.ts), delivered at its commit. */
+  notifyRegistry: stmt("notify_registry", "SELECT pg_notify($1, $2)"),
 } satisfies Record<string, Statement>;

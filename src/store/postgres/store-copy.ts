@@ -37,6 +37,9 @@ const SESSION_COLUMNS: [keyof RawSession, string][] = [
   ["activeSummaryTokens", "active_summary_tokens"],
   ["systemAdditionTokens", "system_addition_tokens"],
   ["headerJson", "header_json"],
+  ["expiresAtMs", "expires_at_ms"],
+  ["endedAtMs", "ended_at_ms"],
+  ["endReason", "end_reason"],
 ];
 
 const SELECT_SESSION = `SELECT ${SESSION_COLUMNS.map(([k, c]) => `${c} AS "${k}"`).join(", ")} FROM sessions WHERE session_id = $1`;

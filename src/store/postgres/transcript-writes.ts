@@ -24,6 +24,7 @@ import {
   type RewriteTargetRow,
   type SessionRow,
 } from "./rows.js";
+import { checkTimeMs } from "../sqlite/rows.js";
 import { SQL } from "./statements.js";
 
 // The transcript write paths of PostgresStore (the class documents their behaviour; it is the
@@ -66,12 +67,14 @@ export async function appendInTransaction(
   return built.map((b) => b.entry);
 }
 
-export async function createSession(db: PgDatabase, sessionId: string, labels: SessionLabels, seed: SeedEntry[]): Promise<SessionRecord> {
+export async function createSession(db: PgDatabase, sessionId: string, labels: SessionLabels, seed: SeedEntry[], expiresAtMs = 0): Promise<SessionRecord> {
   checkSessionId(sessionId);
   if (!Array.isArray(seed)) throw new InvalidArgumentError("seed must be a list");
+  checkTimeMs(expiresAtMs, "expiresAtMs");
   return db.transaction(async (conn) => {
     const now = Date.now();
     const row = await insertNewSession(conn, sessionId, labels, now);
+    if (expiresAtMs > 0) await run(conn, SQL.setExpiry, [sessionId, expiresAtMs]);
     // Ids are assigned up front so that a seed compaction may name any seed message as its first kept entry.
     const ids = seed.map(() => newEntryId());
     const rows: EntryRow[] = [];

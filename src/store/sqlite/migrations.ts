@@ -129,6 +129,22 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 4,
+    description: "subagent TTLs: when a child session expires, and when (and why) it ended",
+    sql: `
+      -- PrepareSubagentSpawn's ttl_ms as an absolute time (0: no TTL). The sweep claims sessions
+      -- whose time passed and that have not ended (src/host/subagent-sweeper.ts).
+      ALTER TABLE sessions ADD COLUMN expires_at_ms INTEGER NOT NULL DEFAULT 0;
+      -- When the subagent ended (EndSubagent, or the sweep; 0: it has not), and the
+      -- SubagentEndReason. Set once: the engine hears OnSubagentEnded once per child.
+      ALTER TABLE sessions ADD COLUMN ended_at_ms INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE sessions ADD COLUMN end_reason INTEGER NOT NULL DEFAULT 0;
+
+      -- What the sweep reads: only children with a TTL that are still running.
+      CREATE INDEX sessions_expiring ON sessions (expires_at_ms) WHERE expires_at_ms > 0 AND ended_at_ms = 0;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

@@ -39,6 +39,27 @@ export interface SessionRow {
   header_json: string;
 }
 
+/** The subagent TTL columns of a session row (migration 4). */
+export interface SubagentStateRow {
+  expires_at_ms: number;
+  ended_at_ms: number;
+  end_reason: number;
+}
+
+/** A child session whose TTL passed, as the sweep reads it. */
+export interface ExpiredRow {
+  session_id: string;
+  session_key: string;
+  agent_id: string;
+  parent_session_id: string;
+  expires_at_ms: number;
+}
+
+/** A time in ms the store keeps (a TTL's end, an end's time): a safe non-negative integer. */
+export function checkTimeMs(ms: number, what: string): void {
+  if (!Number.isSafeInteger(ms) || ms < 0) throw new InvalidArgumentError(`${what} must be a non-negative integer of milliseconds, got ${String(ms)}`);
+}
+
 /** The parameters of the entries INSERT statement. */
 export interface EntryRow {
   session_id: string;

@@ -3,12 +3,13 @@ import Database from "better-sqlite3";
 import { InvalidArgumentError, NotFoundError } from "../../contract/errors.js";
 import type { QuarantineState } from "../../contract/gen/contextd/v1/registry.js";
 import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
-import type { RegistryStore, StoredRegistration } from "../registry-store.js";
+import type { RegistryChange, RegistryStore, RegistryWatch, RegistryWatchOptions, StoredRegistration } from "../registry-store.js";
 import type {
   ActiveTotals,
   ActiveView,
   EntryRevision,
   EntryRewriteInput,
+  ExpiredSubagent,
   IdempotencyKey,
   IdempotentAppend,
   ImportedTranscript,
@@ -26,6 +27,8 @@ import type {
   SessionRecord,
   StoreCopy,
   StoreRowCounts,
+  SubagentEnd,
+  SubagentState,
   TranscriptStore,
 } from "../types.js";
 import { appendIdempotent } from "./idempotent-append.js";
@@ -35,6 +38,7 @@ import * as registry from "./registry-records.js";
 import { checkTokenCount, decodeEntry, toEntryRevision, toSessionRecord, toViewMessage, type SessionRow } from "./rows.js";
 import { prepareStatements, type Statements } from "./statements.js";
 import { SqliteStoreCopy } from "./store-copy.js";
+import * as subagents from "./subagent-records.js";
 import * as writes from "./transcript-writes.js";
 
 export { newEntryId } from "./rows.js";
@@ -125,8 +129,8 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
     return importSession(this.db, this.stmts, sessionId, labels, transcript);
   }
 
-  async createSession(sessionId: string, labels: SessionLabels, seed: SeedEntry[]): Promise<SessionRecord> {
-    return writes.createSession(this.db, this.stmts, sessionId, labels, seed);
+  async createSession(sessionId: string, labels: SessionLabels, seed: SeedEntry[], options: { expiresAtMs?: number } = {}): Promise<SessionRecord> {
+    return writes.createSession(this.db, this.stmts, sessionId, labels, seed, options.expiresAtMs ?? 0);
   }
 
   async getSession(sessionId: string): Promise<SessionRecord | undefined> {
@@ -242,11 +246,33 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
     return run.deferred();
   }
 
+  // --- subagent TTLs (subagent-records.ts) ------------------------------------------------------
+
+  async endSubagentSession(sessionId: string, reason: number, atMs: number): Promise<SubagentEnd> {
+    return subagents.endSubagentSession(this.db, this.stmts, sessionId, reason, atMs);
+  }
+
+  async reopenSubagentSession(sessionId: string, atMs: number): Promise<boolean> {
+    return subagents.reopenSubagentSession(this.stmts, sessionId, atMs);
+  }
+
+  async claimExpiredSubagents(nowMs: number, limit: number): Promise<ExpiredSubagent[]> {
+    return subagents.claimExpiredSubagents(this.db, this.stmts, nowMs, limit);
+  }
+
+  async readSubagentState(sessionId: string): Promise<SubagentState | undefined> {
+    return subagents.readSubagentState(this.stmts, sessionId);
+  }
+
   async setSystemAdditionTokens(sessionId: string, tokens: number): Promise<void> {
     checkTokenCount(tokens, "system addition tokens");
     if (this.stmts.setSystemAdditionTokens.run(tokens, sessionId).changes === 0) {
       throw new NotFoundError(`session ${sessionId} not found`);
     }
+  }
+
+  async countSessions(): Promise<number> {
+    return (this.db.prepare("SELECT COUNT(*) AS n FROM sessions").get() as { n: number }).n;
   }
 
   /** The file is local: answering at all is the whole check. */
@@ -278,6 +304,11 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
 
   async listQuarantines(): Promise<Map<string, QuarantineState>> {
     return registry.listQuarantines(this.stmts);
+  }
+
+  /** One process owns the file: nobody else changes the records, so there is nothing to watch. */
+  watchRegistry(_onChange: (change: RegistryChange) => void, _options?: RegistryWatchOptions): RegistryWatch {
+    return { shared: false, connected: true, close: async () => {} };
   }
 
   // --- StoreCopy (store-copy.ts) --------------------------------------------------------------

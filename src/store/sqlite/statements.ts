@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 
 import type { QuarantineRow, RegistrationRow } from "./registry-rows.js";
-import type { EntryRow, EntryUpdateRow, IdempotencyRow, PayloadRow, RevisionRow, RewriteTargetRow, SessionRow } from "./rows.js";
+import type { EntryRow, EntryUpdateRow, ExpiredRow, IdempotencyRow, PayloadRow, RevisionRow, RewriteTargetRow, SessionRow, SubagentStateRow } from "./rows.js";
 
 // The SQL of the SQLite store. Statements are prepared once per connection, so the write paths only
 // bind parameters; the row types they bind and return are in rows.ts and registry-rows.ts.
@@ -28,6 +28,12 @@ export interface Statements {
   deleteEntries: Stmt<[string], void>;
   deleteSession: Stmt<[string], void>;
   setSystemAdditionTokens: Stmt<[number, string], void>;
+  // subagent TTLs
+  setExpiry: Stmt<[number, string], void>;
+  subagentState: Stmt<[string], SubagentStateRow>;
+  endSession: Stmt<[number, number, string], void>;
+  reopenSession: Stmt<[string, number], void>;
+  expiredSessions: Stmt<[number, number], ExpiredRow>;
   // rewrites
   rewriteTarget: Stmt<[string, string], RewriteTargetRow>;
   updateEntry: Stmt<[EntryUpdateRow], void>;
@@ -100,6 +106,22 @@ export function prepareStatements(db: Database.Database): Statements {
     deleteSession: db.prepare<[string], void>("DELETE FROM sessions WHERE session_id = ?"),
     setSystemAdditionTokens: db.prepare<[number, string], void>(
       "UPDATE sessions SET system_addition_tokens = ? WHERE session_id = ?",
+    ),
+    setExpiry: db.prepare<[number, string], void>("UPDATE sessions SET expires_at_ms = ? WHERE session_id = ?"),
+    subagentState: db.prepare<[string], SubagentStateRow>(
+      "SELECT expires_at_ms, ended_at_ms, end_reason FROM sessions WHERE session_id = ?",
+    ),
+    endSession: db.prepare<[number, number, string], void>(
+      "UPDATE sessions SET ended_at_ms = ?, end_reason = ? WHERE session_id = ? AND ended_at_ms = 0",
+    ),
+    reopenSession: db.prepare<[string, number], void>(
+      "UPDATE sessions SET ended_at_ms = 0, end_reason = 0 WHERE session_id = ? AND ended_at_ms = ?",
+    ),
+    // The partial index sessions_expiring serves this (its WHERE is implied by this one's).
+    expiredSessions: db.prepare<[number, number], ExpiredRow>(
+      `SELECT session_id, session_key, agent_id, parent_session_id, expires_at_ms FROM sessions
+       WHERE expires_at_ms > 0 AND ended_at_ms = 0 AND expires_at_ms <= ?
+       ORDER BY expires_at_ms, session_id LIMIT ?`,
     ),
     rewriteTarget: db.prepare<[string, string], RewriteTargetRow>(
       "SELECT seq, kind, token_count, payload FROM entries WHERE session_id = ? AND id = ?",

@@ -10,6 +10,7 @@ import {
 import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import type { EntryRewriteInput, NewMessage, RewriteOutcome, SeedEntry, SessionLabels, SessionRecord } from "../types.js";
 import {
+  checkTimeMs,
   compactionEntryRow,
   decodeEntry,
   messageEntryRow,
@@ -66,15 +67,18 @@ export function createSession(
   sessionId: string,
   labels: SessionLabels,
   seed: SeedEntry[],
+  expiresAtMs = 0,
 ): SessionRecord {
   checkSessionId(sessionId);
   if (!Array.isArray(seed)) throw new InvalidArgumentError("seed must be a list");
+  checkTimeMs(expiresAtMs, "expiresAtMs");
   const run = db.transaction((): SessionRecord => {
     if (stmts.session.get(sessionId)) {
       throw new AlreadyExistsError(`session ${sessionId} already exists`);
     }
     const now = Date.now();
     const row = insertSession(stmts, sessionId, labels, now);
+    if (expiresAtMs > 0) stmts.setExpiry.run(expiresAtMs, sessionId);
     // Ids are assigned up front so that a seed compaction may name any seed message as its first kept entry.
     const ids = seed.map(() => newEntryId());
     seed.forEach((s, i) => {

@@ -27,6 +27,7 @@ import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { Server, status, type sendUnaryData, type ServerUnaryCall, type ServiceDefinition, type UntypedServiceImplementation } from "@grpc/grpc-js";
 import { refusalToJSON } from "../../../src/contract/gen/contextd/v1/registry.js";
+import { subagentEndReasonToJSON } from "../../../src/contract/gen/contextd/v1/types.js";
 import {
   delegateCompactionToHost,
   isSummaryMessage,
@@ -480,7 +481,11 @@ if (capabilities.has("maintain")) {
 if (capabilities.has("subagents")) {
   optional.prepareSubagentSpawn = (req, ctx) => misbehave("subagent", ctx, () => ({ rollbackHandle: `mb-${req.child?.sessionId ?? ""}` }));
   optional.rollbackSubagentSpawn = (_req, ctx) => misbehave("subagent", ctx, () => ({}));
-  optional.onSubagentEnded = (_req, ctx) => misbehave("subagent", ctx, () => ({}));
+  optional.onSubagentEnded = (req, ctx) =>
+    misbehave("subagent", ctx, () => {
+      emit({ event: "subagent_ended", session_id: req.child?.sessionId ?? "", reason: subagentEndReasonToJSON(req.reason) });
+      return {};
+    });
 }
 
 const engine = await serveEngine(

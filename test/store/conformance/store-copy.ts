@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 
 import { copyStore } from "../../../src/cli/commands/migrate-store.js";
 import { FailedPreconditionError } from "../../../src/contract/errors.js";
-import { Role } from "../../../src/contract/gen/contextd/v1/types.js";
+import { Role, SubagentEndReason } from "../../../src/contract/gen/contextd/v1/types.js";
 import { textMessage } from "../../../src/contract/messages.js";
 import type { ContextdStore } from "../../../src/store/open-store.js";
 import { appendN, compaction, LABELS, msg, type Stores } from "./harness.js";
@@ -24,6 +24,7 @@ export async function fillStore(store: ContextdStore): Promise<void> {
   await store.appendIdempotent("keyed", [msg("once", 2)], LABELS, { key: "k1", requestHash: "h1" });
   await store.appendIdempotent("keyed", [msg("twice", 3)], LABELS, { key: "k2", requestHash: "h2" });
   await store.appendMessages("empty", [], { sessionKey: "sk", agentId: "other", parentSessionId: "chat" });
+  await store.endSubagentSession("empty", SubagentEndReason.SUBAGENT_END_REASON_COMPLETED, 1_700_000_000_500);
   await store.saveRegistration(registration("alpha", "alice"));
   await store.saveRegistration(registration("beta", "bob"));
   await store.saveQuarantine("beta", quarantine({ manual: true, operation: "manual", reason: "isolated" }));
@@ -48,6 +49,7 @@ export async function snapshot(store: ContextdStore): Promise<unknown> {
       totals: await store.readActiveTotals(id),
       revisions,
       keys: await store.readRawIdempotencyKeys(id, "", 1000),
+      subagent: await store.readSubagentState(id),
     };
   }
   const raw = await store.readRawRegistry();

@@ -5,6 +5,7 @@ import { describeKeysAndImports } from "./keys-and-imports.js";
 import { describeRegistry } from "./registry.js";
 import { describeRewrites } from "./rewrites.js";
 import { describeStoreCopy } from "./store-copy.js";
+import { describeSubagents } from "./subagents.js";
 import { describeTranscripts } from "./transcript.js";
 
 /**
@@ -21,5 +22,6 @@ export function describeStoreConformance(name: string, factory: StoreFactory): v
     describeKeysAndImports(stores);
     describeRegistry(stores);
     describeStoreCopy(stores);
+    describeSubagents(stores);
   });
 }

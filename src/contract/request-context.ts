@@ -1,0 +1,50 @@
+import type { Metadata } from "@grpc/grpc-js";
+import type { PeerCertificate } from "node:tls";
+import type { Logger } from "pino";
+
+/**
+ * What every handler of contextd's services gets besides its request, built once per call by the
+ * server's middleware (src/server/middleware/): a request id and a child logger, the caller's
+ * deadline and cancellation as one AbortSignal, the caller's trace context, and the principal that
+ * the method's authorization rule proved (what a runtime token allows, an engine call's host grant,
+ * ...). Handlers hold no cross-cutting code of their own.
+ */
+export interface RequestContext<P = unknown> {
+  requestId: string;
+  /** The full method path, e.g. `/contextd.v1.SessionService/Assemble`. */
+  method: string;
+  metadata: Metadata;
+  /** The caller's deadline as epoch ms; Infinity when it set none. */
+  deadlineMs: number;
+  /** Fires when the caller cancels the call or its deadline passes. */
+  signal: AbortSignal;
+  log: Logger;
+  /** The verified client certificate when the server runs mTLS. */
+  peerCertificate?: PeerCertificate;
+  /** Who is calling, as the method's authorization rule established. */
+  principal: P;
+  /** The W3C trace context to continue in calls made for this one (`traceparent`, `tracestate`). */
+  trace: Record<string, string>;
+}
+
+export type UnaryHandler<Req, Res, P> = (request: Req, ctx: RequestContext<P>) => Promise<Res>;
+
+/** Where a server-streaming handler writes; the stream ends when the handler's promise settles. */
+export interface StreamSink<Res> {
+  write(message: Res): void;
+  /** Fires when the caller goes away (cancelled, closed). */
+  readonly closed: AbortSignal;
+}
+
+export type ServerStreamHandler<Req, Res, P> = (request: Req, ctx: RequestContext<P>, sink: StreamSink<Res>) => Promise<void>;
+
+type RequestOf<D> = D extends { requestDeserialize(value: Buffer): infer R } ? R : never;
+type ResponseOf<D> = D extends { responseDeserialize(value: Buffer): infer R } ? R : never;
+
+/**
+ * The handlers of a service, derived from its generated definition (`SessionServiceService`, ...):
+ * one async function per method, unary or server-streaming as the proto says.
+ */
+export type Handlers<Def, P> = {
+  [K in keyof Def]: Def[K] extends { responseStream: true } ? ServerStreamHandler<RequestOf<Def[K]>, ResponseOf<Def[K]>, P> : UnaryHandler<RequestOf<Def[K]>, ResponseOf<Def[K]>, P>;
+};

@@ -1,0 +1,116 @@
+import type { Metadata, sendUnaryData, ServerUnaryCall, ServerWritableStream, ServiceDefinition, UntypedServiceImplementation } from "@grpc/grpc-js";
+import type { PeerCertificate } from "node:tls";
+import type { Logger } from "pino";
+import { isInternal, toServiceError } from "../../contract/grpc-status.js";
+import { requestIdOf, traceContextOf } from "../../contract/metadata.js";
+import type { Handlers, RequestContext, ServerStreamHandler, UnaryHandler } from "../../contract/request-context.js";
+import { lazyChild } from "../../contract/lazy-logger.js";
+
+/**
+ * The method's authorization rule (authorization.ts): proves who calls — from the credentials in
+ * `metadata` and, where the rule needs it, the request (the owner a registration claims, the
+ * session a host token must cover) — and returns the principal handlers get, or throws
+ * UNAUTHENTICATED / PERMISSION_DENIED / INVALID_ARGUMENT.
+ */
+export type Authorize<P> = (method: string, request: unknown, metadata: Metadata, peer: PeerCertificate | undefined) => P;
+
+export interface BindOptions<P> {
+  logger: Logger;
+  authorize: Authorize<P>;
+}
+
+/**
+ * Binds typed async handlers (contract/request-context.ts) to a grpc-js service: the last step of
+ * the server's middleware, after the interceptors (request id, tracing, metrics and access log;
+ * interceptors.ts) have run for the call. Per call it builds the RequestContext — the caller's
+ * deadline and cancellation as one AbortSignal, a child logger, the trace context — runs the
+ * method's authorization rule, calls the handler, and maps whatever it throws to a gRPC status in
+ * the one place that does (contract/grpc-status.ts). Internal errors are logged here with their
+ * stack; every call's outcome is logged once by the access log.
+ */
+export function bindService<Def extends ServiceDefinition, P>(definition: Def, handlers: Handlers<Def, P>, options: BindOptions<P>): UntypedServiceImplementation {
+  const impl: UntypedServiceImplementation = {};
+  for (const name of Object.keys(definition) as (keyof Def & string)[]) {
+    const method = definition[name];
+    const handler = handlers[name] as unknown;
+    impl[name] = method.responseStream
+      ? streamAdapter(method.path, handler as ServerStreamHandler<unknown, unknown, P>, options)
+      : unaryAdapter(method.path, handler as UnaryHandler<unknown, unknown, P>, options);
+  }
+  return impl;
+}
+
+interface CallLike {
+  metadata: Metadata;
+  request: unknown;
+  getDeadline(): Date | number;
+  getAuthContext?: () => { sslPeerCertificate?: PeerCertificate };
+  on(event: "cancelled", fn: () => void): unknown;
+}
+
+function context<P>(path: string, call: CallLike, options: BindOptions<P>, controller: AbortController): RequestContext<P> {
+  const requestId = requestIdOf(call.metadata);
+  call.on("cancelled", () => controller.abort(abortReason("cancelled by the caller")));
+  const deadline = call.getDeadline();
+  const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
+  const peerCertificate = call.getAuthContext?.().sslPeerCertificate;
+  const principal = options.authorize(path, call.request, call.metadata, peerCertificate);
+  return {
+    requestId,
+    method: path,
+    metadata: call.metadata,
+    deadlineMs,
+    signal: controller.signal,
+    log: lazyChild(options.logger, () => ({ requestId, method: path.slice(path.lastIndexOf("/") + 1) })),
+    peerCertificate,
+    principal,
+    trace: traceContextOf(call.metadata),
+  };
+}
+
+function unaryAdapter<P>(path: string, handler: UnaryHandler<unknown, unknown, P>, options: BindOptions<P>) {
+  return (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => {
+    const controller = new AbortController();
+    let ctx: RequestContext<P> | undefined;
+    const fail = (err: unknown) => {
+      if (isInternal(err)) (ctx?.log ?? options.logger).error({ err, method: path }, "internal error");
+      callback(toServiceError(err, { deadlineMs: ctx?.deadlineMs }), null);
+    };
+    try {
+      ctx = context(path, call, options, controller);
+      handler(call.request, ctx).then((res) => callback(null, res), fail);
+    } catch (err) {
+      fail(err);
+    }
+  };
+}
+
+function streamAdapter<P>(path: string, handler: ServerStreamHandler<unknown, unknown, P>, options: BindOptions<P>) {
+  return (call: ServerWritableStream<unknown, unknown>) => {
+    const controller = new AbortController();
+    const closed = new AbortController();
+    const close = () => closed.abort();
+    call.on("cancelled", close);
+    call.on("close", close);
+    call.on("error", close);
+    let ctx: RequestContext<P> | undefined;
+    const fail = (err: unknown) => {
+      if (isInternal(err)) (ctx?.log ?? options.logger).error({ err, method: path }, "internal error");
+      if (!closed.signal.aborted) call.emit("error", toServiceError(err, { deadlineMs: ctx?.deadlineMs }));
+    };
+    try {
+      ctx = context(path, call, options, controller);
+      handler(call.request, ctx, { write: (m) => void call.write(m), closed: closed.signal }).then(() => {
+        if (!closed.signal.aborted) call.end();
+      }, fail);
+    } catch (err) {
+      fail(err);
+    }
+  };
+}
+
+function abortReason(message: string): Error {
+  const err = new Error(message);
+  err.name = "AbortError";
+  return err;
+}

@@ -1,0 +1,39 @@
+import type { EngineCallHooks, EngineCallOutcome, EngineOperation } from "../../registry/router.js";
+import type { ContextdMetrics } from "./metrics.js";
+import { inSpan, SpanKind, type Tracing } from "./tracing.js";
+
+/**
+ * The router's hooks (registry/router.ts EngineCallHooks): each engine call is counted and timed
+ * (`contextd_engine_calls_total{engine,operation,outcome}`, `contextd_engine_call_duration_seconds`),
+ * each fallback counted (`contextd_engine_fallbacks_total`), and — with tracing on — wrapped in a
+ * client span with the engine id and operation, whose context the engine continues.
+ */
+export function engineCallHooks(metrics: ContextdMetrics, tracing: Tracing): EngineCallHooks {
+  // Children by engine and operation (and outcome), created once: label lookups are per call.
+  const calls = new Map<string, { inc(): void }>();
+  const durations = new Map<string, { observe(v: number): void }>();
+  const fallbacks = new Map<string, { inc(): void }>();
+  return {
+    around(engineId, op, trace, call) {
+      if (!tracing.enabled) return call(trace);
+      return inSpan(tracing, tracing.extract(trace ?? {}), `engine ${engineId} ${op}`, SpanKind.CLIENT, { "contextd.engine_id": engineId, "contextd.operation": op }, (_span, ctx) =>
+        call({ ...trace, ...tracing.inject(ctx) }),
+      );
+    },
+    finished(engineId: string, op: EngineOperation, outcome: EngineCallOutcome, seconds: number) {
+      const key = `${engineId} ${op}`;
+      let c = calls.get(`${key} ${outcome}`);
+      if (!c) calls.set(`${key} ${outcome}`, (c = metrics.engineCalls.labels({ engine: engineId, operation: op, outcome })));
+      c.inc();
+      let d = durations.get(key);
+      if (!d) durations.set(key, (d = metrics.engineCallDuration.labels({ engine: engineId, operation: op })));
+      d.observe(seconds);
+    },
+    fallback(selectedId: string, op: EngineOperation) {
+      const key = `${selectedId} ${op}`;
+      let f = fallbacks.get(key);
+      if (!f) fallbacks.set(key, (f = metrics.engineFallbacks.labels({ engine: selectedId, operation: op })));
+      f.inc();
+    },
+  };
+}

@@ -1,0 +1,170 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type LabelValues } from "prom-client";
+import type { HostObserver } from "../../host/host-observer.js";
+
+/**
+ * contextd's Prometheus series (SPEC §9), in one registry. Names and labels follow the
+ * go-grpc-prometheus convention for the gRPC server series, so existing dashboards work; every
+ * label value is bounded (service and method names, engine ids, operations, outcomes — never a
+ * session id).
+ *
+ * Hot paths take children from `child()`, which caches them by label values: a labelled
+ * increment is then one Map lookup, not prom-client's per-call label hashing.
+ */
+export class ContextdMetrics {
+  readonly registry = new Registry();
+
+  readonly grpcHandled = new Counter({
+    name: "grpc_server_handled_total",
+    help: "RPCs completed on the server, by service, method and status code.",
+    labelNames: ["grpc_type", "grpc_service", "grpc_method", "grpc_code"] as const,
+    registers: [this.registry],
+  });
+  readonly grpcHandling = new Histogram({
+    name: "grpc_server_handling_seconds",
+    help: "Time from receiving an RPC to answering it.",
+    labelNames: ["grpc_type", "grpc_service", "grpc_method"] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 180],
+    registers: [this.registry],
+  });
+  readonly engineCalls = new Counter({
+    name: "contextd_engine_calls_total",
+    help: "Calls to context engines, by engine, operation and outcome (ok, error, timeout, contract, rejected).",
+    labelNames: ["engine", "operation", "outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly engineCallDuration = new Histogram({
+    name: "contextd_engine_call_duration_seconds",
+    help: "Duration of calls to context engines.",
+    labelNames: ["engine", "operation"] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 180],
+    registers: [this.registry],
+  });
+  readonly engineFallbacks = new Counter({
+    name: "contextd_engine_fallbacks_total",
+    help: "Calls answered by legacy instead of the selected engine, by the selected engine and operation.",
+    labelNames: ["engine", "operation"] as const,
+    registers: [this.registry],
+  });
+  readonly engineQuarantined = new Gauge({
+    name: "contextd_engine_quarantined",
+    help: "1 while the engine is quarantined, else 0.",
+    labelNames: ["engine"] as const,
+    registers: [this.registry],
+  });
+  readonly engineHealth = new Gauge({
+    name: "contextd_engine_health",
+    help: "The engine's last health check: 1 SERVING, 0 NOT_SERVING, -1 UNKNOWN.",
+    labelNames: ["engine"] as const,
+    registers: [this.registry],
+  });
+  readonly compactions = new Counter({
+    name: "contextd_compactions_total",
+    help: "Compactions by the engine that produced them and outcome (committed, nothing, conflict, failed, discarded).",
+    labelNames: ["engine", "outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly compactionTokensBefore = new Counter({
+    name: "contextd_compaction_tokens_before_total",
+    help: "Tokens of the active view before committed compactions.",
+    labelNames: ["engine"] as const,
+    registers: [this.registry],
+  });
+  readonly compactionTokensAfter = new Counter({
+    name: "contextd_compaction_tokens_after_total",
+    help: "Tokens of the active view after committed compactions.",
+    labelNames: ["engine"] as const,
+    registers: [this.registry],
+  });
+  readonly compactionDuration = new Histogram({
+    name: "contextd_compaction_duration_seconds",
+    help: "Duration of compactions, by the engine that produced them.",
+    labelNames: ["engine"] as const,
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 180],
+    registers: [this.registry],
+  });
+  readonly appendedMessages = new Counter({ name: "contextd_appended_messages_total", help: "Messages appended to transcripts.", registers: [this.registry] });
+  readonly appendedTokens = new Counter({ name: "contextd_appended_tokens_total", help: "Tokens of the messages appended to transcripts.", registers: [this.registry] });
+  readonly storeOperationDuration = new Histogram({
+    name: "contextd_store_operation_duration_seconds",
+    help: "Duration of transcript store operations.",
+    labelNames: ["operation"] as const,
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
+    registers: [this.registry],
+  });
+  readonly sessions: Gauge;
+
+  private readonly children = new Map<string, unknown>();
+
+  /**
+   * `sessions` reads the number of sessions from the store when Prometheus scrapes, at most once
+   * per `sessionsTtlMs`: counting is a query, and scrapes may come from several Prometheus servers.
+   */
+  constructor(countSessions: () => Promise<number>, sessionsTtlMs = 2_000) {
+    collectDefaultMetrics({ register: this.registry });
+    let cached = { at: 0, value: 0 };
+    this.sessions = new Gauge({
+      name: "contextd_sessions",
+      help: "Sessions in the store (counted at most every 2 s).",
+      registers: [this.registry],
+      async collect() {
+        if (Date.now() - cached.at >= sessionsTtlMs) {
+          try {
+            cached = { at: Date.now(), value: await countSessions() };
+          } catch {
+            // The store is down: readiness says so; keep the last value.
+          }
+        }
+        this.set(cached.value);
+      },
+    });
+  }
+
+  /** The host's observer: appends and compactions (src/host/host-observer.ts). */
+  hostObserver(): HostObserver {
+    return {
+      appended: (messages, tokens) => {
+        this.appendedMessages.inc(messages);
+        this.appendedTokens.inc(tokens);
+      },
+      compaction: (engineId, outcome, tokensBefore, tokensAfter, seconds) => {
+        this.child(this.compactions, { engine: engineId, outcome }).inc();
+        if (outcome === "committed") {
+          this.child(this.compactionTokensBefore, { engine: engineId }).inc(tokensBefore);
+          this.child(this.compactionTokensAfter, { engine: engineId }).inc(tokensAfter);
+        }
+        if (seconds !== undefined) this.child(this.compactionDuration, { engine: engineId }).observe(seconds);
+      },
+    };
+  }
+
+  /**
+   * The engine gauges read the registry when Prometheus scrapes: one series per known engine
+   * (quarantined 1/0; health 1 SERVING, 0 NOT_SERVING, -1 UNKNOWN), so an engine that goes away
+   * drops out instead of keeping its last value.
+   */
+  watchEngines(list: () => { id: string; quarantined: boolean; health: number }[]): void {
+    const quarantined = this.engineQuarantined as unknown as { collect?: () => void };
+    const health = this.engineHealth as unknown as { collect?: () => void };
+    const gq = this.engineQuarantined;
+    const gh = this.engineHealth;
+    quarantined.collect = () => {
+      gq.reset();
+      for (const e of list()) gq.set({ engine: e.id }, e.quarantined ? 1 : 0);
+    };
+    health.collect = () => {
+      gh.reset();
+      for (const e of list()) gh.set({ engine: e.id }, e.health);
+    };
+  }
+
+  /** The child of `metric` for these label values, created once. */
+  child<T extends string, M extends Counter<T> | Histogram<T> | Gauge<T>>(metric: M, labels: LabelValues<T>): ReturnType<M["labels"]> {
+    const key = `${(metric as unknown as { name: string }).name}\u0000${Object.values(labels).join("\u0000")}`;
+    let c = this.children.get(key);
+    if (!c) {
+      c = (metric as unknown as { labels(l: LabelValues<T>): unknown }).labels(labels);
+      this.children.set(key, c);
+    }
+    return c as ReturnType<M["labels"]>;
+  }
+}
