@@ -108,7 +108,7 @@ export function hostHandlers(
     // One completion from the summarizer's model (SPEC §2.5). Upstream failures are ModelErrors,
     // which carry their own status (UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, ...).
     complete: async (req, ctx) => {
-      const session = requireSession(req.session);
+      requireSession(req.session); // validates the ref; Complete reads no session state
       const grant = ctx.principal;
       if (!model) throw new FailedPreconditionError("Complete needs a summarizer model, and none is configured (compaction.summarizer.kind is extractive)");
       if (req.messages.length === 0 && !req.system.trim()) throw new InvalidArgumentError("Complete needs a system prompt or at least one message");

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from "../../contract/errors.js";
-import { isSummaryMessage, summaryMessage, summaryOf } from "../../contract/messages.js";
+import { isSummaryMessage, summaryOf } from "../../contract/messages.js";
 import {
   CompactionTarget,
   type CompactionResult,

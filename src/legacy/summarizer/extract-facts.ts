@@ -14,7 +14,6 @@
 import { clip, oneLine, plainQuotes, sentencesOf, splitText } from "./extract-text.js";
 
 const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
-const WEEKDAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
 const MONTH_INDEX = new Map(MONTHS.flatMap((m, i) => [[m.toLowerCase(), i] as const, [m.slice(0, 3).toLowerCase(), i] as const]));
 
 /** Longest fact clause kept (a longer sentence is cut into clauses). */

@@ -21,7 +21,7 @@ import {
   type EngineInfo,
 } from "../../contract/gen/contextd/v1/engine.js";
 import { PromptAuthority, type HostContext, type SessionRef } from "../../contract/gen/contextd/v1/types.js";
-import { createCallScope, isAbortError, type CallScope } from "./call-context.js";
+import { createCallScope, type CallScope } from "./call-context.js";
 import type { EngineCallContext, EngineDefinition, EngineMethodName } from "./engine-definition.js";
 import { BoundHostClient, type HostChannels } from "./host-client.js";
 

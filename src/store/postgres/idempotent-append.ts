@@ -1,10 +1,11 @@
-import { AlreadyExistsError, InvalidArgumentError } from "../../contract/errors.js";
+import { InvalidArgumentError } from "../../contract/errors.js";
 import type { IdempotencyKey, IdempotentAppend, NewMessage, SessionLabels } from "../types.js";
 import { run, type PgDatabase } from "./database.js";
 import { isUniqueViolation } from "./errors.js";
 import type { IdempotencyRow } from "./rows.js";
 import { SQL } from "./statements.js";
 import { appendInTransaction, checkSessionId, lockSession } from "./transcript-writes.js";
+import { replayOf } from "../idempotency-replay.js";
 
 /**
  * PostgresStore.appendIdempotent: the key is looked up and recorded in the transaction of the
@@ -32,15 +33,7 @@ export async function appendIdempotent(
       // in an existing session, so lock the row (when there is one) before reading the key.
       if (await lockSession(conn, sessionId)) {
         const [seen] = await run<IdempotencyRow>(conn, SQL.idempotencyKey, [sessionId, key.key]);
-        if (seen) {
-          if (seen.request_hash !== key.requestHash) {
-            throw new AlreadyExistsError(
-              `idempotency_key "${key.key}" was already used in session "${sessionId}" for different messages; ` +
-                "a retry must send the same messages, a new request needs a new key",
-            );
-          }
-          return { replayed: true, entryIds: JSON.parse(seen.entry_ids) as string[], tokenCounts: JSON.parse(seen.token_counts) as number[] };
-        }
+        if (seen) return replayOf(seen, key, sessionId);
       }
       const entries = await appendInTransaction(conn, sessionId, messages, create, maxEntries);
       await run(conn, SQL.insertIdempotencyKey, [

@@ -1,8 +1,8 @@
-import { InvalidArgumentError } from "../../contract/errors.js";
 import type { ImportedTranscript, SessionLabels, SessionRecord } from "../types.js";
 import type { PgDatabase } from "./database.js";
 import { chunks, importedEntryRow, toSessionRecord } from "./rows.js";
 import { checkSessionId, insertEntries, insertNewSession, saveSession } from "./transcript-writes.js";
+import { checkImportPlan } from "../import-plan.js";
 
 /**
  * PostgresStore.importSession: the session row and every entry in one transaction. The plan is
@@ -13,7 +13,7 @@ import { checkSessionId, insertEntries, insertNewSession, saveSession } from "./
  */
 export async function importSession(db: PgDatabase, sessionId: string, labels: SessionLabels, t: ImportedTranscript): Promise<SessionRecord> {
   checkSessionId(sessionId);
-  checkPlan(t);
+  checkImportPlan(t);
   return db.transaction(async (conn) => {
     const now = Date.now();
     // As in SQLite: an existing session is refused before any entry is looked at.
@@ -39,22 +39,4 @@ export async function importSession(db: PgDatabase, sessionId: string, labels: S
     await saveSession(conn, row, now);
     return toSessionRecord(row);
   });
-}
-
-/** The SQLite store's plan check (sqlite/session-import.ts), with the same messages. */
-function checkPlan(t: ImportedTranscript): void {
-  if (!t || !Array.isArray(t.entries)) throw new InvalidArgumentError("import: entries must be a list");
-  const ids = new Set<string>();
-  for (const { entry } of t.entries) {
-    if (!entry?.id) throw new InvalidArgumentError("import: every entry needs an id");
-    if (ids.has(entry.id)) throw new InvalidArgumentError(`import: entry id ${entry.id} is used twice`);
-    ids.add(entry.id);
-  }
-  if (t.leafEntryId && !ids.has(t.leafEntryId)) throw new InvalidArgumentError(`import: leaf entry ${t.leafEntryId} is not an entry of the file`);
-  const c = t.compactionIndex;
-  if (c !== null && (!Number.isInteger(c) || c < 0 || c >= t.entries.length || t.entries[c].entry.entry?.$case !== "compaction")) {
-    throw new InvalidArgumentError(`import: compactionIndex ${String(c)} is not a compaction entry`);
-  }
-  const a = t.activeFromIndex;
-  if (!Number.isInteger(a) || a < 0 || a > t.entries.length) throw new InvalidArgumentError(`import: activeFromIndex ${String(a)} is out of range`);
 }

@@ -14,33 +14,11 @@ import type {
 import type { Conn, PgDatabase } from "./database.js";
 import { MIGRATION_LOCK_KEY } from "./migrations.js";
 import { bytea, chunks } from "./rows.js";
+import { SESSION_COLUMNS } from "../session-columns.js";
 
 // PostgresStore's StoreCopy half (contextctl migrate-store): rows read and written as they are,
 // column for column, so a copy keeps ids, seqs, payloads and the derived active-view pointers.
 
-const SESSION_COLUMNS: [keyof RawSession, string][] = [
-  ["sessionId", "session_id"],
-  ["sessionKey", "session_key"],
-  ["agentId", "agent_id"],
-  ["parentSessionId", "parent_session_id"],
-  ["createdAtMs", "created_at_ms"],
-  ["updatedAtMs", "updated_at_ms"],
-  ["entryCount", "entry_count"],
-  ["messageCount", "message_count"],
-  ["compactionCount", "compaction_count"],
-  ["totalTokens", "total_tokens"],
-  ["lastSeq", "last_seq"],
-  ["lastEntryId", "last_entry_id"],
-  ["latestCompactionId", "latest_compaction_id"],
-  ["latestCompactionSeq", "latest_compaction_seq"],
-  ["activeFromSeq", "active_from_seq"],
-  ["activeSummaryTokens", "active_summary_tokens"],
-  ["systemAdditionTokens", "system_addition_tokens"],
-  ["headerJson", "header_json"],
-  ["expiresAtMs", "expires_at_ms"],
-  ["endedAtMs", "ended_at_ms"],
-  ["endReason", "end_reason"],
-];
 
 const SELECT_SESSION = `SELECT ${SESSION_COLUMNS.map(([k, c]) => `${c} AS "${k}"`).join(", ")} FROM sessions WHERE session_id = $1`;
 

@@ -11,13 +11,11 @@ import { run, type Conn, type PgDatabase } from "./database.js";
 import {
   bytea,
   compactionEntryRow,
-  decodeEntry,
   entryArrays,
   messageEntryRow,
   newEntryId,
   newSessionParams,
   newSessionRow,
-  rewrittenEntryRow,
   sessionParams,
   toSessionRecord,
   type EntryRow,
@@ -26,6 +24,8 @@ import {
 } from "./rows.js";
 import { checkTimeMs } from "../sqlite/rows.js";
 import { SQL } from "./statements.js";
+import { planRewrites, rewriteTotals } from "../rewrite-plan.js";
+import { seedCompaction } from "../seed-entries.js";
 
 // The transcript write paths of PostgresStore (the class documents their behaviour; it is the
 // SQLite store's). Each runs in one transaction that first locks the session row, so writers of one
@@ -83,24 +83,9 @@ export async function createSession(db: PgDatabase, sessionId: string, labels: S
         rows.push(nextMessage(row, ids[i], s.message, s.tokenCount, now, i).row);
         return;
       }
-      if (s.kind !== "compaction") {
-        throw new InvalidArgumentError(`seed entry ${i}: unknown kind ${String((s as { kind: unknown }).kind)}`);
-      }
-      let firstKeptId = "";
-      let firstKeptSeq: number | null = null;
-      if (s.firstKeptIndex !== null && s.firstKeptIndex !== undefined) {
-        const k = s.firstKeptIndex;
-        // A new session's seed entry k gets seq k + 1.
-        if (!Number.isInteger(k) || k < 0 || k >= seed.length || seed[k].kind !== "message" || k + 1 < row.active_from_seq) {
-          throw new InvalidArgumentError(
-            `seed entry ${i}: firstKeptIndex ${String(k)} is not a seed message of session ${sessionId}'s active view`,
-          );
-        }
-        firstKeptId = ids[k];
-        firstKeptSeq = k + 1;
-      }
-      const compaction = { ...s.compaction, firstKeptEntryId: firstKeptId };
-      rows.push(nextCompaction(row, ids[i], compaction, s.summaryTokens, firstKeptSeq, now, `seed entry ${i}`).row);
+      const { entry, firstKeptId, firstKeptSeq } = seedCompaction(seed, ids, i, sessionId, row.active_from_seq);
+      const compaction = { ...entry.compaction, firstKeptEntryId: firstKeptId };
+      rows.push(nextCompaction(row, ids[i], compaction, entry.summaryTokens, firstKeptSeq, now, `seed entry ${i}`).row);
     });
     await insertEntries(conn, sessionId, rows);
     await saveSession(conn, row, now);
@@ -162,33 +147,17 @@ export async function rewriteEntries(db: PgDatabase, sessionId: string, rewrites
     if (ids.length > 0) {
       for (const t of await run<RewriteTargetRow & { id: string }>(conn, SQL.rewriteTargets, [sessionId, ids])) targets.set(t.id, t);
     }
-    const seen = new Set<string>();
-    const planned = rewrites.map((r, i) => {
-      const id: unknown = r?.entryId;
-      if (typeof id !== "string" || id === "") throw new InvalidArgumentError(`rewrite ${i}: entry_id is required`);
-      if (seen.has(id)) throw new InvalidArgumentError(`entry ${id} is rewritten more than once in one request`);
-      seen.add(id);
-      const target = targets.get(id);
-      if (!target || target.kind !== "message") {
-        throw new InvalidArgumentError(`entry ${id} is not a message entry of session ${sessionId}`);
-      }
-      const previous = decodeEntry(target.payload);
-      const next = rewrittenEntryRow(sessionId, target.seq, previous, r.message, r.tokenCount, `rewrite of entry ${id}`);
-      return { id, target, previous, next };
-    });
+    const planned = planRewrites(sessionId, rewrites, (id) => targets.get(id));
     if (planned.length === 0) return { rewrittenEntries: 0, bytesFreed: 0 };
     const now = Date.now();
-    let tokenDelta = 0;
-    let bytesFreed = 0;
     for (const p of planned) {
       await run(conn, SQL.insertRevision, [sessionId, p.id, p.previous.revision ?? 0, p.target.token_count, now, why, p.target.payload]);
       await run(conn, SQL.updateEntry, [sessionId, p.next.row.seq, p.next.row.role, p.next.row.token_count, bytea(p.next.row.payload)]);
-      tokenDelta += p.next.row.token_count - p.target.token_count;
-      bytesFreed += p.target.payload.length - p.next.row.payload.length;
     }
+    const { tokenDelta, bytesFreed } = rewriteTotals(planned);
     row.total_tokens += tokenDelta;
     await saveSession(conn, row, now);
-    return { rewrittenEntries: planned.length, bytesFreed: Math.max(0, bytesFreed) };
+    return { rewrittenEntries: planned.length, bytesFreed };
   });
 }
 

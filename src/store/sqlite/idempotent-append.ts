@@ -1,9 +1,10 @@
 import type Database from "better-sqlite3";
 
-import { AlreadyExistsError, InvalidArgumentError } from "../../contract/errors.js";
+import { InvalidArgumentError } from "../../contract/errors.js";
 import type { IdempotencyKey, IdempotentAppend, NewMessage, SessionLabels } from "../types.js";
 import type { Statements } from "./statements.js";
 import { appendInTransaction, checkSessionId } from "./transcript-writes.js";
+import { replayOf } from "../idempotency-replay.js";
 
 /**
  * SqliteStore.appendIdempotent: the key is looked up and recorded inside the IMMEDIATE transaction
@@ -23,15 +24,7 @@ export function appendIdempotent(
   if (!key || typeof key.key !== "string" || key.key === "") throw new InvalidArgumentError("idempotency key is required");
   const run = db.transaction((): IdempotentAppend => {
     const seen = stmts.idempotencyKey.get(sessionId, key.key);
-    if (seen) {
-      if (seen.request_hash !== key.requestHash) {
-        throw new AlreadyExistsError(
-          `idempotency_key "${key.key}" was already used in session "${sessionId}" for different messages; ` +
-            "a retry must send the same messages, a new request needs a new key",
-        );
-      }
-      return { replayed: true, entryIds: JSON.parse(seen.entry_ids) as string[], tokenCounts: JSON.parse(seen.token_counts) as number[] };
-    }
+    if (seen) return replayOf(seen, key, sessionId);
     const entries = appendInTransaction(stmts, sessionId, messages, create, maxEntries);
     stmts.insertIdempotencyKey.run({
       session_id: sessionId,

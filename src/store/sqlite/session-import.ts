@@ -1,10 +1,11 @@
 import type Database from "better-sqlite3";
 
-import { AlreadyExistsError, InvalidArgumentError } from "../../contract/errors.js";
+import { AlreadyExistsError } from "../../contract/errors.js";
 import type { ImportedTranscript, SessionLabels, SessionRecord } from "../types.js";
 import { importedEntryRow, newSessionRow, toSessionRecord } from "./rows.js";
 import type { Statements } from "./statements.js";
 import { checkSessionId, saveSession } from "./transcript-writes.js";
+import { checkImportPlan } from "../import-plan.js";
 
 /**
  * SqliteStore.importSession: the session row and every entry in one IMMEDIATE transaction. The
@@ -19,7 +20,7 @@ export function importSession(
   t: ImportedTranscript,
 ): SessionRecord {
   checkSessionId(sessionId);
-  checkPlan(t);
+  checkImportPlan(t);
   const run = db.transaction((): SessionRecord => {
     if (stmts.session.get(sessionId)) throw new AlreadyExistsError(`session ${sessionId} already exists`);
     const now = Date.now();
@@ -48,21 +49,4 @@ export function importSession(
     return toSessionRecord(row);
   });
   return run.immediate();
-}
-
-function checkPlan(t: ImportedTranscript): void {
-  if (!t || !Array.isArray(t.entries)) throw new InvalidArgumentError("import: entries must be a list");
-  const ids = new Set<string>();
-  for (const { entry } of t.entries) {
-    if (!entry?.id) throw new InvalidArgumentError("import: every entry needs an id");
-    if (ids.has(entry.id)) throw new InvalidArgumentError(`import: entry id ${entry.id} is used twice`);
-    ids.add(entry.id);
-  }
-  if (t.leafEntryId && !ids.has(t.leafEntryId)) throw new InvalidArgumentError(`import: leaf entry ${t.leafEntryId} is not an entry of the file`);
-  const c = t.compactionIndex;
-  if (c !== null && (!Number.isInteger(c) || c < 0 || c >= t.entries.length || t.entries[c].entry.entry?.$case !== "compaction")) {
-    throw new InvalidArgumentError(`import: compactionIndex ${String(c)} is not a compaction entry`);
-  }
-  const a = t.activeFromIndex;
-  if (!Number.isInteger(a) || a < 0 || a > t.entries.length) throw new InvalidArgumentError(`import: activeFromIndex ${String(a)} is out of range`);
 }

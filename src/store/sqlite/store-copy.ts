@@ -11,34 +11,12 @@ import type {
   RawWriter,
   StoreRowCounts,
 } from "../types.js";
+import { SESSION_COLUMNS } from "../session-columns.js";
 
 // SqliteStore's StoreCopy half (contextctl migrate-store): rows read and written as they are,
 // column for column, so a copy keeps ids, seqs, payloads and the derived active-view pointers.
 // The statements are prepared on first use: a store that is never copied never prepares them.
 
-const SESSION_COLUMNS: [keyof RawSession, string][] = [
-  ["sessionId", "session_id"],
-  ["sessionKey", "session_key"],
-  ["agentId", "agent_id"],
-  ["parentSessionId", "parent_session_id"],
-  ["createdAtMs", "created_at_ms"],
-  ["updatedAtMs", "updated_at_ms"],
-  ["entryCount", "entry_count"],
-  ["messageCount", "message_count"],
-  ["compactionCount", "compaction_count"],
-  ["totalTokens", "total_tokens"],
-  ["lastSeq", "last_seq"],
-  ["lastEntryId", "last_entry_id"],
-  ["latestCompactionId", "latest_compaction_id"],
-  ["latestCompactionSeq", "latest_compaction_seq"],
-  ["activeFromSeq", "active_from_seq"],
-  ["activeSummaryTokens", "active_summary_tokens"],
-  ["systemAdditionTokens", "system_addition_tokens"],
-  ["headerJson", "header_json"],
-  ["expiresAtMs", "expires_at_ms"],
-  ["endedAtMs", "ended_at_ms"],
-  ["endReason", "end_reason"],
-];
 
 export class SqliteStoreCopy {
   constructor(private readonly db: Database.Database) {}

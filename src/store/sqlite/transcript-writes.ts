@@ -12,15 +12,15 @@ import type { EntryRewriteInput, NewMessage, RewriteOutcome, SeedEntry, SessionL
 import {
   checkTimeMs,
   compactionEntryRow,
-  decodeEntry,
   messageEntryRow,
   newEntryId,
   newSessionRow,
-  rewrittenEntryRow,
   toSessionRecord,
   type SessionRow,
 } from "./rows.js";
 import type { Statements } from "./statements.js";
+import { planRewrites, rewriteTotals } from "../rewrite-plan.js";
+import { seedCompaction } from "../seed-entries.js";
 
 // The transcript write paths of SqliteStore (the class documents their behaviour). Each runs in one
 // IMMEDIATE transaction, so the session row read at its start cannot change under it: the helpers
@@ -86,24 +86,9 @@ export function createSession(
         appendMessage(stmts, row, ids[i], s.message, s.tokenCount, now, i);
         return;
       }
-      if (s.kind !== "compaction") {
-        throw new InvalidArgumentError(`seed entry ${i}: unknown kind ${String((s as { kind: unknown }).kind)}`);
-      }
-      let firstKeptId = "";
-      let firstKeptSeq: number | null = null;
-      if (s.firstKeptIndex !== null && s.firstKeptIndex !== undefined) {
-        const k = s.firstKeptIndex;
-        // A new session's seed entry k gets seq k + 1.
-        if (!Number.isInteger(k) || k < 0 || k >= seed.length || seed[k].kind !== "message" || k + 1 < row.active_from_seq) {
-          throw new InvalidArgumentError(
-            `seed entry ${i}: firstKeptIndex ${String(k)} is not a seed message of session ${sessionId}'s active view`,
-          );
-        }
-        firstKeptId = ids[k];
-        firstKeptSeq = k + 1;
-      }
-      const compaction = { ...s.compaction, firstKeptEntryId: firstKeptId };
-      appendCompaction(stmts, row, ids[i], compaction, s.summaryTokens, firstKeptSeq, now, `seed entry ${i}`);
+      const { entry, firstKeptId, firstKeptSeq } = seedCompaction(seed, ids, i, sessionId, row.active_from_seq);
+      const compaction = { ...entry.compaction, firstKeptEntryId: firstKeptId };
+      appendCompaction(stmts, row, ids[i], compaction, entry.summaryTokens, firstKeptSeq, now, `seed entry ${i}`);
     });
     saveSession(stmts, row, now);
     return toSessionRecord(row);
@@ -166,24 +151,9 @@ export function rewriteEntries(
     const row = stmts.session.get(sessionId);
     if (!row) throw new NotFoundError(`session ${sessionId} not found`);
     // Resolve and encode every rewrite before writing anything.
-    const seen = new Set<string>();
-    const planned = rewrites.map((r, i) => {
-      const id: unknown = r?.entryId;
-      if (typeof id !== "string" || id === "") throw new InvalidArgumentError(`rewrite ${i}: entry_id is required`);
-      if (seen.has(id)) throw new InvalidArgumentError(`entry ${id} is rewritten more than once in one request`);
-      seen.add(id);
-      const target = stmts.rewriteTarget.get(sessionId, id);
-      if (!target || target.kind !== "message") {
-        throw new InvalidArgumentError(`entry ${id} is not a message entry of session ${sessionId}`);
-      }
-      const previous = decodeEntry(target.payload);
-      const next = rewrittenEntryRow(sessionId, target.seq, previous, r.message, r.tokenCount, `rewrite of entry ${id}`);
-      return { id, target, previous, next };
-    });
+    const planned = planRewrites(sessionId, rewrites, (id) => stmts.rewriteTarget.get(sessionId, id));
     if (planned.length === 0) return { rewrittenEntries: 0, bytesFreed: 0 };
     const now = Date.now();
-    let tokenDelta = 0;
-    let bytesFreed = 0;
     for (const p of planned) {
       stmts.insertRevision.run({
         session_id: sessionId,
@@ -195,12 +165,11 @@ export function rewriteEntries(
         payload: p.target.payload,
       });
       stmts.updateEntry.run(p.next.row);
-      tokenDelta += p.next.row.token_count - p.target.token_count;
-      bytesFreed += p.target.payload.length - p.next.row.payload.length;
     }
+    const { tokenDelta, bytesFreed } = rewriteTotals(planned);
     row.total_tokens += tokenDelta;
     saveSession(stmts, row, now);
-    return { rewrittenEntries: planned.length, bytesFreed: Math.max(0, bytesFreed) };
+    return { rewrittenEntries: planned.length, bytesFreed };
   });
   return run.immediate();
 }
