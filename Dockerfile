@@ -41,7 +41,9 @@ COPY src ./src
 COPY engines ./engines
 COPY config ./config
 # Compile (needs the dev dependencies: typescript), then remove the dev dependencies for the runtime.
-RUN npm run build \
+# Only tsc: the rest of `npm run build` bundles the OpenClaw plugin (integrations/openclaw), which is
+# not part of the image.
+RUN npx tsc -p tsconfig.json \
  && npm prune --omit=dev --ignore-scripts \
  && test -f dist/src/server/main.js
 
