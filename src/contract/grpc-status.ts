@@ -16,6 +16,21 @@ export interface CallScopeHint {
  * bug and answers INTERNAL without leaking internals beyond the message.
  */
 export function statusOf(err: unknown, scope?: CallScopeHint): { code: status; details: string } {
+  const { code, details } = rawStatusOf(err, scope);
+  return { code, details: wellFormed(details) };
+}
+
+/**
+ * grpc-js percent-encodes `grpc-message` with encodeURI, which throws on a lone UTF-16 surrogate —
+ * out of its sendStatus, so the throw took the whole server down. Messages quote what callers sent
+ * (V8's JSON.parse errors cite one code unit, which may be half of a pair), so every status's
+ * details are made well-formed here: a lone surrogate becomes U+FFFD, as UTF-8 would carry it.
+ */
+export function wellFormed(text: string): string {
+  return text.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD");
+}
+
+function rawStatusOf(err: unknown, scope?: CallScopeHint): { code: status; details: string } {
   if (err instanceof ContextdError) return { code: err.code, details: err.message };
   if (isAbortError(err)) {
     const deadline = err.name === "TimeoutError" || scope?.cause === "deadline" || (scope?.deadlineMs !== undefined && Date.now() >= scope.deadlineMs);

@@ -13,6 +13,8 @@ export interface AppendLimits {
 }
 
 const MAX_ID_LENGTH = 256;
+/** The furthest a JavaScript Date reaches from the epoch, either way (ECMA-262 §21.4.1.1). */
+const MAX_DATE_MS = 8.64e15;
 
 /** A session reference must name a session; its id is the key everything else hangs off. */
 export function requireSession(session: SessionRef | undefined, field = "session"): SessionRef {
@@ -72,8 +74,23 @@ export function validateMessage(m: Message, field: string, maxBytes: number): vo
   if (m.role === Role.ROLE_CUSTOM && !m.customType) {
     throw new InvalidArgumentError(`${field}.custom_type is required for a ROLE_CUSTOM message`);
   }
+  // Exports hand details back as JSON (OpenClaw's `details`): text that is not JSON would fail them.
+  if (m.detailsJson && !isJson(m.detailsJson)) throw new InvalidArgumentError(`${field}.details_json is not JSON`);
+  // Exports and transcripts print timestamps as dates: one no Date can hold would fail them all later.
+  if (Math.abs(m.timestampMs) > MAX_DATE_MS) {
+    throw new InvalidArgumentError(`${field}.timestamp_ms ${m.timestampMs} is out of range (at most ${MAX_DATE_MS} ms from 1970-01-01 either way)`);
+  }
   const bytes = Message.encode(m).finish().length;
   if (bytes > maxBytes) {
     throw new ResourceExhaustedError(`${field} is ${bytes} bytes, over limits.max_message_bytes (${maxBytes})`);
+  }
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
   }
 }

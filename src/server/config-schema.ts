@@ -261,6 +261,15 @@ const health = z.strictObject({
   shutdown_grace: duration().prefault(formatDuration(HEALTH_DEFAULTS.shutdown_grace)),
 });
 
+/** `server` when the file has none; the keys are documented on ServerConfig. */
+export const SERVER_DEFAULTS: ServerConfig = { max_concurrent_calls: 1000 };
+
+/** Admission to the gRPC server. Optional as a whole (absent: SERVER_DEFAULTS, see `serverSettings`). */
+const server = z.strictObject({
+  max_concurrent_calls: int(1).prefault(SERVER_DEFAULTS.max_concurrent_calls),
+  max_concurrent_streams: int(1).optional(),
+});
+
 /**
  * OpenTelemetry tracing (SPEC §9): spans exported over OTLP/HTTP to `otlp_endpoint` (the collector's
  * base URL; `/v1/traces` is appended unless given). Optional as a whole: without it tracing is off.
@@ -301,6 +310,7 @@ export const configSchema = z.strictObject({
   tokenizer: oneOf(["o200k_base", "cl100k_base", "heuristic"]).prefault("o200k_base"),
   image_tokens: int(0).prefault(1200),
   health: health.optional(),
+  server: server.optional(),
   subagents: z.strictObject({ sweep_interval: duration().prefault(formatDuration(SUBAGENT_DEFAULTS.sweep_interval)) }).optional(),
   tracing: tracing.optional(),
   limits: z
@@ -386,6 +396,17 @@ export interface HealthConfig {
   /** Then: how long calls in flight may take to finish before they are cancelled and contextd exits. */
   shutdown_grace: number;
 }
+/** `server`: how much the gRPC server takes on at once. */
+export interface ServerConfig {
+  /**
+   * Calls in flight at most, across all connections (health checks, reflection, HostService
+   * callbacks and WatchEngines streams not counted); a call over it is answered RESOURCE_EXHAUSTED
+   * unprocessed (src/server/middleware/load-shedding.ts).
+   */
+  max_concurrent_calls: number;
+  /** HTTP/2 streams one connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); unset: unlimited. */
+  max_concurrent_streams?: number;
+}
 export interface ContextdConfig {
   listen: string;
   metrics_listen: string;
@@ -403,6 +424,8 @@ export interface ContextdConfig {
   limits: { max_message_bytes: number; max_messages_per_append: number; max_session_entries: number };
   /** Absent when the file has no `health` section: use `healthSettings(config)`. */
   health?: HealthConfig;
+  /** Absent when the file has no `server` section: use `serverSettings(config)`. */
+  server?: ServerConfig;
   /** Subagent TTLs: how often children whose ttl_ms passed are swept. Absent: SUBAGENT_DEFAULTS. */
   subagents?: { sweep_interval: number };
   tracing?: { otlp_endpoint?: string; service_name: string };
@@ -416,6 +439,11 @@ export function reconcileIntervalMs(config: { engines: { reconcile_interval?: nu
 /** `subagents.sweep_interval` in force (ms). */
 export function subagentSweepIntervalMs(config: { subagents?: { sweep_interval: number } }): number {
   return config.subagents?.sweep_interval ?? SUBAGENT_DEFAULTS.sweep_interval;
+}
+
+/** The server settings in force: the file's, or SERVER_DEFAULTS. */
+export function serverSettings(config: { server?: ServerConfig }): ServerConfig {
+  return config.server ?? { ...SERVER_DEFAULTS };
 }
 
 /** The health settings in force: the file's, or HEALTH_DEFAULTS. */

@@ -29,12 +29,13 @@ import { createTokenizer } from "../tokens/create-tokenizer.js";
 import { Authenticator } from "./auth.js";
 import { hostAuthorization, registryAuthorization, sessionAuthorization } from "./authorization.js";
 import { defaultHostEndpoint, type ContextdConfig } from "./config.js";
-import { healthSettings, reconcileIntervalMs, subagentSweepIntervalMs, type HealthConfig } from "./config-schema.js";
+import { healthSettings, reconcileIntervalMs, serverSettings, subagentSweepIntervalMs, type HealthConfig } from "./config-schema.js";
 import { engineCredentials, serverCredentials } from "./credentials.js";
 import { ManagedSidecars } from "./managed-sidecars.js";
 import { routingSettings } from "./routing-settings.js";
-import { bindService } from "./middleware/bind-service.js";
-import { serverInterceptors } from "./middleware/interceptors.js";
+import { bindService, decodingDefinition } from "./middleware/bind-service.js";
+import { chain, serverInterceptors } from "./middleware/interceptors.js";
+import { InFlightLimit, loadShedding } from "./middleware/load-shedding.js";
 import { engineCallHooks } from "./observability/engine-call-hooks.js";
 import { instrumentStore } from "./observability/instrumented-store.js";
 import { ContextdMetrics } from "./observability/metrics.js";
@@ -140,19 +141,25 @@ export class Contextd {
     const sweeper = new SubagentSweeper(store, router, { intervalMs: subagentSweepIntervalMs(config) }, logger.child({ component: "subagent-sweeper" }));
 
     const maxBytes = Math.max(MIN_GRPC_MESSAGE_BYTES, config.limits.max_message_bytes * 4);
+    const serverLimits = serverSettings(config);
+    const inFlight = new InFlightLimit(serverLimits.max_concurrent_calls);
+    metrics.watchInFlight(() => inFlight.active);
+    const shedding = { limit: inFlight, logger, shed: (m: { service: string; name: string }) => metrics.child(metrics.rpcShed, { grpc_service: m.service, grpc_method: m.name }).inc() };
     // The middleware chain: interceptors around every RPC of every service (request id, tracing,
-    // metrics and access log), then each service's authorization rule, signal and error mapping.
+    // metrics and access log, load shedding), then each service's authorization rule, signal and
+    // error mapping. The bench's bare variant keeps the load shedding: it is not observability.
     const server = new Server({
       "grpc.max_receive_message_length": maxBytes,
       "grpc.max_send_message_length": maxBytes,
-      interceptors: bare ? [] : serverInterceptors({ logger, metrics, tracing }),
+      ...(serverLimits.max_concurrent_streams !== undefined ? { "grpc.max_concurrent_streams": serverLimits.max_concurrent_streams } : {}),
+      interceptors: bare ? [chain([loadShedding(shedding)])] : serverInterceptors({ logger, metrics, tracing, shedding }),
     });
     const imports = new TranscriptImports(store, tokenizer, limits);
     const exports = new TranscriptExports(store, maxBytes);
     const sessions = sessionHandlers(host, new SessionQueries(host, store, router), new Subagents(host, store), imports, exports, store);
-    server.addService(SessionServiceService, bindService(SessionServiceService, sessions, { logger, authorize: sessionAuthorization(auth) }));
-    server.addService(RegistryServiceService, bindService(RegistryServiceService, registryHandlers(registry, admission, quarantine, events), { logger, authorize: registryAuthorization(auth) }));
-    server.addService(HostServiceService, bindService(HostServiceService, hostHandlers(store, compactions, tokenizer, limits, model), { logger, authorize: hostAuthorization(grants) }));
+    server.addService(decodingDefinition(SessionServiceService), bindService(SessionServiceService, sessions, { logger, authorize: sessionAuthorization(auth) }));
+    server.addService(decodingDefinition(RegistryServiceService), bindService(RegistryServiceService, registryHandlers(registry, admission, quarantine, events), { logger, authorize: registryAuthorization(auth) }));
+    server.addService(decodingDefinition(HostServiceService), bindService(HostServiceService, hostHandlers(store, compactions, tokenizer, limits, model), { logger, authorize: hostAuthorization(grants) }));
     const health = addStandardServices(server, SERVICE_NAMES);
     const sidecars = new ManagedSidecars(config.engines.managed, auth, logger);
     const storePing = new StorePing(store, health, healthSettings(config), logger.child({ component: "store-ping" }));

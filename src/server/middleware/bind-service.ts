@@ -1,6 +1,7 @@
 import type { Metadata, sendUnaryData, ServerUnaryCall, ServerWritableStream, ServiceDefinition, UntypedServiceImplementation } from "@grpc/grpc-js";
 import type { PeerCertificate } from "node:tls";
 import type { Logger } from "pino";
+import { InvalidArgumentError } from "../../contract/errors.js";
 import { isInternal, toServiceError } from "../../contract/grpc-status.js";
 import { requestIdOf, traceContextOf } from "../../contract/metadata.js";
 import type { Handlers, RequestContext, ServerStreamHandler, UnaryHandler } from "../../contract/request-context.js";
@@ -40,6 +41,40 @@ export function bindService<Def extends ServiceDefinition, P>(definition: Def, h
   return impl;
 }
 
+/**
+ * The definition to register with grpc-js: its request decoders turn a request the generated code
+ * cannot hold — a 64-bit integer past 2^53 - 1, on which ts-proto's `forceLong=number` throws —
+ * into an INVALID_ARGUMENT answer naming the limit. It is valid protobuf (a Python or Go client
+ * sends it as easily as any other value), so not the INTERNAL "Error deserializing request" that
+ * grpc-js answers, and keeps answering, for bytes that are no protobuf at all.
+ */
+export function decodingDefinition<Def extends ServiceDefinition>(definition: Def): Def {
+  const out: Record<string, unknown> = {};
+  for (const [name, method] of Object.entries(definition)) {
+    out[name] = {
+      ...method,
+      requestDeserialize: (bytes: Buffer) => {
+        try {
+          return method.requestDeserialize(bytes);
+        } catch (err) {
+          if (!/SAFE_INTEGER/.test((err as Error).message)) throw err;
+          return new UnrepresentableRequest(method.path);
+        }
+      },
+    };
+  }
+  return out as Def;
+}
+
+class UnrepresentableRequest {
+  constructor(readonly path: string) {}
+  error(): InvalidArgumentError {
+    return new InvalidArgumentError(
+      `the request to ${this.path.slice(1)} holds a 64-bit integer larger than ${Number.MAX_SAFE_INTEGER} (2^53 - 1), the largest contextd takes in an int64/uint64 field (ttl_ms, timestamp_ms, usage counts, ...)`,
+    );
+  }
+}
+
 interface CallLike {
   metadata: Metadata;
   request: unknown;
@@ -49,6 +84,7 @@ interface CallLike {
 }
 
 function context<P>(path: string, call: CallLike, options: BindOptions<P>, controller: AbortController): RequestContext<P> {
+  if (call.request instanceof UnrepresentableRequest) throw call.request.error();
   const requestId = requestIdOf(call.metadata);
   call.on("cancelled", () => controller.abort(abortReason("cancelled by the caller")));
   const deadline = call.getDeadline();

@@ -5,6 +5,8 @@ import { Mode } from "../../contract/gen/contextd/v1/types.js";
 import { REQUEST_ID_KEY, metadataValue, nextRequestId } from "../../contract/metadata.js";
 import type { ContextdMetrics } from "../observability/metrics.js";
 import { SpanKind, type Tracing } from "../observability/tracing.js";
+import { loadShedding, type LoadSheddingDeps } from "./load-shedding.js";
+import type { CallStep, MethodInfo, Step } from "./step.js";
 
 /**
  * The server's middleware chain around every RPC of every service — contextd's three and the
@@ -17,36 +19,21 @@ import { SpanKind, type Tracing } from "../observability/tracing.js";
  *    answer's engine id, mode and fallback reason become attributes. Not in the chain without
  *    `tracing.otlp_endpoint`;
  * 3. metrics and access log: `grpc_server_handled_total` / `grpc_server_handling_seconds` by
- *    service, method and code, and one log line per call (debug when OK, info when refused).
+ *    service, method and code, and one log line per call (debug when OK, info when refused);
+ * 4. load shedding: over `server.max_concurrent_calls` calls in flight, RESOURCE_EXHAUSTED at once,
+ *    before the request is decoded (load-shedding.ts). Last, so that a shed call is still counted,
+ *    logged and traced by the steps before it.
  *
  * The steps share one grpc-js server interceptor: an interceptor per step costs a call object and
  * its listeners per step and per call, which measured as several percent of an Assemble
  * (bench/scenarios/observability_overhead.ts). Authorization, the AbortSignal and the error →
  * status mapping follow in bind-service.ts, where the decoded request and the typed handler are.
  */
-export interface MethodInfo {
-  path: string;
-  service: string;
-  name: string;
-  type: "unary" | "client_stream" | "server_stream" | "bidi_stream";
-}
-
-/** One step's view of one call. Every hook is optional. */
-export interface CallStep {
-  /** The call's metadata arrived; a step may change it before the handler sees it. */
-  metadata?(md: Metadata): void;
-  /** The handler sent an answer. */
-  message?(m: unknown): void;
-  /** The call ended with `s` (the caller's cancellation is CANCELLED). */
-  end?(s: Pick<StatusObject, "code" | "details">): void;
-}
-
-export type Step = (method: MethodInfo) => CallStep;
-
-export function serverInterceptors(deps: { logger: Logger; metrics: ContextdMetrics; tracing: Tracing }): ServerInterceptor[] {
+export function serverInterceptors(deps: { logger: Logger; metrics: ContextdMetrics; tracing: Tracing; shedding?: LoadSheddingDeps }): ServerInterceptor[] {
   const steps: Step[] = [requestId()];
   if (deps.tracing.enabled) steps.push(tracing(deps.tracing));
   steps.push(metricsAndAccessLog(deps.metrics, deps.logger));
+  if (deps.shedding) steps.push(loadShedding(deps.shedding));
   return [chain(steps)];
 }
 
@@ -68,7 +55,15 @@ export function chain(steps: Step[]): ServerInterceptor {
       start: (next) =>
         next({
           onReceiveMetadata: (md: Metadata, mdNext: (m: Metadata) => void) => {
-            for (const a of active) a.metadata?.(md);
+            for (const a of active) {
+              const refused = a.metadata?.(md);
+              if (refused) {
+                // Not passed on: the request is never decoded and the handler never runs.
+                end(refused);
+                call.sendStatus({ code: refused.code, details: refused.details, metadata: new Metadata() });
+                return;
+              }
+            }
             mdNext(md);
           },
           onCancel: () => end({ code: status.CANCELLED, details: "cancelled by the caller" }),

@@ -26,6 +26,17 @@ export class ContextdMetrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 180],
     registers: [this.registry],
   });
+  readonly rpcShed = new Counter({
+    name: "contextd_rpc_shed_total",
+    help: "RPCs refused RESOURCE_EXHAUSTED unprocessed because server.max_concurrent_calls were in flight, by service and method.",
+    labelNames: ["grpc_service", "grpc_method"] as const,
+    registers: [this.registry],
+  });
+  readonly rpcInFlight = new Gauge({
+    name: "contextd_rpc_in_flight",
+    help: "RPCs in flight that count against server.max_concurrent_calls (read at scrape time).",
+    registers: [this.registry],
+  });
   readonly engineCalls = new Counter({
     name: "contextd_engine_calls_total",
     help: "Calls to context engines, by engine, operation and outcome (ok, error, timeout, contract, rejected).",
@@ -155,6 +166,12 @@ export class ContextdMetrics {
       gh.reset();
       for (const e of list()) gh.set({ engine: e.id }, e.health);
     };
+  }
+
+  /** `contextd_rpc_in_flight` reads `active` at scrape time: nothing on the call path. */
+  watchInFlight(active: () => number): void {
+    const g = this.rpcInFlight;
+    (g as unknown as { collect?: () => void }).collect = () => g.set(active());
   }
 
   /** The child of `metric` for these label values, created once. */

@@ -1,0 +1,29 @@
+import type { Metadata, StatusObject } from "@grpc/grpc-js";
+
+/**
+ * The shape of one middleware step (interceptors.ts runs them, in order, inside one grpc-js
+ * interceptor): given the method, a step returns its hooks for one call. Its own file so that steps
+ * in other files (load-shedding.ts) and the chain that runs them both depend on it, not on each other.
+ */
+export interface MethodInfo {
+  path: string;
+  service: string;
+  name: string;
+  type: "unary" | "client_stream" | "server_stream" | "bidi_stream";
+}
+
+/** One step's view of one call. Every hook is optional. */
+export interface CallStep {
+  /**
+   * The call's metadata arrived; a step may change it before the handler sees it, or refuse the
+   * call by returning its status: the call then ends with it at once (every step's `end` hears it;
+   * the steps after the refusing one never see the metadata) and the handler never runs.
+   */
+  metadata?(md: Metadata): Pick<StatusObject, "code" | "details"> | void;
+  /** The handler sent an answer. */
+  message?(m: unknown): void;
+  /** The call ended with `s` (the caller's cancellation is CANCELLED). */
+  end?(s: Pick<StatusObject, "code" | "details">): void;
+}
+
+export type Step = (method: MethodInfo) => CallStep;
