@@ -19,6 +19,8 @@ import { toEngineStatus, type EngineRegistry, type RegisteredEngine } from "./en
 import type { Quarantine } from "./quarantine.js";
 import { RemoteEngine } from "./remote-engine.js";
 
+const MAX_ENGINE_ID_LENGTH = 128;
+
 export const SUPPORTED_PROTOCOL_VERSIONS = [PROTOCOL_VERSION];
 
 /** GetInfo failures that say nothing about the engine's contract: the registration may be retried. */
@@ -54,6 +56,10 @@ export class Admission {
     const engineId = req.engineId.trim();
     const endpoint = req.endpoint.trim();
     if (!engineId) throw new InvalidArgumentError("engine_id is required");
+    // An engine id is a config key (slots, agents, overrides), a metric label and a log field: bounded
+    // and printable, like session ids (a registry that kept any string would carry it everywhere).
+    if (engineId.length > MAX_ENGINE_ID_LENGTH) throw new InvalidArgumentError(`engine_id is longer than ${MAX_ENGINE_ID_LENGTH} characters`);
+    if (/[\u0000-\u001f\u007f]/.test(engineId)) throw new InvalidArgumentError("engine_id contains control characters");
     if (!endpoint) throw new InvalidArgumentError("endpoint is required");
     const refuse = (refusal: Refusal, message: string, existingOwner = ""): RegisterEngineResponse => {
       this.log.warn({ engineId, owner, endpoint, refusal: Refusal[refusal], reason: message }, "engine registration refused");

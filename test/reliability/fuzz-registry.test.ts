@@ -148,6 +148,8 @@ describe("RegistryService under bad input", () => {
     return status.OK;
   }
 
+  const validEngineId = (id: string) => id !== "" && id.length <= 128 && !/[\u0000-\u001f\u007f]/.test(id);
+
   async function run(choice: Op): Promise<void> {
     const what = `${choice.rpc} ${A.describeRequest(choice)}`;
     const id = wire(choice.engineId);
@@ -164,13 +166,14 @@ describe("RegistryService under bad input", () => {
       const res = await A.settle(registry.register({ engineId: o.engineId, owner: o.owner, endpoint: o.endpoint, allowSameOwnerRefresh: o.refresh, protocolVersions: o.versions }, token));
       if (!res.ok) {
         A.expectNamedRefusal(res.err, what);
-        // Past the credential rules, only a missing id or endpoint is an error; the rest are answers.
-        const expected = gate !== status.OK ? gate : !id || !wire(o.endpoint) ? status.INVALID_ARGUMENT : status.OK;
+        // Past the credential rules, only a missing or malformed id (over 128 characters, control
+        // characters: src/registry/admission.ts) or a missing endpoint is an error; the rest are answers.
+        const expected = gate !== status.OK ? gate : !validEngineId(id) || !wire(o.endpoint) ? status.INVALID_ARGUMENT : status.OK;
         expect(res.err.code, what).toBe(expected);
         return;
       }
       const r = res.value;
-      expect({ gate, id: Boolean(id), endpoint: Boolean(wire(o.endpoint)) }, `${what}: refused by the credential rules, or a missing field`).toEqual({ gate: status.OK, id: true, endpoint: true });
+      expect({ gate, id: validEngineId(id), endpoint: Boolean(wire(o.endpoint)) }, `${what}: refused by the credential rules, or a missing field`).toEqual({ gate: status.OK, id: true, endpoint: true });
       if (!r.ok) {
         expect(r.refusal, what).not.toBe(Refusal.REFUSAL_NONE);
         expect(Refusal[r.refusal], what).toBeDefined();

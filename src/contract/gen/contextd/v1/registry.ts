@@ -246,6 +246,10 @@ export interface EngineStatus {
 }
 
 export interface RegisterEngineRequest {
+  /**
+   * The id sessions are routed by (slots, agents, overrides in the config). At most 128 characters,
+   * no control characters; surrounding whitespace is trimmed. Else INVALID_ARGUMENT.
+   */
   engineId: string;
   /** Trimmed; must match the credential. */
   owner: string;
