@@ -117,6 +117,17 @@ export class EngineChannel {
     };
   }
 
+  /**
+   * Drops the connection for a fresh one (unless closed). For a connection that may be dead
+   * without either side having been told — a network partition drops packets silently: the
+   * socket stays "established", every call on it runs into its deadline, and once the link is
+   * back TCP resumes only when its retransmission backoff next fires (after a 30 s partition
+   * about 25 s later; up to 2 min). Calls already under way finish on the old connection.
+   */
+  reset(): void {
+    if (!this.closed) this.redial();
+  }
+
   /** A channel in TRANSIENT_FAILURE has no connection and no call in flight: swap it for a fresh one. */
   private redial(): void {
     const old = this.current;

@@ -66,14 +66,19 @@ export class RemoteEngine implements ContextEngine {
     const deadline = new Date(Date.now() + timeoutMs);
     try {
       await this.channel.connect(deadline.getTime());
-    } catch {
+    } catch (err) {
+      if (err instanceof DeadlineExceededError) this.channel.reset(); // a SYN lost in a partition: dial afresh next time
       return "UNREACHABLE";
     }
     try {
       const health = this.channel.health as unknown as { check: UnaryMethod<{ service: string }, { status: string | number }> };
       const res = await callUnary(this.channel.health, health.check, { service: "" }, { address: this.endpoint }, { deadlineMs: deadline.getTime() });
       return res.status === "SERVING" || res.status === 1 ? "SERVING" : "NOT_SERVING";
-    } catch {
+    } catch (err) {
+      // No answer in time: the engine may be slow, or the connection dead in a network partition
+      // (engine-channel.ts reset). The next check runs on a fresh connection, so the first one
+      // after the link returns gets through and releases the engine (test/reliability/partition).
+      if ((err as ServiceError).code === status.DEADLINE_EXCEEDED) this.channel.reset();
       return "UNREACHABLE";
     }
   }

@@ -78,6 +78,16 @@ export class HostCallError extends ContextdError {
 /** Used when neither the engine call nor the HostContext has a deadline. */
 const FALLBACK_TIMEOUT_MS = 60_000;
 
+/**
+ * HostService clients get a connection of their own ("local subchannel pool"), not the one
+ * grpc-js would share with the registration heartbeat to the same contextd: in a network partition
+ * the heartbeat keeps writing into the dead connection, and after the link is back TCP resumes it
+ * only when its retransmission backoff next fires (up to 2 min) — every host call on it would hang
+ * to its deadline meanwhile. Engine calls do not reach an engine during a partition, so this one
+ * carries no stuck data; and a host call that runs out of time drops it for a fresh one (`reset`).
+ */
+const HOST_CHANNEL_OPTIONS = { ...CHANNEL_OPTIONS, "grpc.use_local_subchannel_pool": 1 };
+
 /** One channel per host endpoint, shared by every engine call; closed when the engine stops. */
 export class HostChannels {
   private readonly clients = new Map<string, HostServiceClient>();
@@ -87,10 +97,17 @@ export class HostChannels {
   get(endpoint: string): HostServiceClient {
     let client = this.clients.get(endpoint);
     if (!client) {
-      client = new HostServiceClient(endpoint, this.credentials, CHANNEL_OPTIONS);
+      client = new HostServiceClient(endpoint, this.credentials, HOST_CHANNEL_OPTIONS);
       this.clients.set(endpoint, client);
     }
     return client;
+  }
+
+  /** Replaces `client` (if it is still the endpoint's) with a fresh connection at the next get; calls under way finish on it. */
+  reset(endpoint: string, client: HostServiceClient): void {
+    if (this.clients.get(endpoint) !== client) return;
+    this.clients.delete(endpoint);
+    client.close();
   }
 
   close(): void {
@@ -190,6 +207,8 @@ export class BoundHostClient implements HostClient {
       return await callUnary(client, method, request, { address: this.endpoint, token: this.token || undefined }, { timeoutMs: remaining, signal, trace: this.call.trace });
     } catch (err) {
       const e = err as Partial<ServiceError>;
+      // No answer in time: the host may be busy, or the connection dead in a partition (HOST_CHANNEL_OPTIONS).
+      if (e.code === status.DEADLINE_EXCEEDED) this.channels.reset(this.endpoint, client);
       if (typeof e.code === "number") throw new HostCallError(e.code, rpc, e.details || e.message || "failed");
       throw err;
     }
