@@ -16,6 +16,10 @@ from contextd.v1 import host_pb2, host_pb2_grpc
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
     ("grpc.max_send_message_length", 64 * 1024 * 1024),
+    # A connection of its own, never shared with the registration heartbeat to the same contextd
+    # (as the TypeScript SDK does): after a network partition a connection that kept writing into
+    # the dead link resumes only when TCP's retransmission backoff next fires (up to minutes).
+    ("grpc.use_local_subchannel_pool", 1),
 ]
 # Used only when neither the caller nor the HostContext bounds the call (a correct host always does).
 FALLBACK_TIMEOUT_S = 180.0
@@ -71,6 +75,14 @@ class HostClient:
                 self._channels[endpoint] = channel
         return host_pb2_grpc.HostServiceStub(channel)
 
+    def reset(self, endpoint):
+        """Forgets the channel to `endpoint`, so the next call dials afresh. Called when a host call ran
+        out of time: the connection may be stuck behind a partition that has since healed. Not
+        closed here: calls still under way on it (other threads) finish on it, and the channel is
+        closed when the last of them lets go of it."""
+        with self._lock:
+            self._channels.pop(endpoint, None)
+
     def close(self):
         with self._lock:
             channels = list(self._channels.values())
@@ -119,4 +131,6 @@ class HostClient:
         except grpc.RpcError as e:
             code = e.code() if callable(getattr(e, "code", None)) else grpc.StatusCode.UNKNOWN
             details = e.details() if callable(getattr(e, "details", None)) else str(e)
+            if code in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE):
+                self.reset(host.endpoint)
             raise HostCallError(code, "HostService.DelegateCompaction: %s" % details)
