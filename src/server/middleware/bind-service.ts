@@ -42,11 +42,13 @@ export function bindService<Def extends ServiceDefinition, P>(definition: Def, h
 }
 
 /**
- * The definition to register with grpc-js: its request decoders turn a request the generated code
- * cannot hold — a 64-bit integer past 2^53 - 1, on which ts-proto's `forceLong=number` throws —
- * into an INVALID_ARGUMENT answer naming the limit. It is valid protobuf (a Python or Go client
- * sends it as easily as any other value), so not the INTERNAL "Error deserializing request" that
- * grpc-js answers, and keeps answering, for bytes that are no protobuf at all.
+ * The definition to register with grpc-js: its request decoders turn a request that cannot be
+ * decoded into an INVALID_ARGUMENT answer naming the message type — a client's fault, where grpc-js
+ * would answer INTERNAL "Error deserializing request" (which says "server bug" to every gRPC user).
+ * Two kinds: bytes that are no protobuf of the request type (truncated, wrong wire types), and valid
+ * protobuf the generated code cannot hold — a 64-bit integer past 2^53 - 1, on which ts-proto's
+ * `forceLong=number` throws, though a Python or Go client sends one as easily as any other value.
+ * The handler never runs for either: `context()` throws the error first.
  */
 export function decodingDefinition<Def extends ServiceDefinition>(definition: Def): Def {
   const out: Record<string, unknown> = {};
@@ -57,8 +59,7 @@ export function decodingDefinition<Def extends ServiceDefinition>(definition: De
         try {
           return method.requestDeserialize(bytes);
         } catch (err) {
-          if (!/SAFE_INTEGER/.test((err as Error).message)) throw err;
-          return new UnrepresentableRequest(method.path);
+          return new UndecodableRequest(method.path, (err as Error).message ?? String(err));
         }
       },
     };
@@ -66,12 +67,19 @@ export function decodingDefinition<Def extends ServiceDefinition>(definition: De
   return out as Def;
 }
 
-class UnrepresentableRequest {
-  constructor(readonly path: string) {}
+class UndecodableRequest {
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+  ) {}
   error(): InvalidArgumentError {
-    return new InvalidArgumentError(
-      `the request to ${this.path.slice(1)} holds a 64-bit integer larger than ${Number.MAX_SAFE_INTEGER} (2^53 - 1), the largest contextd takes in an int64/uint64 field (ttl_ms, timestamp_ms, usage counts, ...)`,
-    );
+    const rpc = this.path.slice(1);
+    if (/SAFE_INTEGER/.test(this.reason)) {
+      return new InvalidArgumentError(
+        `the request to ${rpc} holds a 64-bit integer larger than ${Number.MAX_SAFE_INTEGER} (2^53 - 1), the largest contextd takes in an int64/uint64 field (ttl_ms, timestamp_ms, usage counts, ...)`,
+      );
+    }
+    return new InvalidArgumentError(`the request to ${rpc} is not a valid protobuf message of its request type: ${this.reason}`);
   }
 }
 
@@ -84,7 +92,7 @@ interface CallLike {
 }
 
 function context<P>(path: string, call: CallLike, options: BindOptions<P>, controller: AbortController): RequestContext<P> {
-  if (call.request instanceof UnrepresentableRequest) throw call.request.error();
+  if (call.request instanceof UndecodableRequest) throw call.request.error();
   const requestId = requestIdOf(call.metadata);
   call.on("cancelled", () => controller.abort(abortReason("cancelled by the caller")));
   const deadline = call.getDeadline();
