@@ -110,7 +110,18 @@ export class Admission {
     };
     const written = this.registry.beginLocalWrite(engineId);
     try {
-      await this.store.saveRegistration({ engineId, owner, endpoint, info: probe.info!, protocolVersion: version, registeredAtMs: engine.registeredAtMs });
+      const claim = await this.store.claimRegistration(
+        { engineId, owner, endpoint, info: probe.info!, protocolVersion: version, registeredAtMs: engine.registeredAtMs },
+        { refresh: req.allowSameOwnerRefresh },
+      );
+      // Another replica admitted the id while this one probed: the database decided, and says who.
+      if (!claim.written) {
+        remote.close();
+        const other = claim.holder.owner;
+        return other !== owner
+          ? refuse(Refusal.REFUSAL_OWNED_BY_OTHER, `engine "${engineId}" is owned by "${other}" (registered at another replica a moment ago)`, other)
+          : refuse(Refusal.REFUSAL_ALREADY_REGISTERED, `engine "${engineId}" was registered by "${owner}" at another replica a moment ago; set allow_same_owner_refresh to replace it`, owner);
+      }
       const replaced = this.registry.get(engineId);
       this.registry.set(engine);
       if (replaced?.remote && replaced.remote !== remote) replaced.remote.close();

@@ -5,9 +5,17 @@ import type { QuarantineState } from "../contract/gen/contextd/v1/registry.js";
  * Durable registry state: who owns each engine id (so ownership survives a contextd restart and
  * is shared by replicas) and quarantine records (SPEC §3: persisted, visible to every replica).
  */
+/** What {@link RegistryStore.claimRegistration} did: wrote it, or found the id held by `holder`. */
+export type RegistrationClaim = { written: true } | { written: false; holder: StoredRegistration };
+
 export interface RegistryStore {
-  /** Inserts or replaces the registration of `engineId`. */
-  saveRegistration(registration: StoredRegistration): Promise<void>;
+  /**
+   * Writes the registration of `engineId` unless another holds the id: one of a different owner,
+   * or — unless `refresh` — any. One conditional write, so that of two replicas admitting one id at
+   * once exactly one wins: ownership is decided by the database, not by a read that raced. When it
+   * does not write, answers the registration that holds the id.
+   */
+  claimRegistration(registration: StoredRegistration, options: { refresh: boolean }): Promise<RegistrationClaim>;
   deleteRegistration(engineId: string): Promise<boolean>;
   listRegistrations(): Promise<StoredRegistration[]>;
 

@@ -13,7 +13,9 @@
  * - a missed notification is repaired: a record written without NOTIFY is applied by the periodic
  *   reconcile, and a change made while the LISTEN connections were killed (pg_terminate_backend)
  *   arrives once they reconnect;
- * - a deregistration at B makes A (and C) forget the engine.
+ * - a deregistration at B makes A (and C) forget the engine;
+ * - two owners registering one new id at A and at B at the same moment: exactly one owns it (the
+ *   database's conditional write decides), the other is refused OWNED_BY_OTHER naming the winner.
  *
  * A and B reconcile every 30 s only, so what they apply within the test's time came by
  * notification; C, started later, reconciles every 500 ms (and shows the reconcile at work).
@@ -25,7 +27,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EngineHealth, QuarantineState } from "../../src/contract/gen/contextd/v1/registry.js";
+import { EngineHealth, QuarantineState, Refusal } from "../../src/contract/gen/contextd/v1/registry.js";
 import { Mode } from "../../src/contract/gen/contextd/v1/types.js";
 import { ContextdClient } from "../../src/sdk/runtime-client.js";
 import { codingSession } from "../fixtures/coding-session.js";
@@ -40,6 +42,7 @@ const config = (reconcile: string) => ({
   slots: { context_engine: ENGINE },
   engines: { reconcile_interval: reconcile, health: { interval: "1s", timeout: "500ms" } },
 });
+const refusalName = (r: Refusal) => Refusal[r];
 const LISTENERS = "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'contextd registry listener'";
 
 describe("registry state shared by replicas on one PostgreSQL database", () => {
@@ -241,5 +244,35 @@ describe("registry state shared by replicas on one PostgreSQL database", () => {
     }
     const gone = await refusal(reg("r1").get(ENGINE));
     expect(gone.code).toBe(status.NOT_FOUND);
+  });
+
+  it("two owners registering one new id at two replicas at once: exactly one owns it, everywhere", async () => {
+    const RACED = "raced-engine";
+    // Two sidecars answering GetInfo for the same id, registered by hand (not by their SDK) so that
+    // both registrations leave at the same moment.
+    const sidecars = await Promise.all([startTsEngine({ engineId: RACED }), startTsEngine({ engineId: RACED })]);
+    try {
+      for (let round = 0; round < 5; round++) {
+        const marks = ["r1", "r2"].map((n) => watch(n).mark());
+        const [a, b] = await Promise.all([
+          reg("r1").register({ engineId: RACED, owner: "team-a", endpoint: sidecars[0]!.address }),
+          reg("r2").register({ engineId: RACED, owner: "team-b", endpoint: sidecars[1]!.address }),
+        ]);
+        expect([a.ok, b.ok].filter(Boolean), `round ${round}: one winner`).toHaveLength(1);
+        const [win, lose, winner, winAt] = a.ok ? [a, b, "team-a", "r1"] : [b, a, "team-b", "r2"];
+        expect(win.engine?.owner).toBe(winner);
+        expect(lose).toMatchObject({ ok: false, existingOwner: winner });
+        expect(refusalName(lose.refusal)).toBe("REFUSAL_OWNED_BY_OTHER");
+        // The other replica learns the winner's registration; both list the same owner.
+        const other = winAt === "r1" ? 1 : 0;
+        await watch(["r1", "r2"][other]!).next(marks[other]!, "REGISTERED", RACED);
+        for (const n of ["r1", "r2"]) expect((await reg(n).list()).engines.find((e) => e.engineId === RACED)?.owner, n).toBe(winner);
+        const gone = ["r1", "r2"].map((n) => watch(n).mark());
+        expect((await reg(winAt).deregister(RACED)).deregistered).toBe(true);
+        await watch(["r1", "r2"][other]!).next(gone[other]!, "DEREGISTERED", RACED);
+      }
+    } finally {
+      await Promise.all(sidecars.map((e) => e.stop()));
+    }
   });
 });

@@ -62,7 +62,7 @@ describe("SqliteStore.watchRegistry", () => {
     const changes: RegistryChange[] = [];
     const watch = store.watchRegistry((c) => changes.push(c));
     expect(watch).toMatchObject({ shared: false, connected: true });
-    await store.saveRegistration(registration("alpha", "alice"));
+    await store.claimRegistration(registration("alpha", "alice"), { refresh: true });
     await watch.close();
     expect(changes).toEqual([]);
   });
@@ -86,13 +86,13 @@ describe("PostgresStore.watchRegistry", () => {
     await rec.next((c) => c.kind === "resync"); // listening
     expect(watch.connected).toBe(true);
     const from = rec.seen.length;
-    await a.saveRegistration(registration("alpha", "alice"));
+    await a.claimRegistration(registration("alpha", "alice"), { refresh: true });
     await a.saveQuarantine("alpha", quarantine());
     await a.clearQuarantine("alpha");
     await a.clearQuarantine("alpha"); // nothing to clear: nothing changed, no notification
     await a.deleteRegistration("alpha");
     await a.deleteRegistration("alpha");
-    await b.saveRegistration(registration("beta", "bob")); // its own writes too
+    await b.claimRegistration(registration("beta", "bob"), { refresh: true }); // its own writes too
     await rec.next((c) => c.engineId === "beta", from);
     expect(rec.seen.slice(from)).toEqual([
       { kind: "registered", engineId: "alpha" },

@@ -87,14 +87,18 @@ describe("schema migrations 1 → 2 → 3 → 4", () => {
     expect(keyed.replayed).toBe(false);
     expect(await store.appendIdempotent("old", [msg("keyed", 2)], LABELS, { key: "k1", requestHash: "h" })).toMatchObject({ replayed: true });
     expect((await store.getSession("old"))!.headerJson).toBe("");
-    await store.saveRegistration({
-      engineId: "e1",
-      owner: "alice",
-      endpoint: "localhost:1",
-      info: EngineInfo.fromPartial({ id: "e1", name: "E1", protocolVersions: [1] }),
-      protocolVersion: 1,
-      registeredAtMs: 1,
-    });
+    const claim = await store.claimRegistration(
+      {
+        engineId: "e1",
+        owner: "alice",
+        endpoint: "localhost:1",
+        info: EngineInfo.fromPartial({ id: "e1", name: "E1", protocolVersions: [1] }),
+        protocolVersion: 1,
+        registeredAtMs: 1,
+      },
+      { refresh: false },
+    );
+    expect(claim).toEqual({ written: true });
     expect((await store.listRegistrations()).map((r) => r.engineId)).toEqual(["e1"]);
     // Migration 4: the old session has no TTL and has not ended; new children get one and are swept.
     expect(await store.readSubagentState("old")).toEqual({ expiresAtMs: 0, endedAtMs: 0, endReason: 0 });

@@ -1,7 +1,7 @@
 import { ContextdError, FailedPreconditionError, InvalidArgumentError, NotFoundError } from "../../contract/errors.js";
 import type { QuarantineState } from "../../contract/gen/contextd/v1/registry.js";
 import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
-import type { RegistryChange, RegistryStore, RegistryWatch, RegistryWatchOptions, StoredRegistration } from "../registry-store.js";
+import type { RegistrationClaim, RegistryChange, RegistryStore, RegistryWatch, RegistryWatchOptions, StoredRegistration } from "../registry-store.js";
 import type {
   ActiveTotals,
   ActiveView,
@@ -257,8 +257,8 @@ export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy 
 
   // --- RegistryStore ---------------------------------------------------------------------------
 
-  async saveRegistration(registration: StoredRegistration): Promise<void> {
-    await registry.saveRegistration(this.db, registration);
+  async claimRegistration(registration: StoredRegistration, options: { refresh: boolean }): Promise<RegistrationClaim> {
+    return registry.claimRegistration(this.db, registration, options.refresh);
   }
 
   async deleteRegistration(engineId: string): Promise<boolean> {

@@ -1,5 +1,5 @@
 import { QuarantineState } from "../../contract/gen/contextd/v1/registry.js";
-import { REGISTRY_CHANNEL, type RegistryChangeKind, type StoredRegistration } from "../registry-store.js";
+import { REGISTRY_CHANNEL, type RegistrationClaim, type RegistryChangeKind, type StoredRegistration } from "../registry-store.js";
 import { quarantineRow, registrationRow, toStoredRegistration, type QuarantineRow, type RegistrationRow } from "../sqlite/registry-rows.js";
 import { count, run, type Conn, type PgDatabase } from "./database.js";
 import { bytea } from "./rows.js";
@@ -23,11 +23,18 @@ function notify(conn: Conn, engineId: string, change: RegistryChangeKind): Promi
   return run(conn, SQL.notifyRegistry, [REGISTRY_CHANNEL, JSON.stringify(payload)]);
 }
 
-export async function saveRegistration(db: PgDatabase, registration: StoredRegistration): Promise<void> {
+export async function claimRegistration(db: PgDatabase, registration: StoredRegistration, refresh: boolean): Promise<RegistrationClaim> {
   const r = registrationRow(registration);
-  await db.transaction(async (conn) => {
-    await run(conn, SQL.saveRegistration, [r.engine_id, r.owner, r.endpoint, bytea(r.info), r.protocol_version, r.registered_at_ms]);
+  return db.transaction(async (conn): Promise<RegistrationClaim> => {
+    // Two replicas claiming one new id: the second INSERT waits on the first's uncommitted row,
+    // then takes the conflict path and its WHERE decides.
+    const written = await run(conn, SQL.claimRegistration, [r.engine_id, r.owner, r.endpoint, bytea(r.info), r.protocol_version, r.registered_at_ms, refresh]);
+    if (written.length === 0) {
+      const [holder] = await run<RegistrationRow>(conn, SQL.registration, [r.engine_id]);
+      return { written: false, holder: toStoredRegistration(holder) };
+    }
     await notify(conn, r.engine_id, "registered");
+    return { written: true };
   });
 }
 

@@ -119,13 +119,17 @@ export const SQL = {
     "SELECT payload, replaced_at_ms, reason FROM entry_revisions WHERE session_id = $1 AND entry_id = $2 ORDER BY revision",
   ),
   // registry
-  saveRegistration: stmt(
-    "save_registration",
+  // A held id is replaced only by its own owner, and only on a refresh ($7): no row returned otherwise.
+  claimRegistration: stmt(
+    "claim_registration",
     `INSERT INTO engine_registrations (engine_id, owner, endpoint, info, protocol_version, registered_at_ms)
      VALUES ($1, $2, $3, $4, $5, $6)
      ON CONFLICT (engine_id) DO UPDATE SET owner = excluded.owner, endpoint = excluded.endpoint,
-       info = excluded.info, protocol_version = excluded.protocol_version, registered_at_ms = excluded.registered_at_ms`,
+       info = excluded.info, protocol_version = excluded.protocol_version, registered_at_ms = excluded.registered_at_ms
+     WHERE engine_registrations.owner = excluded.owner AND $7::boolean
+     RETURNING engine_id`,
   ),
+  registration: stmt("registration", "SELECT * FROM engine_registrations WHERE engine_id = $1"),
   deleteRegistration: stmt("delete_registration", "DELETE FROM engine_registrations WHERE engine_id = $1"),
   listRegistrations: stmt("list_registrations", "SELECT * FROM engine_registrations ORDER BY engine_id"),
   saveQuarantine: stmt(

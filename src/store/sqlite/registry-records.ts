@@ -1,5 +1,5 @@
 import { QuarantineState } from "../../contract/gen/contextd/v1/registry.js";
-import type { StoredRegistration } from "../registry-store.js";
+import type { RegistrationClaim, StoredRegistration } from "../registry-store.js";
 import { quarantineRow, registrationRow, toStoredRegistration } from "./registry-rows.js";
 import type { Statements } from "./statements.js";
 
@@ -7,8 +7,10 @@ import type { Statements } from "./statements.js";
 // same database file as the transcripts. Each call is a single statement, so none needs an explicit
 // transaction; lists are ordered by engine id.
 
-export function saveRegistration(stmts: Statements, registration: StoredRegistration): void {
-  stmts.saveRegistration.run(registrationRow(registration));
+export function claimRegistration(stmts: Statements, registration: StoredRegistration, refresh: boolean): RegistrationClaim {
+  const row = registrationRow(registration);
+  if (stmts.claimRegistration.run({ ...row, refresh: refresh ? 1 : 0 }).changes > 0) return { written: true };
+  return { written: false, holder: toStoredRegistration(stmts.registration.get(row.engine_id)!) };
 }
 
 export function deleteRegistration(stmts: Statements, engineId: string): boolean {

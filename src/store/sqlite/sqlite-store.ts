@@ -3,7 +3,7 @@ import Database from "better-sqlite3";
 import { InvalidArgumentError, NotFoundError } from "../../contract/errors.js";
 import type { QuarantineState } from "../../contract/gen/contextd/v1/registry.js";
 import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
-import type { RegistryChange, RegistryStore, RegistryWatch, RegistryWatchOptions, StoredRegistration } from "../registry-store.js";
+import type { RegistrationClaim, RegistryChange, RegistryStore, RegistryWatch, RegistryWatchOptions, StoredRegistration } from "../registry-store.js";
 import type {
   ActiveTotals,
   ActiveView,
@@ -282,8 +282,8 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
 
   // --- RegistryStore ---------------------------------------------------------------------------
 
-  async saveRegistration(registration: StoredRegistration): Promise<void> {
-    registry.saveRegistration(this.stmts, registration);
+  async claimRegistration(registration: StoredRegistration, options: { refresh: boolean }): Promise<RegistrationClaim> {
+    return registry.claimRegistration(this.stmts, registration, options.refresh);
   }
 
   async deleteRegistration(engineId: string): Promise<boolean> {

@@ -40,7 +40,8 @@ export interface Statements {
   insertRevision: Stmt<[RevisionRow], void>;
   revisions: Stmt<[string, string], Pick<RevisionRow, "payload" | "replaced_at_ms" | "reason">>;
   // registry
-  saveRegistration: Stmt<[RegistrationRow], void>;
+  claimRegistration: Stmt<[RegistrationRow & { refresh: number }], void>;
+  registration: Stmt<[string], RegistrationRow>;
   deleteRegistration: Stmt<[string], void>;
   listRegistrations: Stmt<[], RegistrationRow>;
   saveQuarantine: Stmt<[QuarantineRow], void>;
@@ -138,13 +139,16 @@ export function prepareStatements(db: Database.Database): Statements {
       `SELECT payload, replaced_at_ms, reason FROM entry_revisions
        WHERE session_id = ? AND entry_id = ? ORDER BY revision`,
     ),
-    saveRegistration: db.prepare<[RegistrationRow], void>(
+    // A held id is replaced only by its own owner, and only on a refresh (changes = 0 otherwise).
+    claimRegistration: db.prepare<[RegistrationRow & { refresh: number }], void>(
       `INSERT INTO engine_registrations (engine_id, owner, endpoint, info, protocol_version, registered_at_ms)
        VALUES (@engine_id, @owner, @endpoint, @info, @protocol_version, @registered_at_ms)
        ON CONFLICT (engine_id) DO UPDATE SET owner = excluded.owner, endpoint = excluded.endpoint,
          info = excluded.info, protocol_version = excluded.protocol_version,
-         registered_at_ms = excluded.registered_at_ms`,
+         registered_at_ms = excluded.registered_at_ms
+       WHERE engine_registrations.owner = excluded.owner AND @refresh = 1`,
     ),
+    registration: db.prepare<[string], RegistrationRow>("SELECT * FROM engine_registrations WHERE engine_id = ?"),
     deleteRegistration: db.prepare<[string], void>("DELETE FROM engine_registrations WHERE engine_id = ?"),
     listRegistrations: db.prepare<[], RegistrationRow>("SELECT * FROM engine_registrations ORDER BY engine_id"),
     saveQuarantine: db.prepare<[QuarantineRow], void>(

@@ -42,23 +42,28 @@ export function quarantine(extra: Partial<QuarantineState> = {}): QuarantineStat
 /** The RegistryStore half: engine registrations and quarantine records. */
 export function describeRegistry(stores: Stores): void {
   describe("registry records", () => {
-    it("saves, replaces, lists and deletes registrations, which survive a reopen", async () => {
+    it("claims, refreshes, lists and deletes registrations, which survive a reopen", async () => {
       const store = await stores.open();
       expect(await store.listRegistrations()).toEqual([]);
       const b = registration("beta", "bob");
       const a = registration("alpha", "alice");
-      await store.saveRegistration(b);
-      await store.saveRegistration(a);
+      expect(await store.claimRegistration(b, { refresh: false })).toEqual({ written: true });
+      expect(await store.claimRegistration(a, { refresh: false })).toEqual({ written: true });
       expect(await store.listRegistrations()).toEqual([a, b]); // ordered by engine id, info round-trips
 
-      // Replace: same id, new owner/endpoint/info/time.
-      const a2 = registration("alpha", "carol", {
+      // Refresh by the owner: same id, new endpoint/info/time.
+      const a2 = registration("alpha", "alice", {
         endpoint: "unix:///run/alpha.sock",
         info: EngineInfo.fromPartial({ id: "alpha", name: "Alpha 2", protocolVersions: [1, 2] }),
         protocolVersion: 2,
         registeredAtMs: 1_700_000_999_000,
       });
-      await store.saveRegistration(a2);
+      expect(await store.claimRegistration(a2, { refresh: false })).toEqual({ written: false, holder: a });
+      expect(await store.claimRegistration(a2, { refresh: true })).toEqual({ written: true });
+      // Another owner never takes a held id, refresh or not; the holder is answered.
+      const stolen = registration("alpha", "carol");
+      expect(await store.claimRegistration(stolen, { refresh: true })).toEqual({ written: false, holder: a2 });
+      expect(await store.claimRegistration(stolen, { refresh: false })).toEqual({ written: false, holder: a2 });
       expect(await store.listRegistrations()).toEqual([a2, b]);
 
       await store.close();
@@ -75,9 +80,9 @@ export function describeRegistry(stores: Stores): void {
 
     it("refuses a registration without engine id or owner", async () => {
       const store = await stores.open();
-      await expect(store.saveRegistration(registration("", "alice"))).rejects.toThrow(InvalidArgumentError);
-      await expect(store.saveRegistration(registration("x", "  "))).rejects.toThrow(/owner/);
-      await expect(store.saveRegistration(registration("x", "alice", { protocolVersion: -1 }))).rejects.toThrow(
+      await expect(store.claimRegistration(registration("", "alice"), { refresh: true })).rejects.toThrow(InvalidArgumentError);
+      await expect(store.claimRegistration(registration("x", "  "), { refresh: true })).rejects.toThrow(/owner/);
+      await expect(store.claimRegistration(registration("x", "alice", { protocolVersion: -1 }), { refresh: true })).rejects.toThrow(
         InvalidArgumentError,
       );
       expect(await store.listRegistrations()).toEqual([]);
@@ -117,7 +122,7 @@ export function describeRegistry(stores: Stores): void {
 
     it("keeps registrations and quarantines independent of each other and of transcripts", async () => {
       const store = await stores.open();
-      await store.saveRegistration(registration("alpha", "alice"));
+      await store.claimRegistration(registration("alpha", "alice"), { refresh: false });
       await store.saveQuarantine("alpha", quarantine());
       await store.appendMessages("s1", [], { sessionKey: "k", agentId: "a" });
       expect(await store.deleteRegistration("alpha")).toBe(true);
@@ -129,11 +134,24 @@ export function describeRegistry(stores: Stores): void {
     it("shares state between two connections to the same store", async () => {
       const a = await stores.open();
       const b = await stores.open();
-      await a.saveRegistration(registration("alpha", "alice"));
+      await a.claimRegistration(registration("alpha", "alice"), { refresh: false });
       await a.saveQuarantine("alpha", quarantine());
       expect((await b.listRegistrations()).map((r) => r.owner)).toEqual(["alice"]);
       expect(await b.clearQuarantine("alpha")).toBe(true);
       expect((await a.listQuarantines()).size).toBe(0);
+    });
+
+    it("of two connections claiming one new id at once for different owners, exactly one wins", async () => {
+      const a = await stores.open();
+      const b = await stores.open();
+      for (let i = 0; i < 20; i++) {
+        const id = `race-${i}`;
+        const claims = await Promise.all([a.claimRegistration(registration(id, "alice"), { refresh: true }), b.claimRegistration(registration(id, "bob"), { refresh: true })]);
+        expect(claims.filter((c) => c.written), id).toHaveLength(1);
+        const winner = (await a.listRegistrations()).find((r) => r.engineId === id)!.owner;
+        const loser = claims.find((c) => !c.written) as { written: false; holder: { owner: string } };
+        expect(loser.holder.owner, id).toBe(winner);
+      }
     });
   });
 }

@@ -25,8 +25,8 @@ export async function fillStore(store: ContextdStore): Promise<void> {
   await store.appendIdempotent("keyed", [msg("twice", 3)], LABELS, { key: "k2", requestHash: "h2" });
   await store.appendMessages("empty", [], { sessionKey: "sk", agentId: "other", parentSessionId: "chat" });
   await store.endSubagentSession("empty", SubagentEndReason.SUBAGENT_END_REASON_COMPLETED, 1_700_000_000_500);
-  await store.saveRegistration(registration("alpha", "alice"));
-  await store.saveRegistration(registration("beta", "bob"));
+  await store.claimRegistration(registration("alpha", "alice"), { refresh: true });
+  await store.claimRegistration(registration("beta", "bob"), { refresh: true });
   await store.saveQuarantine("beta", quarantine({ manual: true, operation: "manual", reason: "isolated" }));
 }
 
