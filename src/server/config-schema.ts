@@ -1,95 +1,15 @@
 import { z } from "zod";
 import { OPENAI_DEFAULTS, type SummarizerConfig } from "../legacy/summarizer/summarizer-config.js";
 import type { TokenizerName } from "../tokens/tokenizer.js";
-import { DURATION_HINT, MAX_DURATION_MS, formatDuration, parseDuration } from "./duration.js";
+import { formatDuration } from "./duration.js";
+import { address, bool, duration, durationOrZero, envName, filePath, httpUrl, int, number, oneOf, sha256, show, storeUrl, stringMap, text } from "./config-values.js";
 
 /**
- * The config file's schema (SPEC §7). Every object is strict: an unknown key is an error. Keys stay
- * snake_case as in the file, so the docs, the YAML and the code use the same names; durations come
- * out as milliseconds. Error texts are written for the one-line `config: <path>: <why>` message.
+ * The config file's schema (SPEC §7), and the config's types derived from it. Every object is
+ * strict: an unknown key is an error. Keys stay snake_case as in the file, so the docs, the YAML and
+ * the code use the same names; durations come out as milliseconds. The value types and their error
+ * texts are in config-values.ts.
  */
-
-/** Renders a value for an error message, short. */
-export function show(value: unknown): string {
-  if (value === undefined) return "nothing";
-  const s = JSON.stringify(value) ?? String(value);
-  return s.length > 60 ? `${s.slice(0, 57)}...` : s;
-}
-
-const expected = (what: string) => (iss: { input?: unknown }) =>
-  iss.input === undefined ? "is required" : `expected ${what}, got ${show(iss.input)}`;
-
-/** A non-empty trimmed string; YAML numbers are accepted as their text (an engine id `2024`). */
-const text = (what = "a string") =>
-  z.preprocess(
-    (v) => (typeof v === "number" ? String(v) : v),
-    z.string({ error: expected(what) }).trim().min(1, { error: "must not be empty", abort: true }),
-  );
-
-const int = (min: 0 | 1) => {
-  const error = expected(min ? "a positive integer" : "a non-negative integer");
-  return z.number({ error }).int({ error }).min(min, { error }).max(Number.MAX_SAFE_INTEGER, { error });
-};
-
-const bool = () => z.boolean({ error: expected("true or false") });
-
-const oneOf = <const T extends readonly [string, ...string[]]>(values: T) =>
-  z.enum(values, { error: (iss) => `${show(iss.input)} is not one of ${values.join(", ")}` });
-
-/** A duration string (`500ms`, `2s`, `3m`), as positive milliseconds. */
-const duration = () =>
-  z.unknown().transform((v, ctx): number => {
-    let ms: number;
-    try {
-      if (typeof v !== "string") throw new RangeError(`${show(v)} is not a duration (${DURATION_HINT})`);
-      ms = parseDuration(v);
-    } catch (e) {
-      ctx.issues.push({ code: "custom", message: (e as Error).message, input: v });
-      return z.NEVER;
-    }
-    if (ms <= 0 || ms > MAX_DURATION_MS) {
-      const why = ms <= 0 ? "must be longer than 0" : `is too long (at most ${formatDuration(3_600_000 * 596)})`;
-      ctx.issues.push({ code: "custom", message: `${show(v)} ${why}`, input: v });
-      return z.NEVER;
-    }
-    return ms;
-  });
-
-/** Checks `host:port` (`[v6]:port` for IPv6) or `unix:/path`; returns why it is not one. */
-export function addressProblem(addr: string, allowPortZero: boolean): string | undefined {
-  if (addr.startsWith("unix:")) return addr.length > 5 ? undefined : "unix: needs a socket path";
-  const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/.exec(addr);
-  const bad = `${show(addr)} is not an address (use host:port, [::1]:port or unix:/path)`;
-  if (!m) return addr.split(":").length > 2 && !addr.startsWith("[") ? `${bad}; write IPv6 hosts in brackets` : bad;
-  const port = Number(m[2]);
-  if (port > 65535 || (port === 0 && !allowPortZero))
-    return `port ${port} out of range (${allowPortZero ? 0 : 1}..65535)`;
-  return undefined;
-}
-
-const address = (allowPortZero = true) =>
-  text("an address").superRefine((v, ctx) => {
-    const problem = addressProblem(v, allowPortZero);
-    if (problem) ctx.addIssue({ code: "custom", message: problem, input: v });
-  });
-
-const storeUrl = text("a store URL").superRefine((v, ctx) => {
-  const bad = `${show(v)} is not a store URL (use sqlite:./path.db or postgres://user@host:5432/db)`;
-  if (/^sqlite:/.test(v)) {
-    if (v.length === 7) ctx.addIssue({ code: "custom", message: `${bad}: sqlite: needs a file path`, input: v });
-    return;
-  }
-  if (!/^postgres(ql)?:\/\//.test(v) || !URL.canParse(v)) ctx.addIssue({ code: "custom", message: bad, input: v });
-});
-
-const envName = text("an environment variable name").refine((v) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(v), {
-  error: (iss) => `${show(iss.input)} is not an environment variable name`,
-});
-const sha256 = text("64 hex characters")
-  .transform((v) => v.toLowerCase())
-  .refine((v) => /^[0-9a-f]{64}$/.test(v), {
-    error: (iss) => `${show(iss.input)} is not a sha256 hex digest (64 hex characters)`,
-  });
 
 const secretShape = { token_env: envName.optional(), token_sha256: sha256.optional() };
 const exactlyOneSecret = (v: { token_env?: string; token_sha256?: string }, ctx: z.RefinementCtx) => {
@@ -102,6 +22,7 @@ const agentPattern = text("an agent id or pattern").refine((v) => !v.slice(0, -1
 
 const auth = z.strictObject({
   required: bool().prefault(true),
+  /** owner name -> secret that proves it (engine registration). */
   owners: z
     .record(
       z.string().refine((k) => k.trim() === k && k !== "" && k !== "core", {
@@ -112,6 +33,7 @@ const auth = z.strictObject({
     )
     .prefault({}),
   operators: z.array(z.strictObject({ ...secretShape, name: text().optional() }).superRefine(exactlyOneSecret)).prefault([]),
+  /** `agents`: agent ids this token may use; `"*"` is any, `"team-*"` a prefix. Default `["*"]`. */
   runtimes: z
     .array(
       z
@@ -127,10 +49,9 @@ const eachTimeout = <S>(f: (dflt: string) => S) =>
 const timeouts = z.strictObject(eachTimeout((d) => duration().prefault(d)));
 const partialTimeouts = z.strictObject(eachTimeout(() => duration().optional()));
 const onFailure = oneOf(["fallback", "strict"]);
-const filePath = text("a file path");
-const stringMap = z.record(z.string(), z.preprocess((v) => (typeof v === "number" || typeof v === "boolean" ? String(v) : v), z.string({ error: expected("a string") })));
 
 const engines = z.strictObject({
+  /** Hosts (or `unix:`) engine endpoints may use; the registry interprets the entries. */
   allow_endpoints: z.array(text()).prefault(["127.0.0.1", "localhost", "::1", "unix:"]),
   timeouts: timeouts.prefault({}),
   health: z
@@ -148,9 +69,15 @@ const engines = z.strictObject({
     })
     .prefault({}),
   on_failure: onFailure.prefault("fallback"),
+  /** The bulkhead: calls in flight to one sidecar at most; the ones over it fall back at once. */
   max_concurrent_calls: int(1).prefault(64),
-  // Absent: RECONCILE_INTERVAL_DEFAULT_MS (see reconcileIntervalMs), so configs load unchanged.
+  /**
+   * With replicas on one database: how often each re-reads every registration and quarantine record,
+   * whatever LISTEN/NOTIFY said (a missed notification is repaired then). Absent:
+   * RECONCILE_INTERVAL_DEFAULT_MS (see reconcileIntervalMs), so configs load unchanged.
+   */
   reconcile_interval: duration().optional(),
+  /** engine id -> per-engine deadlines / failure mode / bulkhead (see `routingSettings`). */
   overrides: z
     .record(
       z.string().min(1),
@@ -161,7 +88,9 @@ const engines = z.strictObject({
     .array(
       z.strictObject({
         id: text("an engine id"),
+        /** [program, ...args] — run without a shell. */
         command: z.array(text()).min(1, { error: "must name a program: [program, ...args]" }),
+        /** The owner the sidecar registers as; contextd issues it a fresh owner token per start. */
         owner: text("an owner").default("local"),
         env: stringMap.prefault({}),
         cwd: filePath.optional(),
@@ -174,6 +103,7 @@ const engines = z.strictObject({
       });
     })
     .prefault([]),
+  /** Client TLS for registry→engine calls; when set, engines are dialled over TLS. */
   tls: z
     .strictObject({ ca_file: filePath.optional(), cert_file: filePath.optional(), key_file: filePath.optional() })
     .superRefine((v, ctx) => {
@@ -183,18 +113,11 @@ const engines = z.strictObject({
     .optional(),
 });
 
-const number = (min: number, max: number) => {
-  const error = expected(`a number from ${min} to ${max}`);
-  return z.number({ error }).min(min, { error }).max(max, { error });
-};
-
 /** `compaction.summarizer` kind openai; unset keys take OPENAI_DEFAULTS (src/legacy/summarizer/create-summarizer.ts). */
 const openaiSummarizer = z
   .strictObject({
     kind: z.literal("openai"),
-    base_url: text("a URL").refine((v) => /^https?:\/\//.test(v) && URL.canParse(v), {
-      error: (iss) => `${show(iss.input)} is not an http(s) URL`,
-    }),
+    base_url: httpUrl(),
     model: text("a model name"),
     api_key_env: envName,
     timeout: duration().optional(),
@@ -224,26 +147,8 @@ const openaiSummarizer = z
 
 const summarizer = z.discriminatedUnion("kind", [z.strictObject({ kind: z.literal("extractive") }), openaiSummarizer]);
 
-/** A duration that may be zero (`0s`): "no wait". */
-const durationOrZero = () =>
-  z.unknown().transform((v, ctx): number => {
-    let ms: number;
-    try {
-      if (typeof v !== "string") throw new RangeError(`${show(v)} is not a duration (${DURATION_HINT})`);
-      ms = parseDuration(v);
-    } catch (e) {
-      ctx.issues.push({ code: "custom", message: (e as Error).message, input: v });
-      return z.NEVER;
-    }
-    if (ms > MAX_DURATION_MS) {
-      ctx.issues.push({ code: "custom", message: `${show(v)} is too long (at most ${formatDuration(3_600_000 * 596)})`, input: v });
-      return z.NEVER;
-    }
-    return ms;
-  });
-
-/** `health` when the file has none (durations in ms); the keys are documented on HealthConfig. */
-export const HEALTH_DEFAULTS: HealthConfig = { store_ping_interval: 1_000, store_ping_timeout: 5_000, drain_delay: 0, shutdown_grace: 10_000 };
+/** `health` when the file has none (durations in ms); the keys are documented on the schema below. */
+export const HEALTH_DEFAULTS = { store_ping_interval: 1_000, store_ping_timeout: 5_000, drain_delay: 0, shutdown_grace: 10_000 };
 
 /** `subagents` when the file has none (ms). */
 export const SUBAGENT_DEFAULTS = { sweep_interval: 5_000 };
@@ -255,18 +160,32 @@ export const RECONCILE_INTERVAL_DEFAULT_MS = 5_000;
  * defaults above, see `healthSettings`), so configs written before it existed load unchanged.
  */
 const health = z.strictObject({
+  /** How often contextd pings its store; a ping that fails (or takes longer than store_ping_timeout) sets NOT_SERVING until one succeeds. */
   store_ping_interval: duration().prefault(formatDuration(HEALTH_DEFAULTS.store_ping_interval)),
+  /**
+   * A ping waits for a pool connection like any call, so under a heavy load it may queue: keep this
+   * above that wait (PostgreSQL's connect_timeout_ms, 5 s by default), or a busy replica reads as
+   * down. A refused connection (the server is down) fails the ping at once, whatever this is.
+   */
   store_ping_timeout: duration().prefault(formatDuration(HEALTH_DEFAULTS.store_ping_timeout)),
+  /** On SIGTERM: how long contextd says NOT_SERVING while still serving every call, before it stops taking new ones (0: at once). */
   drain_delay: durationOrZero().prefault(formatDuration(HEALTH_DEFAULTS.drain_delay)),
+  /** Then: how long calls in flight may take to finish before they are cancelled and contextd exits. */
   shutdown_grace: duration().prefault(formatDuration(HEALTH_DEFAULTS.shutdown_grace)),
 });
 
-/** `server` when the file has none; the keys are documented on ServerConfig. */
-export const SERVER_DEFAULTS: ServerConfig = { max_concurrent_calls: 1000 };
+/** `server` when the file has none; the keys are documented on the schema below. */
+export const SERVER_DEFAULTS = { max_concurrent_calls: 1000 };
 
 /** Admission to the gRPC server. Optional as a whole (absent: SERVER_DEFAULTS, see `serverSettings`). */
 const server = z.strictObject({
+  /**
+   * Calls in flight at most, across all connections (health checks, reflection, HostService
+   * callbacks and WatchEngines streams not counted); a call over it is answered RESOURCE_EXHAUSTED
+   * unprocessed (src/server/middleware/load-shedding.ts).
+   */
   max_concurrent_calls: int(1).prefault(SERVER_DEFAULTS.max_concurrent_calls),
+  /** HTTP/2 streams one connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); unset: unlimited. */
   max_concurrent_streams: int(1).optional(),
 });
 
@@ -275,15 +194,14 @@ const server = z.strictObject({
  * base URL; `/v1/traces` is appended unless given). Optional as a whole: without it tracing is off.
  */
 const tracing = z.strictObject({
-  otlp_endpoint: text("a URL")
-    .refine((v) => /^https?:\/\//.test(v) && URL.canParse(v), { message: "must be an http:// or https:// URL" })
-    .optional(),
+  otlp_endpoint: httpUrl().optional(),
   service_name: text("a service name").prefault("contextd"),
 });
 
 export const configSchema = z.strictObject({
   listen: address().prefault("127.0.0.1:50051"),
   metrics_listen: address().prefault("127.0.0.1:9464"),
+  /** Address engines use to call HostService. Always set by loadConfig (defaults from `listen`). */
   host_endpoint: address(false).optional(),
   store: storeUrl.prefault("sqlite:./data/contextd.db"),
   log_level: oneOf(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).prefault("info"),
@@ -309,8 +227,11 @@ export const configSchema = z.strictObject({
     .prefault({}),
   tokenizer: oneOf(["o200k_base", "cl100k_base", "heuristic"]).prefault("o200k_base"),
   image_tokens: int(0).prefault(1200),
+  /** Absent when the file has no `health` section: use `healthSettings(config)`. */
   health: health.optional(),
+  /** Absent when the file has no `server` section: use `serverSettings(config)`. */
   server: server.optional(),
+  /** Subagent TTLs: how often children whose ttl_ms passed are swept. Absent: SUBAGENT_DEFAULTS. */
   subagents: z.strictObject({ sweep_interval: duration().prefault(formatDuration(SUBAGENT_DEFAULTS.sweep_interval)) }).optional(),
   tracing: tracing.optional(),
   limits: z
@@ -318,118 +239,23 @@ export const configSchema = z.strictObject({
     .prefault({}),
 });
 
-// ---- The normalized config type (what loadConfig returns). Durations are milliseconds. ----
+// ---- The normalized config (what loadConfig returns), derived from the schema. Durations are ms. ----
 
-export type OnFailure = "fallback" | "strict";
-export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
-export interface EngineTimeouts {
-  ingest: number;
-  assemble: number;
-  compact: number;
-  after_turn: number;
-  maintain: number;
-  bootstrap: number;
-  subagent: number;
-}
+type Parsed = z.output<typeof configSchema>;
+export type ContextdConfig = Omit<Parsed, "host_endpoint"> & { host_endpoint: string };
+export type LogLevel = ContextdConfig["log_level"];
+export type AuthConfig = ContextdConfig["auth"];
 /** A secret: exactly one of the name of an env var holding the token, or the token's sha256 (hex, lower case). */
-export interface SecretRef {
-  token_env?: string;
-  token_sha256?: string;
-}
-export interface AuthConfig {
-  required: boolean;
-  /** owner name -> secret that proves it (engine registration). */
-  owners: Record<string, SecretRef>;
-  operators: Array<SecretRef & { name?: string }>;
-  /** `agents`: agent ids this token may use; `"*"` is any, `"team-*"` a prefix. Default `["*"]`. */
-  runtimes: Array<SecretRef & { name?: string; agents: string[] }>;
-}
-export interface ManagedEngineConfig {
-  id: string;
-  /** [program, ...args] — run without a shell. */
-  command: string[];
-  /** The owner the sidecar registers as; contextd issues it a fresh owner token per start. */
-  owner: string;
-  env: Record<string, string>;
-  cwd?: string;
-}
-export interface EnginesConfig {
-  /** Hosts (or `unix:`) engine endpoints may use; the registry interprets the entries. */
-  allow_endpoints: string[];
-  timeouts: EngineTimeouts;
-  health: { interval: number; timeout: number; unhealthy_threshold: number };
-  quarantine: { base_ejection: number; max_ejection: number };
-  on_failure: OnFailure;
-  /** The bulkhead: calls in flight to one sidecar at most; the ones over it fall back at once. */
-  max_concurrent_calls: number;
-  /** engine id -> per-engine deadlines / failure mode / bulkhead (see `routingSettings`). */
-  overrides: Record<string, { timeouts: Partial<EngineTimeouts>; on_failure?: OnFailure; max_concurrent_calls?: number }>;
-  managed: ManagedEngineConfig[];
-  /** Client TLS for registry→engine calls; when set, engines are dialled over TLS. */
-  tls?: { ca_file?: string; cert_file?: string; key_file?: string };
-  /**
-   * With replicas on one database: how often each re-reads every registration and quarantine record,
-   * whatever LISTEN/NOTIFY said (a missed notification is repaired then). Unset: 5 s.
-   */
-  reconcile_interval?: number;
-}
+export type SecretRef = AuthConfig["operators"][number];
+export type EnginesConfig = ContextdConfig["engines"];
+export type EngineTimeouts = EnginesConfig["timeouts"];
+export type OnFailure = EnginesConfig["on_failure"];
+export type ManagedEngineConfig = EnginesConfig["managed"][number];
+export type ServerTlsConfig = NonNullable<ContextdConfig["tls"]>;
+export type HealthConfig = NonNullable<ContextdConfig["health"]>;
+export type ServerConfig = NonNullable<ContextdConfig["server"]>;
 /** `compaction.summarizer`; the openai keys are documented with the type. */
 export type { SummarizerConfig } from "../legacy/summarizer/summarizer-config.js";
-export interface ServerTlsConfig {
-  cert_file: string;
-  key_file: string;
-  client_ca_file?: string;
-  require_client_cert: boolean;
-}
-/** `health` (all durations in ms). */
-export interface HealthConfig {
-  /** How often contextd pings its store; a ping that fails (or takes longer than store_ping_timeout) sets NOT_SERVING until one succeeds. */
-  store_ping_interval: number;
-  /**
-   * A ping waits for a pool connection like any call, so under a heavy load it may queue: keep this
-   * above that wait (PostgreSQL's connect_timeout_ms, 5 s by default), or a busy replica reads as
-   * down. A refused connection (the server is down) fails the ping at once, whatever this is.
-   */
-  store_ping_timeout: number;
-  /** On SIGTERM: how long contextd says NOT_SERVING while still serving every call, before it stops taking new ones (0: at once). */
-  drain_delay: number;
-  /** Then: how long calls in flight may take to finish before they are cancelled and contextd exits. */
-  shutdown_grace: number;
-}
-/** `server`: how much the gRPC server takes on at once. */
-export interface ServerConfig {
-  /**
-   * Calls in flight at most, across all connections (health checks, reflection, HostService
-   * callbacks and WatchEngines streams not counted); a call over it is answered RESOURCE_EXHAUSTED
-   * unprocessed (src/server/middleware/load-shedding.ts).
-   */
-  max_concurrent_calls: number;
-  /** HTTP/2 streams one connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); unset: unlimited. */
-  max_concurrent_streams?: number;
-}
-export interface ContextdConfig {
-  listen: string;
-  metrics_listen: string;
-  /** Address engines use to call HostService. Always set by loadConfig (defaults from `listen`). */
-  host_endpoint: string;
-  store: string;
-  log_level: LogLevel;
-  tls?: ServerTlsConfig;
-  slots: { context_engine: string; agents: Record<string, string> };
-  auth: AuthConfig;
-  engines: EnginesConfig;
-  compaction: { reserve_tokens: number; keep_recent_tokens: number; summary_max_chars: number; summarizer: SummarizerConfig };
-  tokenizer: TokenizerName;
-  image_tokens: number;
-  limits: { max_message_bytes: number; max_messages_per_append: number; max_session_entries: number };
-  /** Absent when the file has no `health` section: use `healthSettings(config)`. */
-  health?: HealthConfig;
-  /** Absent when the file has no `server` section: use `serverSettings(config)`. */
-  server?: ServerConfig;
-  /** Subagent TTLs: how often children whose ttl_ms passed are swept. Absent: SUBAGENT_DEFAULTS. */
-  subagents?: { sweep_interval: number };
-  tracing?: { otlp_endpoint?: string; service_name: string };
-}
 
 /** `engines.reconcile_interval` in force (ms). */
 export function reconcileIntervalMs(config: { engines: { reconcile_interval?: number } }): number {
@@ -451,8 +277,10 @@ export function healthSettings(config: { health?: HealthConfig }): HealthConfig 
   return config.health ?? { ...HEALTH_DEFAULTS };
 }
 
-// Compile-time proof that the schema produces exactly this shape (host_endpoint is filled in by loadConfig).
-type Parsed = z.output<typeof configSchema>;
+// The two shapes that live below this layer must be what the schema yields: the summarizer's config
+// (the legacy layer cannot import the schema) and the tokenizer names (src/tokens).
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-const schemaMatchesType: Same<Omit<Parsed, "host_endpoint">, Omit<ContextdConfig, "host_endpoint">> = true;
-void schemaMatchesType;
+const summarizerMatches: Same<Parsed["compaction"]["summarizer"], SummarizerConfig> = true;
+const tokenizerMatches: Same<Parsed["tokenizer"], TokenizerName> = true;
+void summarizerMatches;
+void tokenizerMatches;

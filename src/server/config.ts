@@ -1,7 +1,8 @@
 import { accessSync, constants, readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import type { z } from "zod";
-import { configSchema, show, type ContextdConfig } from "./config-schema.js";
+import { configSchema, type ContextdConfig } from "./config-schema.js";
+import { show } from "./config-values.js";
 
 export type * from "./config-schema.js";
 export { parseDuration, formatDuration } from "./duration.js";

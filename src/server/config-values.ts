@@ -1,0 +1,105 @@
+import { z } from "zod";
+import { DURATION_HINT, MAX_DURATION_MS, formatDuration, parseDuration } from "./duration.js";
+
+/**
+ * The value types of the config file (config-schema.ts builds its sections from them): each
+ * validates one value and says what was expected in the one-line `config: <path>: <why>` message.
+ */
+
+/** Renders a value for an error message, short. */
+export function show(value: unknown): string {
+  if (value === undefined) return "nothing";
+  const s = JSON.stringify(value) ?? String(value);
+  return s.length > 60 ? `${s.slice(0, 57)}...` : s;
+}
+
+export const expected = (what: string) => (iss: { input?: unknown }) =>
+  iss.input === undefined ? "is required" : `expected ${what}, got ${show(iss.input)}`;
+
+/** A non-empty trimmed string; YAML numbers are accepted as their text (an engine id `2024`). */
+export const text = (what = "a string") =>
+  z.preprocess(
+    (v) => (typeof v === "number" ? String(v) : v),
+    z.string({ error: expected(what) }).trim().min(1, { error: "must not be empty", abort: true }),
+  );
+
+export const int = (min: 0 | 1) => {
+  const error = expected(min ? "a positive integer" : "a non-negative integer");
+  return z.number({ error }).int({ error }).min(min, { error }).max(Number.MAX_SAFE_INTEGER, { error });
+};
+
+export const bool = () => z.boolean({ error: expected("true or false") });
+
+export const oneOf = <const T extends readonly [string, ...string[]]>(values: T) =>
+  z.enum(values, { error: (iss) => `${show(iss.input)} is not one of ${values.join(", ")}` });
+
+/** A duration string (`500ms`, `2s`, `3m`) as milliseconds: longer than 0, or with `allowZero` `0s` too ("no wait"). */
+function durationMs(allowZero: boolean) {
+  return z.unknown().transform((v, ctx): number => {
+    let ms: number;
+    try {
+      if (typeof v !== "string") throw new RangeError(`${show(v)} is not a duration (${DURATION_HINT})`);
+      ms = parseDuration(v);
+    } catch (e) {
+      ctx.issues.push({ code: "custom", message: (e as Error).message, input: v });
+      return z.NEVER;
+    }
+    if ((ms <= 0 && !allowZero) || ms > MAX_DURATION_MS) {
+      const why = ms <= 0 ? "must be longer than 0" : `is too long (at most ${formatDuration(3_600_000 * 596)})`;
+      ctx.issues.push({ code: "custom", message: `${show(v)} ${why}`, input: v });
+      return z.NEVER;
+    }
+    return ms;
+  });
+}
+export const duration = () => durationMs(false);
+export const durationOrZero = () => durationMs(true);
+
+/** Checks `host:port` (`[v6]:port` for IPv6) or `unix:/path`; returns why it is not one. */
+export function addressProblem(addr: string, allowPortZero: boolean): string | undefined {
+  if (addr.startsWith("unix:")) return addr.length > 5 ? undefined : "unix: needs a socket path";
+  const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/.exec(addr);
+  const bad = `${show(addr)} is not an address (use host:port, [::1]:port or unix:/path)`;
+  if (!m) return addr.split(":").length > 2 && !addr.startsWith("[") ? `${bad}; write IPv6 hosts in brackets` : bad;
+  const port = Number(m[2]);
+  if (port > 65535 || (port === 0 && !allowPortZero))
+    return `port ${port} out of range (${allowPortZero ? 0 : 1}..65535)`;
+  return undefined;
+}
+
+export const address = (allowPortZero = true) =>
+  text("an address").superRefine((v, ctx) => {
+    const problem = addressProblem(v, allowPortZero);
+    if (problem) ctx.addIssue({ code: "custom", message: problem, input: v });
+  });
+
+export const storeUrl = text("a store URL").superRefine((v, ctx) => {
+  const bad = `${show(v)} is not a store URL (use sqlite:./path.db or postgres://user@host:5432/db)`;
+  if (/^sqlite:/.test(v)) {
+    if (v.length === 7) ctx.addIssue({ code: "custom", message: `${bad}: sqlite: needs a file path`, input: v });
+    return;
+  }
+  if (!/^postgres(ql)?:\/\//.test(v) || !URL.canParse(v)) ctx.addIssue({ code: "custom", message: bad, input: v });
+});
+
+export const envName = text("an environment variable name").refine((v) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(v), {
+  error: (iss) => `${show(iss.input)} is not an environment variable name`,
+});
+export const sha256 = text("64 hex characters")
+  .transform((v) => v.toLowerCase())
+  .refine((v) => /^[0-9a-f]{64}$/.test(v), {
+    error: (iss) => `${show(iss.input)} is not a sha256 hex digest (64 hex characters)`,
+  });
+
+export const filePath = text("a file path");
+/** A map of strings; YAML numbers and booleans are taken as their text (env values). */
+export const stringMap = z.record(z.string(), z.preprocess((v) => (typeof v === "number" || typeof v === "boolean" ? String(v) : v), z.string({ error: expected("a string") })));
+
+export const number = (min: number, max: number) => {
+  const error = expected(`a number from ${min} to ${max}`);
+  return z.number({ error }).min(min, { error }).max(max, { error });
+};
+
+/** An http:// or https:// URL. */
+export const httpUrl = () =>
+  text("a URL").refine((v) => /^https?:\/\//.test(v) && URL.canParse(v), { error: (iss) => `${show(iss.input)} is not an http(s) URL` });
