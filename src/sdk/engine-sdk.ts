@@ -94,8 +94,8 @@ export {
   type HostRequirement,
   type Reply,
 } from "./engine/engine-definition.js";
+export { delegateCompactionToHost } from "./engine/delegate-compaction.js";
 export {
-  delegateCompactionToHost,
   HostCallError,
   type HostCallOptions,
   type HostClient,

@@ -1,6 +1,5 @@
 import { status, type ChannelCredentials, type ServiceError } from "@grpc/grpc-js";
-import { ContextdError, FailedPreconditionError } from "../../contract/errors.js";
-import type { ContextEngineServiceCompactRequest, ContextEngineServiceCompactResponse } from "../../contract/gen/contextd/v1/engine.js";
+import { ContextdError } from "../../contract/errors.js";
 import {
   CompleteRequest,
   DelegateCompactionRequest,
@@ -16,7 +15,6 @@ import {
 import type { HostContext, SessionRef, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import { CHANNEL_OPTIONS, callUnary } from "../grpc-call.js";
 import { anySignal } from "./call-context.js";
-import type { EngineCallContext } from "./engine-definition.js";
 
 /** Per host call: a shorter deadline than the engine call's, and/or an extra signal. */
 export interface HostCallOptions {
@@ -213,31 +211,4 @@ export class BoundHostClient implements HostClient {
       throw err;
     }
   }
-}
-
-/**
- * A ready-made `compact` for engines that do not own compaction: runs the host's native compaction
- * through HostService.DelegateCompaction with the Compact request's parameters (the host commits it
- * under this engine's id) and answers with its result.
- *
- * ```ts
- * serveEngine({ info, assemble, compact: delegateCompactionToHost });
- * ```
- */
-export async function delegateCompactionToHost(
-  req: ContextEngineServiceCompactRequest,
-  ctx: EngineCallContext,
-): Promise<ContextEngineServiceCompactResponse> {
-  if (!ctx.host) {
-    throw new FailedPreconditionError("Compact carried no HostContext, so the engine cannot delegate compaction to the host");
-  }
-  const res = await ctx.host.delegateCompaction({
-    session: req.session,
-    tokenBudget: req.tokenBudget,
-    force: req.force,
-    currentTokenCount: req.currentTokenCount,
-    compactionTarget: req.compactionTarget,
-    customInstructions: req.customInstructions,
-  });
-  return { ok: res.ok, compacted: res.compacted, reason: res.reason, result: res.result };
 }

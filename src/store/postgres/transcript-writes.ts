@@ -24,7 +24,7 @@ import {
 } from "./rows.js";
 import { checkTimeMs } from "../sqlite/rows.js";
 import { SQL } from "./statements.js";
-import { planRewrites, rewriteTotals } from "../rewrite-plan.js";
+import { planRewrites, rewriteTotals } from "../sqlite/rewrite-plan.js";
 import { seedCompaction } from "../seed-entries.js";
 
 // The transcript write paths of PostgresStore (the class documents their behaviour; it is the

@@ -19,7 +19,7 @@ import {
   type SessionRow,
 } from "./rows.js";
 import type { Statements } from "./statements.js";
-import { planRewrites, rewriteTotals } from "../rewrite-plan.js";
+import { planRewrites, rewriteTotals } from "./rewrite-plan.js";
 import { seedCompaction } from "../seed-entries.js";
 
 // The transcript write paths of SqliteStore (the class documents their behaviour). Each runs in one

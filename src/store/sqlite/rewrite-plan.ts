@@ -1,7 +1,7 @@
-import { InvalidArgumentError } from "../contract/errors.js";
-import type { TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
-import { decodeEntry, rewrittenEntryRow, type EntryUpdateRow, type RewriteTargetRow } from "./sqlite/rows.js";
-import type { EntryRewriteInput } from "./types.js";
+import { InvalidArgumentError } from "../../contract/errors.js";
+import type { TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
+import { decodeEntry, rewrittenEntryRow, type EntryUpdateRow, type RewriteTargetRow } from "./rows.js";
+import type { EntryRewriteInput } from "../types.js";
 
 /** One rewrite, resolved against its stored entry and encoded, ready to write. */
 export interface PlannedRewrite {
