@@ -101,7 +101,7 @@ export function hostHandlers(
         }
         throw err;
       }
-      if (outcome.committed && outcome.entryId) grant.delegatedCompactionIds.push(outcome.entryId);
+      if (outcome.committed && outcome.entryId && outcome.result) grant.delegatedCompactions.push({ entryId: outcome.entryId, result: outcome.result });
       return { ok: true, compacted: outcome.committed, reason: outcome.reason, result: outcome.committed ? outcome.result : undefined };
     },
 

@@ -232,11 +232,19 @@ export class SessionHost {
     );
     const answer = routed.value;
     const base = { engineId: routed.engineId, mode: routed.mode, fallbackReason: routed.fallbackReason };
+    const delegated = routed.failedGrant?.delegatedCompactions.at(-1);
+    if (delegated) {
+      // The selected engine had its compaction committed through DelegateCompaction, then failed:
+      // the session is compacted, by it. Legacy's answer was made from the view before that commit
+      // and could only conflict with it, so it is not committed; the runtime hears what was.
+      const reason = `compacted through DelegateCompaction by engine "${selection.selectedId}" before it failed (entry ${delegated.entryId})`;
+      return { ok: true, compacted: true, reason, result: delegated.result, ...base };
+    }
     if (!answer.compacted || !answer.result) {
       this.observer.compaction(routed.engineId, "nothing", view.tokens, view.tokens, (performance.now() - started) / 1000);
       return { ok: answer.ok, compacted: false, reason: answer.reason, result: undefined, ...base };
     }
-    if (routed.grant?.delegatedCompactionIds.length) {
+    if (routed.grant?.delegatedCompactions.length) {
       // The engine delegated to HostService.DelegateCompaction, which already committed this result.
       return { ok: true, compacted: true, reason: answer.reason, result: answer.result, ...base };
     }

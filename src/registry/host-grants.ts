@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import type { HostContext } from "../contract/gen/contextd/v1/types.js";
+import type { CompactionResult, HostContext } from "../contract/gen/contextd/v1/types.js";
 import { PermissionDeniedError, UnauthenticatedError } from "../contract/errors.js";
 
 /** What one host token allows: calls for one engine and one session, until the engine call's deadline. */
@@ -7,8 +7,8 @@ export interface HostGrant {
   engineId: string;
   sessionId: string;
   expiresAtMs: number;
-  /** Compaction entries committed through DelegateCompaction during this call. */
-  delegatedCompactionIds: string[];
+  /** Compactions committed through DelegateCompaction during this call (entry id and what it was). */
+  delegatedCompactions: Array<{ entryId: string; result: CompactionResult }>;
   /** Set when the engine call ended (answered, failed, timed out or cancelled). */
   ended: boolean;
 }
@@ -50,7 +50,7 @@ export class HostGrants {
     this.sweep();
     // randomUUID draws from a cached CSPRNG pool: 122 random bits, cheaper than randomBytes per call.
     const token = `${this.tokenPrefix()}${randomUUID()}`;
-    const grant: HostGrant = { engineId, sessionId, expiresAtMs, delegatedCompactionIds: [], ended: false };
+    const grant: HostGrant = { engineId, sessionId, expiresAtMs, delegatedCompactions: [], ended: false };
     this.grants.set(token, grant);
     return { host: { endpoint: this.endpoint, token, expiresAtMs }, grant };
   }

@@ -39,6 +39,12 @@ export interface Routed<T> {
   fallbackReason: string;
   /** The host grant of the call that answered (remote engines only). */
   grant?: HostGrant;
+  /**
+   * On a fallback after the selected engine failed: that engine's grant. Its HostService callbacks
+   * may have committed something before it failed (a delegated compaction), which the answer must
+   * not contradict.
+   */
+  failedGrant?: HostGrant;
 }
 
 /** What the runtime's own call contributes: its deadline (Infinity when none), cancellation and trace context. */
@@ -159,8 +165,9 @@ export class Router {
       target.counters.fallbacks++;
       return this.onLegacy(selection, op, caller, fn, validate, reason);
     }
+    let tried: HostGrant | undefined;
     try {
-      const { value, grant } = await this.attempt(selection.session, target, op, caller, fn, validate).finally(release);
+      const { value, grant } = await this.attempt(selection.session, target, op, caller, fn, validate, (g) => (tried = g)).finally(release);
       return { value, engineId: target.id, mode: Mode.MODE_NORMAL, fallbackReason: "", grant };
     } catch (err) {
       // Cancellation, or the runtime's own deadline, is the caller's doing: never held against the engine.
@@ -173,7 +180,7 @@ export class Router {
       }
       target.counters.fallbacks++;
       this.observer?.onFallback(target, op, reason);
-      return this.onLegacy(selection, op, caller, fn, validate, reason);
+      return { ...(await this.onLegacy(selection, op, caller, fn, validate, reason)), failedGrant: tried };
     }
   }
 
@@ -199,12 +206,14 @@ export class Router {
     caller: CallerContext,
     fn: (engine: ContextEngine, ctx: CallContext, target: RegisteredEngine) => Promise<T>,
     validate?: (value: T, target: RegisteredEngine) => void,
+    onIssued?: (grant: HostGrant) => void,
   ): Promise<{ value: T; grant?: HostGrant }> {
     // A runtime that has already gone away (e.g. during this request's Bootstrap) gets no call made for it.
     if (caller.signal?.aborted) throw new CancelledError(`engine "${target.id}" ${op}: cancelled by the caller`);
     const configuredMs = Date.now() + this.timeoutMs(target.id, op);
     const deadlineMs = Math.min(configuredMs, caller.deadlineMs);
     const issued = target.builtin ? undefined : this.grants.issue(target.id, session.sessionId, deadlineMs);
+    if (issued) onIssued?.(issued.grant);
     target.counters.calls++;
     const started = performance.now();
     let outcome: EngineCallOutcome = "ok";

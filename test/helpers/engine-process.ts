@@ -45,6 +45,8 @@
  * - "ignore_cancel": sleeps `ignore_cancel_ms` (30 s) ignoring cancellation, then answers as "ok"
  *   would and logs `answered_late` (the call had ended; the answer goes nowhere) or `answered`.
  * - "crash": the process exits with code 3 mid-call.
+ * - "crash_after" (TS engine only): does what "ok" does (a delegating Compact has the host commit its
+ *   compaction), logs `{event:"crashing_after", op}`, then exits with code 3 before answering.
  * - "throw": INTERNAL "misbehaving engine: told to throw".
  * - "garbage": Assemble returns all request.messages plus a padding message (id "garbage-padding",
  *   token_count = budget + 1000) with estimated_tokens = that sum and prompt_authority ASSEMBLED;
@@ -126,6 +128,7 @@ export type EngineMode =
   | "hang"
   | "ignore_cancel"
   | "crash"
+  | "crash_after"
   | "throw"
   | "garbage"
   | "garbage_bytes"

@@ -10,6 +10,8 @@
  * - A sidecar engine that owns compaction is SIGKILLed while its Compact is in flight: the runtime
  *   gets legacy's answer (on_failure: fallback) or a clear UNAVAILABLE (strict); the transcript has
  *   that whole compaction or none; the engine, restarted on the same address, is admitted and serves.
+ * - A delegating engine dies after the host committed its DelegateCompaction but before it answered:
+ *   the runtime is told of that compaction (fallback mode), not "not compacted" from legacy's attempt.
  *
  * Kills wait for progress (a random number of further acknowledged appends, and a compaction call
  * in flight), not for time.
@@ -176,7 +178,7 @@ describe("a sidecar engine SIGKILLed mid-Compact", () => {
     cd = await startContextd({
       config: {
         compaction: { keep_recent_tokens: 20, reserve_tokens: 0 },
-        slots: { context_engine: "legacy", agents: { fallback: "owner-fb", strict: "owner-strict" } },
+        slots: { context_engine: "legacy", agents: { fallback: "owner-fb", strict: "owner-strict", delegating: "delegate-fb" } },
         engines: { overrides: { "owner-strict": { on_failure: "strict" } } },
       },
     });
@@ -186,4 +188,25 @@ describe("a sidecar engine SIGKILLed mid-Compact", () => {
   });
 
   it("strict: a clear UNAVAILABLE; no compaction; the restarted engine serves", () => scenario("owner-strict", "strict", true));
+
+  it("a delegating engine killed after the host committed its compaction: the runtime hears that compaction, once", async () => {
+    const engineId = "delegate-fb";
+    const engine = await startTsEngine({ engineId, registry: cd.address, owner: "team", control: { compact: "crash_after" } });
+    engines.push(engine);
+    expect((await engine.registered).ok).toBe(true);
+    const session = { sessionId: "killed-after-delegating", agentId: "delegating" };
+    for (let i = 0; i < 6; i++) await cx.appendMessages({ session, messages: [user(`question ${i} about src/file${i}.ts`), assistant(`answer ${i}`)], idempotencyKey: `t${i}` });
+    const res = await cx.compact({ session, tokenBudget: 4_000, force: true });
+    await engine.waitForEvent((e) => e.event === "crashing_after" && e.op === "compact");
+    const entries = await readEntries(cx, session.sessionId);
+    expectWhole(entries);
+    // One compaction, the engine's own (committed through DelegateCompaction before it died), and
+    // the answer says so instead of "not compacted" from legacy's conflicting attempt.
+    const committed = compactions(entries);
+    expect(committed.map((c) => c.engineId)).toEqual([engineId]);
+    expect(res, JSON.stringify(res)).toMatchObject({ engineId: "legacy", mode: Mode.MODE_FALLBACK, compacted: true });
+    expect(res.fallbackReason).toContain(`engine "${engineId}" failed on compact`);
+    expect(res.reason).toContain(`compacted through DelegateCompaction by engine "${engineId}" before it failed`);
+    expect([res.result?.summary, res.result?.firstKeptEntryId]).toEqual([committed[0]!.summary, committed[0]!.firstKeptEntryId]);
+  });
 });

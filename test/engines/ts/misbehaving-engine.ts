@@ -48,9 +48,10 @@ import {
   type SessionRef,
 } from "../../../src/sdk/engine-sdk.js";
 
-type Mode = "ok" | "hang" | "ignore_cancel" | "crash" | "throw" | "garbage" | "garbage_bytes" | "slow" | "late" | "over_budget" | "unknown_entry";
 type Op = "assemble" | "compact" | "ingest" | "bootstrap" | "after_turn" | "maintain" | "subagent" | "get_info";
-const MODES = new Set<string>(["ok", "hang", "ignore_cancel", "crash", "throw", "garbage", "garbage_bytes", "slow", "late", "over_budget", "unknown_entry"]);
+const MODE_NAMES = ["ok", "hang", "ignore_cancel", "crash", "crash_after", "throw", "garbage", "garbage_bytes", "slow", "late", "over_budget", "unknown_entry"] as const;
+type Mode = (typeof MODE_NAMES)[number];
+const MODES = new Set<string>(MODE_NAMES);
 const HEALTH_MODES = new Set<string>(["SERVING", "NOT_SERVING", "hang", "slow", "throw", "garbage_bytes", "crash"]);
 const ENGINE_SERVICE = "contextd.v1.ContextEngineService";
 const CAPABILITIES = ["bootstrap", "ingest_batch", "after_turn", "maintain", "subagents"] as const;
@@ -181,6 +182,12 @@ async function misbehave<T>(
       return res;
     }
     case "crash":
+      process.exit(3);
+    // eslint-disable-next-line no-fallthrough
+    case "crash_after":
+      // Does the work ("ok": a delegating Compact has the host commit), then dies before answering.
+      await ok();
+      emit({ event: "crashing_after", op });
       process.exit(3);
     // eslint-disable-next-line no-fallthrough
     case "throw":
