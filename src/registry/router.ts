@@ -176,7 +176,10 @@ export class Router {
       const reason = `engine "${target.id}" failed on ${op}: ${errorText(err)}`;
       this.observer?.onEngineFailure(target, op, kind, reason);
       if (this.onFailure(target.id) === "strict") {
-        throw new ContextdError(kind === "timeout" ? status.DEADLINE_EXCEEDED : status.UNAVAILABLE, `${reason} (on_failure: strict, no fallback)`);
+        // What its callbacks already committed stays committed: say so, or the runtime would think nothing happened.
+        const landed = tried?.delegatedCompactions.map((d) => d.entryId) ?? [];
+        const note = landed.length ? `; its DelegateCompaction had already committed compaction ${landed.join(", ")}` : "";
+        throw new ContextdError(kind === "timeout" ? status.DEADLINE_EXCEEDED : status.UNAVAILABLE, `${reason} (on_failure: strict, no fallback)${note}`);
       }
       target.counters.fallbacks++;
       this.observer?.onFallback(target, op, reason);

@@ -178,8 +178,8 @@ describe("a sidecar engine SIGKILLed mid-Compact", () => {
     cd = await startContextd({
       config: {
         compaction: { keep_recent_tokens: 20, reserve_tokens: 0 },
-        slots: { context_engine: "legacy", agents: { fallback: "owner-fb", strict: "owner-strict", delegating: "delegate-fb" } },
-        engines: { overrides: { "owner-strict": { on_failure: "strict" } } },
+        slots: { context_engine: "legacy", agents: { fallback: "owner-fb", strict: "owner-strict", delegating: "delegate-fb", "delegating-strict": "delegate-strict" } },
+        engines: { overrides: { "owner-strict": { on_failure: "strict" }, "delegate-strict": { on_failure: "strict" } } },
       },
     });
     cx = new ContextdClient({ address: cd.address, timeoutMs: 20_000 });
@@ -208,5 +208,17 @@ describe("a sidecar engine SIGKILLed mid-Compact", () => {
     expect(res.fallbackReason).toContain(`engine "${engineId}" failed on compact`);
     expect(res.reason).toContain(`compacted through DelegateCompaction by engine "${engineId}" before it failed`);
     expect([res.result?.summary, res.result?.firstKeptEntryId]).toEqual([committed[0]!.summary, committed[0]!.firstKeptEntryId]);
+
+    // Strict: the call fails, and its status names the compaction that landed all the same.
+    const strictSession = { sessionId: "killed-after-delegating-strict", agentId: "delegating-strict" };
+    for (let i = 0; i < 6; i++) await cx.appendMessages({ session: strictSession, messages: [user(`q ${i} about src/f${i}.ts`), assistant(`a ${i}`)], idempotencyKey: `t${i}` });
+    const strictEngine = await startTsEngine({ engineId: "delegate-strict", registry: cd.address, owner: "team", control: { compact: "crash_after" } });
+    engines.push(strictEngine);
+    expect((await strictEngine.registered).ok).toBe(true);
+    const failed = await cx.compact({ session: strictSession, tokenBudget: 4_000, force: true }).then(() => undefined, (e: ServiceError) => e);
+    const landed = compactions(await readEntries(cx, strictSession.sessionId));
+    expect(landed.map((c) => c.engineId)).toEqual(["delegate-strict"]);
+    expect(failed?.code).toBe(status.UNAVAILABLE);
+    expect(failed?.details).toContain(`its DelegateCompaction had already committed compaction ${landed[0]!.id}`);
   });
 });
