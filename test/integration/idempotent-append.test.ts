@@ -8,8 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Role } from "../../src/contract/gen/contextd/v1/types.js";
 import { textMessage } from "../../src/contract/messages.js";
 import { ContextdClient } from "../../src/sdk/runtime-client.js";
-import { startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
-import { startTsEngine, type EngineProcess } from "../helpers/engine-process.js";
+import type { ContextdProcess } from "../helpers/contextd-process.js";
+import type { EngineProcess } from "../helpers/engine-process.js";
+import { startContextdWithEngine, type ContextdWithEngine } from "../helpers/contextd-with-engine.js";
 import { refusal } from "../helpers/registry-client.js";
 
 const ENGINE = "counting";
@@ -18,21 +19,16 @@ describe("idempotent appends", () => {
   let contextd: ContextdProcess;
   let engine: EngineProcess;
   let cx: ContextdClient;
+  let fixture: ContextdWithEngine;
   const turn = (n: number) => [textMessage(Role.ROLE_USER, `question ${n}`), textMessage(Role.ROLE_ASSISTANT, `answer ${n}`)];
   const ingests = () => engine.events().filter((e) => e.event === "call" && e.op === "ingest").length;
   const count = async (sessionId: string) => (await cx.getSession({ session: { sessionId } })).info!.messageCount;
 
   beforeAll(async () => {
-    contextd = await startContextd({ config: { slots: { context_engine: ENGINE } } });
-    cx = new ContextdClient({ address: contextd.address, timeoutMs: 30_000 });
-    engine = await startTsEngine({ engineId: ENGINE, registry: contextd.address, owner: "team" });
-    expect((await engine.registered).ok).toBe(true);
+    fixture = await startContextdWithEngine(ENGINE);
+    ({ contextd, engine, cx } = fixture);
   });
-  afterAll(async () => {
-    cx?.close();
-    await engine?.stop().catch(() => undefined);
-    await contextd?.cleanup();
-  });
+  afterAll(() => fixture?.close());
 
   it("a repeat answers the first call's entry ids, writes nothing, and the engine hears of the messages once", async () => {
     const session = { sessionId: "idem-1" };
@@ -85,7 +81,7 @@ describe("idempotent appends", () => {
     const session = { sessionId: "idem-5" };
     const first = await cx.appendMessages({ session, messages: turn(1), idempotencyKey: "before-restart" });
     cx.close();
-    contextd = await contextd.restart();
+    contextd = fixture.contextd = await contextd.restart();
     cx = new ContextdClient({ address: contextd.address, timeoutMs: 30_000 });
     const again = await cx.appendMessages({ session, messages: turn(1), idempotencyKey: "before-restart" });
     expect(again).toMatchObject({ entryIds: first.entryIds, replayed: true });

@@ -9,7 +9,8 @@ import { textMessage } from "../../src/contract/messages.js";
 import { ContextdClient } from "../../src/sdk/runtime-client.js";
 import { codingSession } from "../fixtures/coding-session.js";
 import { startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
-import { startTsEngine, type EngineProcess } from "../helpers/engine-process.js";
+import type { EngineProcess } from "../helpers/engine-process.js";
+import { startContextdWithEngine, type ContextdWithEngine } from "../helpers/contextd-with-engine.js";
 import { eventually, registryClient } from "../helpers/registry-client.js";
 import { parsePrometheus, sampleValue, type Sample } from "./prometheus-text.js";
 
@@ -19,25 +20,17 @@ describe("Prometheus metrics", () => {
   let contextd: ContextdProcess;
   let engine: EngineProcess;
   let cx: ContextdClient;
+  let fixture: ContextdWithEngine;
   const scrape = async (): Promise<Sample[]> => parsePrometheus(await (await fetch(`http://${contextd.metricsAddress}/metrics`)).text());
 
   beforeAll(async () => {
-    contextd = await startContextd({
-      config: {
-        slots: { context_engine: ENGINE },
-        engines: { timeouts: { assemble: "2s" }, health: { interval: "200ms", timeout: "150ms" }, quarantine: { base_ejection: "60s", max_ejection: "60s" } },
-        compaction: { keep_recent_tokens: 200 },
-      },
+    fixture = await startContextdWithEngine(ENGINE, {
+      engines: { timeouts: { assemble: "2s" }, health: { interval: "200ms", timeout: "150ms" }, quarantine: { base_ejection: "60s", max_ejection: "60s" } },
+      compaction: { keep_recent_tokens: 200 },
     });
-    cx = new ContextdClient({ address: contextd.address, timeoutMs: 30_000 });
-    engine = await startTsEngine({ engineId: ENGINE, registry: contextd.address, owner: "team" });
-    expect((await engine.registered).ok).toBe(true);
+    ({ contextd, engine, cx } = fixture);
   });
-  afterAll(async () => {
-    cx?.close();
-    await engine?.stop().catch(() => undefined);
-    await contextd?.cleanup();
-  });
+  afterAll(() => fixture?.close());
 
   it("serves /healthz and /readyz, and the process metrics", async () => {
     expect(contextd.metricsAddress).toMatch(/^127\.0\.0\.1:\d+$/);

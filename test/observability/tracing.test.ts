@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ContextdClient } from "../../src/sdk/runtime-client.js";
 import { codingSession } from "../fixtures/coding-session.js";
 import { startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
-import { startTsEngine, type EngineProcess } from "../helpers/engine-process.js";
+import type { EngineProcess } from "../helpers/engine-process.js";
+import { startContextdWithEngine, type ContextdWithEngine } from "../helpers/contextd-with-engine.js";
 import { startWindowEngine, type WindowEngineProcess } from "../engines-window/window-process.js";
 import { eventually, registryClient } from "../helpers/registry-client.js";
 import { startOtlpReceiver, type OtlpReceiver } from "./otlp-receiver.js";
@@ -26,23 +27,19 @@ function traceparent(): Metadata {
 
 describe("a trace spans runtime → contextd → sidecar → HostService callback", () => {
   let receiver: OtlpReceiver;
-  let contextd: ContextdProcess;
   let engine: EngineProcess;
   let cx: ContextdClient;
+  let fixture: ContextdWithEngine;
   const session = { sessionId: "traced-1" };
 
   beforeAll(async () => {
     receiver = await startOtlpReceiver();
-    contextd = await startContextd({ config: { slots: { context_engine: ENGINE }, tracing: { otlp_endpoint: receiver.endpoint, service_name: "contextd-under-test" }, compaction: { keep_recent_tokens: 200 } } });
-    cx = new ContextdClient({ address: contextd.address, timeoutMs: 30_000 });
-    engine = await startTsEngine({ engineId: ENGINE, registry: contextd.address, owner: "team" });
-    expect((await engine.registered).ok).toBe(true);
+    fixture = await startContextdWithEngine(ENGINE, { tracing: { otlp_endpoint: receiver.endpoint, service_name: "contextd-under-test" }, compaction: { keep_recent_tokens: 200 } });
+    ({ engine, cx } = fixture);
     await cx.appendMessages({ session, messages: codingSession({ turns: 4, seed: 9 }).messages });
   });
   afterAll(async () => {
-    cx?.close();
-    await engine?.stop().catch(() => undefined);
-    await contextd?.cleanup();
+    await fixture?.close();
     await receiver?.close();
   });
 
@@ -107,22 +104,17 @@ describe("the Python sample engine (window) hands the trace on to its HostServic
 });
 
 describe("without tracing.otlp_endpoint", () => {
-  let contextd: ContextdProcess;
-  let engine: EngineProcess;
   let cx: ContextdClient;
+  let fixture: ContextdWithEngine;
   let receiver: OtlpReceiver;
 
   beforeAll(async () => {
     receiver = await startOtlpReceiver();
-    contextd = await startContextd({ config: { slots: { context_engine: ENGINE } } });
-    cx = new ContextdClient({ address: contextd.address, timeoutMs: 30_000 });
-    engine = await startTsEngine({ engineId: ENGINE, registry: contextd.address, owner: "team" });
-    expect((await engine.registered).ok).toBe(true);
+    fixture = await startContextdWithEngine(ENGINE);
+    ({ cx } = fixture);
   });
   afterAll(async () => {
-    cx?.close();
-    await engine?.stop().catch(() => undefined);
-    await contextd?.cleanup();
+    await fixture?.close();
     await receiver?.close();
   });
 
