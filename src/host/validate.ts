@@ -10,6 +10,8 @@ export interface AppendLimits {
   maxMessageBytes: number;
   maxMessagesPerAppend: number;
   maxSessionEntries: number;
+  /** `limits.max_import_bytes`: the largest ImportTranscript file. */
+  maxImportBytes: number;
 }
 
 const MAX_ID_LENGTH = 256;

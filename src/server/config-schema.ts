@@ -29,7 +29,16 @@ const auth = z.strictObject({
         error: (iss) =>
           iss.input === "core" ? `owner "core" is reserved for contextd itself` : `${show(iss.input)} is not an owner name`,
       }),
-      z.strictObject(secretShape).superRefine(exactlyOneSecret),
+      z
+        .strictObject({
+          ...secretShape,
+          /**
+           * Engine ids reserved for this owner: any other owner is refused OWNED_BY_OTHER, registered
+           * or not. Slots may route only to reserved ids when auth is required (engine-reservations.ts).
+           */
+          engines: z.array(text("an engine id")).prefault([]),
+        })
+        .superRefine(exactlyOneSecret),
     )
     .prefault({}),
   operators: z.array(z.strictObject({ ...secretShape, name: text().optional() }).superRefine(exactlyOneSecret)).prefault([]),
@@ -52,7 +61,12 @@ const onFailure = oneOf(["fallback", "strict"]);
 
 const engines = z.strictObject({
   /** Hosts (or `unix:`) engine endpoints may use; the registry interprets the entries. */
-  allow_endpoints: z.array(text()).prefault(["127.0.0.1", "localhost", "::1", "unix:"]),
+  /**
+   * Hosts, addresses, CIDR ranges and `unix:/path/prefix` entries engine endpoints may use (the
+   * registry resolves names and checks every address; endpoint-allow-list.ts). No unix socket by
+   * default: a bare `unix:` would let an owner make contextd dial any local socket.
+   */
+  allow_endpoints: z.array(text()).prefault(["127.0.0.1", "localhost", "::1"]),
   timeouts: timeouts.prefault({}),
   health: z
     .strictObject({ interval: duration().prefault("5s"), timeout: duration().prefault("1s"), unhealthy_threshold: int(1).prefault(2) })
@@ -235,7 +249,13 @@ export const configSchema = z.strictObject({
   subagents: z.strictObject({ sweep_interval: duration().prefault(formatDuration(SUBAGENT_DEFAULTS.sweep_interval)) }).optional(),
   tracing: tracing.optional(),
   limits: z
-    .strictObject({ max_message_bytes: int(1).prefault(4194304), max_messages_per_append: int(1).prefault(1000), max_session_entries: int(1).prefault(1000000) })
+    .strictObject({
+      max_message_bytes: int(1).prefault(4194304),
+      max_messages_per_append: int(1).prefault(1000),
+      max_session_entries: int(1).prefault(1000000),
+      /** The largest ImportTranscript file (bytes): parsing one is bounded by it (16 MiB). */
+      max_import_bytes: int(1).prefault(16777216),
+    })
     .prefault({}),
 });
 

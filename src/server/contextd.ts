@@ -110,6 +110,7 @@ export class Contextd {
       maxMessageBytes: config.limits.max_message_bytes,
       maxMessagesPerAppend: config.limits.max_messages_per_append,
       maxSessionEntries: config.limits.max_session_entries,
+      maxImportBytes: config.limits.max_import_bytes,
     };
     const opened = await openStore(config.store);
     // For measuring only (bench/scenarios/observability_overhead.ts): what contextd costs without its

@@ -18,7 +18,7 @@ const fileLines = (text: string) => text.trim().split("\n").map((l) => JSON.pars
 
 /** Imports an OpenClaw session file through the host's real importer (which plans it) into `store`. */
 export async function importSample(store: ContextdStore, sessionId: string, file: string): Promise<void> {
-  const imports = new TranscriptImports(store, createTokenizer("o200k_base"), { maxMessageBytes: 4 << 20, maxMessagesPerAppend: 1000, maxSessionEntries: 1_000_000 });
+  const imports = new TranscriptImports(store, createTokenizer("o200k_base"), { maxMessageBytes: 4 << 20, maxMessagesPerAppend: 1000, maxSessionEntries: 1_000_000, maxImportBytes: 16 << 20 });
   await imports.importTranscript({ session: { sessionId, sessionKey: "", agentId: "main" }, jsonl: Buffer.from(file) });
 }
 
