@@ -21,7 +21,7 @@ const env = { CONTEXTD_RUNTIME_TOKEN: RUNTIME, CONTEXTD_ADMIN_TOKEN: ADMIN, ACME
 function authConfig(overrides: Partial<AuthConfig> = {}): AuthConfig {
   return {
     required: true,
-    owners: { acme: { token_env: "ACME_ENGINE_TOKEN" }, beta: { token_sha256: sha256Hex(BETA) } },
+    owners: { acme: { token_env: "ACME_ENGINE_TOKEN", engines: [] }, beta: { token_sha256: sha256Hex(BETA), engines: [] } },
     operators: [{ token_env: "CONTEXTD_ADMIN_TOKEN", name: "ops" }],
     runtimes: [
       { token_env: "CONTEXTD_RUNTIME_TOKEN", agents: ["*"] },
@@ -234,7 +234,7 @@ describe("construction", () => {
   });
 
   it("refuses two owners with the same token", () => {
-    const owners = { acme: { token_env: "ACME_ENGINE_TOKEN" }, copy: { token_sha256: sha256Hex(ACME) } };
+    const owners = { acme: { token_env: "ACME_ENGINE_TOKEN", engines: [] }, copy: { token_sha256: sha256Hex(ACME), engines: [] } };
     expect(() => new Authenticator(authConfig({ owners }), env)).toThrow(new ConfigError("config: auth.owners.copy: uses the same token as auth.owners.acme"));
   });
 

@@ -45,7 +45,7 @@ const DEFAULTS: ContextdConfig = {
   slots: { context_engine: "legacy", agents: {} },
   auth: { required: true, owners: {}, operators: [], runtimes: [] },
   engines: {
-    allow_endpoints: ["127.0.0.1", "localhost", "::1", "unix:"],
+    allow_endpoints: ["127.0.0.1", "localhost", "::1"],
     timeouts: { ingest: 5000, assemble: 10000, compact: 180000, after_turn: 30000, maintain: 60000, bootstrap: 60000, subagent: 10000 },
     health: { interval: 5000, timeout: 1000, unhealthy_threshold: 2 },
     quarantine: { base_ejection: 30000, max_ejection: 300000 },
@@ -57,7 +57,7 @@ const DEFAULTS: ContextdConfig = {
   compaction: { reserve_tokens: 16384, keep_recent_tokens: 20000, summary_max_chars: 16000, summarizer: { kind: "extractive" } },
   tokenizer: "o200k_base",
   image_tokens: 1200,
-  limits: { max_message_bytes: 4194304, max_messages_per_append: 1000, max_session_entries: 1000000 },
+  limits: { max_message_bytes: 4194304, max_messages_per_append: 1000, max_session_entries: 1000000, max_import_bytes: 16777216 },
 };
 
 const HASH = "ab".repeat(32);
@@ -72,7 +72,7 @@ describe("defaults", () => {
   it("returns fresh objects", () => {
     const a = defaultConfig();
     a.engines.allow_endpoints.push("x");
-    a.auth.owners.x = { token_env: "X" };
+    a.auth.owners.x = { token_env: "X", engines: [] };
     expect(defaultConfig()).toEqual(DEFAULTS);
   });
 
