@@ -172,7 +172,7 @@ limits: { max_message_bytes: 1024, max_messages_per_append: 10, max_session_entr
       slots: { context_engine: "lossless", agents: { coder: "lossless", "2024": "legacy" } },
       auth: {
         required: true,
-        owners: { acme: { token_env: "ACME_ENGINE_TOKEN" }, beta: { token_sha256: HASH } },
+        owners: { acme: { token_env: "ACME_ENGINE_TOKEN", engines: [] }, beta: { token_sha256: HASH, engines: [] } },
         operators: [{ token_env: "CONTEXTD_ADMIN_TOKEN", name: "ops" }],
         runtimes: [
           { token_env: "CONTEXTD_RUNTIME_TOKEN", agents: ["*"] },
@@ -283,7 +283,7 @@ describe("environment overrides", () => {
     });
     expect(cfg.slots.agents).toEqual({ "My-Bot": "lossless", other: "x" });
     expect(cfg.engines.overrides).toEqual({ lossless: { timeouts: { compact: 300000 } } });
-    expect(cfg.auth.owners).toEqual({ acme: { token_sha256: HASH } });
+    expect(cfg.auth.owners).toEqual({ acme: { token_sha256: HASH, engines: [] } });
   });
 
   it("addresses list items by index; a whole section is replaced; null resets; empty is unset", () => {
