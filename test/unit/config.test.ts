@@ -200,7 +200,7 @@ limits: { max_message_bytes: 1024, max_messages_per_append: 10, max_session_entr
       },
       tokenizer: "heuristic",
       image_tokens: 0,
-      limits: { max_message_bytes: 1024, max_messages_per_append: 10, max_session_entries: 50 },
+      limits: { max_message_bytes: 1024, max_messages_per_append: 10, max_session_entries: 50, max_import_bytes: 16777216 },
     });
   });
 
