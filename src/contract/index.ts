@@ -9,3 +9,4 @@ export { ContextEngineServiceService, ContextEngineServiceClient, EngineInfo } f
 export { SessionServiceService, SessionServiceClient } from "./gen/contextd/v1/session.js";
 export { RegistryServiceService, RegistryServiceClient } from "./gen/contextd/v1/registry.js";
 export { HostServiceService, HostServiceClient } from "./gen/contextd/v1/host.js";
+export * from "./quote.js";
