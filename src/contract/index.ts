@@ -10,3 +10,4 @@ export { SessionServiceService, SessionServiceClient } from "./gen/contextd/v1/s
 export { RegistryServiceService, RegistryServiceClient } from "./gen/contextd/v1/registry.js";
 export { HostServiceService, HostServiceClient } from "./gen/contextd/v1/host.js";
 export * from "./quote.js";
+export * from "./engine-id.js";

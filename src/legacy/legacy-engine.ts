@@ -1,4 +1,5 @@
 import { PROTOCOL_VERSION, type CallContext, type ContextEngine } from "../contract/engine-api.js";
+import { LEGACY_ENGINE_ID } from "../contract/engine-id.js";
 import {
   EngineInfo,
   TurnMaintenanceMode,
@@ -11,8 +12,8 @@ import {
 import { PromptAuthority } from "../contract/gen/contextd/v1/types.js";
 import { compactNative, type NativeCompactionDeps } from "./compaction/native-compaction.js";
 
-export const LEGACY_ENGINE_ID = "legacy";
-export const CORE_OWNER = "core";
+// Re-exported for the layers above that already import them from here; the contract owns them.
+export { CORE_OWNER, LEGACY_ENGINE_ID } from "../contract/engine-id.js";
 
 /**
  * The built-in, core-owned default engine. It runs in process and is always reachable, which is

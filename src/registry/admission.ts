@@ -11,15 +11,15 @@ import {
   type RegisterEngineRequest,
   type RegisterEngineResponse,
 } from "../contract/gen/contextd/v1/registry.js";
-import { LEGACY_ENGINE_ID } from "../legacy/legacy-engine.js";
+import { CORE_OWNER, engineIdProblem, LEGACY_ENGINE_ID } from "../contract/engine-id.js";
+import { quote } from "../contract/quote.js";
 import type { RegistryStore, StoredRegistration } from "../store/registry-store.js";
 import type { EndpointAllowList } from "./endpoint-allow-list.js";
 import type { EngineEvents } from "./engine-events.js";
+import type { EngineReservations } from "./engine-reservations.js";
 import { toEngineStatus, type EngineRegistry, type RegisteredEngine } from "./engine-registry.js";
 import type { Quarantine } from "./quarantine.js";
 import { RemoteEngine } from "./remote-engine.js";
-
-const MAX_ENGINE_ID_LENGTH = 128;
 
 export const SUPPORTED_PROTOCOL_VERSIONS = [PROTOCOL_VERSION];
 
@@ -46,6 +46,7 @@ export class Admission {
     private readonly events: EngineEvents,
     private readonly settings: AdmissionSettings,
     private readonly log: Logger,
+    private readonly reservations: EngineReservations,
   ) {}
 
   register(req: RegisterEngineRequest, owner: string): Promise<RegisterEngineResponse> {
@@ -56,17 +57,19 @@ export class Admission {
     const engineId = req.engineId.trim();
     const endpoint = req.endpoint.trim();
     if (!engineId) throw new InvalidArgumentError("engine_id is required");
-    // An engine id is a config key (slots, agents, overrides), a metric label and a log field: bounded
-    // and printable, like session ids (a registry that kept any string would carry it everywhere).
-    if (engineId.length > MAX_ENGINE_ID_LENGTH) throw new InvalidArgumentError(`engine_id is longer than ${MAX_ENGINE_ID_LENGTH} characters`);
-    if (/[\u0000-\u001f\u007f]/.test(engineId)) throw new InvalidArgumentError("engine_id contains control characters");
+    // An engine id is a config key, a metric label and a log field (src/contract/engine-id.ts).
+    const idProblem = engineIdProblem(engineId);
+    if (idProblem) throw new InvalidArgumentError(`engine_id ${quote(engineId)} ${idProblem}`);
     if (!endpoint) throw new InvalidArgumentError("endpoint is required");
     const refuse = (refusal: Refusal, message: string, existingOwner = ""): RegisterEngineResponse => {
       this.log.warn({ engineId, owner, endpoint, refusal: Refusal[refusal], reason: message }, "engine registration refused");
       return { ok: false, existingOwner, refusal, message, engine: undefined, protocolVersion: 0 };
     };
 
-    if (engineId === LEGACY_ENGINE_ID) return refuse(Refusal.REFUSAL_DEFAULT_SLOT_RESERVED, `"${LEGACY_ENGINE_ID}" is the default slot, owned by core (contextd itself)`, "core");
+    if (engineId === LEGACY_ENGINE_ID) return refuse(Refusal.REFUSAL_DEFAULT_SLOT_RESERVED, `"${LEGACY_ENGINE_ID}" is the default slot, owned by core (contextd itself)`, CORE_OWNER);
+    // Reserved ids are decided by the config, before the store: registered or not, no one else gets them.
+    const reserved = this.reservations.refusal(engineId, owner);
+    if (reserved) return refuse(Refusal.REFUSAL_OWNED_BY_OTHER, reserved.message, reserved.owner);
     // The store is what every replica shares: a registration made at another replica a moment ago
     // (not applied here yet) owns the id as much as one made here.
     const stored = (await this.store.listRegistrations()).find((r) => r.engineId === engineId);
@@ -189,6 +192,14 @@ export class Admission {
   async restore(): Promise<void> {
     for (const r of await this.store.listRegistrations()) {
       if (r.engineId === LEGACY_ENGINE_ID) continue;
+      // Made before the id was reserved for someone else (or by a replica with another config): the
+      // reservation wins, and the stale holder must register under another id.
+      const reserved = this.reservations.refusal(r.engineId, r.owner);
+      if (reserved) {
+        this.log.warn({ engineId: r.engineId, owner: r.owner, reason: reserved.message }, "stored registration dropped: the id is reserved for another owner");
+        await this.store.deleteRegistration(r.engineId);
+        continue;
+      }
       this.registry.set(restoredEngine(r, this.settings.credentials));
     }
   }

@@ -3,6 +3,7 @@ import { parse as parseYaml } from "yaml";
 import type { z } from "zod";
 import { configSchema, type ContextdConfig } from "./config-schema.js";
 import { show } from "./config-values.js";
+import { engineReservations } from "./engine-ownership.js";
 
 export type * from "./config-schema.js";
 export { parseDuration, formatDuration } from "./duration.js";
@@ -75,6 +76,11 @@ export function loadConfig(options: LoadConfigOptions = {}): ContextdConfig {
 }
 
 /** The built-in defaults (SPEC §7): what an empty config file yields. */
+/** The engine ids the config reserves, `[id, owner]` (validated by loadConfig). */
+export function reservedEngines(cfg: ContextdConfig): Array<[string, string]> {
+  return engineReservations(cfg, (path, why) => new ConfigError(`config: ${pathText(path)}: ${why}`));
+}
+
 export function defaultConfig(): ContextdConfig {
   return validate({}, [], {});
 }
@@ -119,6 +125,7 @@ function validate(raw: unknown, origins: Origin[], env: NodeJS.ProcessEnv): Cont
       throw fail(path, `cannot read ${show(f)} (${(e as NodeJS.ErrnoException).code ?? "error"})`);
     }
   }
+  engineReservations(cfg, fail);
   const s = cfg.compaction.summarizer;
   if (s.kind === "openai" && !env[s.api_key_env])
     throw fail(["compaction", "summarizer", "api_key_env"], `environment variable ${s.api_key_env} is not set`);
