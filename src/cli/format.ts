@@ -2,7 +2,7 @@ import { status as Status, type ServiceError } from "@grpc/grpc-js";
 import { Mode } from "../contract/gen/contextd/v1/types.js";
 import { EngineEventType, EngineHealth, type EngineEvent, type EngineStatus } from "../contract/gen/contextd/v1/registry.js";
 import { bold, tone } from "./style.js";
-import { displayWidth, drawTable, type Align } from "./table.js";
+import { displayWidth, drawTable, printable, type Align } from "./table.js";
 
 export type Cell = string | number;
 export type { Align } from "./table.js";
@@ -111,16 +111,16 @@ export function engineLine(e: EngineStatus): string {
 export function eventLine(ev: EngineEvent): string {
   const engine = ev.engine ? engineLine(ev.engine) : "-";
   const message = ev.message ? ` message=${logfmt(ev.message)}` : "";
-  return `${iso(ev.atMs)} ${tone(eventTypeName(ev.type))} ${engine}${message}`;
+  return printable(`${iso(ev.atMs)} ${tone(eventTypeName(ev.type))} ${engine}${message}`);
 }
 
 /** One line for an error: gRPC errors as `CODE: details`, others by message. */
 export function errorText(err: unknown): string {
   if (isServiceError(err)) {
     const details = (err.details || err.message).replace(/\s*Resolution note:\s*$/, "").trim();
-    return `${Status[err.code] ?? err.code}: ${details}`;
+    return printable(`${Status[err.code] ?? err.code}: ${details}`);
   }
-  return err instanceof Error ? err.message : String(err);
+  return printable(err instanceof Error ? err.message : String(err));
 }
 
 function isServiceError(err: unknown): err is ServiceError {
