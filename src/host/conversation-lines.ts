@@ -1,6 +1,7 @@
 import { Message, Role, type ContentBlock } from "../contract/gen/contextd/v1/types.js";
 import { imageBlock, textBlock, thinkingBlock, toolCallBlock } from "../contract/messages.js";
 import { toContextdMessage } from "../openclaw/agent-message.js";
+import { eachLine, runAll, type Steps } from "../openclaw/slices.js";
 
 /**
  * Conversation lines as JSONL, one message per line, in any of three forms (they may be mixed; each
@@ -47,19 +48,27 @@ export interface ConversationLine {
  * other problem throws a {@link ConversationLineError} naming the line number.
  */
 export function parseConversationLines(text: string, source = "conversation"): ConversationLine[] {
+  return runAll(conversationLineSteps(text, source));
+}
+
+/**
+ * {@link parseConversationLines} as steps, one per line, so ImportTranscript can read a large file a
+ * time slice at a time (src/openclaw/slices.ts) without holding the event loop.
+ */
+export function* conversationLineSteps(text: string, source = "conversation"): Steps<ConversationLine[]> {
   const messages: ConversationLine[] = [];
-  const lines = text.split(/\r?\n/);
-  lines.forEach((line, index) => {
-    if (line.trim() === "") return;
+  for (const [line, n] of eachLine(text)) {
+    yield;
+    if (line.trim() === "") continue;
     let message: Message | undefined;
     try {
       message = parseLine(JSON.parse(line) as unknown);
     } catch (err) {
       const why = err instanceof SyntaxError ? `invalid JSON (${err.message})` : (err as Error).message;
-      throw new ConversationLineError(source, index + 1, why);
+      throw new ConversationLineError(source, n, why);
     }
-    if (message) messages.push({ line: index + 1, message });
-  });
+    if (message) messages.push({ line: n, message });
+  }
   return messages;
 }
 

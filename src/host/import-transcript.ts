@@ -3,11 +3,12 @@ import type * as S from "../contract/gen/contextd/v1/session.js";
 import type { Message, TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
 import { summaryMessage } from "../contract/messages.js";
 import { toTranscriptEntry } from "../openclaw/session-entries.js";
-import { parseSessionFile, isSessionFile } from "../openclaw/session-file.js";
-import { activeBranch } from "../openclaw/session-tree.js";
+import { sessionFileSteps, isSessionFile } from "../openclaw/session-file.js";
+import { activeBranchSteps } from "../openclaw/session-tree.js";
+import { TimeSlices } from "../openclaw/slices.js";
 import type { ImportedTranscript, SeedEntry, TranscriptStore } from "../store/types.js";
 import type { Tokenizer } from "../tokens/tokenizer.js";
-import { ConversationLineError, parseConversationLines } from "./conversation-lines.js";
+import { ConversationLineError, conversationLineSteps } from "./conversation-lines.js";
 import { requireSession, validateMessage, type AppendLimits } from "./validate.js";
 
 /**
@@ -23,11 +24,16 @@ import { requireSession, validateMessage, type AppendLimits } from "./validate.j
  * A file without that header is read as conversation lines (the forms of `contextctl replay`,
  * conversation-lines.ts), one message per line, in order.
  *
- * Everything is checked before anything is written — a malformed line (INVALID_ARGUMENT naming
- * `jsonl line N`), a message contextd would refuse on append, more entries than
- * `limits.max_session_entries` (RESOURCE_EXHAUSTED) — and the session is then created in one
- * transaction: ALREADY_EXISTS when it exists, and nothing is written. Engines are not called; an
- * engine that bootstraps is asked on the session's first routed call.
+ * Everything is checked before anything is written — a file over `limits.max_import_bytes`
+ * (RESOURCE_EXHAUSTED, before any parsing), a malformed line (INVALID_ARGUMENT naming `jsonl line
+ * N`), a message contextd would refuse on append, more entries than `limits.max_session_entries`
+ * (RESOURCE_EXHAUSTED) — and the session is then created in one transaction: ALREADY_EXISTS when it
+ * exists, and nothing is written. Engines are not called; an engine that bootstraps is asked on the
+ * session's first routed call.
+ *
+ * A file at the cap is seconds of CPU work (parsing, converting, token counting). It runs in time
+ * slices that give the event loop back in between (src/openclaw/slices.ts), so health checks and
+ * other sessions' calls keep being answered while one import is read.
  */
 export class TranscriptImports {
   constructor(
@@ -38,11 +44,17 @@ export class TranscriptImports {
 
   async importTranscript(req: S.ImportTranscriptRequest): Promise<S.ImportTranscriptResponse> {
     const session = requireSession(req.session);
-    const text = Buffer.from(req.jsonl ?? []).toString("utf8");
+    const jsonl = req.jsonl ?? new Uint8Array();
+    // The cap bounds the parse (time and memory), so it is checked on the raw bytes, first.
+    if (jsonl.byteLength > this.limits.maxImportBytes) {
+      throw new ResourceExhaustedError(`jsonl is ${jsonl.byteLength} bytes, over limits.max_import_bytes (${this.limits.maxImportBytes})`);
+    }
+    const text = Buffer.from(jsonl.buffer, jsonl.byteOffset, jsonl.byteLength).toString("utf8");
     if (text.trim() === "") throw new InvalidArgumentError("jsonl is empty: send the content of an OpenClaw session JSONL file");
     const labels = { sessionKey: session.sessionKey, agentId: session.agentId };
-    if (!isSessionFile(text)) return this.importConversation(session.sessionId, labels, text);
-    const plan = this.plan(text);
+    const slices = new TimeSlices();
+    if (!isSessionFile(text)) return this.importConversation(session.sessionId, labels, text, slices);
+    const plan = await this.plan(text, slices);
     await this.store.importSession(session.sessionId, labels, plan);
     const visible = plan.entries.filter((e, i) => i >= plan.activeFromIndex && e.entry.entry?.$case === "message" && !e.entry.hidden).length;
     return {
@@ -53,12 +65,12 @@ export class TranscriptImports {
   }
 
   /** The store's import plan for an OpenClaw session file. */
-  private plan(text: string): ImportedTranscript {
-    const file = parseSessionFile(text);
+  private async plan(text: string, slices: TimeSlices): Promise<ImportedTranscript> {
+    const file = await slices.run(sessionFileSteps(text));
     if (file.entries.length > this.limits.maxSessionEntries) {
       throw new ResourceExhaustedError(`jsonl has ${file.entries.length} entries, over limits.max_session_entries (${this.limits.maxSessionEntries})`);
     }
-    const branch = activeBranch(file.entries);
+    const branch = await slices.run(activeBranchSteps(file.entries));
     // The view is read in file order; OpenClaw never writes a child before its parent.
     for (let i = 1; i < branch.path.length; i++) {
       if (branch.path[i] < branch.path[i - 1]) {
@@ -68,7 +80,10 @@ export class TranscriptImports {
     }
     const onPath = new Set(branch.path);
     const visible = new Set(branch.visible);
-    const entries = file.entries.map((line, i) => {
+    const entries: ImportedTranscript["entries"] = [];
+    for (let i = 0; i < file.entries.length; i++) {
+      await slices.pause();
+      const line = file.entries[i];
       const where = `jsonl line ${line.line}`;
       const entry = toTranscriptEntry(line.raw, line.recognized, where);
       const e = entry.entry;
@@ -77,8 +92,8 @@ export class TranscriptImports {
         // Compacted away is not hidden: it was part of the view once.
         entry.hidden = onPath.has(i) && i < branch.activeFromIndex ? e.value.excludeFromContext : !visible.has(i);
       } else entry.hidden = !onPath.has(i);
-      return { entry, tokenCount: this.tokens(entry) };
-    });
+      entries.push({ entry, tokenCount: this.tokens(entry) });
+    }
     return {
       headerJson: JSON.stringify(file.header),
       entries,
@@ -96,10 +111,10 @@ export class TranscriptImports {
   }
 
   /** A file of conversation lines: one message per line, appended in order. */
-  private async importConversation(sessionId: string, labels: { sessionKey: string; agentId: string }, text: string): Promise<S.ImportTranscriptResponse> {
+  private async importConversation(sessionId: string, labels: { sessionKey: string; agentId: string }, text: string, slices: TimeSlices): Promise<S.ImportTranscriptResponse> {
     let lines: { line: number; message: Message }[];
     try {
-      lines = parseConversationLines(text, "jsonl");
+      lines = await slices.run(conversationLineSteps(text, "jsonl"));
     } catch (err) {
       if (err instanceof ConversationLineError) throw new InvalidArgumentError(`jsonl line ${err.line}: ${err.reason}`);
       throw err;
@@ -108,8 +123,12 @@ export class TranscriptImports {
     if (lines.length > this.limits.maxSessionEntries) {
       throw new ResourceExhaustedError(`jsonl has ${lines.length} messages, over limits.max_session_entries (${this.limits.maxSessionEntries})`);
     }
-    for (const { line, message } of lines) validateMessage(message, `jsonl line ${line}`, this.limits.maxMessageBytes);
-    const seed: SeedEntry[] = lines.map(({ message }) => ({ kind: "message", message: { ...message, id: "" }, tokenCount: this.tokenizer.countMessage(message) }));
+    const seed: SeedEntry[] = [];
+    for (const { line, message } of lines) {
+      await slices.pause();
+      validateMessage(message, `jsonl line ${line}`, this.limits.maxMessageBytes);
+      seed.push({ kind: "message", message: { ...message, id: "" }, tokenCount: this.tokenizer.countMessage(message) });
+    }
     await this.store.createSession(sessionId, labels, seed);
     return { importedEntries: seed.length, leafEntryId: "", activeMessages: seed.length };
   }

@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from "../contract/errors.js";
 import { isBoolean, isRecord, isString, type JsonObject } from "./json.js";
+import { eachLine, runAll, type Steps } from "./slices.js";
 
 /**
  * Reading and writing OpenClaw session JSONL files (OpenClaw 2026.9.x, `CURRENT_SESSION_VERSION =
@@ -45,12 +46,20 @@ export function isSessionFile(text: string): boolean {
  * JSON object, an entry without a string id, an id used twice, or an unsupported version.
  */
 export function parseSessionFile(text: string): SessionFile {
+  return runAll(sessionFileSteps(text));
+}
+
+/**
+ * {@link parseSessionFile} as steps, one per line, so a large file can be read a time slice at a
+ * time (src/openclaw/slices.ts) without holding the event loop.
+ */
+export function* sessionFileSteps(text: string): Steps<SessionFile> {
   let header: JsonObject | undefined;
   const entries: SessionFileLine[] = [];
   const lineOf = new Map<string, number>();
-  text.split(/\r?\n/).forEach((line, i) => {
-    const n = i + 1;
-    if (line.trim() === "") return;
+  for (const [line, n] of eachLine(text)) {
+    yield;
+    if (line.trim() === "") continue;
     let value: unknown;
     try {
       value = JSON.parse(line);
@@ -67,7 +76,7 @@ export function parseSessionFile(text: string): SessionFile {
         );
       }
       header = value;
-      return;
+      continue;
     }
     if (value.type === "session") throw new InvalidArgumentError(`jsonl line ${n}: a second session header`);
     if (!isString(value.id) || value.id.trim() === "") throw new InvalidArgumentError(`jsonl line ${n}: an entry needs a non-empty string "id"`);
@@ -76,7 +85,7 @@ export function parseSessionFile(text: string): SessionFile {
     if (first !== undefined) throw new InvalidArgumentError(`jsonl line ${n}: entry id "${value.id}" is used on line ${first} too`);
     lineOf.set(value.id, n);
     entries.push({ line: n, raw: value, recognized: isRecognizedEntry(value) });
-  });
+  }
   if (!header) throw new InvalidArgumentError("jsonl is empty: send the content of an OpenClaw session JSONL file");
   return { header, entries };
 }

@@ -1,5 +1,6 @@
 import { isRecord, isString, type JsonObject } from "./json.js";
 import { loadedEntry } from "./session-file.js";
+import { runAll, type Steps } from "./slices.js";
 
 /**
  * Which entries of an OpenClaw session file the model sees, decided as OpenClaw 2026.9.x decides
@@ -40,28 +41,42 @@ export interface ActiveBranch {
 }
 
 export function activeBranch(entries: TreeEntry[]): ActiveBranch {
+  return runAll(activeBranchSteps(entries));
+}
+
+/** {@link activeBranch} as steps (one per entry read), for large files read a time slice at a time. */
+export function* activeBranchSteps(entries: TreeEntry[]): Steps<ActiveBranch> {
   const nav = new Navigation();
-  entries.forEach((e, i) => (e.recognized ? nav.appendCanonical(e.raw, i) : nav.appendOpaque(e.raw)));
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i];
+    if (e.recognized) nav.appendCanonical(e.raw, i);
+    else nav.appendOpaque(e.raw);
+    yield;
+  }
   const path = nav.branch();
+  yield;
   const boundary = findLastIndex(path, (i) => entries[i].raw.type === "reset" || entries[i].raw.type === "compaction");
   const boundaryEntry = boundary >= 0 ? entries[path[boundary]].raw : undefined;
   const keptAt = boundaryEntry ? path.findIndex((i) => entries[i].raw.id === boundaryEntry.firstKeptEntryId) : -1;
   const firstKept = keptAt >= 0 && keptAt < boundary ? keptAt : boundary;
   const isReset = boundaryEntry?.type === "reset";
   const resetKept = isReset ? resetKeptEntries(path.slice(firstKept, boundary).map((i) => entries[i].raw)) : undefined;
+  yield;
   const visible: number[] = [];
-  path.forEach((index, at) => {
+  for (let at = 0; at < path.length; at++) {
+    if (at % 1024 === 0) yield;
+    const index = path[at];
     const retained = at < boundary;
-    if (at === boundary || (retained && (at < firstKept || (resetKept && !resetKept.has(entries[index].raw))))) return;
+    if (at === boundary || (retained && (at < firstKept || (resetKept && !resetKept.has(entries[index].raw))))) continue;
     const raw = entries[index].raw;
     if (raw.type === "message") {
       const excluded = isRecord(raw.message) && raw.message.excludeFromContext === true;
-      if (excluded && !(retained && resetKept?.has(raw))) return;
+      if (excluded && !(retained && resetKept?.has(raw))) continue;
     } else if (raw.type === "branch_summary") {
-      if (!raw.summary) return;
-    } else if (raw.type !== "custom_message") return;
+      if (!raw.summary) continue;
+    } else if (raw.type !== "custom_message") continue;
     visible.push(index);
-  });
+  }
   const activeFrom = boundary < 0 ? 0 : firstKept < boundary ? firstKept : boundary + 1;
   return {
     leafId: nav.leafId,
