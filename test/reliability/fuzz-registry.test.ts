@@ -148,7 +148,8 @@ describe("RegistryService under bad input", () => {
     return status.OK;
   }
 
-  const validEngineId = (id: string) => id !== "" && id.length <= 128 && !/[\u0000-\u001f\u007f]/.test(id);
+  // README "Engines and the registry": plain ASCII, at most 128, nothing that reads as legacy but legacy.
+  const validEngineId = (id: string) => /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(id) && (id === "legacy" || id.toLowerCase() !== "legacy");
 
   async function run(choice: Op): Promise<void> {
     const what = `${choice.rpc} ${A.describeRequest(choice)}`;

@@ -275,7 +275,8 @@ describe("environment overrides", () => {
   });
 
   it("creates sections missing from the file, and addresses map keys case-insensitively with - as _", () => {
-    const cfg = load("slots:\n  agents: { My-Bot: legacy }\n", {
+    // auth off: with auth required, a slot may name only reserved engine ids (tested below).
+    const cfg = load("auth: { required: false }\nslots:\n  agents: { My-Bot: legacy }\n", {
       CONTEXTD_SLOTS__AGENTS__MY_BOT: "lossless",
       CONTEXTD_SLOTS__AGENTS__OTHER: "x",
       CONTEXTD_ENGINES__OVERRIDES__LOSSLESS__TIMEOUTS__COMPACT: "5m",
