@@ -14,7 +14,7 @@ import {
 import { CORE_OWNER, engineIdProblem, LEGACY_ENGINE_ID } from "../contract/engine-id.js";
 import { quote } from "../contract/quote.js";
 import type { RegistryStore, StoredRegistration } from "../store/registry-store.js";
-import type { EndpointAllowList } from "./endpoint-allow-list.js";
+import type { EndpointAllowList, EndpointChecker } from "./endpoint-allow-list.js";
 import type { EngineEvents } from "./engine-events.js";
 import type { EngineReservations } from "./engine-reservations.js";
 import { toEngineStatus, type EngineRegistry, type RegisteredEngine } from "./engine-registry.js";
@@ -80,13 +80,15 @@ export class Admission {
     if (holder !== undefined && !req.allowSameOwnerRefresh) {
       return refuse(Refusal.REFUSAL_ALREADY_REGISTERED, `engine "${engineId}" is already registered by "${owner}"; set allow_same_owner_refresh to replace it`, owner);
     }
-    const notAllowed = this.allowList.check(endpoint);
-    if (notAllowed) return refuse(Refusal.REFUSAL_ENDPOINT_NOT_ALLOWED, `endpoint "${endpoint}" refused without dialling: ${notAllowed}`);
+    // Resolved and checked here; the engine dials exactly the addresses (or socket) checked.
+    const checked = await this.allowList.check(endpoint, Date.now() + this.settings.probeTimeoutMs);
+    if (!checked.ok && checked.unresolved) return refuse(Refusal.REFUSAL_UNREACHABLE, `endpoint ${quote(endpoint)} is not reachable within the admission deadline: ${checked.reason}`);
+    if (!checked.ok) return refuse(Refusal.REFUSAL_ENDPOINT_NOT_ALLOWED, `endpoint ${quote(endpoint)} refused without dialling: ${checked.reason}`);
     const offered = req.protocolVersions.length ? req.protocolVersions : [PROTOCOL_VERSION];
     const version = Math.max(0, ...offered.filter((v) => SUPPORTED_PROTOCOL_VERSIONS.includes(v)));
     if (!version) return refuse(Refusal.REFUSAL_VERSION_UNSUPPORTED, `protocol_versions [${offered.join(", ")}] has none of [${SUPPORTED_PROTOCOL_VERSIONS.join(", ")}]`);
 
-    const remote = new RemoteEngine(endpoint, emptyInfo(engineId), this.settings.credentials);
+    const remote = new RemoteEngine(endpoint, emptyInfo(engineId), this.settings.credentials, { checker: this.allowList, checked: checked.dial });
     const probe = await this.probe(remote, engineId, version);
     if (probe.refusal) {
       remote.close();
@@ -147,10 +149,12 @@ export class Admission {
       // an error or no EngineInfo at all (garbage bytes, UNIMPLEMENTED) is the contract broken.
       const code = (err as { code?: number }).code;
       const transient = code === undefined || TRANSIENT_PROBE_CODES.has(code);
-      return {
-        refusal: transient ? Refusal.REFUSAL_UNREACHABLE : Refusal.REFUSAL_CONTRACT_INVALID,
-        message: `GetInfo on ${remote.endpoint} failed: ${(err as Error).message}`,
-      };
+      const name = status[code ?? status.UNAVAILABLE] ?? String(code);
+      // The transport's text (`connect ENOENT /path`, EACCES, ECONNREFUSED) would tell an owner
+      // which files exist: it goes to the debug log only, the caller gets the status name.
+      this.log.debug({ engineId, endpoint: quote(remote.endpoint), err: (err as Error).message }, "admission probe: GetInfo failed");
+      if (transient) return { refusal: Refusal.REFUSAL_UNREACHABLE, message: `${quote(remote.endpoint)} is not reachable within the admission deadline (${name})` };
+      return { refusal: Refusal.REFUSAL_CONTRACT_INVALID, message: `GetInfo on ${quote(remote.endpoint)} answered ${name}: ${quote((err as { details?: string }).details ?? "")}` };
     }
     if (!info || !info.id.trim() || !info.name.trim()) {
       return { refusal: Refusal.REFUSAL_CONTRACT_INVALID, message: "GetInfo must answer an EngineInfo with non-empty id and name" };
@@ -162,6 +166,7 @@ export class Admission {
       return { refusal: Refusal.REFUSAL_VERSION_UNSUPPORTED, message: `the engine speaks protocol [${info.protocolVersions.join(", ")}], contextd [${SUPPORTED_PROTOCOL_VERSIONS.join(", ")}]` };
     }
     const health = await remote.checkHealth(this.settings.probeTimeoutMs);
+    if (health === "UNREACHABLE") return { refusal: Refusal.REFUSAL_UNREACHABLE, message: `${quote(remote.endpoint)} is not reachable within the admission deadline (health check)` };
     if (health !== "SERVING") return { refusal: Refusal.REFUSAL_UNREACHABLE, message: `health check answered ${health}` };
     return { message: "", info };
   }
@@ -200,7 +205,7 @@ export class Admission {
         await this.store.deleteRegistration(r.engineId);
         continue;
       }
-      this.registry.set(restoredEngine(r, this.settings.credentials));
+      this.registry.set(restoredEngine(r, this.settings.credentials, this.allowList));
     }
   }
 }
@@ -208,10 +213,12 @@ export class Admission {
 /**
  * The in-memory engine for a registration read from the store (at start, or made at another
  * replica): no admission probe — the admitting replica made it — and health UNKNOWN until this
- * replica's own first check. `previous` (the engine it replaces) keeps its counters.
+ * replica's own first check. `previous` (the engine it replaces) keeps its counters. The endpoint
+ * is checked against this replica's allow list before the first dial (RemoteEngine): stored by
+ * another replica, or under another config, it is not trusted as it is.
  */
-export function restoredEngine(r: StoredRegistration, credentials: ChannelCredentials, previous?: RegisteredEngine): RegisteredEngine {
-  const remote = new RemoteEngine(r.endpoint, r.info, credentials);
+export function restoredEngine(r: StoredRegistration, credentials: ChannelCredentials, checker: EndpointChecker, previous?: RegisteredEngine): RegisteredEngine {
+  const remote = new RemoteEngine(r.endpoint, r.info, credentials, { checker });
   return {
     id: r.engineId,
     owner: r.owner,

@@ -1,44 +1,212 @@
 import { BlockList, isIP } from "node:net";
+import { promises as dns } from "node:dns";
+import { promises as fs } from "node:fs";
+import path from "node:path";
+import { quote } from "../contract/quote.js";
+import { canonicalIp, isHostName, parseEndpoint, specialUse, unixPathProblem } from "./endpoint-address.js";
+
+/** Resolves a host name to all its addresses (dns.promises.lookup with all: true by default). */
+export type Lookup = (host: string) => Promise<Array<{ address: string; family: number }>>;
+
+/** Bounds the name resolution of a check made without a deadline. */
+const DEFAULT_RESOLVE_MS = 5_000;
+
+/** What contextd dials for an endpoint that passed the check: exactly what was checked. */
+export interface DialTarget {
+  /** grpc-js target: `ipv4:1.2.3.4:50051,5.6.7.8:50051`, `ipv6:[::1]:50051`, or `unix:/real/path`. */
+  target: string;
+  /** Channel options: the registered host:port as `:authority`, the name as the TLS server name. */
+  options: Record<string, string>;
+}
+
+export type EndpointCheck =
+  | { ok: true; dial: DialTarget }
+  /** `unresolved`: the name (or socket directory) could not be resolved now; it may be later. */
+  | { ok: false; reason: string; unresolved?: boolean };
+
+/** The check a RemoteEngine runs before dialling (and again when the health monitor asks). */
+export interface EndpointChecker {
+  check(endpoint: string, deadlineMs?: number): Promise<EndpointCheck>;
+}
+
+type Entry =
+  | { kind: "unix"; path: string }
+  | { kind: "ip"; address: string; family: 4 | 6 }
+  | { kind: "cidr"; net: string; prefix: number; family: 4 | 6 }
+  | { kind: "name"; name: string };
 
 /**
- * `engines.allow_endpoints`: which endpoints the registry may dial. Checked before any connection,
- * so a registration cannot make contextd probe an arbitrary host (SSRF). Entries are host names
- * (`localhost`), IP addresses (`127.0.0.1`, `::1`), CIDR ranges (`10.1.0.0/16`), or `unix:` for
- * any unix socket.
+ * What is wrong with one `engines.allow_endpoints` entry, if anything (config validation calls
+ * this; the constructor refuses an entry it names). A bare `unix:` (or `unix:/`) is refused: it
+ * would let any owner make contextd dial any local socket — PostgreSQL's, the Docker daemon's.
  */
-export class EndpointAllowList {
-  private readonly hosts = new Set<string>();
-  private readonly ranges = new BlockList();
-  private readonly unix: boolean;
+export function allowListEntryProblem(entry: string): string | undefined {
+  const parsed = parseEntry(entry);
+  return typeof parsed === "string" ? parsed : undefined;
+}
 
-  constructor(entries: string[]) {
-    this.unix = entries.some((e) => e === "unix:" || e.startsWith("unix:"));
-    for (const entry of entries) {
-      if (entry.startsWith("unix:")) continue;
-      const [net, prefix] = entry.split("/");
-      const family = isIP(net);
-      if (prefix !== undefined && family) this.ranges.addSubnet(net, Number(prefix), family === 6 ? "ipv6" : "ipv4");
-      else this.hosts.add(entry.toLowerCase());
+function parseEntry(entry: string): Entry | string {
+  if (entry.startsWith("unix:")) {
+    if (/^unix:(\/\/)?\/*$/.test(entry)) return `${quote(entry)} would allow every unix socket on the machine (PostgreSQL's, the Docker daemon's); name the directory engines' sockets are in (unix:/run/contextd-engines/)`;
+    const p = unixPathProblem(entry);
+    if (typeof p === "string") return `${quote(entry)}: ${p}; a unix: entry names the directory engines' sockets are in (unix:/run/contextd-engines/)`;
+    return { kind: "unix", path: p.path.replace(/\/+$/, "") };
+  }
+  const cidr = /^([^/]+)\/(\d{1,3})$/.exec(entry);
+  if (cidr) {
+    const family = isIP(cidr[1]);
+    const prefix = Number(cidr[2]);
+    if (!family || cidr[1].includes("%")) return `${quote(entry)}: ${quote(cidr[1])} is not an IP address`;
+    const net = canonicalIp(cidr[1]);
+    if (net.family !== family) return `${quote(entry)}: write an IPv4 range in IPv4 notation`;
+    if (prefix > (family === 4 ? 32 : 128)) return `${quote(entry)}: prefix /${prefix} is too long for IPv${family}`;
+    return { kind: "cidr", net: net.address, prefix, family: net.family };
+  }
+  if (isIP(entry)) {
+    if (entry.includes("%")) return `${quote(entry)}: zone ids are not accepted`;
+    return { kind: "ip", ...canonicalIp(entry) };
+  }
+  if (isHostName(entry)) return { kind: "name", name: entry.toLowerCase().replace(/\.$/, "") };
+  return `${quote(entry)} is not an IP address, a CIDR range, a host name or unix:/directory/ (entries have no port)`;
+}
+
+/**
+ * `engines.allow_endpoints`: what the registry may dial. Checked before any connection, so a
+ * registration cannot make contextd connect wherever its owner likes (SSRF).
+ *
+ * Entries:
+ * - an IP address (`127.0.0.1`, `::1`) or CIDR range (`10.1.0.0/16`): endpoints at those
+ *   addresses, and names resolving to them;
+ * - a host name (`localhost`, `lossless`): that name, resolved at check time. Every address it
+ *   resolves to must be allowed: covered by an IP/CIDR entry, or a public address. Loopback,
+ *   private, link-local (169.254.169.254 is the cloud metadata service), unique-local, multicast
+ *   and reserved addresses need an IP/CIDR entry (endpoint-address.ts SPECIAL_RANGES) — a listed
+ *   name whose DNS record changes must not carry contextd into the local network. A name that is
+ *   not listed is refused without being resolved (an owner cannot make contextd query DNS);
+ * - `unix:/dir/`: unix sockets whose path, with every symbolic link resolved, is in that
+ *   directory (or is that path). There is no "any unix socket" entry.
+ *
+ * The check answers with the target to dial — the checked IP addresses (`ipv4:…`/`ipv6:…`, the
+ * name kept as `:authority` and TLS server name, so TLS still verifies against the name) or the
+ * real socket path — so the connection goes to what was checked, not to what a second DNS answer
+ * says (rebinding). RemoteEngine re-runs the check on every health check
+ * (HealthMonitor): a name that now resolves outside the list quarantines the engine and is not
+ * dialled; allowed new addresses re-point the channel.
+ *
+ * Left open: a writer of an allowed socket directory can swap a socket for a symbolic link between
+ * the check and the connection (the next health check notices). Ports are not restricted: an
+ * allowed address is allowed at every port.
+ */
+export class EndpointAllowList implements EndpointChecker {
+  private readonly names = new Set<string>();
+  private readonly ranges = new BlockList();
+  private readonly unixDirs: string[] = [];
+
+  constructor(
+    entries: string[],
+    private readonly lookup: Lookup = (host) => dns.lookup(host, { all: true, verbatim: true }),
+  ) {
+    for (const [i, entry] of entries.entries()) {
+      const e = parseEntry(entry.trim());
+      if (typeof e === "string") throw new Error(`engines.allow_endpoints[${i}]: ${e}`);
+      if (e.kind === "unix") this.unixDirs.push(e.path);
+      else if (e.kind === "name") this.names.add(e.name);
+      else if (e.kind === "ip") this.ranges.addAddress(e.address, `ipv${e.family}`);
+      else this.ranges.addSubnet(e.net, e.prefix, `ipv${e.family}`);
     }
   }
 
-  /** Undefined when allowed; otherwise why not. */
-  check(endpoint: string): string | undefined {
-    if (endpoint.startsWith("unix:")) return this.unix ? undefined : `unix sockets are not in engines.allow_endpoints`;
-    const host = hostOf(endpoint);
-    if (!host) return `endpoint "${endpoint}" is not host:port or unix:/path`;
-    if (this.hosts.has(host.toLowerCase())) return undefined;
-    const family = isIP(host);
-    if (family && this.ranges.check(host, family === 6 ? "ipv6" : "ipv4")) return undefined;
-    return `host "${host}" is not in engines.allow_endpoints`;
+  async check(endpoint: string, deadlineMs = Date.now() + DEFAULT_RESOLVE_MS): Promise<EndpointCheck> {
+    const parsed = parseEndpoint(endpoint);
+    if ("problem" in parsed) return { ok: false, reason: parsed.problem };
+    if (parsed.kind === "unix") return this.checkUnix(parsed.path);
+    const { host, port, ip } = parsed;
+    if (ip) {
+      if (!this.covers(host, ip)) return { ok: false, reason: `address ${host} is not in engines.allow_endpoints` };
+      return { ok: true, dial: { target: ip === 4 ? `ipv4:${host}:${port}` : `ipv6:[${host}]:${port}`, options: { "grpc.default_authority": authority(host, port) } } };
+    }
+    if (!this.names.has(host)) return { ok: false, reason: `host ${quote(host)} is not in engines.allow_endpoints` };
+    const resolved = await this.resolve(host, deadlineMs);
+    if (!resolved) return { ok: false, unresolved: true, reason: `host ${quote(host)} did not resolve within the deadline` };
+    for (const a of resolved) {
+      if (this.covers(a.address, a.family)) continue;
+      const special = specialUse(a.address, a.family);
+      if (special) {
+        return { ok: false, reason: `host ${quote(host)} resolves to ${a.address} (${special}), which engines.allow_endpoints does not allow (an IP or CIDR entry would)` };
+      }
+    }
+    // One scheme per target: of a name with IPv4 and IPv6 addresses, the family the resolver put first.
+    const family = resolved[0].family;
+    const list = resolved.filter((a) => a.family === family).map((a) => (family === 4 ? `${a.address}:${port}` : `[${a.address}]:${port}`));
+    return {
+      ok: true,
+      dial: { target: `ipv${family}:${list.join(",")}`, options: { "grpc.default_authority": authority(host, port), "grpc.ssl_target_name_override": host } },
+    };
+  }
+
+  private covers(address: string, family: 4 | 6): boolean {
+    return this.ranges.check(address, `ipv${family}`);
+  }
+
+  /** The canonical addresses of `host`, deduplicated; undefined when it does not resolve in time. */
+  private async resolve(host: string, deadlineMs: number): Promise<Array<{ address: string; family: 4 | 6 }> | undefined> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<undefined>((done) => (timer = setTimeout(() => done(undefined), Math.max(0, deadlineMs - Date.now()))));
+    try {
+      const answer = await Promise.race([this.lookup(host).catch(() => undefined), timeout]);
+      if (!answer?.length) return undefined;
+      const seen = new Map<string, { address: string; family: 4 | 6 }>();
+      for (const a of answer) {
+        if (!isIP(a.address) || a.address.includes("%")) return undefined;
+        const c = canonicalIp(a.address);
+        seen.set(c.address, c);
+      }
+      return [...seen.values()];
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * A socket path lexically outside every entry is refused without touching the file system. One
+   * inside is resolved (symbolic links in the directory and the socket itself) and must still be
+   * inside; the real path is what is dialled. An unresolvable path says only "not reachable":
+   * which files exist is not the caller's to learn.
+   */
+  private async checkUnix(socketPath: string): Promise<EndpointCheck> {
+    const dirs = await Promise.all(this.unixDirs.map(async (d) => [d, await realpathOr(d, d)] as const));
+    const inside = (p: string, dir: string) => p === dir || p.startsWith(`${dir}/`);
+    const refused: EndpointCheck = { ok: false, reason: "the unix socket path is not in a unix: directory of engines.allow_endpoints" };
+    if (!dirs.some(([lexical, real]) => inside(socketPath, lexical) || inside(socketPath, real))) return refused;
+    let full = await realpathOr(socketPath, undefined);
+    if (full === undefined) {
+      // No socket there (yet): its directory's real path, unless the name is a dangling symbolic link.
+      const link = await fs.lstat(socketPath).then((s) => s.isSymbolicLink(), () => false);
+      const dir = link ? undefined : await realpathOr(path.posix.dirname(socketPath), undefined);
+      if (dir === undefined) return { ok: false, unresolved: true, reason: "the unix socket is not reachable" };
+      full = path.posix.join(dir, path.posix.basename(socketPath));
+    }
+    if (!dirs.some(([, realDir]) => inside(full, realDir))) {
+      return { ok: false, reason: "the unix socket path leads (through a symbolic link) out of the unix: directories of engines.allow_endpoints" };
+    }
+    return { ok: true, dial: { target: `unix:${full}`, options: {} } };
   }
 }
 
-/** The host part of host:port, [v6]:port, or dns:///host:port. */
+function authority(host: string, port: number): string {
+  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+async function realpathOr<T>(p: string, fallback: T): Promise<string | T> {
+  try {
+    return await fs.realpath(p);
+  } catch {
+    return fallback;
+  }
+}
+
+/** The host of host:port, [v6]:port or dns:///host:port (lower-cased or canonical); undefined otherwise. */
 export function hostOf(endpoint: string): string | undefined {
-  const target = endpoint.replace(/^dns:(\/\/[^/]*)?\/?/, "");
-  const bracketed = /^\[([^\]]+)\]:(\d+)$/.exec(target);
-  if (bracketed) return bracketed[1];
-  const plain = /^([^:\s/]+):(\d+)$/.exec(target);
-  return plain ? plain[1] : undefined;
+  const p = parseEndpoint(endpoint);
+  return "problem" in p || p.kind === "unix" ? undefined : p.host;
 }

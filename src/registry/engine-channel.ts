@@ -3,6 +3,7 @@ import { service as healthService } from "grpc-health-check";
 import * as E from "../contract/gen/contextd/v1/engine.js";
 import { CHANNEL_OPTIONS } from "../contract/client-call.js";
 import { ContextdError, DeadlineExceededError } from "../contract/errors.js";
+import type { DialTarget } from "./endpoint-allow-list.js";
 
 const HealthClient = makeGenericClientConstructor(healthService, "Health");
 
@@ -41,6 +42,9 @@ interface Generation {
  * its own subchannel, and a `connect` that finds it backing off replaces it with a fresh one that
  * tries at once: every caller gets a real connection attempt within its deadline, and a dead
  * engine still fails fast (a refused connection is seen in milliseconds).
+ *
+ * It dials `dial`, the target the allow list checked (IP addresses or a real socket path; see
+ * endpoint-allow-list.ts), never `endpoint` itself; `repoint` moves it to a newly checked target.
  */
 export class EngineChannel {
   private current: Generation;
@@ -49,8 +53,16 @@ export class EngineChannel {
   constructor(
     readonly endpoint: string,
     private readonly credentials: ChannelCredentials,
+    private target: DialTarget,
   ) {
     this.current = this.dial();
+  }
+
+  /** Dials `target` from now on, when it differs from the current one (calls under way finish). */
+  repoint(target: DialTarget): void {
+    if (target.target === this.target.target && JSON.stringify(target.options) === JSON.stringify(this.target.options)) return;
+    this.target = target;
+    this.reset();
   }
 
   get engine(): E.ContextEngineServiceClient {
@@ -109,11 +121,12 @@ export class EngineChannel {
   }
 
   private dial(): Generation {
-    const channel = new Channel(this.endpoint, this.credentials, OPTIONS);
+    const { target, options } = this.target;
+    const channel = new Channel(target, this.credentials, { ...OPTIONS, ...options });
     return {
       channel,
-      engine: new E.ContextEngineServiceClient(this.endpoint, this.credentials, { channelOverride: channel }),
-      health: new HealthClient(this.endpoint, this.credentials, { channelOverride: channel }),
+      engine: new E.ContextEngineServiceClient(target, this.credentials, { channelOverride: channel }),
+      health: new HealthClient(target, this.credentials, { channelOverride: channel }),
     };
   }
 

@@ -14,6 +14,11 @@ export interface HealthSettings {
  * Checks every registered sidecar with grpc.health.v1 on an interval, each check under its own
  * deadline. `unhealthy_threshold` failures in a row quarantine the engine; a passing check after
  * the ejection time releases it.
+ *
+ * Each check first runs the engine's endpoint through the allow list again (RemoteEngine
+ * recheckEndpoint): a name whose DNS record now points outside engines.allow_endpoints (say, at
+ * 169.254.169.254) is quarantined at once, naming the address, and not dialled; new addresses that
+ * are allowed re-point the engine's channel.
  */
 export class HealthMonitor {
   private timer: NodeJS.Timeout | undefined;
@@ -48,8 +53,11 @@ export class HealthMonitor {
   }
 
   async check(engine: RegisteredEngine): Promise<void> {
-    const answer = await engine.remote!.checkHealth(this.settings.timeoutMs);
+    const refused = await engine.remote!.recheckEndpoint(this.settings.timeoutMs);
     if (this.registry.get(engine.id) !== engine) return; // replaced or deregistered meanwhile
+    if (refused) return this.refuseEndpoint(engine, refused);
+    const answer = await engine.remote!.checkHealth(this.settings.timeoutMs);
+    if (this.registry.get(engine.id) !== engine) return;
     const health = answer === "SERVING" ? EngineHealth.ENGINE_HEALTH_SERVING : answer === "NOT_SERVING" ? EngineHealth.ENGINE_HEALTH_NOT_SERVING : EngineHealth.ENGINE_HEALTH_UNKNOWN;
     if (health !== engine.health) {
       engine.health = health;
@@ -66,5 +74,16 @@ export class HealthMonitor {
     if (!engine.quarantine && engine.healthFailures >= this.settings.unhealthyThreshold) {
       await this.quarantine.isolate(engine, "health", `health check failed ${engine.healthFailures} times in a row (${answer})`, false);
     }
+  }
+
+  /** Not waiting for the threshold: the engine is not dialled at all while this holds. */
+  private async refuseEndpoint(engine: RegisteredEngine, reason: string): Promise<void> {
+    engine.healthFailures++;
+    if (engine.health !== EngineHealth.ENGINE_HEALTH_UNKNOWN) {
+      engine.health = EngineHealth.ENGINE_HEALTH_UNKNOWN;
+      this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_HEALTH_CHANGED, engine, `endpoint not allowed: ${reason}`);
+    }
+    this.log.warn({ engineId: engine.id, owner: engine.owner, reason }, "engine endpoint no longer allowed; not dialled");
+    if (!engine.quarantine) await this.quarantine.isolate(engine, "health", `endpoint no longer allowed: ${reason}`, false);
   }
 }

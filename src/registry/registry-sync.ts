@@ -4,6 +4,7 @@ import { EngineInfo } from "../contract/gen/contextd/v1/engine.js";
 import { EngineEventType, type QuarantineState } from "../contract/gen/contextd/v1/registry.js";
 import type { RegistryChange, RegistryStore, RegistryWatch, StoredRegistration } from "../store/registry-store.js";
 import { restoredEngine } from "./admission.js";
+import type { EndpointChecker } from "./endpoint-allow-list.js";
 import type { EngineEvents } from "./engine-events.js";
 import type { EngineRegistry, RegisteredEngine } from "./engine-registry.js";
 import type { Quarantine } from "./quarantine.js";
@@ -13,6 +14,8 @@ export interface RegistrySyncSettings {
   reconcileIntervalMs: number;
   /** For the RemoteEngine of an engine registered at another replica. */
   credentials: ChannelCredentials;
+  /** This replica's engines.allow_endpoints: an engine registered elsewhere dials only what it allows. */
+  allowList: EndpointChecker;
 }
 
 /** What made a pass run: a notification, the listener's (re)connection, or the periodic reconcile. */
@@ -162,7 +165,7 @@ export class RegistrySync {
         engine.remote.setInfo(r.info);
         engine.registeredAtMs = r.registeredAtMs;
       } else {
-        engine = restoredEngine(r, this.settings.credentials, current);
+        engine = restoredEngine(r, this.settings.credentials, this.settings.allowList, current);
         this.registry.set(engine);
         current?.remote?.close();
       }

@@ -3,7 +3,8 @@ import type { CallContext, ContextEngine } from "../contract/engine-api.js";
 import * as E from "../contract/gen/contextd/v1/engine.js";
 import { CancelledError, DeadlineExceededError } from "../contract/errors.js";
 import { callUnary, type UnaryMethod } from "../contract/client-call.js";
-import { EngineChannel } from "./engine-channel.js";
+import type { DialTarget, EndpointChecker } from "./endpoint-allow-list.js";
+import { EngineChannel, EngineUnreachableError } from "./engine-channel.js";
 
 export type HealthAnswer = "SERVING" | "NOT_SERVING" | "UNREACHABLE";
 
@@ -11,23 +12,82 @@ const TRANSPORT_DEADLINE_SLACK_MS = 25;
 
 type Unary<Req, Res> = UnaryMethod<Req, Res>;
 
+/** Bounds the endpoint check made before the first dial of an engine read from the store. */
+const FIRST_CHECK_MS = 5_000;
+
+/** The endpoint is (no longer) allowed by engines.allow_endpoints: the engine is not dialled. */
+export class EndpointRefusedError extends EngineUnreachableError {}
+
+/**
+ * How a RemoteEngine knows where it may connect: the allow list, and the target it already
+ * checked (admission). Without `checked` (a registration read from the store, made by another
+ * replica or before a restart, perhaps under another config) the check runs before the first dial.
+ */
+export interface EndpointGuard {
+  checker: EndpointChecker;
+  checked?: DialTarget;
+}
+
 /**
  * A sidecar engine reached over gRPC, behind the same ContextEngine interface as the in-process
  * legacy engine. The deadline and cancellation of the CallContext travel with every call.
+ *
+ * It dials only what the allow list checked (endpoint-allow-list.ts): the channel exists once a
+ * check has passed, `recheckEndpoint` (the health monitor's, on every check) re-points it when a
+ * name's addresses change, and closes it — every call failing EndpointRefusedError — when the
+ * endpoint is no longer allowed, until a later check passes again.
  */
 export class RemoteEngine implements ContextEngine {
-  private readonly channel: EngineChannel;
+  private channel: EngineChannel | undefined;
+  private refused: string | undefined;
+  private checking: Promise<EngineChannel> | undefined;
+  private closed = false;
 
   constructor(
     readonly endpoint: string,
     private engineInfo: E.EngineInfo,
-    credentials: ChannelCredentials,
+    private readonly credentials: ChannelCredentials,
+    private readonly guard: EndpointGuard,
   ) {
-    this.channel = new EngineChannel(endpoint, credentials);
+    if (guard.checked) this.channel = new EngineChannel(endpoint, credentials, guard.checked);
   }
 
-  private get client(): E.ContextEngineServiceClient {
-    return this.channel.engine;
+  /** The channel to a checked target, checking first when there is none yet. */
+  private ready(deadlineMs: number): Promise<EngineChannel> {
+    if (this.closed) return Promise.reject(new EngineUnreachableError(`${this.endpoint}: the channel is closed`));
+    if (this.refused) return Promise.reject(new EndpointRefusedError(`${this.endpoint}: not dialled: ${this.refused}`));
+    if (this.channel) return Promise.resolve(this.channel);
+    this.checking ??= this.applyCheck(Math.min(deadlineMs, Date.now() + FIRST_CHECK_MS))
+      .then((unresolved) => (unresolved && !this.channel && !this.refused ? Promise.reject(new EngineUnreachableError(`${this.endpoint}: ${unresolved}`)) : this.ready(deadlineMs)))
+      .finally(() => (this.checking = undefined));
+    return this.checking;
+  }
+
+  /**
+   * Runs the allow-list check again (a name may resolve elsewhere now; a socket may have become a
+   * symbolic link). Answers why the endpoint is refused, if it is: then nothing is dialled until a
+   * check passes again. A name that does not resolve just now keeps the addresses checked before.
+   */
+  async recheckEndpoint(timeoutMs: number): Promise<string | undefined> {
+    await this.applyCheck(Date.now() + timeoutMs);
+    return this.refused;
+  }
+
+  /** Applies one check; answers the reason when it could not be decided now (unresolved). */
+  private async applyCheck(deadlineMs: number): Promise<string | undefined> {
+    const result = await this.guard.checker.check(this.endpoint, deadlineMs);
+    if (this.closed) return undefined;
+    if (!result.ok) {
+      if (result.unresolved) return result.reason;
+      this.refused = result.reason;
+      this.channel?.close();
+      this.channel = undefined;
+      return;
+    }
+    this.refused = undefined;
+    if (this.channel) this.channel.repoint(result.dial);
+    else this.channel = new EngineChannel(this.endpoint, this.credentials, result.dial);
+    return undefined;
   }
 
   info(): E.EngineInfo {
@@ -45,9 +105,10 @@ export class RemoteEngine implements ContextEngine {
     const deadline = new Date(Number.isFinite(ctx.deadlineMs) ? ctx.deadlineMs + TRANSPORT_DEADLINE_SLACK_MS : Date.now() + 60_000);
     // Connect first, within the deadline: a call on a channel that is backing off would fail at
     // once although the engine may be back (engine-channel.ts).
-    await this.channel.connect(deadline.getTime());
+    const channel = await this.ready(deadline.getTime());
+    await channel.connect(deadline.getTime());
     if (ctx.signal.aborted) throw new CancelledError(`${this.endpoint}: cancelled by the caller`);
-    const client = this.client;
+    const client = channel.engine;
     try {
       return await callUnary(client, pick(client), req, { address: this.endpoint }, { deadlineMs: deadline.getTime(), signal: ctx.signal, trace: ctx.trace });
     } catch (err) {
@@ -64,21 +125,27 @@ export class RemoteEngine implements ContextEngine {
   /** One grpc.health.v1 Check of the whole server (service ""), under its own deadline. */
   async checkHealth(timeoutMs: number): Promise<HealthAnswer> {
     const deadline = new Date(Date.now() + timeoutMs);
+    let channel: EngineChannel;
     try {
-      await this.channel.connect(deadline.getTime());
-    } catch (err) {
-      if (err instanceof DeadlineExceededError) this.channel.reset(); // a SYN lost in a partition: dial afresh next time
+      channel = await this.ready(deadline.getTime());
+    } catch {
       return "UNREACHABLE";
     }
     try {
-      const health = this.channel.health as unknown as { check: UnaryMethod<{ service: string }, { status: string | number }> };
-      const res = await callUnary(this.channel.health, health.check, { service: "" }, { address: this.endpoint }, { deadlineMs: deadline.getTime() });
+      await channel.connect(deadline.getTime());
+    } catch (err) {
+      if (err instanceof DeadlineExceededError) channel.reset(); // a SYN lost in a partition: dial afresh next time
+      return "UNREACHABLE";
+    }
+    try {
+      const health = channel.health as unknown as { check: UnaryMethod<{ service: string }, { status: string | number }> };
+      const res = await callUnary(channel.health, health.check, { service: "" }, { address: this.endpoint }, { deadlineMs: deadline.getTime() });
       return res.status === "SERVING" || res.status === 1 ? "SERVING" : "NOT_SERVING";
     } catch (err) {
       // No answer in time: the engine may be slow, or the connection dead in a network partition
       // (engine-channel.ts reset). The next check runs on a fresh connection, so the first one
       // after the link returns gets through and releases the engine (test/reliability/partition).
-      if ((err as ServiceError).code === status.DEADLINE_EXCEEDED) this.channel.reset();
+      if ((err as ServiceError).code === status.DEADLINE_EXCEEDED) channel.reset();
       return "UNREACHABLE";
     }
   }
@@ -118,7 +185,8 @@ export class RemoteEngine implements ContextEngine {
   }
 
   close(): void {
-    this.channel.close();
+    this.closed = true;
+    this.channel?.close();
   }
 }
 

@@ -43,6 +43,8 @@ export interface HostTokenEngine {
   release(token: string): Promise<void>;
   /** stdout and stderr as written (the SDK logs to stderr). */
   logs(): string;
+  /** stderr only: the SDK's log (stdout carries the protocol lines, host tokens included). */
+  stderr(): string;
   stop(): Promise<void>;
 }
 
@@ -63,8 +65,8 @@ process.on("exit", () => {
 
 let bundled: Promise<string> | undefined;
 
-/** The fixture as one ESM file in a temp dir whose node_modules is the repository's. */
-function bundle(): Promise<string> {
+/** The fixture as one ESM file in a temp dir whose node_modules is the repository's (for engines.managed commands too). */
+export function hostTokenEngineEntry(): Promise<string> {
   bundled ??= (async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "contextd-security-engine-"));
     process.on("exit", () => fs.rmSync(dir, { recursive: true, force: true }));
@@ -78,7 +80,7 @@ function bundle(): Promise<string> {
 }
 
 export async function startHostTokenEngine(opts: StartHostTokenEngineOptions): Promise<HostTokenEngine> {
-  const entry = await bundle();
+  const entry = await hostTokenEngineEntry();
   const args = [entry, "--engine-id", opts.engineId];
   if (opts.registry) args.push("--registry", opts.registry, "--owner", opts.owner ?? "");
   if (opts.tls) args.push("--tls-cert", opts.tls.cert, "--tls-key", opts.tls.key);
@@ -90,6 +92,7 @@ export async function startHostTokenEngine(opts: StartHostTokenEngineOptions): P
   live.add(child);
 
   let output = "";
+  let errors = "";
   let rest = "";
   const lines: EngineLine[] = [];
   const waiters = new Set<{ pred: (l: EngineLine, i: number) => boolean; resolve: (l: EngineLine) => void; reject: (e: Error) => void }>();
@@ -114,7 +117,10 @@ export async function startHostTokenEngine(opts: StartHostTokenEngineOptions): P
       for (const w of [...waiters]) if (w.pred(line, i)) w.resolve(line);
     }
   });
-  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => void (output += chunk));
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
+    output += chunk;
+    errors += chunk;
+  });
 
   const waitFor = (pred: (l: EngineLine, i: number) => boolean, timeoutMs = 15_000): Promise<EngineLine> => {
     const i = lines.findIndex(pred);
@@ -149,6 +155,7 @@ export async function startHostTokenEngine(opts: StartHostTokenEngineOptions): P
       await waitFor((l) => l.event === "released" && l.token === token);
     },
     logs: () => output,
+    stderr: () => errors,
     async stop() {
       if (exited) return;
       child.kill("SIGTERM");

@@ -22,11 +22,13 @@ export const statusName = (code: number): string => status[code] ?? String(code)
 
 /**
  * A unary call's status; for a server stream, OK as soon as the first message arrives (the stream
- * is then cancelled), else the status it ended with.
+ * is then cancelled), else the status it ended with. `authorization` replaces the
+ * `Bearer <token>` header with a value of the caller's own (a malformed one).
  */
-export function rawCall(client: Client, method: MethodDef, request: unknown, token?: string, timeoutMs = 10_000): Promise<Outcome> {
+export function rawCall(client: Client, method: MethodDef, request: unknown, token?: string, timeoutMs = 10_000, authorization?: string): Promise<Outcome> {
   const md = new Metadata();
-  if (token !== undefined) md.set("authorization", `Bearer ${token}`);
+  if (authorization !== undefined) md.set("authorization", authorization);
+  else if (token !== undefined) md.set("authorization", `Bearer ${token}`);
   const serialize = method.requestSerialize as (value: unknown) => Buffer;
   const deadline = Date.now() + timeoutMs;
   const failed = (err: ServiceError): Outcome => ({ code: statusName(err.code), details: err.details });
