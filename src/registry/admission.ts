@@ -82,7 +82,7 @@ export class Admission {
     }
     // Resolved and checked here; the engine dials exactly the addresses (or socket) checked.
     const checked = await this.allowList.check(endpoint, Date.now() + this.settings.probeTimeoutMs);
-    if (!checked.ok && checked.unresolved) return refuse(Refusal.REFUSAL_UNREACHABLE, `endpoint ${quote(endpoint)} is not reachable within the admission deadline: ${checked.reason}`);
+    if (!checked.ok && checked.unresolved) return refuse(Refusal.REFUSAL_UNREACHABLE, `${quote(endpoint)} is not reachable within the admission deadline (${checked.reason})`);
     if (!checked.ok) return refuse(Refusal.REFUSAL_ENDPOINT_NOT_ALLOWED, `endpoint ${quote(endpoint)} refused without dialling: ${checked.reason}`);
     const offered = req.protocolVersions.length ? req.protocolVersions : [PROTOCOL_VERSION];
     const version = Math.max(0, ...offered.filter((v) => SUPPORTED_PROTOCOL_VERSIONS.includes(v)));

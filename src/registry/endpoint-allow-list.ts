@@ -21,7 +21,10 @@ export interface DialTarget {
 
 export type EndpointCheck =
   | { ok: true; dial: DialTarget }
-  /** `unresolved`: the name (or socket directory) could not be resolved now; it may be later. */
+  /**
+   * `unresolved`: the name (or socket directory) could not be resolved now; it may be later.
+   * Its `reason` reads after "not reachable within the admission deadline".
+   */
   | { ok: false; reason: string; unresolved?: boolean };
 
 /** The check a RemoteEngine runs before dialling (and again when the health monitor asks). */
@@ -127,7 +130,7 @@ export class EndpointAllowList implements EndpointChecker {
     }
     if (!this.names.has(host)) return { ok: false, reason: `host ${quote(host)} is not in engines.allow_endpoints` };
     const resolved = await this.resolve(host, deadlineMs);
-    if (!resolved) return { ok: false, unresolved: true, reason: `host ${quote(host)} did not resolve within the deadline` };
+    if (!resolved) return { ok: false, unresolved: true, reason: `host ${quote(host)} did not resolve` };
     for (const a of resolved) {
       if (this.covers(a.address, a.family)) continue;
       const special = specialUse(a.address, a.family);
@@ -183,7 +186,9 @@ export class EndpointAllowList implements EndpointChecker {
       // No socket there (yet): its directory's real path, unless the name is a dangling symbolic link.
       const link = await fs.lstat(socketPath).then((s) => s.isSymbolicLink(), () => false);
       const dir = link ? undefined : await realpathOr(path.posix.dirname(socketPath), undefined);
-      if (dir === undefined) return { ok: false, unresolved: true, reason: "the unix socket is not reachable" };
+      // In the words admission uses for a socket missing from an existing directory: which
+      // directories exist is not the caller's to learn either.
+      if (dir === undefined) return { ok: false, unresolved: true, reason: "UNAVAILABLE" };
       full = path.posix.join(dir, path.posix.basename(socketPath));
     }
     if (!dirs.some(([, realDir]) => inside(full, realDir))) {
