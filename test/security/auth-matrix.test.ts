@@ -180,12 +180,12 @@ describe("auth matrix: every RPC × every credential, against a contextd with au
     await contextd?.cleanup();
   });
 
-  it("has one row per RPC of the generated service definitions", () => {
+  it("auth matrix: has one row per RPC of the generated service definitions (a new RPC needs its row)", () => {
     expect(Object.keys(MATRIX).sort()).toEqual([...METHODS.keys()].sort());
     for (const [rpc, row] of Object.entries(MATRIX)) expect(row.expect, rpc).toHaveLength(COLUMNS.length);
   });
 
-  it("answers each cell with the expected status", async () => {
+  it("auth matrix: every RPC answers every credential with the exact status its rule prescribes", async () => {
     const expected: Record<string, Record<string, string>> = {};
     const actual: Record<string, Record<string, string>> = {};
     const details: string[] = [];
@@ -206,7 +206,7 @@ describe("auth matrix: every RPC × every credential, against a contextd with au
     expect(actual, details.join("\n")).toEqual(expected);
   }, 120_000);
 
-  it("serves health and reflection to anyone: no token, or a wrong one", async () => {
+  it("auth matrix: health and reflection are public — no token, or a wrong one, is served", async () => {
     for (const token of [undefined, tokens.wrong]) {
       expect(await healthStatus(contextd.address, token)).toBe("SERVING");
       for (const version of ["v1", "v1alpha"] as const) {
