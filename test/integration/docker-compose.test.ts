@@ -319,7 +319,7 @@ describe("docker-compose config", () => {
     expect(typeof port === "string" ? port : `${port?.host_ip}:${port?.published}`).toMatch(/^127\.0\.0\.1:6000/);
   });
 
-  it("docker/contextd.compose.yaml is a valid contextd config under the contextd container's environment", () => {
+  it("docker/contextd.compose.yaml is a valid contextd config under the contextd container's environment", async () => {
     const env = envOf(plain.services.contextd!);
     const config = loadConfig({ file: CONFIG_FILE, env });
     expect(config.listen).toBe("0.0.0.0:50051");
@@ -335,14 +335,20 @@ describe("docker-compose config", () => {
     // Every token_env is set (and the owners' tokens differ), or this throws like contextd's start would.
     const auth = new Authenticator(config.auth, env);
     expect(auth.required).toBe(true);
-    // The registry admits exactly what the engines advertise, and not an arbitrary host.
-    const allow = new EndpointAllowList(config.engines.allow_endpoints);
+    // The registry admits exactly what the engines advertise, and not an arbitrary host. In compose a
+    // service name resolves to a private address of the contextd network, which a listed name may
+    // resolve to only when an entry allows it: the network's subnet is pinned and listed.
+    const subnet = (plain.networks?.contextd as { ipam?: { config?: Array<{ subnet?: string }> } } | null | undefined)?.ipam?.config?.[0]?.subnet;
+    expect(subnet, "networks.contextd.ipam.config[0].subnet").toMatch(/^\d+\.\d+\.\d+\.0\/\d+$/);
+    expect(config.engines.allow_endpoints).toContain(subnet);
+    const serviceAddress = subnet!.replace(/0\/\d+$/, "5");
+    const allow = new EndpointAllowList(config.engines.allow_endpoints, async () => [{ address: serviceAddress, family: 4 }]);
     for (const name of Object.keys(ENGINES)) {
       const advertised = envOf(plain.services[name]!).CONTEXTD_ENGINE_ADVERTISE!;
-      expect(allow.check(advertised), advertised).toBeUndefined();
+      expect(await allow.check(advertised), advertised).toMatchObject({ ok: true });
     }
-    expect(allow.check("example.com:50051")).toBeDefined();
-    expect(allow.check("postgres:5432")).toBeDefined();
+    expect(await allow.check("example.com:50051")).toMatchObject({ ok: false });
+    expect(await allow.check("postgres:5432")).toMatchObject({ ok: false });
   });
 
   describe("a contextd on that config and environment, probed with the compose healthcheck commands", () => {
