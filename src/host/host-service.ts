@@ -24,8 +24,10 @@ const DEADLINE_SLACK_MS = 20;
 /**
  * HostService: engines call back into the host during an engine call. Every call is authorized by
  * the HostContext token the registry issued for that call — one engine, one session, until the
- * call's deadline: the server's authorization rule (src/server/authorization.ts) verifies it and
- * hands the handlers its grant as the principal.
+ * call's deadline, from the engine's side of the network, and only for the RPCs the engine declared
+ * in EngineInfo.host_requirements: the server's authorization rule (src/server/authorization.ts,
+ * HostGrants.verify) checks all of it before a handler runs, and hands the handlers the grant as
+ * the principal — whatever they commit is attributed to `grant.engineId`.
  */
 export function hostHandlers(
   store: TranscriptStore,

@@ -1,12 +1,47 @@
 import { randomBytes, randomUUID } from "node:crypto";
+import type { HostServiceService } from "../contract/gen/contextd/v1/host.js";
 import type { CompactionResult, HostContext } from "../contract/gen/contextd/v1/types.js";
 import { PermissionDeniedError, UnauthenticatedError } from "../contract/errors.js";
+import { quote } from "../contract/quote.js";
+import { callerBinding, checkCaller, type CallerBinding, type HostCaller } from "./caller-binding.js";
 
-/** What one host token allows: calls for one engine and one session, until the engine call's deadline. */
+/**
+ * The EngineInfo.host_requirements each HostService RPC needs. ReadTranscript needs none: it reads
+ * only the session the engine call is about, which the engine was sent anyway. Keyed by every RPC
+ * of the service, so a new one cannot be added without deciding.
+ */
+export const HOST_RPC_REQUIREMENTS = {
+  ReadTranscript: undefined,
+  RewriteTranscriptEntries: "transcript-rewrite",
+  DelegateCompaction: "host-compaction",
+  Complete: "llm-complete",
+} as const satisfies Record<Capitalize<keyof typeof HostServiceService>, string | undefined>;
+
+export type HostRpc = keyof typeof HOST_RPC_REQUIREMENTS;
+
+/** The engine a grant is for, as the registry holds it (a RegisteredEngine fits). */
+export interface GrantedEngine {
+  id: string;
+  owner: string;
+  endpoint: string;
+  info: { hostRequirements: readonly string[] };
+}
+
+/**
+ * What one host token allows: calls for one engine and one session, until the engine call's
+ * deadline; only the RPCs the engine's declared host requirements cover; only from where (and, with
+ * mTLS, by whom) the engine is (caller-binding.ts).
+ */
 export interface HostGrant {
   engineId: string;
+  /** The engine's owner: a client certificate on a callback must name it. */
+  owner: string;
   sessionId: string;
   expiresAtMs: number;
+  /** EngineInfo.host_requirements when the call was made. */
+  hostRequirements: ReadonlySet<string>;
+  /** Where callbacks may come from, from the engine's registered endpoint. */
+  binding: CallerBinding;
   /** Compactions committed through DelegateCompaction during this call (entry id and what it was). */
   delegatedCompactions: Array<{ entryId: string; result: CompactionResult }>;
   /** Set when the engine call ended (answered, failed, timed out or cancelled). */
@@ -19,6 +54,12 @@ export interface HostGrant {
  * ends — answered, failed, cancelled, or at its deadline — so an engine whose call was already
  * answered by the fallback cannot commit anything late, a leaked token is useless moments later,
  * and it never opens another session.
+ *
+ * **A token is not a plain bearer token.** It opens only the RPCs its engine declared it needs
+ * (HOST_RPC_REQUIREMENTS), and only for a caller where the engine registered — and, with mTLS, one
+ * holding the engine owner's certificate (caller-binding.ts, which also says what address binding
+ * cannot tell apart). The engine is not asked to present its owner credential on callbacks: the
+ * token already names the engine, and engines (OpenClaw's, the Python ones) send only the token.
  *
  * **Several replicas: a token is honoured only by the replica that issued it.** Each call's
  * `HostContext.endpoint` is the issuing replica's own `host_endpoint`, so an engine calls back the
@@ -46,11 +87,20 @@ export class HostGrants {
 
   constructor(public endpoint: string) {}
 
-  issue(engineId: string, sessionId: string, expiresAtMs: number): { host: HostContext; grant: HostGrant } {
+  issue(engine: GrantedEngine, sessionId: string, expiresAtMs: number): { host: HostContext; grant: HostGrant } {
     this.sweep();
     // randomUUID draws from a cached CSPRNG pool: 122 random bits, cheaper than randomBytes per call.
     const token = `${this.tokenPrefix()}${randomUUID()}`;
-    const grant: HostGrant = { engineId, sessionId, expiresAtMs, delegatedCompactions: [], ended: false };
+    const grant: HostGrant = {
+      engineId: engine.id,
+      owner: engine.owner,
+      sessionId,
+      expiresAtMs,
+      hostRequirements: new Set(engine.info.hostRequirements),
+      binding: callerBinding(engine.endpoint),
+      delegatedCompactions: [],
+      ended: false,
+    };
     this.grants.set(token, grant);
     return { host: { endpoint: this.endpoint, token, expiresAtMs }, grant };
   }
@@ -63,8 +113,11 @@ export class HostGrants {
     return this.prefix.value;
   }
 
-  /** The grant behind `token` when it is live and scoped to `sessionId`. */
-  verify(token: string, sessionId: string): HostGrant {
+  /**
+   * The grant behind `token` when it is live, presented by its engine's side (`caller`), scoped to
+   * `sessionId`, and its engine declared the host requirement `rpc` needs.
+   */
+  verify(token: string, sessionId: string, rpc: HostRpc, caller: HostCaller): HostGrant {
     const grant = token ? this.grants.get(token) : undefined;
     if (!grant) throw new UnauthenticatedError(this.unknownTokenMessage(token));
     if (grant.ended) {
@@ -74,8 +127,15 @@ export class HostGrants {
       this.grants.delete(token);
       throw new UnauthenticatedError("host token expired: it was valid until the deadline of the engine call that carried it");
     }
+    checkCaller(grant, caller);
     if (grant.sessionId !== sessionId) {
-      throw new PermissionDeniedError(`host token is scoped to session "${grant.sessionId}", not "${sessionId}"`);
+      throw new PermissionDeniedError(`host token is scoped to session ${quote(grant.sessionId)}, not ${quote(sessionId)}`);
+    }
+    const needed = HOST_RPC_REQUIREMENTS[rpc];
+    if (needed && !grant.hostRequirements.has(needed)) {
+      throw new PermissionDeniedError(
+        `${rpc} needs host requirement "${needed}", which engine ${quote(grant.engineId)} did not declare (EngineInfo.host_requirements)`,
+      );
     }
     return grant;
   }

@@ -215,7 +215,7 @@ export class Router {
     if (caller.signal?.aborted) throw new CancelledError(`engine "${target.id}" ${op}: cancelled by the caller`);
     const configuredMs = Date.now() + this.timeoutMs(target.id, op);
     const deadlineMs = Math.min(configuredMs, caller.deadlineMs);
-    const issued = target.builtin ? undefined : this.grants.issue(target.id, session.sessionId, deadlineMs);
+    const issued = target.builtin ? undefined : this.grants.issue(target, session.sessionId, deadlineMs);
     if (issued) onIssued?.(issued.grant);
     target.counters.calls++;
     const started = performance.now();

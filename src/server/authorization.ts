@@ -7,7 +7,7 @@ import type { SessionServiceService } from "../contract/gen/contextd/v1/session.
 import { bearerToken } from "../contract/metadata.js";
 import type { RuntimeAccess } from "../host/runtime-access.js";
 import { requireSession } from "../host/validate.js";
-import type { HostGrant, HostGrants } from "../registry/host-grants.js";
+import type { HostGrant, HostGrants, HostRpc } from "../registry/host-grants.js";
 import type { RegistryCaller } from "../registry/registry-service.js";
 import { agentAllowed, type Authenticator } from "./auth.js";
 import type { Authorize } from "./middleware/bind-service.js";
@@ -100,12 +100,17 @@ function ownerOrOperator(auth: Authenticator, metadata: Metadata, owner: string,
   }
 }
 
+/**
+ * The host token, checked against the caller's connection (its address, and its client certificate
+ * under mTLS), the request's session and the RPC's host requirement (HostGrants.verify).
+ */
 export function hostAuthorization(grants: HostGrants): Authorize<HostGrant> {
-  return (method, request, metadata) => {
+  return (method, request, metadata, certificate, peer) => {
     ruleOf(HOST_RULES, method);
     const session = requireSession((request as { session?: Parameters<typeof requireSession>[0] }).session);
     const token = bearerToken(metadata);
     if (!token) throw new UnauthenticatedError("missing host token: send metadata 'authorization: Bearer <HostContext.token>'");
-    return grants.verify(token, session.sessionId);
+    const rpc = method.slice(method.lastIndexOf("/") + 1) as HostRpc;
+    return grants.verify(token, session.sessionId, rpc, { peer, certificate });
   };
 }

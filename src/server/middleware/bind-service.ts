@@ -11,9 +11,11 @@ import { lazyChild } from "../../contract/lazy-logger.js";
  * The method's authorization rule (authorization.ts): proves who calls — from the credentials in
  * `metadata` and, where the rule needs it, the request (the owner a registration claims, the
  * session a host token must cover) — and returns the principal handlers get, or throws
- * UNAUTHENTICATED / PERMISSION_DENIED / INVALID_ARGUMENT.
+ * UNAUTHENTICATED / PERMISSION_DENIED / INVALID_ARGUMENT. `peer` is the client certificate the TLS
+ * layer verified; `peerAddress` is grpc-js `getPeer()` (`ip:port`, `unknown` for a unix socket),
+ * which a host token is bound to.
  */
-export type Authorize<P> = (method: string, request: unknown, metadata: Metadata, peer: PeerCertificate | undefined) => P;
+export type Authorize<P> = (method: string, request: unknown, metadata: Metadata, peer: PeerCertificate | undefined, peerAddress?: string) => P;
 
 export interface BindOptions<P> {
   logger: Logger;
@@ -88,6 +90,7 @@ interface CallLike {
   request: unknown;
   getDeadline(): Date | number;
   getAuthContext?: () => { sslPeerCertificate?: PeerCertificate };
+  getPeer?: () => string;
   on(event: "cancelled", fn: () => void): unknown;
 }
 
@@ -98,7 +101,7 @@ function context<P>(path: string, call: CallLike, options: BindOptions<P>, contr
   const deadline = call.getDeadline();
   const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
   const peerCertificate = call.getAuthContext?.().sslPeerCertificate;
-  const principal = options.authorize(path, call.request, call.metadata, peerCertificate);
+  const principal = options.authorize(path, call.request, call.metadata, peerCertificate, call.getPeer?.());
   return {
     requestId,
     method: path,
