@@ -65,7 +65,9 @@ export class LosslessEngine implements EngineDefinition {
     name: "Lossless DAG context (summaries over verbatim history)",
     version: LOSSLESS_VERSION,
     ownsCompaction: true,
-    hostRequirements: ["assemble-before-prompt"],
+    // llm-complete: leaf and condensed summaries come from HostService.Complete (options.useHostModel),
+    // which contextd refuses to an engine that did not declare it.
+    hostRequirements: ["assemble-before-prompt", "llm-complete"],
   };
   readonly options: LosslessOptions;
   private readonly tokenizer: Tokenizer;

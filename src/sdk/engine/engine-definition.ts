@@ -29,6 +29,7 @@ import {
   type OnSubagentEndedRequest,
   type OnSubagentEndedResponse,
 } from "../../contract/gen/contextd/v1/engine.js";
+import { delegateCompactionToHost } from "./delegate-compaction.js";
 import type { HostClient } from "./host-client.js";
 
 export type Awaitable<T> = T | Promise<T>;
@@ -59,6 +60,12 @@ export interface EngineInfoInput {
   ownsCompaction?: boolean;
   /** Default FOREGROUND. */
   turnMaintenanceMode?: TurnMaintenanceMode | "foreground" | "background";
+  /**
+   * The HostService RPCs the engine calls, which contextd refuses (PERMISSION_DENIED) to an engine
+   * that did not declare them: `transcript-rewrite` for RewriteTranscriptEntries, `host-compaction`
+   * for DelegateCompaction, `llm-complete` for Complete (ReadTranscript needs none). With
+   * `compact: delegateCompactionToHost` the SDK adds `host-compaction` itself.
+   */
   hostRequirements?: HostRequirement[];
 }
 
@@ -247,7 +254,14 @@ export function buildEngineInfo(def: EngineDefinition): EngineInfo {
           ? MAINTENANCE_MODES[mode]
           : mode,
     capabilities: deriveCapabilities(def),
-    hostRequirements: [...(info.hostRequirements ?? [])],
+    hostRequirements: hostRequirements(def),
     protocolVersions: [PROTOCOL_VERSION],
   });
+}
+
+/** `info.hostRequirements`, plus `host-compaction` when `compact` is the SDK's own delegating one (it calls DelegateCompaction). */
+function hostRequirements(def: EngineDefinition): string[] {
+  const declared = [...(def.info.hostRequirements ?? [])];
+  if (def.compact === delegateCompactionToHost && !declared.includes("host-compaction")) declared.push("host-compaction");
+  return declared;
 }

@@ -271,6 +271,9 @@ class Engine(engine_pb2_grpc.ContextEngineServiceServicer):
                         maintain="maintain" in caps,
                         subagents="subagents" in caps,
                     ),
+                    # Every host requirement it may call on: contextd refuses undeclared HostService
+                    # RPCs, and tests also call them with the tokens this engine leaks.
+                    host_requirements=["host-compaction", "transcript-rewrite", "llm-complete"],
                     protocol_versions=[1],
                 )
             )

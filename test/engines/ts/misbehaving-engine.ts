@@ -497,7 +497,9 @@ if (capabilities.has("subagents")) {
 
 const engine = await serveEngine(
   {
-    info: { id: engineId, name: "Misbehaving test engine", version: "1.0.0", ownsCompaction },
+    // Declares every host requirement it may call on: contextd refuses undeclared HostService RPCs,
+    // and tests also call them with the tokens this engine leaks (leak_host_token_to).
+    info: { id: engineId, name: "Misbehaving test engine", version: "1.0.0", ownsCompaction, hostRequirements: ["host-compaction", "transcript-rewrite", "llm-complete"] },
     ...optional,
 
     ingest(_req, ctx) {
