@@ -8,6 +8,8 @@ import { NO_OBSERVER, type HostObserver } from "./host-observer.js";
 
 export interface CommitOutcome {
   committed: boolean;
+  /** Not committed because another compaction was committed first (re-read and retry may help). */
+  conflict?: boolean;
   reason: string;
   /** The compaction entry's id when committed. */
   entryId?: string;
@@ -43,15 +45,29 @@ export class Compactions {
   /**
    * Appends the compaction entry unless another compaction of the session was committed since the
    * view was read; then the result is discarded and the transcript is untouched.
+   *
+   * A compaction that would not make the active view smaller — as the host counts it: the new
+   * summary plus the kept messages' stored counts, against the view's stored tokens, never the
+   * engine's `tokens_before/after` — is not committed either, forced or not: it would grow the
+   * transcript with an entry that makes the context no smaller (a summary of one short message, a
+   * cut that keeps everything). The decision is the host's, here, because every compaction is
+   * committed through this one method — the legacy engine's answers, a sidecar's, DelegateCompaction
+   * and auto-compaction alike; the legacy engine only proposes (a forced compaction with something
+   * to summarize always proposes one).
    */
   async commit(view: ActiveView, result: CompactionResult, engineId: string, seconds?: number): Promise<CommitOutcome> {
-    const outcome = await this.commitOnce(view, result, engineId);
+    const summaryTokens = this.native.tokenizer.countMessage(summaryMessage(result.summary));
+    const after = activeTokensAfter(view, result.firstKeptEntryId, summaryTokens);
+    if (after !== undefined && after >= view.tokens) {
+      this.observer.compaction(engineId, "nothing", view.tokens, view.tokens, seconds);
+      return { committed: false, reason: `not committed: no progress — the active view would be ${after} tokens, not fewer than its ${view.tokens}` };
+    }
+    const outcome = await this.commitOnce(view, result, engineId, summaryTokens);
     this.observer.compaction(engineId, outcome.committed ? "committed" : "conflict", result.tokensBefore, result.tokensAfter, seconds);
     return outcome;
   }
 
-  private async commitOnce(view: ActiveView, result: CompactionResult, engineId: string): Promise<CommitOutcome> {
-    const summaryTokens = this.native.tokenizer.countMessage(summaryMessage(result.summary));
+  private async commitOnce(view: ActiveView, result: CompactionResult, engineId: string, summaryTokens: number): Promise<CommitOutcome> {
     try {
       const entry = await this.store.commitCompaction(
         view.session.sessionId,
@@ -70,7 +86,7 @@ export class Compactions {
       return { committed: true, reason: "", entryId: entry.id };
     } catch (err) {
       if (err instanceof ConflictError) {
-        return { committed: false, reason: `discarded: another compaction of this session was committed first (${err.message})` };
+        return { committed: false, conflict: true, reason: `discarded: another compaction of this session was committed first (${err.message})` };
       }
       throw err;
     }
@@ -87,12 +103,6 @@ export class Compactions {
       return { ...outcome, committed: false, conflict: false };
     }
     const { tokensBefore, tokensAfter } = outcome.result;
-    if (!req.force && tokensAfter >= tokensBefore) {
-      // Nothing would shrink (e.g. a budget smaller than the latest turn): do not grow the
-      // transcript with a compaction entry that changes nothing.
-      this.observer.compaction(engineId, "nothing", tokensBefore, tokensAfter, seconds());
-      return { compacted: false, committed: false, conflict: false, reason: `no progress: ${tokensBefore} → ${tokensAfter} tokens; not committed` };
-    }
     if (mayCommit && !mayCommit()) {
       this.observer.compaction(engineId, "discarded", tokensBefore, tokensAfter, seconds());
       return { compacted: false, committed: false, conflict: false, reason: "discarded: the call that asked for it ended before it could be committed" };
@@ -100,6 +110,16 @@ export class Compactions {
     const commit = await this.commit(view, outcome.result, engineId, seconds());
     return commit.committed
       ? { ...outcome, committed: true, conflict: false, entryId: commit.entryId }
-      : { compacted: false, reason: commit.reason, committed: false, conflict: true };
+      : { compacted: false, reason: commit.reason, committed: false, conflict: commit.conflict === true };
   }
+}
+
+/**
+ * The active view's tokens once `firstKeptEntryId` starts it after the new summary (empty: no
+ * message of this view kept); undefined when the id is not in the view (the store refuses that).
+ */
+function activeTokensAfter(view: ActiveView, firstKeptEntryId: string, summaryTokens: number): number | undefined {
+  const from = firstKeptEntryId ? view.messages.findIndex((m) => m.entryId === firstKeptEntryId) : view.messages.length;
+  if (from < 0) return undefined;
+  return view.messages.slice(from).reduce((sum, m) => sum + m.tokenCount, summaryTokens);
 }

@@ -1,5 +1,4 @@
 import type { Logger } from "pino";
-import { NotFoundError } from "../contract/errors.js";
 import type * as S from "../contract/gen/contextd/v1/session.js";
 import { CompactionTarget, Mode, PromptAuthority, type Message, type SessionRef } from "../contract/gen/contextd/v1/types.js";
 import { LEGACY_ENGINE_ID } from "../legacy/legacy-engine.js";
@@ -12,9 +11,10 @@ import type { RuntimeAccess } from "./runtime-access.js";
 import type { Compactions } from "./compactions.js";
 import { checkAssembled, checkCompaction } from "./engine-answers.js";
 import { runtimeSettings } from "./runtime-settings.js";
+import { sessionNotFound } from "./session-visibility.js";
 import { appendDigest } from "./append-digest.js";
 import { NO_OBSERVER, type HostObserver } from "./host-observer.js";
-import { checkIdempotencyKey, requireBudget, requireSession, validateAppend, type AppendLimits } from "./validate.js";
+import { checkIdempotencyKey, requireBudget, requireEnum, requireSession, validateAppend, type AppendLimits } from "./validate.js";
 
 function overflowing(answer: { promptAuthority: PromptAuthority; estimatedTokens: number }, budget: number): boolean {
   return answer.promptAuthority === PromptAuthority.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW && answer.estimatedTokens > budget;
@@ -51,13 +51,13 @@ export class SessionHost {
   /** NOT_FOUND unless the session exists; reads only the session row, never its history. */
   async requireExists(session: SessionRef): Promise<SessionRecord> {
     const record = await this.store.getSession(session.sessionId);
-    if (!record) throw new NotFoundError(`session "${session.sessionId}" not found`);
+    if (!record) throw sessionNotFound(session.sessionId);
     return record;
   }
 
   async readView(session: SessionRef): Promise<ActiveView> {
     const view = await this.store.readActiveView(session.sessionId);
-    if (!view) throw new NotFoundError(`session "${session.sessionId}" not found`);
+    if (!view) throw sessionNotFound(session.sessionId);
     return view;
   }
 
@@ -204,6 +204,7 @@ export class SessionHost {
   async compact(req: S.CompactRequest, call: HostCall): Promise<S.CompactResponse> {
     const session = requireSession(req.session);
     const budget = requireBudget(req.tokenBudget);
+    requireEnum(req.compactionTarget, CompactionTarget, "compaction_target");
     const view = await this.readView(session);
     const selection = this.router.select(session);
     await this.bootstraps.ensure(selection, session, call);

@@ -1,4 +1,3 @@
-import { NotFoundError } from "../contract/errors.js";
 import type * as S from "../contract/gen/contextd/v1/session.js";
 import type { Router } from "../registry/router.js";
 import type { RuntimeAccess } from "./runtime-access.js";
@@ -6,8 +5,11 @@ import type { ActiveTotals, TranscriptStore } from "../store/types.js";
 import { contextOverview } from "./active-view.js";
 import { decodePageToken, encodePageToken, pageSize } from "./page-token.js";
 import { readTranscriptPage } from "./transcript-pages.js";
+import { sessionNotFound } from "./session-visibility.js";
 import { requireSession } from "./validate.js";
 import type { SessionHost } from "./session-host.js";
+
+const LIST_PURPOSE = "SessionService.ListSessions";
 
 /** Read-side SessionService calls: session info, listings, the whole transcript, deletion. */
 export class SessionQueries {
@@ -20,28 +22,32 @@ export class SessionQueries {
   async getSession(req: S.GetSessionRequest): Promise<S.GetSessionResponse> {
     const session = requireSession(req.session);
     const totals = await this.store.readActiveTotals(session.sessionId);
-    if (!totals) throw new NotFoundError(`session "${session.sessionId}" not found`);
+    if (!totals) throw sessionNotFound(session.sessionId);
     return { info: this.info(totals) };
   }
 
-  /** Only the sessions of agents the caller's credentials cover. */
+  /**
+   * Only the sessions of agents the caller's credentials cover — filtered by the store's query, so
+   * the cursor in the next page token is always the last session of this page: one the caller was
+   * shown. The token is sealed for this caller (page-token.ts).
+   */
   async listSessions(req: S.ListSessionsRequest, access: RuntimeAccess): Promise<S.ListSessionsResponse> {
     const limit = pageSize(req.pageSize, 100, 1000);
-    const cursor = decodePageToken(req.pageToken);
-    const page = await this.store.listSessions(limit, cursor);
+    const cursor = decodePageToken(access.pageKey, LIST_PURPOSE, req.pageToken);
+    const page = await this.store.listSessions(limit, cursor, access.agents);
     const sessions: S.SessionInfo[] = [];
     for (const record of page.sessions) {
-      if (!access.mayActFor(record.agentId)) continue;
+      if (!access.mayActFor(record.agentId)) continue; // the store filtered already; kept as a second lock
       const totals = await this.store.readActiveTotals(record.sessionId);
       if (totals) sessions.push(this.info(totals));
     }
-    return { sessions, nextPageToken: page.nextCursor ? encodePageToken(page.nextCursor) : "" };
+    return { sessions, nextPageToken: page.nextCursor ? encodePageToken(access.pageKey, LIST_PURPOSE, page.nextCursor) : "" };
   }
 
-  async getTranscript(req: S.GetTranscriptRequest): Promise<S.GetTranscriptResponse> {
+  async getTranscript(req: S.GetTranscriptRequest, access: RuntimeAccess): Promise<S.GetTranscriptResponse> {
     const session = requireSession(req.session);
     await this.host.requireExists(session);
-    return readTranscriptPage(this.store, session.sessionId, req.pageSize, req.pageToken);
+    return readTranscriptPage(this.store, session.sessionId, req.pageSize, req.pageToken, { key: access.pageKey, rpc: "SessionService.GetTranscript" });
   }
 
   async deleteSession(req: S.DeleteSessionRequest): Promise<S.DeleteSessionResponse> {

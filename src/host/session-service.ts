@@ -7,12 +7,14 @@ import type { TranscriptImports } from "./import-transcript.js";
 import type { RuntimeAccess } from "./runtime-access.js";
 import type { HostCall, SessionHost } from "./session-host.js";
 import type { SessionQueries } from "./session-queries.js";
+import { resolveSession, type SessionUse } from "./session-visibility.js";
 import type { Subagents } from "./subagents.js";
 
 /**
  * SessionService's handlers: the server's authorization rule proved a runtime credential (its
- * RuntimeAccess is the principal); here each call adopts the sessions it names, then the host does
- * the work.
+ * RuntimeAccess is the principal); here each call resolves the sessions it names against it
+ * (session-visibility.ts: another agent's session is answered as a missing one), then the host
+ * does the work.
  */
 export function sessionHandlers(
   host: SessionHost,
@@ -22,41 +24,29 @@ export function sessionHandlers(
   exports: TranscriptExports,
   store: TranscriptStore,
 ): Handlers<typeof SessionServiceService, RuntimeAccess> {
-  /**
-   * A session belongs to the agent it was created for: the stored agent id, not the one a request
-   * claims, decides what a token may do and which engine serves it. The request's agent id counts
-   * only for a session that does not exist yet.
-   */
-  const adopt = async (ref: SessionRef | undefined, access: RuntimeAccess) => {
-    if (!ref) return;
-    const stored = ref.sessionId.trim() ? await store.getSession(ref.sessionId.trim()) : undefined;
-    if (stored) {
-      ref.agentId = stored.agentId;
-      ref.sessionKey ||= stored.sessionKey;
-    }
-    access.checkAgent(ref.agentId);
-  };
   const call = (ctx: RequestContext<RuntimeAccess>): HostCall => ({ deadlineMs: ctx.deadlineMs, signal: ctx.signal, log: ctx.log, access: ctx.principal, trace: ctx.trace });
-  function rpc<Req, Res>(sessions: (req: Req) => (SessionRef | undefined)[], fn: (req: Req, call: HostCall) => Promise<Res>) {
+  /** `sessions` names each session the request refers to, its field and how the call uses it (session-visibility.ts). */
+  function rpc<Req, Res>(sessions: (req: Req) => [SessionRef | undefined, string, SessionUse][], fn: (req: Req, call: HostCall) => Promise<Res>) {
     return async (req: Req, ctx: RequestContext<RuntimeAccess>): Promise<Res> => {
-      for (const ref of sessions(req)) await adopt(ref, ctx.principal);
+      for (const [ref, field, use] of sessions(req)) await resolveSession(store, ctx.principal, ref, field, use);
       return fn(req, call(ctx));
     };
   }
   return {
-    appendMessages: rpc((r) => [r.session], (r, c) => host.appendMessages(r, c)),
-    assemble: rpc((r) => [r.session], (r, c) => host.assemble(r, c)),
-    compact: rpc((r) => [r.session], (r, c) => host.compact(r, c)),
-    afterTurn: rpc((r) => [r.session], (r, c) => host.afterTurn(r, c)),
-    maintain: rpc((r) => [r.session], (r, c) => host.maintain(r, c)),
-    prepareSubagentSpawn: rpc((r) => [r.parent, r.child], (r, c) => subagents.prepare(r, c)),
+    appendMessages: rpc((r) => [[r.session, "session", "create"]], (r, c) => host.appendMessages(r, c)),
+    assemble: rpc((r) => [[r.session, "session", "existing"]], (r, c) => host.assemble(r, c)),
+    compact: rpc((r) => [[r.session, "session", "existing"]], (r, c) => host.compact(r, c)),
+    afterTurn: rpc((r) => [[r.session, "session", "existing"]], (r, c) => host.afterTurn(r, c)),
+    maintain: rpc((r) => [[r.session, "session", "existing"]], (r, c) => host.maintain(r, c)),
+    prepareSubagentSpawn: rpc((r) => [[r.parent, "parent", "existing"], [r.child, "child", "create"]], (r, c) => subagents.prepare(r, c)),
+    // The handle names the child; Subagents.rollback resolves it the same way.
     rollbackSubagentSpawn: rpc(() => [], (r, c) => subagents.rollback(r, c)),
-    endSubagent: rpc((r) => [r.child], (r, c) => subagents.end(r, c)),
-    getSession: rpc((r) => [r.session], (r) => queries.getSession(r)),
+    endSubagent: rpc((r) => [[r.child, "child", "existing"]], (r, c) => subagents.end(r, c)),
+    getSession: rpc((r) => [[r.session, "session", "existing"]], (r) => queries.getSession(r)),
     listSessions: rpc(() => [], (r, c) => queries.listSessions(r, c.access)),
-    getTranscript: rpc((r) => [r.session], (r) => queries.getTranscript(r)),
-    deleteSession: rpc((r) => [r.session], (r) => queries.deleteSession(r)),
-    importTranscript: rpc((r) => [r.session], (r) => imports.importTranscript(r)),
-    exportTranscript: rpc((r) => [r.session], (r) => exports.exportTranscript(r)),
+    getTranscript: rpc((r) => [[r.session, "session", "existing"]], (r, c) => queries.getTranscript(r, c.access)),
+    deleteSession: rpc((r) => [[r.session, "session", "existing"]], (r) => queries.deleteSession(r)),
+    importTranscript: rpc((r) => [[r.session, "session", "create"]], (r) => imports.importTranscript(r)),
+    exportTranscript: rpc((r) => [[r.session, "session", "existing"]], (r) => exports.exportTranscript(r)),
   };
 }

@@ -3,7 +3,8 @@ import type * as S from "../contract/gen/contextd/v1/session.js";
 import { Mode, SubagentContextMode, SubagentEndReason } from "../contract/gen/contextd/v1/types.js";
 import type { SeedEntry, TranscriptStore } from "../store/types.js";
 import type { HostCall, SessionHost } from "./session-host.js";
-import { requireSession } from "./validate.js";
+import { quote } from "../contract/quote.js";
+import { requireEnum, requireSession } from "./validate.js";
 
 /** The longest ttl_ms taken: about 285 years, so that the expiry stays a safe integer. */
 const MAX_TTL_MS = 9_000_000_000_000;
@@ -33,10 +34,7 @@ export class Subagents {
     const parent = requireSession(req.parent, "parent");
     const child = requireSession(req.child, "child");
     if (parent.sessionId === child.sessionId) throw new InvalidArgumentError("child.session_id must differ from parent.session_id");
-    const mode = req.contextMode;
-    if (mode !== SubagentContextMode.SUBAGENT_CONTEXT_MODE_FORK && mode !== SubagentContextMode.SUBAGENT_CONTEXT_MODE_ISOLATED) {
-      throw new InvalidArgumentError("context_mode is required (SUBAGENT_CONTEXT_MODE_ISOLATED or SUBAGENT_CONTEXT_MODE_FORK)");
-    }
+    const mode = requireEnum(req.contextMode, SubagentContextMode, "context_mode", true);
     const ttlMs = req.ttlMs;
     if (!Number.isSafeInteger(ttlMs) || ttlMs < 0 || ttlMs > MAX_TTL_MS) throw new InvalidArgumentError(`ttl_ms ${String(ttlMs)} is out of range (0 for none, at most ${MAX_TTL_MS})`);
     const view = await this.host.readView(parent);
@@ -77,10 +75,13 @@ export class Subagents {
   async rollback(req: S.RollbackSubagentSpawnRequest, call: HostCall): Promise<S.RollbackSubagentSpawnResponse> {
     const { childId, engineHandle } = decodeHandle(req.rollbackHandle);
     const record = await this.store.getSession(childId);
-    if (!record) throw new NotFoundError(`rollback_handle names session "${childId}", which does not exist (already rolled back?)`);
-    // The handle is not a capability: it can only remove a subagent session the caller may act on.
-    if (!record.parentSessionId) throw new FailedPreconditionError(`session "${childId}" is not a subagent session; rollback removes only those`);
-    call.access.checkAgent(record.agentId);
+    // The handle is not a capability (it can be forged): it can only remove a subagent session the
+    // caller may act on, and another agent's session answers as a missing one — checked before
+    // anything else about it is told (session-visibility.ts).
+    if (!record || !call.access.mayActFor(record.agentId)) {
+      throw new NotFoundError(`rollback_handle names session ${quote(childId)}, which does not exist (already rolled back?)`);
+    }
+    if (!record.parentSessionId) throw new FailedPreconditionError(`session ${quote(childId)} is not a subagent session; rollback removes only those`);
     const child = { sessionId: childId, sessionKey: record.sessionKey, agentId: record.agentId };
     const selection = this.host.router.select(child);
     await this.host.router.call(selection, "subagent", call, async (engine, ctx) => {
@@ -92,7 +93,12 @@ export class Subagents {
 
   async end(req: S.EndSubagentRequest, call: HostCall): Promise<S.EndSubagentResponse> {
     const child = requireSession(req.child, "child");
-    await this.host.requireExists(child);
+    requireEnum(req.reason, SubagentEndReason, "reason");
+    const record = await this.host.requireExists(child);
+    // Ending a top-level session would delete it (DELETED) or mark it ended: refused, nothing changes.
+    if (!record.parentSessionId) {
+      throw new FailedPreconditionError(`child ${quote(child.sessionId)} is not a subagent session (it has no parent); EndSubagent ends only sessions PrepareSubagentSpawn created`);
+    }
     const atMs = Date.now();
     const end = await this.store.endSubagentSession(child.sessionId, req.reason, atMs);
     const selection = this.host.router.select(child);

@@ -2,10 +2,6 @@ import { Message, Role, type SessionRef } from "../contract/gen/contextd/v1/type
 import { InvalidArgumentError, ResourceExhaustedError } from "../contract/errors.js";
 import { ROLE_NAMES } from "../contract/messages.js";
 
-const ROLE_LIST = Object.keys(Role)
-  .filter((k) => k.startsWith("ROLE_") && k !== "ROLE_UNSPECIFIED")
-  .join(", ");
-
 export interface AppendLimits {
   maxMessageBytes: number;
   maxMessagesPerAppend: number;
@@ -18,13 +14,45 @@ const MAX_ID_LENGTH = 256;
 /** The furthest a JavaScript Date reaches from the epoch, either way (ECMA-262 §21.4.1.1). */
 const MAX_DATE_MS = 8.64e15;
 
+/**
+ * An id-like string: at most 256 characters, no control characters, and valid UTF-8 on the wire.
+ * Protobuf decoding replaces each invalid UTF-8 sequence with U+FFFD, so two different byte strings
+ * would arrive as one id (and name one session): an id holding U+FFFD is refused, since no client
+ * can tell whether it sent that character or broken bytes.
+ */
+export function checkIdText(value: string, field: string): string {
+  if (value.length > MAX_ID_LENGTH) throw new InvalidArgumentError(`${field} is longer than ${MAX_ID_LENGTH} characters (it has ${value.length})`);
+  if (/[\u0000-\u001f\u007f]/.test(value)) throw new InvalidArgumentError(`${field} contains control characters`);
+  if (value.includes("\ufffd")) throw new InvalidArgumentError(`${field} is not valid UTF-8 (or holds U+FFFD, which contextd takes for broken bytes)`);
+  return value;
+}
+
 /** A session reference must name a session; its id is the key everything else hangs off. */
 export function requireSession(session: SessionRef | undefined, field = "session"): SessionRef {
   const id = session?.sessionId?.trim() ?? "";
   if (!id) throw new InvalidArgumentError(`${field}.session_id is required`);
-  if (id.length > MAX_ID_LENGTH) throw new InvalidArgumentError(`${field}.session_id is longer than ${MAX_ID_LENGTH} characters`);
-  if (/[\u0000-\u001f]/.test(id)) throw new InvalidArgumentError(`${field}.session_id contains control characters`);
-  return { sessionId: id, sessionKey: session?.sessionKey ?? "", agentId: session?.agentId ?? "" };
+  checkIdText(id, `${field}.session_id`);
+  const sessionKey = checkIdText(session?.sessionKey ?? "", `${field}.session_key`);
+  const agentId = checkIdText(session?.agentId ?? "", `${field}.agent_id`);
+  return { sessionId: id, sessionKey, agentId };
+}
+
+/**
+ * An enum field must hold one of its enum's values: proto3 keeps an unknown number as it came,
+ * and code that switches on the value would treat it as some default. `required` also refuses 0.
+ */
+export function requireEnum(value: number, values: Record<string, string | number>, field: string, required = false): number {
+  const name = values[value];
+  const known = () =>
+    Object.entries(values)
+      .filter(([, v]) => typeof v === "number" && v >= 0 && (!required || v !== 0))
+      .map(([k]) => k)
+      .join(", ");
+  if (required && value === 0) throw new InvalidArgumentError(`${field} is required (${known()})`);
+  if (typeof name !== "string" || name === "UNRECOGNIZED") {
+    throw new InvalidArgumentError(`${field} ${Number.isSafeInteger(value) ? value : "?"} is not a known value (${known()})`);
+  }
+  return value;
 }
 
 export function requireBudget(tokenBudget: number | undefined): number {
@@ -34,10 +62,7 @@ export function requireBudget(tokenBudget: number | undefined): number {
 
 /** An idempotency key is optional; when set it is at most 256 characters of printable text. */
 export function checkIdempotencyKey(key: string | undefined): string {
-  const k = key ?? "";
-  if (k.length > MAX_ID_LENGTH) throw new InvalidArgumentError(`idempotency_key is longer than ${MAX_ID_LENGTH} characters`);
-  if (/[\u0000-\u001f]/.test(k)) throw new InvalidArgumentError("idempotency_key contains control characters");
-  return k;
+  return checkIdText(key ?? "", "idempotency_key");
 }
 
 /**
@@ -56,9 +81,7 @@ export function validateAppend(messages: Message[], limits: AppendLimits): void 
 
 /** One message, its errors naming `field` (e.g. `messages[3]`, `rewrites[0].message`). */
 export function validateMessage(m: Message, field: string, maxBytes: number): void {
-  if (m.role === Role.ROLE_UNSPECIFIED || m.role === Role.UNRECOGNIZED || Role[m.role] === undefined) {
-    throw new InvalidArgumentError(`${field}.role is required (${ROLE_LIST})`);
-  }
+  requireEnum(m.role, Role, `${field}.role`, true);
   // An assistant message may be empty (a provider error before any output), and so may a tool
   // result; anything else without content is a client bug.
   if (m.content.length === 0 && m.role !== Role.ROLE_ASSISTANT && m.role !== Role.ROLE_TOOL_RESULT) {

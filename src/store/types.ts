@@ -49,8 +49,12 @@ export interface TranscriptStore {
    */
   createSession(sessionId: string, labels: SessionLabels, seed: SeedEntry[], options?: { expiresAtMs?: number }): Promise<SessionRecord>;
   getSession(sessionId: string): Promise<SessionRecord | undefined>;
-  /** Sessions ordered by most recent activity first; `cursor` is the previous page's last `updatedAtMs:sessionId`. */
-  listSessions(limit: number, cursor?: string): Promise<{ sessions: SessionRecord[]; nextCursor: string }>;
+  /**
+   * Sessions ordered by most recent activity first; `cursor` is the previous page's last
+   * `updatedAtMs:sessionId`. With `agents`, only sessions of those agents, filtered in the query —
+   * so a page and its cursor never hold a session outside them (a runtime's listing).
+   */
+  listSessions(limit: number, cursor?: string, agents?: AgentScope): Promise<{ sessions: SessionRecord[]; nextCursor: string }>;
   /** Entries with seq > afterSeq, oldest first, at most `limit`. */
   readEntries(sessionId: string, afterSeq: number, limit: number): Promise<TranscriptEntry[]>;
   /** Token totals of the active view by role, without reading its messages; undefined when the session does not exist. */
@@ -113,6 +117,19 @@ export interface TranscriptStore {
   countSessions(): Promise<number>;
   close(): Promise<void>;
 }
+
+/**
+ * Which agents' sessions a listing covers: a session matches when its agent id is one of `exact` or
+ * starts with one of `prefixes` (a runtime token's `agents`: `"team-*"` is the prefix "team-", `"*"`
+ * the prefix ""). Both empty: no session.
+ */
+export interface AgentScope {
+  exact: readonly string[];
+  prefixes: readonly string[];
+}
+
+/** Every session (the prefix ""): listings without an agent filter. */
+export const ALL_AGENTS: AgentScope = { exact: [], prefixes: [""] };
 
 /** endSubagentSession's answer. */
 export type SubagentEnd = { ended: true } | { ended: false; endedAtMs: number; reason: number };

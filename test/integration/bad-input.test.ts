@@ -178,16 +178,17 @@ describe("a runtime token limited to some agents", () => {
 
   it("cannot reach another agent's session by claiming its own agent id", async () => {
     const claimed = { sessionId: "bob-chat", agentId: "alice" };
+    // Another agent's session answers as a missing one (test/security/session-findings.test.ts).
     for (const call of [
       alice.getTranscript({ session: claimed }),
-      alice.appendMessages({ session: claimed, messages: [user("intrusion")] }),
       alice.assemble({ session: claimed, tokenBudget: 1000 }),
       alice.deleteSession({ session: claimed }),
     ]) {
       const err = await refusal(call);
-      expect(err.code).toBe(status.PERMISSION_DENIED);
-      expect(err.details).toContain('"bob"');
+      expect(err.code).toBe(status.NOT_FOUND);
+      expect(err.details).not.toContain('"bob"');
     }
+    expect((await refusal(alice.appendMessages({ session: claimed, messages: [user("intrusion")] }))).code).toBe(status.ALREADY_EXISTS);
     expect((await bob.getSession({ session: { sessionId: "bob-chat" } })).info!.messageCount).toBe(1);
   });
 
@@ -199,7 +200,7 @@ describe("a runtime token limited to some agents", () => {
   it("a forged rollback handle cannot delete a session that is not its own subagent", async () => {
     const forged = Buffer.from(JSON.stringify({ c: "bob-chat", e: "" })).toString("base64url");
     const err = await refusal(alice.rollbackSubagentSpawn({ rollbackHandle: forged }));
-    expect(err.code).toBe(status.FAILED_PRECONDITION);
+    expect(err.code).toBe(status.NOT_FOUND);
     expect((await bob.getSession({ session: { sessionId: "bob-chat" } })).info).toBeDefined();
   });
 });

@@ -78,7 +78,7 @@ class UndecodableRequest {
     const rpc = this.path.slice(1);
     if (/SAFE_INTEGER/.test(this.reason)) {
       return new InvalidArgumentError(
-        `the request to ${rpc} holds a 64-bit integer larger than ${Number.MAX_SAFE_INTEGER} (2^53 - 1), the largest contextd takes in an int64/uint64 field (ttl_ms, timestamp_ms, usage counts, ...)`,
+        `the request to ${rpc} holds a 64-bit integer outside ±${Number.MAX_SAFE_INTEGER} (2^53 - 1), the range contextd takes in an int64/uint64 field (ttl_ms, timestamp_ms, usage counts, ...)`,
       );
     }
     return new InvalidArgumentError(`the request to ${rpc} is not a valid protobuf message of its request type: ${this.reason}`);

@@ -1,9 +1,12 @@
 import { ContextdError, FailedPreconditionError, InvalidArgumentError, NotFoundError } from "../../contract/errors.js";
+import { quote } from "../../contract/quote.js";
 import type { QuarantineState } from "../../contract/gen/contextd/v1/registry.js";
 import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import type { RegistrationClaim, RegistryChange, RegistryStore, RegistryWatch, RegistryWatchOptions, StoredRegistration } from "../registry-store.js";
+import { ALL_AGENTS } from "../types.js";
 import type {
   ActiveTotals,
+  AgentScope,
   ActiveView,
   EntryRevision,
   EntryRewriteInput,
@@ -121,18 +124,19 @@ export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy 
     return row ? toSessionRecord(row) : undefined;
   }
 
-  async listSessions(limit: number, cursor?: string): Promise<{ sessions: SessionRecord[]; nextCursor: string }> {
+  async listSessions(limit: number, cursor?: string, agents: AgentScope = ALL_AGENTS): Promise<{ sessions: SessionRecord[]; nextCursor: string }> {
     const n = !Number.isInteger(limit) || limit <= 0 ? DEFAULT_LIST_LIMIT : Math.min(limit, MAX_LIST_LIMIT);
+    const scope = [[...agents.exact], [...agents.prefixes]];
     let values: unknown[];
     if (cursor) {
       const at = cursor.indexOf(":");
       const updatedAtMs = Number(cursor.slice(0, at));
       if (at <= 0 || !Number.isSafeInteger(updatedAtMs)) {
-        throw new InvalidArgumentError(`invalid session list cursor "${cursor}"`);
+        throw new InvalidArgumentError(`invalid session list cursor ${quote(cursor)}`);
       }
-      values = [updatedAtMs, cursor.slice(at + 1), n + 1];
+      values = [updatedAtMs, cursor.slice(at + 1), n + 1, ...scope];
     } else {
-      values = [n + 1];
+      values = [n + 1, ...scope];
     }
     let rows = await this.db.read((conn) => run<SessionRow>(conn, cursor ? SQL.listAfter : SQL.listFirst, values));
     const more = rows.length > n;

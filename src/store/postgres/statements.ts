@@ -69,10 +69,17 @@ export const SQL = {
   ),
   entriesAfter: stmt("entries_after", "SELECT payload FROM entries WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"),
   sessionExists: stmt("session_exists", "SELECT 1 FROM sessions WHERE session_id = $1"),
-  listFirst: stmt("list_first", "SELECT * FROM sessions ORDER BY updated_at_ms DESC, session_id ASC LIMIT $1"),
+  /** $2 the exact agent ids, $3 the prefixes (AgentScope): one statement serves every scope. */
+  listFirst: stmt(
+    "list_first_scoped",
+    `SELECT * FROM sessions
+     WHERE (agent_id = ANY($2::text[]) OR EXISTS (SELECT 1 FROM unnest($3::text[]) AS p(prefix) WHERE left(agent_id, length(p.prefix)) = p.prefix))
+     ORDER BY updated_at_ms DESC, session_id ASC LIMIT $1`,
+  ),
   listAfter: stmt(
-    "list_after",
+    "list_after_scoped",
     `SELECT * FROM sessions WHERE updated_at_ms <= $1 AND (updated_at_ms < $1 OR session_id > $2)
+       AND (agent_id = ANY($4::text[]) OR EXISTS (SELECT 1 FROM unnest($5::text[]) AS p(prefix) WHERE left(agent_id, length(p.prefix)) = p.prefix))
      ORDER BY updated_at_ms DESC, session_id ASC LIMIT $3`,
   ),
   /** Entries, revisions and idempotency keys go with it (ON DELETE CASCADE). */

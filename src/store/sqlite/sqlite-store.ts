@@ -1,11 +1,14 @@
 import Database from "better-sqlite3";
 
 import { InvalidArgumentError, NotFoundError } from "../../contract/errors.js";
+import { quote } from "../../contract/quote.js";
 import type { QuarantineState } from "../../contract/gen/contextd/v1/registry.js";
 import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import type { RegistrationClaim, RegistryChange, RegistryStore, RegistryWatch, RegistryWatchOptions, StoredRegistration } from "../registry-store.js";
+import { ALL_AGENTS } from "../types.js";
 import type {
   ActiveTotals,
+  AgentScope,
   ActiveView,
   EntryRevision,
   EntryRewriteInput,
@@ -138,18 +141,19 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
     return row ? toSessionRecord(row) : undefined;
   }
 
-  async listSessions(limit: number, cursor?: string): Promise<{ sessions: SessionRecord[]; nextCursor: string }> {
+  async listSessions(limit: number, cursor?: string, agents: AgentScope = ALL_AGENTS): Promise<{ sessions: SessionRecord[]; nextCursor: string }> {
     const n = !Number.isInteger(limit) || limit <= 0 ? DEFAULT_LIST_LIMIT : Math.min(limit, MAX_LIST_LIMIT);
+    const scope = { e: JSON.stringify(agents.exact), p: JSON.stringify(agents.prefixes), n: n + 1 };
     let rows: SessionRow[];
     if (cursor) {
       const at = cursor.indexOf(":");
       const updatedAtMs = Number(cursor.slice(0, at));
       if (at <= 0 || !Number.isSafeInteger(updatedAtMs)) {
-        throw new InvalidArgumentError(`invalid session list cursor "${cursor}"`);
+        throw new InvalidArgumentError(`invalid session list cursor ${quote(cursor)}`);
       }
-      rows = this.stmts.listAfter.all({ u: updatedAtMs, s: cursor.slice(at + 1), n: n + 1 });
+      rows = this.stmts.listAfter.all({ u: updatedAtMs, s: cursor.slice(at + 1), ...scope });
     } else {
-      rows = this.stmts.listFirst.all(n + 1);
+      rows = this.stmts.listFirst.all(scope);
     }
     const more = rows.length > n;
     if (more) rows = rows.slice(0, n);

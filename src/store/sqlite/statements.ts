@@ -21,8 +21,8 @@ export interface Statements {
   activeMessages: Stmt<[string, number], PayloadRow>;
   activeTokensByRole: Stmt<[string, number], { role: number; tokens: number }>;
   entriesAfter: Stmt<[string, number, number], { payload: Buffer }>;
-  listFirst: Stmt<[number], SessionRow>;
-  listAfter: Stmt<[{ u: number; s: string; n: number }], SessionRow>;
+  listFirst: Stmt<[{ e: string; p: string; n: number }], SessionRow>;
+  listAfter: Stmt<[{ u: number; s: string; e: string; p: string; n: number }], SessionRow>;
   deleteRevisions: Stmt<[string], void>;
   deleteIdempotencyKeys: Stmt<[string], void>;
   deleteEntries: Stmt<[string], void>;
@@ -50,6 +50,13 @@ export interface Statements {
 }
 
 /** Every statement the store runs, prepared once per connection. */
+/**
+ * A listing's agent filter (AgentScope): @e the exact agent ids, @p the prefixes, as JSON arrays —
+ * so one prepared statement serves every scope. substr/length count characters on both sides.
+ */
+const IN_SCOPE = `(agent_id IN (SELECT value FROM json_each(@e))
+  OR EXISTS (SELECT 1 FROM json_each(@p) WHERE substr(agent_id, 1, length(value)) = value))`;
+
 export function prepareStatements(db: Database.Database): Statements {
   return {
     session: db.prepare<[string], SessionRow>("SELECT * FROM sessions WHERE session_id = ?"),
@@ -93,12 +100,13 @@ export function prepareStatements(db: Database.Database): Statements {
     entriesAfter: db.prepare<[string, number, number], { payload: Buffer }>(
       "SELECT payload FROM entries WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
     ),
-    listFirst: db.prepare<[number], SessionRow>(
-      "SELECT * FROM sessions ORDER BY updated_at_ms DESC, session_id ASC LIMIT ?",
+    listFirst: db.prepare<[{ e: string; p: string; n: number }], SessionRow>(
+      `SELECT * FROM sessions WHERE ${IN_SCOPE}
+       ORDER BY updated_at_ms DESC, session_id ASC LIMIT @n`,
     ),
-    listAfter: db.prepare<[{ u: number; s: string; n: number }], SessionRow>(
+    listAfter: db.prepare<[{ u: number; s: string; e: string; p: string; n: number }], SessionRow>(
       `SELECT * FROM sessions
-       WHERE updated_at_ms <= @u AND (updated_at_ms < @u OR session_id > @s)
+       WHERE updated_at_ms <= @u AND (updated_at_ms < @u OR session_id > @s) AND ${IN_SCOPE}
        ORDER BY updated_at_ms DESC, session_id ASC LIMIT @n`,
     ),
     deleteRevisions: db.prepare<[string], void>("DELETE FROM entry_revisions WHERE session_id = ?"),

@@ -278,6 +278,34 @@ export function describeTranscripts(stores: Stores): void {
       await expect(store.listSessions(3, "garbage")).rejects.toThrow(InvalidArgumentError);
     });
 
+    it("lists only the sessions of the agents asked for, paging within them", async () => {
+      vi.useFakeTimers({ toFake: ["Date"] });
+      const store = await stores.open();
+      const agents: Record<string, string> = { s1: "alice", s2: "bob", s3: "team-red", s4: "alice", s5: "team", s6: "alice2", s7: "bob" };
+      let t = 1000;
+      for (const [id, agentId] of Object.entries(agents)) {
+        vi.setSystemTime((t += 1000));
+        await store.appendMessages(id, [msg("x", 1)], { sessionKey: "", agentId });
+      }
+      const list = async (scope: { exact: string[]; prefixes: string[] }) => {
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await store.listSessions(1, cursor, scope);
+          seen.push(...page.sessions.map((s) => s.sessionId));
+          cursor = page.nextCursor;
+        } while (cursor);
+        return seen;
+      };
+      expect(await list({ exact: ["alice"], prefixes: [] })).toEqual(["s4", "s1"]);
+      expect(await list({ exact: ["bob"], prefixes: ["team-"] })).toEqual(["s7", "s3", "s2"]);
+      expect(await list({ exact: [], prefixes: ["alice"] })).toEqual(["s6", "s4", "s1"]);
+      expect(await list({ exact: [], prefixes: [""] })).toHaveLength(7);
+      expect(await list({ exact: [], prefixes: [] })).toEqual([]);
+      // Wildcard characters of SQL are plain characters in a prefix.
+      expect(await list({ exact: [], prefixes: ["%"] })).toEqual([]);
+    });
+
     it("deletes sessions with everything of theirs, and records system addition tokens", async () => {
       const store = await stores.open();
       const e = await appendN(store, "s1", 3);
