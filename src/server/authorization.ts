@@ -5,7 +5,8 @@ import type { HostServiceService } from "../contract/gen/contextd/v1/host.js";
 import type { RegistryServiceService } from "../contract/gen/contextd/v1/registry.js";
 import type { SessionServiceService } from "../contract/gen/contextd/v1/session.js";
 import { bearerToken } from "../contract/metadata.js";
-import type { RuntimeAccess } from "../host/runtime-access.js";
+import { pageKey } from "../host/page-token.js";
+import { agentScope, type RuntimeAccess } from "../host/runtime-access.js";
 import { requireSession } from "../host/validate.js";
 import type { HostGrant, HostGrants, HostRpc } from "../registry/host-grants.js";
 import type { RegistryCaller } from "../registry/registry-service.js";
@@ -74,6 +75,9 @@ export function sessionAuthorization(auth: Authenticator): Authorize<RuntimeAcce
     return {
       checkAgent: (agentId: string) => auth.checkAgent(principal, agentId),
       mayActFor: (agentId: string) => agentAllowed(principal.agents, agentId),
+      agents: agentScope(principal.agents),
+      // The presented token is the one the principal was proven from (auth off: none, one key for all).
+      pageKey: pageKey(principal.anonymous ? undefined : bearerToken(metadata)),
     };
   };
 }
