@@ -337,12 +337,20 @@ describe("docker-compose config", () => {
     expect(auth.required).toBe(true);
     // The registry admits exactly what the engines advertise, and not an arbitrary host. In compose a
     // service name resolves to a private address of the contextd network, which a listed name may
-    // resolve to only when an entry allows it: the network's subnet is pinned and listed.
-    const subnet = (plain.networks?.contextd as { ipam?: { config?: Array<{ subnet?: string }> } } | null | undefined)?.ipam?.config?.[0]?.subnet;
-    expect(subnet, "networks.contextd.ipam.config[0].subnet").toMatch(/^\d+\.\d+\.\d+\.0\/\d+$/);
-    expect(config.engines.allow_endpoints).toContain(subnet);
-    const serviceAddress = subnet!.replace(/0\/\d+$/, "5");
-    const allow = new EndpointAllowList(config.engines.allow_endpoints, async () => [{ address: serviceAddress, family: 4 }]);
+    // resolve to only when an IP entry allows it: each engine's address is pinned and listed.
+    const pinned = new Map<string, string>();
+    for (const name of Object.keys(ENGINES)) {
+      const nets = plain.services[name]!.networks as Record<string, { ipv4_address?: string } | null> | undefined;
+      const address = nets?.contextd?.ipv4_address;
+      expect(address, `services.${name}.networks.contextd.ipv4_address`).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+      expect(config.engines.allow_endpoints, name).toContain(address);
+      pinned.set(name, address!);
+    }
+    const allow = new EndpointAllowList(config.engines.allow_endpoints, async (host) => {
+      const address = pinned.get(host);
+      if (!address) throw new Error(`${host} does not resolve`);
+      return [{ address, family: 4 }];
+    });
     for (const name of Object.keys(ENGINES)) {
       const advertised = envOf(plain.services[name]!).CONTEXTD_ENGINE_ADVERTISE!;
       expect(await allow.check(advertised), advertised).toMatchObject({ ok: true });
