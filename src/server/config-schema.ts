@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { OPENAI_DEFAULTS, type SummarizerConfig } from "../legacy/summarizer/summarizer-config.js";
+import { allowListEntryProblem } from "../registry/endpoint-allow-list.js";
 import type { TokenizerName } from "../tokens/tokenizer.js";
 import { formatDuration } from "./duration.js";
 import { address, bool, duration, durationOrZero, envName, filePath, httpUrl, int, number, oneOf, sha256, show, storeUrl, stringMap, text } from "./config-values.js";
@@ -66,7 +67,15 @@ const engines = z.strictObject({
    * registry resolves names and checks every address; endpoint-allow-list.ts). No unix socket by
    * default: a bare `unix:` would let an owner make contextd dial any local socket.
    */
-  allow_endpoints: z.array(text()).prefault(["127.0.0.1", "localhost", "::1"]),
+  allow_endpoints: z
+    .array(text())
+    .prefault(["127.0.0.1", "localhost", "::1"])
+    .superRefine((entries, ctx) =>
+      entries.forEach((entry, i) => {
+        const problem = allowListEntryProblem(entry);
+        if (problem) ctx.addIssue({ code: "custom", path: [i], input: entry, message: problem });
+      }),
+    ),
   timeouts: timeouts.prefault({}),
   health: z
     .strictObject({ interval: duration().prefault("5s"), timeout: duration().prefault("1s"), unhealthy_threshold: int(1).prefault(2) })

@@ -128,10 +128,11 @@ export class Contextd {
     const e = config.engines;
     const quarantine = new Quarantine(registry, store, { baseEjectionMs: e.quarantine.base_ejection, maxEjectionMs: e.quarantine.max_ejection }, events, logger);
     const monitor = new HealthMonitor(registry, quarantine, events, { intervalMs: e.health.interval, timeoutMs: e.health.timeout, unhealthyThreshold: e.health.unhealthy_threshold }, logger);
-    const admission = new Admission(registry, store, quarantine, new EndpointAllowList(e.allow_endpoints), events, { probeTimeoutMs: ADMISSION_PROBE_MS, credentials: engineCredentials(e.tls) }, logger, new EngineReservations(reservedEngines(config)));
+    const allowList = new EndpointAllowList(e.allow_endpoints);
+    const admission = new Admission(registry, store, quarantine, allowList, events, { probeTimeoutMs: ADMISSION_PROBE_MS, credentials: engineCredentials(e.tls) }, logger, new EngineReservations(reservedEngines(config)));
     await admission.restore();
     await quarantine.restore();
-    const sync = new RegistrySync(registry, store, quarantine, events, { reconcileIntervalMs: reconcileIntervalMs(config), credentials: engineCredentials(e.tls) }, logger.child({ component: "registry-sync" }), (added) => void monitor.check(added).catch(() => undefined));
+    const sync = new RegistrySync(registry, store, quarantine, events, { reconcileIntervalMs: reconcileIntervalMs(config), credentials: engineCredentials(e.tls), allowList }, logger.child({ component: "registry-sync" }), (added) => void monitor.check(added).catch(() => undefined));
     const grants = new HostGrants(config.host_endpoint);
     const router = new Router(registry, routingSettings(config), grants, quarantine, bare ? undefined : engineCallHooks(metrics, tracing));
     metrics.watchEngines(() => registry.list().map((r) => ({ id: r.id, quarantined: r.quarantine !== undefined, health: HEALTH_VALUE[r.health] ?? -1 })));
