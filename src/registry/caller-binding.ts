@@ -1,4 +1,5 @@
 import { isIP } from "node:net";
+import { certificateNames } from "../contract/certificate-names.js";
 import type { PeerCertificate } from "node:tls";
 import { UnauthenticatedError } from "../contract/errors.js";
 import { quote } from "../contract/quote.js";
@@ -89,11 +90,4 @@ function normalizeIp(ip: string): string {
 function isLocalIp(ip: string): boolean {
   if (isIP(ip) === 4) return ip.startsWith("127.") || ip === "0.0.0.0";
   return ip === "::1" || ip === "::";
-}
-
-/** The subject CN and subjectAltName values of a certificate (the names an owner is proven by). */
-function certificateNames(cert: PeerCertificate): string[] {
-  const cn = cert.subject?.CN;
-  const sans = (cert.subjectaltname ?? "").split(",").map((s) => s.trim().replace(/^[A-Za-z ]+:/, ""));
-  return [...(Array.isArray(cn) ? cn : cn ? [cn] : []), ...sans].filter((s) => s !== "");
 }

@@ -1,4 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { certificateNames } from "../contract/certificate-names.js";
 import type { PeerCertificate } from "node:tls";
 import type { Metadata } from "@grpc/grpc-js";
 import { bearerToken } from "../contract/metadata.js";
@@ -195,10 +196,4 @@ export function newToken(): string {
 
 function sha256(token: string): Buffer {
   return createHash("sha256").update(token, "utf8").digest();
-}
-
-function certificateNames(cert: PeerCertificate): string[] {
-  const cn = cert.subject?.CN;
-  const sans = (cert.subjectaltname ?? "").split(",").map((s) => s.trim().replace(/^[A-Za-z ]+:/, ""));
-  return [...(Array.isArray(cn) ? cn : cn ? [cn] : []), ...sans].filter((s) => s !== "");
 }
