@@ -143,7 +143,8 @@ export class Contextd {
     const host = new SessionHost(store, tokenizer, router, compactions, limits, observer);
     const sweeper = new SubagentSweeper(store, router, { intervalMs: subagentSweepIntervalMs(config) }, logger.child({ component: "subagent-sweeper" }));
 
-    const maxBytes = Math.max(MIN_GRPC_MESSAGE_BYTES, config.limits.max_message_bytes * 4);
+    // Room for a whole batch and for an import at its cap, so those limits answer with their own names.
+    const maxBytes = Math.max(MIN_GRPC_MESSAGE_BYTES, config.limits.max_message_bytes * 4, config.limits.max_import_bytes + (1 << 20));
     const serverLimits = serverSettings(config);
     const inFlight = new InFlightLimit(serverLimits.max_concurrent_calls);
     metrics.watchInFlight(() => inFlight.active);

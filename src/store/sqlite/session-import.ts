@@ -1,41 +1,56 @@
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type Database from "better-sqlite3";
 
 import { AlreadyExistsError } from "../../contract/errors.js";
 import type { ImportedTranscript, SessionLabels, SessionRecord } from "../types.js";
-import { importedEntryRow, newSessionRow, toSessionRecord } from "./rows.js";
+import { importedEntryRow, newSessionRow, toSessionRecord, type EntryRow } from "./rows.js";
 import type { Statements } from "./statements.js";
 import { checkSessionId, saveSession } from "./transcript-writes.js";
 import { checkImportPlan } from "../import-plan.js";
+
+/** Rows built between turns of the event loop (each is a protobuf copy and encoding). */
+const ROWS_PER_SLICE = 256;
 
 /**
  * SqliteStore.importSession: the session row and every entry in one IMMEDIATE transaction. The
  * plan is checked before anything is written; a duplicate id still fails on the unique index and
  * rolls everything back.
+ *
+ * The rows are built first, yielding to the event loop between slices, so that a file at
+ * `limits.max_import_bytes` does not hold every other call for seconds; only the inserts run inside
+ * the transaction (synchronous: better-sqlite3's connection is shared, so a transaction left open
+ * across a yield would take in other sessions' writes). A TEMP staging table written in short
+ * transactions would shorten the remaining block further (docs/SECURITY.md).
  */
-export function importSession(
+export async function importSession(
   db: Database.Database,
   stmts: Statements,
   sessionId: string,
   labels: SessionLabels,
   t: ImportedTranscript,
-): SessionRecord {
+): Promise<SessionRecord> {
   checkSessionId(sessionId);
   checkImportPlan(t);
+  const rows: EntryRow[] = [];
+  for (let i = 0; i < t.entries.length; i++) {
+    if (i > 0 && i % ROWS_PER_SLICE === 0) await nextTurn();
+    const { entry, tokenCount } = t.entries[i];
+    rows.push(importedEntryRow({ sessionId, seq: i + 1 }, entry, tokenCount, `entry ${i} (${entry.id})`).row);
+  }
   const run = db.transaction((): SessionRecord => {
     if (stmts.session.get(sessionId)) throw new AlreadyExistsError(`session ${sessionId} already exists`);
     const now = Date.now();
     const row = newSessionRow(sessionId, labels, now);
     row.header_json = t.headerJson;
     stmts.insertSession.run(row);
-    t.entries.forEach(({ entry, tokenCount }, i) => {
-      const built = importedEntryRow({ sessionId, seq: i + 1 }, entry, tokenCount, `entry ${i} (${entry.id})`);
-      stmts.insertEntry.run(built.row);
+    for (const entry of rows) {
+      stmts.insertEntry.run(entry);
       row.entry_count += 1;
-      if (built.row.kind === "message") {
+      if (entry.kind === "message") {
         row.message_count += 1;
-        row.total_tokens += tokenCount;
-      } else if (built.row.kind === "compaction") row.compaction_count += 1;
-    });
+        row.total_tokens += entry.token_count;
+      } else if (entry.kind === "compaction") row.compaction_count += 1;
+    }
     row.last_seq = t.entries.length;
     row.last_entry_id = t.leafEntryId;
     if (t.compactionIndex !== null) {
