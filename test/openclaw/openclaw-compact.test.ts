@@ -35,7 +35,9 @@ describe("OpenClaw's /compact through the Gateway compacts in contextd", () => {
   });
 
   it("sessions compact → the plugin's compact → contextd Compact; later turns get the compacted view", async () => {
-    const filler = "word ".repeat(60);
+    // Long enough that a summary is smaller than what it replaces: a compaction that would grow the
+    // view is not committed (test/security/session-findings.test.ts).
+    const filler = "word ".repeat(400);
     let sessionId = "";
     for (let i = 1; i <= 3; i++) {
       const t = await home.turn("compact-me", `Turn ${i} SAY:reply-${i} ${filler}`);
