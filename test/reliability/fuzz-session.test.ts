@@ -55,8 +55,12 @@ function firstFault(req: S.AppendMessagesRequest): { names: string } | { message
   const id = wireId(req.session?.sessionId ?? "");
   const key = wireText(req.idempotencyKey);
   if (req.messages.some((m) => !decodable(m))) return { names: "2^53" };
-  if (!id || id.length > 256 || /[\u0000-\u001f]/.test(id)) return { names: "session.session_id" };
-  if (key.length > 256 || /[\u0000-\u001f]/.test(key)) return { names: "idempotency_key" };
+  // Ids and keys: at most 256 characters, no control characters, no U+FFFD (invalid UTF-8).
+  const unfit = (text: string) => text.length > 256 || /[\u0000-\u001f\u007f\ufffd]/.test(text);
+  if (!id || unfit(id)) return { names: "session.session_id" };
+  if (unfit(wireText(req.session?.sessionKey ?? ""))) return { names: "session.session_key" };
+  if (unfit(wireText(req.session?.agentId ?? ""))) return { names: "session.agent_id" };
+  if (unfit(key)) return { names: "idempotency_key" };
   if (req.messages.length === 0) return { names: "messages is empty" };
   if (req.messages.length > LIMITS.max_messages_per_append) return { names: "limits.max_messages_per_append" };
   const bad = req.messages.findIndex((m) => !Role[m.role] || m.role === Role.ROLE_UNSPECIFIED);

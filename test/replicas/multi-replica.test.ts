@@ -84,10 +84,12 @@ describe("three replicas on one PostgreSQL database", () => {
   it("two concurrent compactions through different replicas leave a consistent transcript", async () => {
     const sessionId = "compactions";
     const appended: string[] = [];
+    // Turns long enough that a summary is smaller than what it replaces: a compaction that would
+    // grow the view is not committed (test/security/session-findings.test.ts).
     const turn = async (cx: ContextdClient, n: number) => {
       const texts = [
-        `Turn ${n}: please refactor src/module${n}.ts so that parseConfig${n}() returns a Result; ${"the tests in test/module.test.ts must keep passing. ".repeat(4)}`,
-        `Done with turn ${n}: parseConfig${n}() now returns Result<Config, ConfigError>; ${"I also updated the callers and the docs. ".repeat(4)}`,
+        `Turn ${n}: please refactor src/module${n}.ts so that parseConfig${n}() returns a Result; ${"the tests in test/module.test.ts must keep passing. ".repeat(12)}`,
+        `Done with turn ${n}: parseConfig${n}() now returns Result<Config, ConfigError>; ${"I also updated the callers and the docs. ".repeat(12)}`,
       ];
       await cx.appendMessages({ session: ref(sessionId), messages: [user(texts[0]!), textMessage(Role.ROLE_ASSISTANT, texts[1]!)] });
       appended.push(...texts);
