@@ -2,6 +2,7 @@ import { Message, Role, type ContentBlock } from "../contract/gen/contextd/v1/ty
 import { imageBlock, textBlock, thinkingBlock, toolCallBlock } from "../contract/messages.js";
 import { toContextdMessage } from "../openclaw/agent-message.js";
 import { eachLine, runAll, type Steps } from "../openclaw/slices.js";
+import { quote } from "../contract/quote.js";
 
 /**
  * Conversation lines as JSONL, one message per line, in any of three forms (they may be mixed; each
@@ -103,7 +104,7 @@ const SIMPLE_ROLES: Record<string, Role> = {
 
 function fromSimple(line: Json): Message {
   const role = typeof line.role === "string" ? SIMPLE_ROLES[line.role] : undefined;
-  if (role === undefined) throw new Error(`unknown role ${JSON.stringify(line.role)}`);
+  if (role === undefined) throw new Error(`unknown role ${quote(String(line.role))}`);
   const content = blocks(line.content);
   if (line.tool_calls !== undefined) {
     if (!Array.isArray(line.tool_calls)) throw new Error(`"tool_calls" must be an array`);
@@ -151,7 +152,7 @@ function block(b: unknown): ContentBlock {
       return imageBlock(str(src.mimeType ?? src.mime_type ?? src.media_type), Buffer.from(str(src.data), "base64"), str(src.uri ?? src.url));
     }
     default:
-      throw new Error(`unknown content block type ${JSON.stringify(b.type)}`);
+      throw new Error(`unknown content block type ${quote(String(b.type))}`);
   }
 }
 
@@ -161,7 +162,7 @@ function text(t: string): ContentBlock {
 
 function toolCall(id: unknown, name: unknown, args: unknown): ContentBlock {
   if (typeof id !== "string" || id === "") throw new Error("a tool call needs an id");
-  if (typeof name !== "string" || name === "") throw new Error(`tool call ${id} needs a name`);
+  if (typeof name !== "string" || name === "") throw new Error(`tool call ${quote(String(id))} needs a name`);
   const argumentsJson = typeof args === "string" ? args : JSON.stringify(args ?? {});
   return toolCallBlock(id, name, argumentsJson);
 }

@@ -1,10 +1,11 @@
-import { NotFoundError, ResourceExhaustedError } from "../contract/errors.js";
+import { ResourceExhaustedError } from "../contract/errors.js";
 import type * as S from "../contract/gen/contextd/v1/session.js";
 import type { JsonObject } from "../openclaw/json.js";
 import { fromTranscriptEntry } from "../openclaw/session-entries.js";
 import { SESSION_VERSION, serializeSessionFile } from "../openclaw/session-file.js";
 import type { SessionRecord, TranscriptStore } from "../store/types.js";
 import { requireSession } from "./validate.js";
+import { sessionNotFound } from "./session-visibility.js";
 
 const PAGE = 1_000;
 
@@ -26,7 +27,7 @@ export class TranscriptExports {
   async exportTranscript(req: S.ExportTranscriptRequest): Promise<S.ExportTranscriptResponse> {
     const session = requireSession(req.session);
     const record = await this.store.getSession(session.sessionId);
-    if (!record) throw new NotFoundError(`session "${session.sessionId}" not found`);
+    if (!record) throw sessionNotFound(session.sessionId);
     const entries: JsonObject[] = [];
     for (let after = 0; ; ) {
       const page = await this.store.readEntries(session.sessionId, after, PAGE);

@@ -3,7 +3,6 @@ import {
   DeadlineExceededError,
   FailedPreconditionError,
   InvalidArgumentError,
-  NotFoundError,
   ResourceExhaustedError,
 } from "../contract/errors.js";
 import type { HostServiceService } from "../contract/gen/contextd/v1/host.js";
@@ -17,6 +16,7 @@ import type { Tokenizer } from "../tokens/tokenizer.js";
 import type { Compactions } from "./compactions.js";
 import { readTranscriptPage } from "./transcript-pages.js";
 import { requireSession, validateMessage, type AppendLimits } from "./validate.js";
+import { sessionNotFound } from "./session-visibility.js";
 
 /** Timers fire a little early: an abort this close to the deadline is the deadline. */
 const DEADLINE_SLACK_MS = 20;
@@ -44,14 +44,14 @@ export function hostHandlers(
       const session = requireSession(req.session);
       if (req.activeOnly) {
         const view = await store.readActiveView(session.sessionId);
-        if (!view) throw new NotFoundError(`session "${session.sessionId}" not found`);
+        if (!view) throw sessionNotFound(session.sessionId);
         const entries: TranscriptEntry[] = view.compaction ? [view.compaction.entry] : [];
         for (const m of view.messages) {
           entries.push(TranscriptEntry.fromPartial({ id: m.entryId, seq: m.seq, timestampMs: m.message.timestampMs, entry: { $case: "message", value: m.message } }));
         }
         return { entries, nextPageToken: "" };
       }
-      if (!(await store.getSession(session.sessionId))) throw new NotFoundError(`session "${session.sessionId}" not found`);
+      if (!(await store.getSession(session.sessionId))) throw sessionNotFound(session.sessionId);
       return readTranscriptPage(store, session.sessionId, req.pageSize, req.pageToken);
     },
 
@@ -80,7 +80,7 @@ export function hostHandlers(
       const grant = ctx.principal;
       if (!req.tokenBudget) throw new InvalidArgumentError("token_budget must be greater than 0");
       const view = await store.readActiveView(session.sessionId);
-      if (!view) throw new NotFoundError(`session "${session.sessionId}" not found`);
+      if (!view) throw sessionNotFound(session.sessionId);
       let outcome;
       try {
         outcome = await compactions.runNative(

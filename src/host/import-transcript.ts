@@ -10,6 +10,7 @@ import type { ImportedTranscript, SeedEntry, TranscriptStore } from "../store/ty
 import type { Tokenizer } from "../tokens/tokenizer.js";
 import { ConversationLineError, conversationLineSteps } from "./conversation-lines.js";
 import { requireSession, validateMessage, type AppendLimits } from "./validate.js";
+import { quote } from "../contract/quote.js";
 
 /**
  * SessionService.ImportTranscript (SPEC §2.4, §8): creates a session from a transcript file.
@@ -75,7 +76,7 @@ export class TranscriptImports {
     for (let i = 1; i < branch.path.length; i++) {
       if (branch.path[i] < branch.path[i - 1]) {
         const child = file.entries[branch.path[i]];
-        throw new InvalidArgumentError(`jsonl line ${child.line}: entry "${String(child.raw.id)}" comes before its parent on the active branch`);
+        throw new InvalidArgumentError(`jsonl line ${child.line}: entry ${quote(String(child.raw.id))} comes before its parent on the active branch`);
       }
     }
     const onPath = new Set(branch.path);
