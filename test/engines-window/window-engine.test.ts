@@ -27,7 +27,7 @@ function contextdOptions(listen: string): StartContextdOptions {
     config: {
       listen,
       slots: { context_engine: "window" },
-      auth: { required: true, owners: { team: { token_env: "TEAM_TOKEN" } }, runtimes: [{ token_env: "RT" }] },
+      auth: { required: true, owners: { team: { token_env: "TEAM_TOKEN", engines: ["window"] } }, runtimes: [{ token_env: "RT" }] },
     },
     env: { TEAM_TOKEN: OWNER_TOKEN, RT: RUNTIME_TOKEN },
   };
