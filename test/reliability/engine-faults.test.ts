@@ -708,7 +708,7 @@ async function getInfoCell(fault: Fault, expected: Special): Promise<void> {
   expect(res.ok).toBe(false);
   expect(res.refusal).toBe(expected === "contract_invalid" ? Refusal.REFUSAL_CONTRACT_INVALID : Refusal.REFUSAL_UNREACHABLE);
   expect(res.message).toMatch(
-    { hang: /deadline/, late: /deadline/, crash: /GetInfo/, error: /INTERNAL/, garbage_bytes: /parsing/, failing_health: /NOT_SERVING/ }[fault as string] ?? /./,
+    { hang: /deadline/, late: /deadline/, crash: /not reachable within the admission deadline/, error: /INTERNAL/, garbage_bytes: /parsing/, failing_health: /NOT_SERVING/ }[fault as string] ?? /./,
   );
   // A refused refresh leaves the registration as it was.
   const after = await cd.reg.get(id);
