@@ -94,6 +94,11 @@ describe("contextd SIGKILLed under keyed appends and compactions", () => {
   });
 });
 
+/** Turns long enough that a summary makes the view smaller (a compaction that would not is not committed). */
+const longAnswer = (i: number) =>
+  // The last turn stays short, so it fits keep_recent_tokens and is what the compaction keeps.
+  i < 5 ? `answer ${i}: ${"the parser reads each key, checks its type and range, and reports the first bad one with its path. ".repeat(8)}` : `answer ${i}`;
+
 describe("a sidecar engine SIGKILLed mid-Compact", () => {
   const engines: EngineProcess[] = [];
   let cd: ContextdProcess;
@@ -129,7 +134,7 @@ describe("a sidecar engine SIGKILLed mid-Compact", () => {
     };
     const engine = await start();
     const session = { sessionId: `mid-compact-${engineId}`, agentId };
-    for (let i = 0; i < 6; i++) await cx.appendMessages({ session, messages: [user(`question ${i} about src/file${i}.ts`), assistant(`answer ${i}`)], idempotencyKey: `t${i}` });
+    for (let i = 0; i < 6; i++) await cx.appendMessages({ session, messages: [user(`question ${i} about src/file${i}.ts`), assistant(longAnswer(i))], idempotencyKey: `t${i}` });
 
     const answer: Promise<{ res?: CompactResponse; err?: ServiceError }> = cx.compact({ session, tokenBudget: 4_000, force: true }).then(
       (res) => ({ res }),
@@ -195,7 +200,7 @@ describe("a sidecar engine SIGKILLed mid-Compact", () => {
     engines.push(engine);
     expect((await engine.registered).ok).toBe(true);
     const session = { sessionId: "killed-after-delegating", agentId: "delegating" };
-    for (let i = 0; i < 6; i++) await cx.appendMessages({ session, messages: [user(`question ${i} about src/file${i}.ts`), assistant(`answer ${i}`)], idempotencyKey: `t${i}` });
+    for (let i = 0; i < 6; i++) await cx.appendMessages({ session, messages: [user(`question ${i} about src/file${i}.ts`), assistant(longAnswer(i))], idempotencyKey: `t${i}` });
     const res = await cx.compact({ session, tokenBudget: 4_000, force: true });
     await engine.waitForEvent((e) => e.event === "crashing_after" && e.op === "compact");
     const entries = await readEntries(cx, session.sessionId);
@@ -211,7 +216,7 @@ describe("a sidecar engine SIGKILLed mid-Compact", () => {
 
     // Strict: the call fails, and its status names the compaction that landed all the same.
     const strictSession = { sessionId: "killed-after-delegating-strict", agentId: "delegating-strict" };
-    for (let i = 0; i < 6; i++) await cx.appendMessages({ session: strictSession, messages: [user(`q ${i} about src/f${i}.ts`), assistant(`a ${i}`)], idempotencyKey: `t${i}` });
+    for (let i = 0; i < 6; i++) await cx.appendMessages({ session: strictSession, messages: [user(`q ${i} about src/f${i}.ts`), assistant(longAnswer(i))], idempotencyKey: `t${i}` });
     const strictEngine = await startTsEngine({ engineId: "delegate-strict", registry: cd.address, owner: "team", control: { compact: "crash_after" } });
     engines.push(strictEngine);
     expect((await strictEngine.registered).ok).toBe(true);
