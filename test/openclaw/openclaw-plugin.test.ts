@@ -54,12 +54,15 @@ describe("OpenClaw 2026.9.6 runs its agent turns on contextd", () => {
   };
 
   let sessionId = "";
+  const FILLER = "word ".repeat(400);
   it("the plugin loads through OpenClaw's loader and slot; each turn is committed to contextd, once", async () => {
-    const first = ok(await home.turn("main-1", "Turn 1 SAY:reply-1"));
+    // The first two turns are long, so that overflow recovery's compaction (below) shrinks the view:
+    // a compaction that would not is not committed.
+    const first = ok(await home.turn("main-1", `Turn 1 SAY:reply-1 ${FILLER}`));
     expect(first.text).toBe("reply-1");
     sessionId = first.json?.meta?.agentMeta?.sessionId ?? "";
     expect(sessionId).not.toBe("");
-    ok(await home.turn("main-1", "Turn 2 SAY:reply-2"));
+    ok(await home.turn("main-1", `Turn 2 SAY:reply-2 ${FILLER}`));
     const texts = await transcriptTexts(sessionId);
     expect(texts.filter((t) => t.includes("Turn 1"))).toHaveLength(1);
     expect(texts.filter((t) => t.includes("Turn 2"))).toHaveLength(1);
