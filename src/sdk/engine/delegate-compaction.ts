@@ -1,6 +1,6 @@
 import { FailedPreconditionError } from "../../contract/errors.js";
 import type { ContextEngineServiceCompactRequest, ContextEngineServiceCompactResponse } from "../../contract/gen/contextd/v1/engine.js";
-import type { EngineCallContext } from "./engine-definition.js";
+import type { HostClient } from "./host-client.js";
 
 /**
  * A ready-made `compact` for engines that do not own compaction: runs the host's native compaction
@@ -13,7 +13,9 @@ import type { EngineCallContext } from "./engine-definition.js";
  */
 export async function delegateCompactionToHost(
   req: ContextEngineServiceCompactRequest,
-  ctx: EngineCallContext,
+  // Only the host client of the call's context (an EngineCallContext): engine-definition.ts refers
+  // to this function (it declares `host-compaction` for it), so this file must not refer back.
+  ctx: { host?: HostClient },
 ): Promise<ContextEngineServiceCompactResponse> {
   if (!ctx.host) {
     throw new FailedPreconditionError("Compact carried no HostContext, so the engine cannot delegate compaction to the host");
