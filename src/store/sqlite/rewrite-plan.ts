@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from "../../contract/errors.js";
+import { quote } from "../../contract/quote.js";
 import type { TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import { decodeEntry, rewrittenEntryRow, type EntryUpdateRow, type RewriteTargetRow } from "./rows.js";
 import type { EntryRewriteInput } from "../types.js";
@@ -30,7 +31,7 @@ export function planRewrites(
     seen.add(id);
     const target = targetOf(id);
     if (!target || target.kind !== "message") {
-      throw new InvalidArgumentError(`entry ${id} is not a message entry of session ${sessionId}`);
+      throw new InvalidArgumentError(`entry ${quote(id)} is not a message entry of session ${quote(sessionId)}`);
     }
     const previous = decodeEntry(target.payload);
     const next = rewrittenEntryRow(sessionId, target.seq, previous, r.message, r.tokenCount, `rewrite of entry ${id}`);
