@@ -1,19 +1,11 @@
-import { status, type ServiceError } from "@grpc/grpc-js";
+import { status } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Role } from "../../src/contract/gen/contextd/v1/types.js";
 import { ContextdClient } from "../../src/sdk/runtime-client.js";
 import { assistant, toolCall, toolResult, user } from "../fixtures/messages.js";
 import { runContextdUntilExit, startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
 import { occupyPort } from "../helpers/free-port.js";
-
-async function refusal(p: Promise<unknown>): Promise<ServiceError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as ServiceError;
-  }
-  throw new Error("expected the call to be refused");
-}
+import { refusal } from "../helpers/registry-client.js";
 
 describe("bad input gets a clear status, loses nothing, and the server stays up", () => {
   let contextd: ContextdProcess;

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { status, type ServiceError } from "@grpc/grpc-js";
+import { status } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Role, type Message } from "../../src/contract/gen/contextd/v1/types.js";
 import { messageText, textMessage, toolCallIds } from "../../src/contract/messages.js";
@@ -10,6 +10,7 @@ import { fromContextdMessage } from "../../src/openclaw/agent-message.js";
 import { codingSession } from "../fixtures/coding-session.js";
 import { ContextdClient } from "../../src/sdk/runtime-client.js";
 import { startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
+import { refusal } from "../helpers/registry-client.js";
 
 /** contextctl, built (`npm run build`), run as a child process. */
 const CONTEXTCTL = resolve(import.meta.dirname, "../../bin/contextctl.js");
@@ -25,15 +26,6 @@ function contextctl(address: string, ...args: string[]): Promise<{ code: number 
     child.on("error", fail);
     child.on("close", (code) => done({ code, stdout, stderr }));
   });
-}
-
-async function refusal(p: Promise<unknown>): Promise<ServiceError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as ServiceError;
-  }
-  throw new Error("expected the call to be refused");
 }
 
 const FIXTURES = resolve(import.meta.dirname, "../fixtures/openclaw");

@@ -29,7 +29,6 @@ import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import readline from "node:readline";
 import type { Readable } from "node:stream";
-import type { ServiceError } from "@grpc/grpc-js";
 import { status } from "@grpc/grpc-js";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -43,6 +42,7 @@ import { startContextd, type ContextdProcess } from "../helpers/contextd-process
 import { OpenClawHome } from "./helpers/openclaw-home.js";
 import { ensureOpenClaw, type OpenClawInstall } from "./helpers/openclaw-install.js";
 import { buildSessionFile, serialize, sessionFileSpec, type Row } from "./scripts/session-files.js";
+import { refusal } from "../helpers/registry-client.js";
 
 const seed = process.env.FC_SEED ? Number(process.env.FC_SEED) : Math.floor(Math.random() * 2 ** 31);
 const numRuns = Number(process.env.FC_RUNS ?? 500);
@@ -113,15 +113,6 @@ class Oracle {
 
 const lines = (text: string) => text.trim().split("\n").map((l) => JSON.parse(l) as Row);
 const asJson = (v: unknown) => JSON.parse(JSON.stringify(v)) as unknown;
-
-async function refusal(p: Promise<unknown>): Promise<ServiceError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as ServiceError;
-  }
-  throw new Error("expected the call to be refused");
-}
 
 describe("OpenClaw 2026.9.6 session files: contextd shows the model what OpenClaw builds, and exports what it imported", () => {
   let install: OpenClawInstall;

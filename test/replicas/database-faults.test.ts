@@ -13,7 +13,7 @@
  * UNAVAILABLE) finally fails, and every acknowledged append is in the transcript exactly once.
  * The replicas run the legacy engine only (engine routing across replicas is tested elsewhere).
  */
-import { status, type ServiceError } from "@grpc/grpc-js";
+import { status } from "@grpc/grpc-js";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { Role } from "../../src/contract/gen/contextd/v1/types.js";
 import { textMessage } from "../../src/contract/messages.js";
@@ -23,6 +23,7 @@ import { startPrivatePostgres, type PrivatePostgres } from "../helpers/private-p
 import { startReplicas, stopReplicas, type Replica } from "../helpers/replicas.js";
 import { expectExactlyOnce, messageTexts, readEntries, runLoad, RuntimeStats, SessionWriter, waitUntil } from "../helpers/runtime-load.js";
 import { createScratchDatabase, type ScratchDatabase } from "../helpers/scratch-postgres.js";
+import { refusal } from "../helpers/registry-client.js";
 
 const cleanup: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -59,15 +60,6 @@ function loadOn(replicas: Replica[], stats: RuntimeStats, prefix: string) {
       }
     },
   };
-}
-
-async function refusal(p: Promise<unknown>): Promise<ServiceError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as ServiceError;
-  }
-  throw new Error("expected the call to fail");
 }
 
 describe("database faults under two replicas", () => {

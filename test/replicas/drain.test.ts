@@ -11,7 +11,7 @@
  * A call still running when the grace period ends is cancelled; a second signal cuts the drain
  * delay short. The slow call is an Assemble routed to a test engine that takes its time ("slow").
  */
-import { status, type ServiceError } from "@grpc/grpc-js";
+import { status } from "@grpc/grpc-js";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -24,20 +24,12 @@ import { ContextdClient } from "../../src/sdk/runtime-client.js";
 import { startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
 import { startTsEngine, type EngineProcess } from "../helpers/engine-process.js";
 import { healthWatch, type HealthWatch } from "../helpers/health.js";
+import { refusal } from "../helpers/registry-client.js";
 
 const cleanup: Array<() => unknown> = [];
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
-
-async function refusal(p: Promise<unknown>): Promise<ServiceError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as ServiceError;
-  }
-  throw new Error("expected the call to fail");
-}
 
 /** A contextd whose sessions go to a registered test engine that answers Assemble after `slowMs`. */
 async function withSlowEngine(health: Record<string, string>, slowMs: number): Promise<{ cd: ContextdProcess; engine: EngineProcess; cx: ContextdClient }> {

@@ -5,12 +5,13 @@
  * every check must be answered promptly, because the import is read in time slices
  * (src/openclaw/slices.ts). A file over the cap is refused before it is parsed.
  */
-import { Client, credentials, status, type ServiceError } from "@grpc/grpc-js";
+import { Client, credentials, status } from "@grpc/grpc-js";
 import { performance } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ContextdClient } from "../../src/sdk/runtime-client.js";
 import { startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
 import { largeSessionFile } from "./large-session-file.js";
+import { refusal } from "../helpers/registry-client.js";
 
 /** Default limits.max_import_bytes (16 MiB). */
 const CAP = 16 * 1024 * 1024;
@@ -63,15 +64,6 @@ function healthLoop(address: string): HealthLoop {
       return latencies;
     },
   };
-}
-
-async function refusal(p: Promise<unknown>): Promise<ServiceError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as ServiceError;
-  }
-  throw new Error("expected the call to be refused");
 }
 
 describe("security: one large ImportTranscript must not stall the server", () => {

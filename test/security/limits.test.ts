@@ -7,25 +7,17 @@
  * The message-size limit and the batch limit's status are covered by
  * test/integration/bad-input.test.ts; this file adds what it does not check.
  */
-import { status, type ServiceError } from "@grpc/grpc-js";
+import { status } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ContextdClient } from "../../src/sdk/runtime-client.js";
 import { user } from "../fixtures/messages.js";
 import { startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
 import { healthStatus } from "./helpers/public-services.js";
+import { refusal } from "../helpers/registry-client.js";
 
 const MAX_ENTRIES = 5;
 const MAX_IMPORT_BYTES = 4096;
 const MAX_BATCH = 4;
-
-async function refusal(p: Promise<unknown>): Promise<ServiceError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as ServiceError;
-  }
-  throw new Error("expected the call to be refused");
-}
 
 /** Conversation lines (one message per line), the simplest file ImportTranscript takes. */
 const lines = (n: number, pad = 0): Buffer =>
