@@ -11,11 +11,9 @@
  *   engine.release(host.token);                   // the engine answers; the token dies with the call
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
+import { bundledFixture } from "./bundle-fixture.js";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO_ROOT = path.resolve(HERE, "../../..");
@@ -63,21 +61,8 @@ process.on("exit", () => {
   for (const child of live) child.kill("SIGKILL");
 });
 
-let bundled: Promise<string> | undefined;
-
 /** The fixture as one ESM file in a temp dir whose node_modules is the repository's (for engines.managed commands too). */
-export function hostTokenEngineEntry(): Promise<string> {
-  bundled ??= (async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "contextd-security-engine-"));
-    process.on("exit", () => fs.rmSync(dir, { recursive: true, force: true }));
-    fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ type: "module", private: true }));
-    fs.symlinkSync(path.join(REPO_ROOT, "node_modules"), path.join(dir, "node_modules"), "dir");
-    const outfile = path.join(dir, "host-token-engine.js");
-    await build({ entryPoints: [FIXTURE], outfile, bundle: true, platform: "node", format: "esm", target: "node20", packages: "external", logLevel: "error" });
-    return outfile;
-  })();
-  return bundled;
-}
+export const hostTokenEngineEntry = bundledFixture(FIXTURE);
 
 export async function startHostTokenEngine(opts: StartHostTokenEngineOptions): Promise<HostTokenEngine> {
   const entry = await hostTokenEngineEntry();
