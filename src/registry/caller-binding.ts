@@ -3,6 +3,7 @@ import { certificateNames } from "../contract/certificate-names.js";
 import type { PeerCertificate } from "node:tls";
 import { UnauthenticatedError } from "../contract/errors.js";
 import { quote } from "../contract/quote.js";
+import { canonicalIp } from "./endpoint-address.js";
 import { hostOf } from "./endpoint-allow-list.js";
 
 /**
@@ -81,10 +82,12 @@ export function peerIp(peer: string | undefined): string | undefined {
   return normalizeIp(cut > 0 ? peer.slice(0, cut) : peer);
 }
 
-/** `::ffff:10.0.0.1` (an IPv4 peer on a dual-stack socket) is 10.0.0.1. */
+/**
+ * One spelling of an address, the one the allow-list checks and dials (endpoint-address.ts): an
+ * IPv4 peer on a dual-stack socket (`::ffff:10.0.0.1`) is 10.0.0.1, and IPv6 is compared compressed.
+ */
 function normalizeIp(ip: string): string {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  return (mapped ? mapped[1] : ip).toLowerCase();
+  return isIP(ip) ? canonicalIp(ip).address : ip.toLowerCase();
 }
 
 function isLocalIp(ip: string): boolean {
