@@ -1,3 +1,4 @@
+import { status as Status } from "@grpc/grpc-js";
 import cliProgress from "cli-progress";
 import type { Command } from "commander";
 import type { Message } from "../../contract/gen/contextd/v1/types.js";
@@ -9,13 +10,22 @@ import { action, clientOptions, globals, positiveInt, withSessions } from "./sha
 interface ReplayOptions {
   budget: number;
   session?: string;
+  agent?: string;
   batch?: boolean;
 }
 
-/** One replayed turn: cumulative counts after its messages were appended, and what Assemble kept. */
+/**
+ * One replayed turn: running totals over the turns so far after its messages were appended, and
+ * what Assemble kept. `messages` / `tokensAppended` are the names scripts read before the totals
+ * were named as such; they carry the same running totals and stay for them.
+ */
 export interface TurnResult {
   turn: number;
+  messagesSoFar: number;
+  tokensAppendedSoFar: number;
+  /** = messagesSoFar (the older name). */
   messages: number;
+  /** = tokensAppendedSoFar (the older name). */
   tokensAppended: number;
   kept: number;
   compacted: boolean;
@@ -34,6 +44,8 @@ const MAX_PER_APPEND = 1000;
  * the server turn by turn — a turn starts at each user message; its messages are appended, then
  * Assemble runs with the budget — and prints what was kept per turn. Messages are appended one
  * AppendMessages call each (the engine sees Ingest); with `--batch` a turn is one call (IngestBatch).
+ * With `--agent ID` the session is created under that agent id, so `slots.agents` routes it as it
+ * would route that agent's real sessions.
  */
 export function registerReplay(program: Command): void {
   program
@@ -42,12 +54,22 @@ export function registerReplay(program: Command): void {
     .argument("<file>", "JSONL file: one message per line (simple chat, OpenClaw session or proto JSON form)")
     .requiredOption("--budget <tokens>", "token budget for each Assemble", positiveInt)
     .option("--session <id>", "session id (default replay-<timestamp>)")
+    .option("--agent <id>", "agent id the session is created under, so its `slots.agents` engine serves it (default: none, the global slot)")
     .option("--batch", "append each turn in one AppendMessages call instead of one call per message")
     .addHelpText(
       "after",
-      "\nA progress bar on stderr when it is a terminal. With --json: {\"sessionId\", \"budget\", \"turns\": [{\"turn\", \"messages\",\n" +
-        '"tokensAppended", "kept", "compacted", "tokensBefore"?, "tokensAfter"?, "engine", "mode", "fallbackReason"?}], "summary"}.\n' +
-        examples("contextctl replay conversation.jsonl --budget 8000", "contextctl replay session.jsonl --budget 32000 --session trial-1 --batch"),
+      "\n\"messages so far\" and \"tokens appended so far\" are running totals over the turns replayed so far; \"assembled\"\n" +
+        "and \"compacted\" are the turn's own. --agent applies to a new session: replaying into an existing session of\n" +
+        "another agent fails (exit 1), as that session keeps its own agent's engine.\n" +
+        "A progress bar on stderr when it is a terminal. With --json: {\"sessionId\", \"agentId\"?, \"budget\", \"turns\": [{\"turn\",\n" +
+        '"messagesSoFar", "tokensAppendedSoFar", "kept", "compacted", "tokensBefore"?, "tokensAfter"?, "engine", "mode",\n' +
+        '"fallbackReason"?, "messages", "tokensAppended"}], "summary"} ("messages" and "tokensAppended": the running totals\n' +
+        "under their older names).\n" +
+        examples(
+          "contextctl replay conversation.jsonl --budget 8000",
+          "contextctl replay session.jsonl --budget 32000 --session trial-1 --batch",
+          "contextctl replay session.jsonl --budget 32000 --agent coder   # served by slots.agents.coder",
+        ),
     )
     .action(
       action(async (file: string, opts: ReplayOptions, cmd: Command) => {
@@ -59,14 +81,15 @@ export function registerReplay(program: Command): void {
         const bar = process.stderr.isTTY ? progressBar(turns.length) : undefined;
         let results: TurnResult[];
         try {
-          results = await withSessions(clientOptions(g, 300_000), (client) =>
-            replayTurns(client, sessionId, turns, opts, (done, tokens) => bar?.update(done, { tokens: num(tokens) })),
-          );
+          results = await withSessions(clientOptions(g, 300_000), async (client) => {
+            if (opts.agent !== undefined) await checkAgent(client, sessionId, opts.agent);
+            return replayTurns(client, sessionId, turns, opts, (done, tokens) => bar?.update(done, { tokens: num(tokens) }));
+          });
         } finally {
           bar?.stop();
         }
-        const summary = summarize(sessionId, opts.budget, results);
-        if (g.json) return printJson({ sessionId, budget: opts.budget, turns: results, summary });
+        const summary = summarize(sessionId, opts.agent, opts.budget, results);
+        if (g.json) return printJson({ sessionId, ...(opts.agent !== undefined ? { agentId: opts.agent } : {}), budget: opts.budget, turns: results, summary });
         process.stdout.write(`${turnTable(results)}\n${summary.text}\n`);
       }),
     );
@@ -79,7 +102,7 @@ export async function replayTurns(
   opts: ReplayOptions,
   progress: (turnsDone: number, tokensAppended: number) => void,
 ): Promise<TurnResult[]> {
-  const session = { sessionId };
+  const session = { sessionId, agentId: opts.agent ?? "" };
   const results: TurnResult[] = [];
   let messages = 0;
   let tokensAppended = 0;
@@ -93,8 +116,8 @@ export async function replayTurns(
     const res = await client.assemble({ session, tokenBudget: opts.budget });
     results.push({
       turn: index + 1,
-      messages,
-      tokensAppended,
+      messagesSoFar: messages,
+      tokensAppendedSoFar: tokensAppended,
       kept: res.estimatedTokens,
       compacted: res.compaction !== undefined,
       tokensBefore: res.compaction?.tokensBefore,
@@ -102,6 +125,8 @@ export async function replayTurns(
       engine: res.engineId,
       mode: modeName(res.mode),
       ...(res.fallbackReason ? { fallbackReason: res.fallbackReason } : {}),
+      messages,
+      tokensAppended,
     });
     progress(index + 1, tokensAppended);
   }
@@ -120,23 +145,41 @@ function progressBar(total: number): cliProgress.SingleBar {
 function turnTable(results: TurnResult[]): string {
   const rows = results.map((r) => [
     r.turn,
-    r.messages,
-    r.tokensAppended,
+    r.messagesSoFar,
+    r.tokensAppendedSoFar,
     r.kept,
     r.compacted ? `yes (${num(r.tokensBefore ?? 0)} → ${num(r.tokensAfter ?? 0)})` : "no",
     r.engine || "-",
     r.fallbackReason ? `${r.mode}: ${r.fallbackReason}` : r.mode,
   ]);
-  return table(["turn", "messages", "tokens appended", "assembled", "compacted", "engine", "mode"], rows);
+  return table(["turn", "messages so far", "tokens appended so far", "assembled", "compacted", "engine", "mode"], rows);
 }
 
-function summarize(sessionId: string, budget: number, results: TurnResult[]) {
+/**
+ * An existing session keeps the agent id it was created with (the server routes by the stored
+ * one), so `--agent` on it would silently replay through another engine than asked: refused.
+ */
+async function checkAgent(client: ContextdClient, sessionId: string, agentId: string): Promise<void> {
+  let stored: string;
+  try {
+    stored = (await client.getSession({ session: { sessionId, agentId } })).info?.session?.agentId ?? "";
+  } catch (err) {
+    if ((err as { code?: number }).code === Status.NOT_FOUND) return; // a new session: created under agentId
+    throw err;
+  }
+  if (stored !== agentId)
+    throw new Error(`session ${JSON.stringify(sessionId)} exists under agent ${JSON.stringify(stored)}, not ${JSON.stringify(agentId)}; --agent applies to a new session (pass another --session)`);
+}
+
+function summarize(sessionId: string, agentId: string | undefined, budget: number, results: TurnResult[]) {
   const last = results[results.length - 1];
   const compactions = results.filter((r) => r.compacted).length;
   const maxKept = Math.max(0, ...results.map((r) => r.kept));
   const overBudget = results.filter((r) => r.kept > budget).length;
   const text =
-    `replayed ${num(last.messages)} messages in ${results.length} turns into session ${sessionId}: ` +
+    `replayed ${num(last.messages)} messages in ${results.length} turns into session ${sessionId}` +
+    (agentId !== undefined ? ` (agent ${agentId})` : "") +
+    ": " +
     `${num(last.tokensAppended)} tokens appended, ${compactions} compaction${compactions === 1 ? "" : "s"}, ` +
     `assembled at most ${num(maxKept)} of ${num(budget)} tokens` +
     (overBudget ? ` (${overBudget} turn${overBudget === 1 ? "" : "s"} over budget)` : "");
