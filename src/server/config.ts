@@ -1,6 +1,7 @@
 import { accessSync, constants, readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import type { z } from "zod";
+import { deepMerge, parseMergeValue } from "./config-env-merge.js";
 import { configSchema, type ContextdConfig } from "./config-schema.js";
 import { show } from "./config-values.js";
 import { engineReservations } from "./engine-ownership.js";
@@ -18,7 +19,10 @@ export { parseDuration, formatDuration } from "./duration.js";
  *   Values are YAML (`false`, `12`, `[a, b]`, `{a: 1}`); a value that is not valid YAML is taken as text;
  *   an empty value counts as unset; `null` removes the key (back to its default). A variable replaces
  *   the whole value at its path (no deep merge). Map keys (agent, engine, owner ids) match existing keys
- *   case-insensitively with `-` written as `_`; list items are addressed by index (`..._RUNTIMES__0__AGENTS`).
+ *   case-insensitively with `-` written as `_`, and a new key is taken lower-cased; list items are
+ *   addressed by index (`..._RUNTIMES__0__AGENTS`). A key a name cannot spell (`Team-A`, `a.b`) goes in
+ *   the value: `CONTEXTD_SLOTS__AGENTS='{Team-A: lossless}'` replaces the map, and
+ *   `CONTEXTD_SLOTS__AGENTS='@merge {Team-A: lossless}'` merges into it (config-env-merge.ts).
  *   Variables whose first segment is not a top-level key (CONTEXTD_RUNTIME_TOKEN, CONTEXTD_REGISTRY, ...)
  *   are not config and are ignored.
  * - A YAML `null` (a key left empty) means "not set": the default applies.
@@ -146,6 +150,7 @@ function applyEnvOverrides(raw: Record<string, unknown>, env: NodeJS.ProcessEnv)
     if (segs.includes("")) throw new ConfigError(`config: ${variable}: malformed name (CONTEXTD_ + key path, "__" between levels)`);
     let node = raw as Record<string | number, unknown>;
     const path: Path = [];
+    let merged = false;
     segs.forEach((seg, i) => {
       let key: string | number = seg;
       if (Array.isArray(node)) {
@@ -160,7 +165,10 @@ function applyEnvOverrides(raw: Record<string, unknown>, env: NodeJS.ProcessEnv)
         throw new ConfigError(`config: unknown key ${JSON.stringify(pathText([...path, key]))}${unknownKeyHint(path, String(key))} (from env ${variable})`);
       path.push(key);
       if (i === segs.length - 1) {
-        node[key] = parseEnvValue(value);
+        const merge = parseMergeValue(value);
+        if (merge === undefined) node[key] = parseEnvValue(value);
+        else mergeEnvValue(node, key, merge, path, variable, origins);
+        merged = merge !== undefined;
         return;
       }
       if (node[key] === undefined || node[key] === null)
@@ -169,9 +177,32 @@ function applyEnvOverrides(raw: Record<string, unknown>, env: NodeJS.ProcessEnv)
         throw new ConfigError(`config: ${pathText(path)} (from env ${variable}): is ${show(node[key])} in the file, not a section`);
       node = node[key] as Record<string | number, unknown>;
     });
-    origins.push({ path, variable });
+    // A @merge recorded the keys it wrote: the file's other keys in that map are not from the env.
+    if (!merged) origins.push({ path, variable });
   }
   return origins;
+}
+
+/** Applies a `@merge` value at `node[key]` (`path`): records an origin for every key it writes. */
+function mergeEnvValue(
+  node: Record<string | number, unknown>,
+  key: string | number,
+  merge: NonNullable<ReturnType<typeof parseMergeValue>>,
+  path: Path,
+  variable: string,
+  origins: Origin[],
+): void {
+  if ("problem" in merge) throw new ConfigError(`config: ${variable}: ${merge.problem}`);
+  const kinds = containersAt(path).map((c) => c._zod.def.type);
+  if (!kinds.includes("object") && !kinds.includes("record"))
+    throw new ConfigError(
+      `config: ${variable}: "@merge" needs a section or a map, and ${pathText(path)} is ${kinds.includes("array") ? "a list (set it whole, or an item by index)" : "a single value"}`,
+    );
+  const current = node[key];
+  if (current === undefined || current === null) node[key] = {};
+  else if (typeof current !== "object" || Array.isArray(current))
+    throw new ConfigError(`config: ${pathText(path)} (from env ${variable}): is ${show(current)} in the file, not a section`);
+  deepMerge(node[key] as Record<string, unknown>, merge.mapping, (rel) => origins.push({ path: [...path, ...rel], variable }));
 }
 
 function parseEnvValue(value: string): unknown {

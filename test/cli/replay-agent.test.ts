@@ -10,7 +10,8 @@ import { contextctl, int, tableRows } from "./run-contextctl.js";
 
 /**
  * `contextctl replay --agent ID` (the built CLI as a child process) against a real contextd whose
- * `slots.agents` routes the agent `Team-A` to a sidecar made here with the engine SDK: the replayed
+ * `slots.agents` routes the agent `Team-A` (added by `CONTEXTD_SLOTS__AGENTS='@merge ...'`, the env
+ * override for keys a variable's name cannot spell) to a sidecar made here with the engine SDK: the replayed
  * session is created under that agent id, so that sidecar serves it; without `--agent` the global
  * slot (`legacy`) does.
  */
@@ -31,7 +32,8 @@ describe("contextctl replay --agent against a real contextd with a per-agent slo
   let file: string;
 
   beforeAll(async () => {
-    server = await startContextd({ config: { slots: { agents: { "Team-A": "team-engine" } } } });
+    // `Team-A` cannot be spelled in a variable's name: the @merge value adds it to the file's map.
+    server = await startContextd({ config: { slots: { agents: { coder: "legacy" } } }, env: { CONTEXTD_SLOTS__AGENTS: "@merge {Team-A: team-engine}" } });
     cx = new ContextdClient({ address: server.address });
     engine = await serveEngine(
       { info: { id: "team-engine", name: "passes the view through", version: "1.0.0" }, assemble: (req) => ({ messages: req.messages }), compact: delegateCompactionToHost },
