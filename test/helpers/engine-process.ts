@@ -3,8 +3,8 @@
  * integration tests. Two implementations with the same CLI, control file and stdout protocol:
  *
  * - Python (test/engines/python/misbehaving_engine.py), run with Debian's /usr/bin/python3 and
- *   python3-grpcio; contextd.v1 stubs from {@link generatePythonStubs}, grpc.health.v1 stubs from
- *   grpc-health-check's health.proto, generated once per test process.
+ *   python3-grpcio, with clients/python on PYTHONPATH: the `contextd` package's committed stubs
+ *   (contextd.v1, contextd.health.v1).
  * - TypeScript (test/engines/ts/misbehaving-engine.ts), built on the engine SDK's `serveEngine`;
  *   compiled on demand with the project's TypeScript (together with the SDK sources it imports)
  *   into os.tmpdir()/contextd-test-engines-<hash of the sources>, then run with node.
@@ -102,26 +102,23 @@
  * exits 0.
  *
  * Every engine is SIGKILLed when the test process exits, and also exits by itself when its parent
- * (the test process) disappears. Temp dirs (control files, Python stubs) are removed at exit
+ * (the test process) disappears. Temp dirs (control files) are removed at exit
  * unless CONTEXTD_TEST_KEEP_TMP is set; the compiled TS engine is a cache keyed by the sources'
  * hash and stays in os.tmpdir() for the next run.
  */
-import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { generatePythonStubs, GRPC_PYTHON_PLUGIN, PROTOC, PYTHON, pythonGrpcAvailable } from "./python.js";
+import { PYTHON, PYTHON_PACKAGE_DIR, pythonGrpcAvailable, requirePythonGrpc } from "./python.js";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO_ROOT = path.resolve(HERE, "../..");
 export const PYTHON_ENGINE = path.join(REPO_ROOT, "test/engines/python/misbehaving_engine.py");
 export const TS_ENGINE = path.join(REPO_ROOT, "test/engines/ts/misbehaving-engine.ts");
-/** grpc.health.v1 as shipped by grpc-health-check (package grpc.health.v1, no imports). */
-export const HEALTH_PROTO_ROOT = path.join(REPO_ROOT, "node_modules/grpc-health-check/proto");
-const HEALTH_PROTO = "health/v1/health.proto";
 
 export type EngineMode =
   | "ok"
@@ -295,49 +292,22 @@ function makeTempDir(prefix: string): string {
 }
 
 // -------------------------------------------------------------------------------------------------
-// Python: stubs
+// Python: the contextd package
 // -------------------------------------------------------------------------------------------------
 
-let pythonStubs: string | undefined;
-
-/** True when the Python engine can run here (Debian python3 with grpc, protoc, the grpc plugin, health.proto). */
+/** True when the Python engine can run here (Debian python3 with grpc and protobuf). */
 export function pythonEnginesAvailable(): boolean {
-  return pythonGrpcAvailable() && fs.existsSync(path.join(HEALTH_PROTO_ROOT, HEALTH_PROTO));
+  return pythonGrpcAvailable();
 }
 
 /**
- * Generates (once per process) the stubs the Python engine imports: `contextd.v1.*` and
- * `health.v1.health_pb2(_grpc)` (from grpc-health-check's proto, whose package is grpc.health.v1
- * and whose path is health/v1/health.proto, so the Python module is `health.v1.health_pb2`).
- * Returns the directory to put on PYTHONPATH.
+ * The directory the Python engine needs on PYTHONPATH: clients/python, whose `contextd` package
+ * carries the committed stubs (nothing is generated any more). Throws when Debian's python3 cannot
+ * import grpc, so a test that needs the Python engine fails instead of skipping.
  */
 export function ensurePythonEngineStubs(): string {
-  if (pythonStubs) return pythonStubs;
-  const dir = makeTempDir("contextd-test-pystubs-");
-  generatePythonStubs(dir);
-  const healthProto = path.join(HEALTH_PROTO_ROOT, HEALTH_PROTO);
-  if (!fs.existsSync(healthProto)) throw new Error(`grpc health proto not found at ${healthProto}`);
-  const r = spawnSyncChecked(PROTOC, [
-    `-I${HEALTH_PROTO_ROOT}`,
-    `--python_out=${dir}`,
-    `--grpc_python_out=${dir}`,
-    `--plugin=protoc-gen-grpc_python=${GRPC_PYTHON_PLUGIN}`,
-    HEALTH_PROTO,
-  ]);
-  if (r) throw new Error(`protoc (health.proto) failed: ${r}`);
-  for (const d of [path.join(dir, "health"), path.join(dir, "health", "v1")]) {
-    const init = path.join(d, "__init__.py");
-    if (!fs.existsSync(init)) fs.writeFileSync(init, "");
-  }
-  pythonStubs = dir;
-  return dir;
-}
-
-/** Runs a command synchronously; returns its stderr when it failed, "" when it succeeded. */
-function spawnSyncChecked(cmd: string, args: string[]): string {
-  const r = spawnSync(cmd, args, { cwd: REPO_ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-  if (r.error) return r.error.message;
-  return r.status === 0 ? "" : r.stderr || `exit code ${String(r.status)}`;
+  requirePythonGrpc();
+  return PYTHON_PACKAGE_DIR;
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -511,11 +481,12 @@ function childEnv(opts: StartEngineOptions, extra: Record<string, string>): Node
 
 /** Starts the Python misbehaving engine and waits for its `listening` line. */
 export async function startPythonEngine(opts: StartEngineOptions): Promise<EngineProcess> {
-  const stubs = ensurePythonEngineStubs();
+  ensurePythonEngineStubs();
   const dir = makeTempDir(`contextd-engine-${safe(opts.engineId)}-`);
   const controlPath = path.join(dir, "control.json");
   writeControl(controlPath, opts.control ?? {});
-  const env = childEnv(opts, { PYTHONPATH: stubs, PYTHONUNBUFFERED: "1", PYTHONDONTWRITEBYTECODE: "1" });
+  // The package from this tree (its stubs: contextd.v1, contextd.health.v1), never an installed one.
+  const env = childEnv(opts, { PYTHONPATH: PYTHON_PACKAGE_DIR, PYTHONUNBUFFERED: "1", PYTHONDONTWRITEBYTECODE: "1" });
   delete env.PYTHONHOME;
   return launch("python", PYTHON, [PYTHON_ENGINE, ...engineArgs(opts, controlPath)], env, opts, dir, controlPath);
 }

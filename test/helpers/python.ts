@@ -1,70 +1,73 @@
 /**
- * Python interop for tests: generate contextd.v1 Python stubs with Debian's protoc and grpc plugin,
- * and run scripts with Debian's Python (which has grpcio and protobuf installed).
+ * Python interop for tests: run scripts with Debian's Python (python3-grpcio, python3-protobuf)
+ * and the repository's `contextd` package (clients/python, with its committed generated stubs).
  *
  * Deliberately `/usr/bin/python3`, not `python3` from PATH: on the CI image PATH finds a pyenv
  * interpreter without grpc.
  *
- *   const stubs = fs.mkdtempSync(path.join(os.tmpdir(), "contextd-py-"));
- *   generatePythonStubs(stubs);
- *   const r = await runPython("test/python/client_smoke.py", [cd.address, "s1"], {}, { stubsDir: stubs });
+ *   beforeAll(() => requirePythonGrpc());             // throws (the test fails) when grpc is missing
+ *   const r = await runPython("test/python/client_smoke.py", [cd.address, "s1"], { CONTEXTD_RUNTIME_TOKEN: "t" });
+ *   expect(r.code, r.stderr).toBe(0);
+ *   const result = lastJsonLine(r.stdout);
  */
-import { execFileSync, spawn, spawnSync } from "node:child_process";
-import fs from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const REPO_ROOT = path.resolve(HERE, "../..");
-export const PROTO_DIR = path.join(REPO_ROOT, "proto");
 export const PYTHON = "/usr/bin/python3";
-export const PROTOC = "/usr/bin/protoc";
-export const GRPC_PYTHON_PLUGIN = "/usr/bin/grpc_python_plugin";
+/** The root of the `contextd` Python package (what goes on PYTHONPATH; what `pip install` takes). */
+export const PYTHON_PACKAGE_DIR = path.join(REPO_ROOT, "clients", "python");
 
-let lastStubsDir: string | undefined;
+let grpcCheck: { ok: boolean; why: string } | undefined;
 
-/**
- * Writes `contextd/v1/*_pb2.py` and `*_pb2_grpc.py` into `outDir` (created if needed), with empty
- * `__init__.py` files so that `from contextd.v1 import session_pb2` works with `outDir` on
- * PYTHONPATH. Throws with protoc's stderr when generation fails.
- */
-export function generatePythonStubs(outDir: string): void {
-  const protoPkg = path.join(PROTO_DIR, "contextd", "v1");
-  const protos = fs
-    .readdirSync(protoPkg)
-    .filter((f) => f.endsWith(".proto"))
-    .sort()
-    .map((f) => `contextd/v1/${f}`);
-  if (protos.length === 0) throw new Error(`no .proto files in ${protoPkg}`);
-  fs.mkdirSync(path.join(outDir, "contextd", "v1"), { recursive: true });
-  try {
-    execFileSync(
-      PROTOC,
-      [
-        `-I${PROTO_DIR}`,
-        `--python_out=${outDir}`,
-        `--grpc_python_out=${outDir}`,
-        `--plugin=protoc-gen-grpc_python=${GRPC_PYTHON_PLUGIN}`,
-        ...protos,
-      ],
-      { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"], encoding: "utf8" },
-    );
-  } catch (err) {
-    const e = err as { stderr?: string; message: string };
-    throw new Error(`protoc failed: ${e.stderr || e.message}`);
-  }
-  for (const dir of [path.join(outDir, "contextd"), path.join(outDir, "contextd", "v1")]) {
-    const init = path.join(dir, "__init__.py");
-    if (!fs.existsSync(init)) fs.writeFileSync(init, "");
-  }
-  lastStubsDir = outDir;
+function checkPythonGrpc(): { ok: boolean; why: string } {
+  if (grpcCheck) return grpcCheck;
+  const r = spawnSync(PYTHON, ["-c", "import grpc, google.protobuf"], { encoding: "utf8", timeout: 30_000, env: pythonEnv() });
+  const why = r.error ? r.error.message : (r.stderr || `exit code ${String(r.status)}`).trim();
+  grpcCheck = { ok: r.status === 0, why };
+  return grpcCheck;
 }
 
-/** True when Debian's python3 can import grpc and protobuf and protoc + the grpc plugin exist. */
+/** True when Debian's python3 can import grpc and protobuf. */
 export function pythonGrpcAvailable(): boolean {
-  if (![PYTHON, PROTOC, GRPC_PYTHON_PLUGIN].every((f) => fs.existsSync(f))) return false;
-  const r = spawnSync(PYTHON, ["-c", "import grpc, google.protobuf"], { stdio: "ignore", timeout: 20_000 });
-  return r.status === 0;
+  return checkPythonGrpc().ok;
+}
+
+/**
+ * Throws when `/usr/bin/python3` cannot import grpc and protobuf, saying what to install. Tests that
+ * need Python call it (in `beforeAll`), so a machine without it FAILS them instead of skipping.
+ */
+export function requirePythonGrpc(): void {
+  const { ok, why } = checkPythonGrpc();
+  if (!ok) {
+    throw new Error(
+      `${PYTHON} cannot import grpc and google.protobuf (${why}). ` +
+        "Install Debian's packages: apt-get install -y python3 python3-grpcio python3-protobuf python3-venv",
+    );
+  }
+}
+
+/**
+ * The environment for a Python child: `process.env` + `extra`, with PYTHONPATH = clients/python
+ * (then `extra.PYTHONPATH`, if given), unbuffered output, no bytecode written into the tree, and no
+ * PYTHONHOME (a pyenv setting must not redirect the absolute interpreter to another stdlib).
+ * `withPackage = false` leaves clients/python off the path (an inherited PYTHONPATH is dropped too),
+ * for tests of an installed package.
+ */
+export function pythonEnv(extra: Record<string, string> = {}, withPackage = true): NodeJS.ProcessEnv {
+  const pythonPath = [withPackage ? PYTHON_PACKAGE_DIR : "", extra.PYTHONPATH ?? ""].filter(Boolean).join(path.delimiter);
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...extra,
+    PYTHONUNBUFFERED: "1",
+    PYTHONDONTWRITEBYTECODE: "1",
+  };
+  if (pythonPath) env.PYTHONPATH = pythonPath;
+  else delete env.PYTHONPATH;
+  delete env.PYTHONHOME;
+  return env;
 }
 
 export interface PythonResult {
@@ -74,40 +77,32 @@ export interface PythonResult {
 }
 
 export interface RunPythonOptions {
-  /** Directory with the generated stubs, put on PYTHONPATH. Default: the last `generatePythonStubs` dir. */
-  stubsDir?: string;
   /** Kill the script after this long (default 120 s); `code` is then null. */
   timeoutMs?: number;
+  /** Default: the repository root. */
   cwd?: string;
+  /** The interpreter (default {@link PYTHON}; e.g. a venv's bin/python). */
+  python?: string;
+  /** Put clients/python on PYTHONPATH (default true; false to test an installed package). */
+  withPackage?: boolean;
 }
 
 /**
- * Runs `script` (a path, relative to the repo root or absolute) with `/usr/bin/python3`. The
- * environment is `process.env` + `env`, with PYTHONPATH = the stubs dir (followed by `env.PYTHONPATH`
- * if given) and unbuffered output.
+ * Runs `script` (a path, relative to the repo root or absolute; or `["-c", code]`) with `args`,
+ * in {@link pythonEnv}(`env`). Resolves when the script exits, however it exits.
  */
 export function runPython(
-  script: string,
+  script: string | ["-c", string],
   args: string[] = [],
   env: Record<string, string> = {},
   options: RunPythonOptions = {},
 ): Promise<PythonResult> {
-  const stubsDir = options.stubsDir ?? lastStubsDir;
-  const scriptPath = path.isAbsolute(script) ? script : path.join(REPO_ROOT, script);
-  const pythonPath = [stubsDir, env.PYTHONPATH].filter(Boolean).join(path.delimiter);
-  const childEnv: NodeJS.ProcessEnv = {
-    ...process.env,
-    ...env,
-    PYTHONPATH: pythonPath,
-    PYTHONUNBUFFERED: "1",
-    PYTHONDONTWRITEBYTECODE: "1",
-  };
-  // A pyenv shim on PATH must not matter: we run an absolute interpreter, and its own site-packages.
-  delete childEnv.PYTHONHOME;
+  const head = Array.isArray(script) ? script : [path.isAbsolute(script) ? script : path.join(REPO_ROOT, script)];
+  const timeoutMs = options.timeoutMs ?? 120_000;
   return new Promise((resolve, reject) => {
-    const child = spawn(PYTHON, [scriptPath, ...args], {
+    const child = spawn(options.python ?? PYTHON, [...head, ...args], {
       cwd: options.cwd ?? REPO_ROOT,
-      env: childEnv,
+      env: pythonEnv(env, options.withPackage ?? true),
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";
@@ -115,9 +110,9 @@ export function runPython(
     child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
     child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
     const timer = setTimeout(() => {
-      stderr += `\n[runPython] killed after ${options.timeoutMs ?? 120_000} ms`;
+      stderr += `\n[runPython] killed after ${timeoutMs} ms`;
       child.kill("SIGKILL");
-    }, options.timeoutMs ?? 120_000);
+    }, timeoutMs);
     child.once("error", (err) => {
       clearTimeout(timer);
       reject(err);
@@ -129,7 +124,7 @@ export function runPython(
   });
 }
 
-/** The last line of `stdout` that parses as a JSON object (what client_smoke.py prints). */
+/** The last line of `stdout` that parses as a JSON object (what the test scripts print). */
 export function lastJsonLine(stdout: string): Record<string, unknown> | undefined {
   const lines = stdout.split("\n").map((l) => l.trim()).filter(Boolean);
   for (let i = lines.length - 1; i >= 0; i--) {

@@ -1,25 +1,28 @@
-#!/usr/bin/env python3
-"""Smoke test of contextd's SessionService from Python, through stubs generated from proto/.
+#!/usr/bin/python3
+"""Smoke test of contextd's SessionService from Python, through the `contextd` package.
 
 Usage: client_smoke.py ADDRESS SESSION_ID
-  env CONTEXTD_RUNTIME_TOKEN: sent as `authorization: Bearer <token>` when set.
+  env CONTEXTD_RUNTIME_TOKEN: the runtime token, when contextd requires one.
 
 Appends ~60 realistic coding-agent messages (well over 8k tokens) to a new session, assembles with a
-budget of 8000 (auto-compact on), forces a compaction, then pages through the whole transcript and
+budget of 8000 (auto-compact on), forces a compaction, then reads the whole transcript back and
 checks that every appended message is still there. Prints one JSON line with the results and exits 0,
 or prints {"error": ...} (details on stderr) and exits 1.
 
-Needs the generated stubs on PYTHONPATH (test/helpers/python.ts: generatePythonStubs / runPython).
+Needs clients/python on PYTHONPATH (test/helpers/python.ts runPython puts it there).
 """
 
+from __future__ import annotations
+
 import json
+import os
 import random
 import sys
 import traceback
+from typing import Any
 
-import grpc
-
-from contextd.v1 import session_pb2, session_pb2_grpc, types_pb2
+import contextd
+from contextd import messages as m
 
 BUDGET = 8000
 DEADLINE_S = 120
@@ -30,7 +33,7 @@ class CheckFailed(Exception):
     pass
 
 
-def check(cond, what):
+def check(cond: bool, what: str) -> None:
     if not cond:
         raise CheckFailed(what)
 
@@ -113,111 +116,64 @@ def test_log(rng, target_chars, fail):
     return "\n".join(lines)
 
 
-def text_block(text):
-    return types_pb2.ContentBlock(text=types_pb2.TextBlock(text=text))
-
-
 def build_messages(rng, n_turns=15):
     """n_turns turns of [user, assistant(tool call), tool result, assistant] and a final user request."""
     msgs = []
     ts = START_MS
 
-    def add(m):
+    def add(msg):
         nonlocal ts
         ts += 7000
-        m.timestamp_ms = ts
-        msgs.append(m)
+        msg.timestamp_ms = ts
+        msgs.append(msg)
 
     for turn in range(n_turns):
         area = rng.choice(AREAS)
         fn = fn_name(rng)
         path = file_path(rng, area)
-        add(types_pb2.Message(role=types_pb2.ROLE_USER, content=[text_block(
-            "%s in %s breaks when the %s is empty (ticket %s-%d). Please find out why and fix it." % (
-                fn, path, rng.choice(NOUNS), area.upper()[:4], rng.randint(1000, 9999)))]))
+        add(m.user("%s in %s breaks when the %s is empty (ticket %s-%d). Please find out why and fix it." % (
+            fn, path, rng.choice(NOUNS), area.upper()[:4], rng.randint(1000, 9999))))
         call_id = "call_py_%02d_%08x" % (turn, rng.getrandbits(32))
         tool = rng.choice(["read_file", "run_tests"])
         args = {"path": path} if tool == "read_file" else {"command": "pytest tests/%s -q" % area}
-        add(types_pb2.Message(role=types_pb2.ROLE_ASSISTANT, content=[
-            text_block("Let me look at %s first; the %s handling in %s looks suspicious." % (path, rng.choice(PROPS), fn)),
-            types_pb2.ContentBlock(tool_call=types_pb2.ToolCallBlock(id=call_id, name=tool, arguments_json=json.dumps(args))),
-        ], usage=types_pb2.Usage(input=1000 + 900 * turn, output=rng.randint(50, 400), total=1100 + 900 * turn)))
+        add(m.assistant("Let me look at %s first; the %s handling in %s looks suspicious." % (path, rng.choice(PROPS), fn),
+                        tool_calls=[m.tool_call(call_id, tool, args)],
+                        usage={"input": 1000 + 900 * turn, "output": rng.randint(50, 400), "total": 1100 + 900 * turn}))
         is_error = tool == "run_tests" and rng.random() < 0.3
         body = code_file(rng, rng.randint(2500, 4500)) if tool == "read_file" else test_log(rng, rng.randint(2500, 4500), is_error)
-        add(types_pb2.Message(role=types_pb2.ROLE_TOOL_RESULT, tool_call_id=call_id, tool_name=tool,
-                              is_error=is_error, content=[text_block(body)]))
-        add(types_pb2.Message(role=types_pb2.ROLE_ASSISTANT, content=[text_block(
-            "Fixed: %s now checks `%s` before using it, and the %s path logs the %s. Tests for %s pass." % (
-                fn, rng.choice(PROPS), rng.choice(NOUNS), rng.choice(PROPS), area))]))
-    add(types_pb2.Message(role=types_pb2.ROLE_USER, content=[text_block(
-        "Last one for today (smoke %08x): summarize what you changed in this session, file by file." % rng.getrandbits(32))]))
+        add(m.tool_result(call_id, tool, body, is_error=is_error))
+        add(m.assistant("Fixed: %s now checks `%s` before using it, and the %s path logs the %s. Tests for %s pass." % (
+            fn, rng.choice(PROPS), rng.choice(NOUNS), rng.choice(PROPS), area)))
+    add(m.user("Last one for today (smoke %08x): summarize what you changed in this session, file by file." % rng.getrandbits(32)))
     return msgs
-
-
-def message_text(m):
-    parts = []
-    for b in m.content:
-        kind = b.WhichOneof("block")
-        if kind == "text":
-            parts.append(b.text.text)
-        elif kind == "thinking":
-            parts.append(b.thinking.thinking)
-        elif kind == "tool_call":
-            parts.append("%s(%s)" % (b.tool_call.name, b.tool_call.arguments_json))
-    return "\n".join(parts)
 
 
 # --- the smoke test ---------------------------------------------------------------------------
 
-def run(address, session_id, token):
-    metadata = [("authorization", "Bearer %s" % token)] if token else []
-    channel = grpc.insecure_channel(address, options=[
-        ("grpc.max_send_message_length", 16 * 1024 * 1024),
-        ("grpc.max_receive_message_length", 16 * 1024 * 1024),
-    ])
-    grpc.channel_ready_future(channel).result(timeout=20)
-    stub = session_pb2_grpc.SessionServiceStub(channel)
-    session = types_pb2.SessionRef(session_id=session_id, agent_id="python-smoke")
+def run(cx: contextd.Client, session_id: str) -> dict[str, Any]:
+    cx.wait_ready(timeout=20)
+    session = (session_id, "python-smoke")
+    messages = build_messages(random.Random(20250303))
 
-    rng = random.Random(20250303)
-    messages = build_messages(rng)
-
-    appended = stub.AppendMessages(session_pb2.AppendMessagesRequest(session=session, messages=messages),
-                                   metadata=metadata, timeout=DEADLINE_S)
+    appended = cx.append_messages(session=session, messages=messages)
     check(len(appended.entry_ids) == len(messages),
           "AppendMessages returned %d entry ids for %d messages" % (len(appended.entry_ids), len(messages)))
     check(len(set(appended.entry_ids)) == len(messages) and all(appended.entry_ids), "entry ids must be unique and non-empty")
-    appended_tokens = sum(appended.token_counts)
     check(len(appended.token_counts) == len(messages), "token_counts must have one count per message")
+    appended_tokens = sum(appended.token_counts)
     check(appended_tokens > BUDGET, "appended only %d tokens; the smoke test needs more than %d" % (appended_tokens, BUDGET))
 
-    assembled = stub.Assemble(session_pb2.AssembleRequest(session=session, token_budget=BUDGET, auto_compact=True),
-                              metadata=metadata, timeout=DEADLINE_S)
-    check(assembled.estimated_tokens <= BUDGET,
-          "Assemble estimated_tokens %d > budget %d" % (assembled.estimated_tokens, BUDGET))
+    assembled = cx.assemble(session=session, token_budget=BUDGET, auto_compact=True)
+    check(assembled.estimated_tokens <= BUDGET, "Assemble estimated_tokens %d > budget %d" % (assembled.estimated_tokens, BUDGET))
     check(len(assembled.messages) > 0, "Assemble returned no messages")
     check(assembled.engine_id != "", "Assemble returned no engine_id")
-    latest = message_text(messages[-1])
-    check(any(message_text(m) == latest for m in assembled.messages),
-          "the latest user message is not in the assembled context verbatim")
+    latest = m.text_of(messages[-1])
+    check(any(m.text_of(x) == latest for x in assembled.messages), "the latest user message is not in the assembled context verbatim")
 
-    compacted = stub.Compact(session_pb2.CompactRequest(session=session, token_budget=BUDGET, force=True),
-                             metadata=metadata, timeout=DEADLINE_S)
+    compacted = cx.compact(session=session, token_budget=BUDGET, force=True)
     check(compacted.ok, "Compact(force) answered ok=false: %s" % compacted.reason)
 
-    entries = []
-    page_token = ""
-    pages = 0
-    while True:
-        page = stub.GetTranscript(session_pb2.GetTranscriptRequest(session=session, page_size=25, page_token=page_token),
-                                  metadata=metadata, timeout=DEADLINE_S)
-        entries.extend(page.entries)
-        pages += 1
-        check(pages < 1000, "GetTranscript does not stop paging")
-        if not page.next_page_token:
-            break
-        page_token = page.next_page_token
-
+    entries = list(cx.transcript(session, page_size=25))
     seqs = [e.seq for e in entries]
     check(all(a < b for a, b in zip(seqs, seqs[1:])), "transcript seq is not strictly increasing")
     by_id = {e.id: e for e in entries if e.WhichOneof("entry") == "message"}
@@ -225,10 +181,9 @@ def run(address, session_id, token):
         check(entry_id in by_id, "appended entry %s is missing from the transcript" % entry_id)
         stored = by_id[entry_id].message
         check(stored.role == original.role, "entry %s changed role" % entry_id)
-        check(message_text(stored) == message_text(original), "entry %s changed content" % entry_id)
+        check(m.text_of(stored) == m.text_of(original), "entry %s changed content" % entry_id)
         check(stored.tool_call_id == original.tool_call_id and stored.is_error == original.is_error,
               "entry %s changed tool fields" % entry_id)
-    compactions = sum(1 for e in entries if e.WhichOneof("entry") == "compaction")
 
     return {
         "appended": len(appended.entry_ids),
@@ -236,32 +191,24 @@ def run(address, session_id, token):
         "assembled_tokens": assembled.estimated_tokens,
         "assembled_messages": len(assembled.messages),
         "assemble_compacted": assembled.HasField("compaction"),
+        "assemble_mode": contextd.Mode.Name(assembled.mode),
         "compacted": compacted.compacted,
         "compact_engine_id": compacted.engine_id,
         "transcript_messages": len(by_id),
         "transcript_entries": len(entries),
-        "transcript_pages": pages,
-        "compactions": compactions,
+        "compactions": sum(1 for e in entries if e.WhichOneof("entry") == "compaction"),
         "engine_id": assembled.engine_id,
     }
 
 
-def main(argv):
+def main(argv: list[str]) -> int:
     if len(argv) < 3:
         print(json.dumps({"error": "usage: client_smoke.py ADDRESS SESSION_ID"}))
         return 2
-    import os
     try:
-        result = run(argv[1], argv[2], os.environ.get("CONTEXTD_RUNTIME_TOKEN", ""))
-    except grpc.RpcError as e:
-        traceback.print_exc()
-        print(json.dumps({"error": "rpc failed: %s: %s" % (e.code(), e.details())}))
-        return 1
-    except (CheckFailed, grpc.FutureTimeoutError) as e:
-        traceback.print_exc()
-        print(json.dumps({"error": "%s: %s" % (type(e).__name__, e)}))
-        return 1
-    except Exception as e:  # noqa: BLE001 - any failure is a failed smoke test
+        with contextd.Client(argv[1], token=os.environ.get("CONTEXTD_RUNTIME_TOKEN"), timeout=DEADLINE_S) as cx:
+            result = run(cx, argv[2])
+    except Exception as e:  # noqa: BLE001 - any failure (ContextdError, CheckFailed, ...) fails the smoke test
         traceback.print_exc()
         print(json.dumps({"error": "%s: %s" % (type(e).__name__, e)}))
         return 1

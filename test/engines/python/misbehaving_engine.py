@@ -1,10 +1,9 @@
 #!/usr/bin/python3
 """A contextd context engine that can be told to misbehave, for registry / quarantine / fallback tests.
 
-Run it with Debian's /usr/bin/python3 (python3-grpcio) and PYTHONPATH pointing at a directory with
-the generated stubs: `contextd/v1/*_pb2*.py` (test/helpers/python.ts generatePythonStubs) and
-`health/v1/health_pb2*.py` (test/helpers/engine-process.ts generates them from grpc-health-check's
-health.proto). test/helpers/engine-process.ts startPythonEngine() does all of that.
+Run it with Debian's /usr/bin/python3 (python3-grpcio) and PYTHONPATH=clients/python: the
+`contextd` package's committed stubs (contextd.v1, and grpc.health.v1 as contextd.health.v1).
+test/helpers/engine-process.ts startPythonEngine() does that.
 
     misbehaving_engine.py --engine-id ID --control FILE [--listen 127.0.0.1:0]
                           [--registry ADDR --owner OWNER] [--owns-compaction] [--parent-pid PID]
@@ -46,7 +45,7 @@ from concurrent import futures
 import grpc
 
 from contextd.v1 import engine_pb2, engine_pb2_grpc, host_pb2, host_pb2_grpc, registry_pb2, registry_pb2_grpc, types_pb2
-from health.v1 import health_pb2, health_pb2_grpc
+from contextd.health.v1 import health_pb2, health_pb2_grpc
 
 ENGINE_SERVICE = "contextd.v1.ContextEngineService"
 MODES = ("ok", "hang", "ignore_cancel", "crash", "throw", "garbage", "garbage_bytes", "slow", "late", "over_budget", "unknown_entry")
