@@ -1,0 +1,311 @@
+"""serve_engine: an Engine as a sidecar — ContextEngineService and grpc.health.v1 on `listen`,
+registered with contextd's registry when one is configured, stopped gracefully on SIGTERM."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import stat
+import sys
+import threading
+import time
+from concurrent import futures
+from typing import Any
+
+import grpc
+
+from contextd.health.v1 import health_pb2_grpc
+from contextd.v1 import engine_pb2, engine_pb2_grpc, registry_pb2
+
+from .definition import Engine
+from .errors import EngineDefinitionError, EngineStartError
+from .health import Health
+from .host_client import HostChannels
+from .logs import EngineLogger, engine_logger, parse_level
+from .options import ServeOptions, format_host_port, parse_listen, registrable_host, resolve_options, unix_path
+from .registration import Registrar, RegistrationSettings, RegistrationStatus
+from .servicer import EngineServicer
+
+__all__ = ["RunningEngine", "serve_engine"]
+
+_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def serve_engine(engine: Engine, **options: Any) -> RunningEngine:
+    """Serves `engine` (see ServeOptions for the options and the environment they default from).
+
+    With block=True (the default) it serves until SIGTERM/SIGINT, then turns health NOT_SERVING,
+    deregisters, lets in-flight calls finish for `drain_timeout` seconds and returns the stopped
+    engine (the program then ends with exit code 0). With block=False it returns the running engine
+    at once. A start that fails (an invalid Engine or option, an address that cannot be bound)
+    prints one line to stderr and exits 2 when blocking, and raises EngineStartError otherwise.
+    """
+    exit_on_error = options.get("exit_on_error")
+    if exit_on_error is None:
+        exit_on_error = options.get("block", True) is not False
+    try:
+        if not isinstance(engine, Engine):
+            raise EngineDefinitionError(f"invalid engine definition: serve_engine takes an Engine, not {type(engine).__name__}")
+        info = engine.info()
+        running = RunningEngine(engine, info, resolve_options(options))
+    except EngineStartError as err:
+        if exit_on_error:
+            name = getattr(engine, "id", None)
+            sys.stderr.write(f"{name if isinstance(name, str) and name else 'serve_engine'}: {' '.join(str(err).split())}\n")
+            sys.stderr.flush()
+            sys.exit(2)
+        raise
+    if running.options.block:
+        running._serve_until_stopped()
+    return running
+
+
+class RunningEngine:
+    """A serving engine: what it answers, where, and how to stop it. Use as a context manager to
+    stop it on exit (tests: `with serve_engine(engine, block=False, registry="") as running:`)."""
+
+    def __init__(self, engine: Engine, info: engine_pb2.EngineInfo, options: ServeOptions) -> None:
+        self.options = options
+        #: What GetInfo answers (capabilities derived from the Engine).
+        self.info = info
+        level = parse_level(options.log_level) or logging.INFO
+        self.log: EngineLogger = engine_logger(info.id, level, options.logger)
+        self._stop_requested = threading.Event()
+        self._stopped = threading.Event()
+        self._stop_lock = threading.Lock()
+        self._stopping = False
+        self._deregister_on_request = True
+        self._previous_handlers: dict[int, Any] = {}
+
+        self._executor = futures.ThreadPoolExecutor(max_workers=options.max_workers, thread_name_prefix=f"{info.id}-rpc")
+        self._server = grpc.server(
+            self._executor,
+            options=[
+                ("grpc.max_receive_message_length", options.max_message_bytes),
+                ("grpc.max_send_message_length", options.max_message_bytes),
+                # A port in use must fail the bind, not be shared with another process.
+                ("grpc.so_reuseport", 0),
+            ],
+        )
+        self._host_channels = HostChannels(options.tls)
+        self._servicer = EngineServicer(engine, info, self.log, self._host_channels)
+        engine_pb2_grpc.add_ContextEngineServiceServicer_to_server(self._servicer, self._server)
+        self._health = Health()
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
+        try:
+            #: The bound address (host:port with the real port, or unix:/path).
+            self.address, self.endpoint = self._bind()
+        except EngineStartError:
+            self._executor.shutdown(wait=False)
+            raise
+        self._server.start()
+        self._health.set_serving(True)
+
+        self._registrar: Registrar | None = None
+        if options.registry:
+            settings = RegistrationSettings(
+                registry=options.registry,
+                engine_id=info.id,
+                owner=options.owner,
+                owner_token=options.owner_token,
+                endpoint=self.endpoint,
+                allow_same_owner_refresh=options.allow_same_owner_refresh,
+                heartbeat=options.heartbeat,
+                retry_initial=options.retry_initial,
+                retry_max=options.retry_max,
+                tls=options.tls,
+            )
+            self._registrar = Registrar(settings, self.log)
+        if options.handle_signals:
+            self._install_signal_handlers()
+        if options.parent_pid:
+            threading.Thread(target=self._watch_parent, args=(options.parent_pid,), name=f"{info.id}-parent-watch", daemon=True).start()
+        caps = info.capabilities
+        self.log.info(
+            "engine listening",
+            extra={
+                "address": self.address,
+                "endpoint": self.endpoint,
+                "registry": options.registry,
+                "pid": os.getpid(),
+                "capabilities": {f.name: getattr(caps, f.name) for f in caps.DESCRIPTOR.fields},
+            },
+        )
+        if self._registrar is not None:
+            self._registrar.start()
+        else:
+            self.log.info("no registry configured (CONTEXTD_REGISTRY): serving without registering")
+
+    # ------------------------------------------------------------------------------------ public
+
+    @property
+    def registration(self) -> RegistrationStatus | None:
+        """Where registration stands now (None when no registry is configured)."""
+        return self._registrar.status if self._registrar else None
+
+    def wait_registered(self, timeout: float | None = None) -> registry_pb2.RegisterEngineResponse | None:
+        """The first registration's answer (None without a registry). Raises RegistrationError when
+        it was refused for good, TimeoutError when it did not happen within `timeout` seconds."""
+        return self._registrar.wait_registered(timeout) if self._registrar else None
+
+    def set_health(self, serving: bool) -> None:
+        """grpc.health.v1 SERVING or NOT_SERVING, for "" and contextd.v1.ContextEngineService."""
+        self._health.set_serving(serving)
+
+    def stop(self, deregister: bool = True) -> None:
+        """NOT_SERVING, deregister (unless `deregister=False`), let in-flight calls finish for
+        `drain_timeout` and cancel the rest, run `on_shutdown`. Idempotent; a second caller waits."""
+        with self._stop_lock:
+            already = self._stopping
+            self._stopping = True
+        if already:
+            self._stopped.wait()
+            return
+        started = time.monotonic()
+        self._stop_requested.set()
+        self._restore_signal_handlers()
+        self._health.set_serving(False)
+        if self._registrar is not None:
+            # Leave the registry first, so contextd stops routing here; then drain.
+            self._registrar.stop(deregister)
+        self._server.stop(self.options.drain_timeout).wait()
+        if self._servicer.inflight:
+            self.log.warning(
+                "in-flight calls did not finish in time; they were cancelled",
+                extra={"inflight": self._servicer.inflight, "drain_timeout_ms": round(self.options.drain_timeout * 1000)},
+            )
+        self._host_channels.close()
+        self._executor.shutdown(wait=False)
+        if self.options.on_shutdown is not None:
+            try:
+                self.options.on_shutdown()
+            except Exception:
+                self.log.exception("on_shutdown failed")
+        self.log.info("engine stopped", extra={"took_ms": round((time.monotonic() - started) * 1000)})
+        self._stopped.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Blocks until the engine has stopped (True) or `timeout` seconds passed (False)."""
+        return self._stopped.wait(timeout)
+
+    def __enter__(self) -> RunningEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------------------- internals
+
+    def _bind(self) -> tuple[str, str]:
+        opts = self.options
+        listen = parse_listen(opts.listen)
+        if listen.kind == "unix":
+            _remove_stale_socket(unix_path(listen.target))
+        try:
+            if opts.server_credentials is not None:
+                port = self._server.add_secure_port(listen.target, opts.server_credentials)
+            else:
+                port = self._server.add_insecure_port(listen.target)
+        except RuntimeError as err:  # grpcio >= 1.5x raises instead of returning 0
+            raise EngineStartError(f"cannot listen on {opts.listen}: {err}") from None
+        if port == 0:
+            raise EngineStartError(f"cannot listen on {opts.listen} (address in use or not permitted)")
+        if listen.kind == "unix":
+            return listen.target, opts.advertise or listen.target
+        address = format_host_port(listen.host, port)
+        if opts.advertise:
+            return address, opts.advertise
+        host, wildcard = registrable_host(listen.host)
+        if wildcard and opts.registry:
+            self.log.warning(
+                f"listening on a wildcard address: registering {host}; set `advertise` (CONTEXTD_ENGINE_ADVERTISE) if the registry runs elsewhere",
+                extra={"listen": opts.listen},
+            )
+        return address, format_host_port(host, port)
+
+    def _serve_until_stopped(self) -> None:
+        try:
+            # Wake up regularly: signal handlers run in the main thread between waits.
+            while not self._stop_requested.wait(0.5):
+                pass
+        except KeyboardInterrupt:  # SIGINT when the engine does not handle signals itself
+            pass
+        self.stop(deregister=self._deregister_on_request)
+        if self._servicer.inflight:
+            # An engine method that ignores cancellation keeps its (non-daemon) worker thread alive,
+            # and the interpreter would wait for it forever at exit.
+            self.log.warning("exiting with engine methods still running")
+            logging.shutdown()
+            os._exit(0)
+
+    def _install_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            self.log.debug("not handling SIGTERM/SIGINT: serve_engine was not called from the main thread")
+            return
+        for sig in _SIGNALS:
+            self._previous_handlers[sig] = signal.signal(sig, self._on_signal)
+
+    def _restore_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig, handler in self._previous_handlers.items():
+            signal.signal(sig, handler)
+        self._previous_handlers.clear()
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        if self._stop_requested.is_set():
+            return
+        self.log.info("signal received: deregistering and draining", extra={"signal": signal.Signals(signum).name})
+        self._stop_requested.set()
+        if not self.options.block:
+            # Nobody waits in _serve_until_stopped: stop here, in the main thread, and end the program.
+            self.stop(deregister=self._deregister_on_request)
+            raise SystemExit(0)
+
+    def _watch_parent(self, pid: int) -> None:
+        """A managed sidecar must not outlive a contextd that was killed without a chance to stop it."""
+        was_parent = os.getppid() == pid
+        while not self._stop_requested.wait(1.0):
+            if _alive(pid) and (not was_parent or os.getppid() == pid):
+                continue
+            self.log.warning("contextd (parent process) is gone; stopping", extra={"parent_pid": pid})
+            # contextd is gone, and its registry with it: nothing to deregister from.
+            self._deregister_on_request = False
+            if self.options.block:
+                self._stop_requested.set()
+            elif self._previous_handlers:
+                os.kill(os.getpid(), signal.SIGTERM)  # ends the program through _on_signal
+            else:
+                self.stop(deregister=False)
+            return
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_stale_socket(path: str) -> None:
+    """A socket file left by a run that crashed makes bind fail: remove it when nothing answers on it."""
+    try:
+        if not stat.S_ISSOCK(os.lstat(path).st_mode):
+            return
+    except OSError:
+        return
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(path)
+            return  # alive: let bind report the conflict
+        except OSError:
+            pass
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
