@@ -4,21 +4,24 @@ import type { ContextOverview } from "../contract/gen/contextd/v1/session.js";
 import type { ActiveTotals, ActiveView } from "../store/types.js";
 
 /**
- * The active view as engines and the model see it: the latest compaction's summary as a user
- * message, then the kept entries. Message ids are entry ids; token counts are the stored ones.
+ * The active view as engines and the model see it: the pinned system messages from before the
+ * latest compaction's cut (docs/PINNED-MESSAGES.md), then its summary as a user message, then the
+ * kept entries (system messages among them in place). Message ids are entry ids; token counts are
+ * the stored ones.
  */
 export function viewMessages(view: ActiveView): Message[] {
   const out: Message[] = [];
+  for (const m of view.messages.slice(0, view.pinnedCount)) out.push(m.message);
   if (view.compaction) {
     const { entry, summaryTokens } = view.compaction;
     const c = entry.entry?.$case === "compaction" ? entry.entry.value : undefined;
     out.push(summaryMessage(c?.summary ?? "", entry.id, summaryTokens, entry.timestampMs, c?.tokensBefore));
   }
-  for (const m of view.messages) out.push(m.message);
+  for (const m of view.messages.slice(view.pinnedCount)) out.push(m.message);
   return out;
 }
 
-/** Tokens of the active view by section, for GetSession and `contextctl session`. */
+/** Tokens of the active view by section, for GetSession and `contextctl session` (pinned system messages are message tokens). */
 export function contextOverview(totals: ActiveTotals): ContextOverview {
   let messageTokens = 0;
   let toolResultTokens = 0;

@@ -1,5 +1,6 @@
 import { ConflictError } from "../contract/errors.js";
 import { summaryMessage } from "../contract/messages.js";
+import { isSystemMessage } from "../contract/pinned.js";
 import type { CompactionResult } from "../contract/gen/contextd/v1/types.js";
 import { compactNative, type NativeCompactionDeps, type NativeCompactionInput } from "../legacy/compaction/native-compaction.js";
 import type { ActiveView, TranscriptStore } from "../store/types.js";
@@ -116,10 +117,18 @@ export class Compactions {
 
 /**
  * The active view's tokens once `firstKeptEntryId` starts it after the new summary (empty: no
- * message of this view kept); undefined when the id is not in the view (the store refuses that).
+ * message of this view kept); undefined when the id is not a kept entry of the view (the store
+ * refuses that). System messages are never summarized away (docs/PINNED-MESSAGES.md): the pinned
+ * ones stay, and those before the new cut become pinned, so all of them count.
  */
 function activeTokensAfter(view: ActiveView, firstKeptEntryId: string, summaryTokens: number): number | undefined {
-  const from = firstKeptEntryId ? view.messages.findIndex((m) => m.entryId === firstKeptEntryId) : view.messages.length;
+  const kept = view.messages.slice(view.pinnedCount);
+  const from = firstKeptEntryId ? kept.findIndex((m) => m.entryId === firstKeptEntryId) : kept.length;
   if (from < 0) return undefined;
-  return view.messages.slice(from).reduce((sum, m) => sum + m.tokenCount, summaryTokens);
+  let after = summaryTokens;
+  for (const m of view.messages.slice(0, view.pinnedCount)) after += m.tokenCount;
+  kept.forEach((m, i) => {
+    if (i >= from || isSystemMessage(m.message)) after += m.tokenCount;
+  });
+  return after;
 }

@@ -79,6 +79,8 @@
  */
 
 export * from "../contract/index.js";
+// What an engine must keep whatever the budget: system messages and the compaction summary.
+export { isPinned, isSystemMessage, splitPinned } from "../contract/pinned.js";
 
 export { serveEngine, type RunningEngine } from "./engine/serve-engine.js";
 export type { ServeEngineOptions } from "./engine/options.js";

@@ -11,6 +11,13 @@ import type { CompactionEntry, Message, TranscriptEntry } from "../contract/gen/
  *   entries from its `first_kept_entry_id` on (or, when that is empty, the entries after it), less
  *   the entries marked `hidden` (abandoned branches of an imported file, messages excluded from
  *   context). New entries follow the session's leaf (its last entry, or an imported file's leaf).
+ * - Pinned system messages (docs/PINNED-MESSAGES.md): every non-hidden ROLE_SYSTEM message entry
+ *   from before the cut (the view's first kept seq) is part of the active view too, in transcript
+ *   order, ahead of the summary. No compaction summarizes a system message away: the view is
+ *   [pinned system messages] + [summary] + [kept entries, system messages among them in place].
+ *   Their tokens count in ActiveView.tokens and ActiveTotals (under ROLE_SYSTEM). The transcript
+ *   itself (readEntries) is unchanged. A partial index (role = system) keeps reading them cheap
+ *   however long the history before the cut is.
  * - `commitCompaction` commits only when no other compaction was committed since the caller read
  *   the view (optimistic concurrency on `latestCompactionId`).
  */
@@ -64,7 +71,9 @@ export interface TranscriptStore {
   /**
    * Appends a compaction entry when `expectedLatestCompactionId` (empty string for "none yet") is
    * still the session's latest compaction; otherwise throws ConflictError and writes nothing.
-   * Throws InvalidArgumentError when `first_kept_entry_id` is not a message entry of the active view.
+   * Throws InvalidArgumentError when `first_kept_entry_id` is not a kept message entry of the
+   * active view (a pinned system message from before the cut cannot start the kept part: it heads
+   * the view whatever the cut).
    * `compactedThroughSeq` is the last seq of the view that was compacted: with an empty
    * `first_kept_entry_id`, entries appended after it (while the compaction ran) stay active.
    */
@@ -227,9 +236,15 @@ export interface ActiveView {
   session: SessionRecord;
   /** The latest compaction entry, when there is one. */
   compaction?: { entry: TranscriptEntry; summaryTokens: number };
-  /** Message entries of the active view, oldest first; `message.id` and `message.tokenCount` are set. */
+  /**
+   * Message entries of the active view in transcript order; `message.id` and `message.tokenCount`
+   * are set. The first `pinnedCount` are the pinned system messages from before the cut (the
+   * model sees them before the summary, host/active-view.ts); the others are the kept entries.
+   */
   messages: ViewMessage[];
-  /** Summary tokens plus every message's tokens. */
+  /** How many of `messages` are pinned system messages from before the latest compaction's cut (0 without one). */
+  pinnedCount: number;
+  /** Summary tokens plus every message's tokens (pinned ones included). */
   tokens: number;
 }
 
@@ -254,7 +269,7 @@ export interface EntryRevision {
 export interface ActiveTotals {
   session: SessionRecord;
   summaryTokens: number;
-  /** Message tokens of the active view by Role. */
+  /** Message tokens of the active view by Role (pinned system messages under ROLE_SYSTEM). */
   tokensByRole: Map<number, number>;
   /** Summary tokens plus every message's tokens (equals ActiveView.tokens). */
   tokens: number;

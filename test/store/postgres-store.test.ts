@@ -2,11 +2,12 @@ import type pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 
 import { FailedPreconditionError, UnavailableError } from "../../src/contract/errors.js";
-import { Role } from "../../src/contract/gen/contextd/v1/types.js";
+import { CompactionEntry, Role } from "../../src/contract/gen/contextd/v1/types.js";
 import { textMessage } from "../../src/contract/messages.js";
 import { openStore } from "../../src/store/open-store.js";
 import { MIGRATIONS, SCHEMA_VERSION } from "../../src/store/postgres/migrations.js";
 import { PostgresStore } from "../../src/store/postgres/postgres-store.js";
+import { SQL } from "../../src/store/postgres/statements.js";
 import { createScratchDatabase, type ScratchDatabase } from "../helpers/scratch-postgres.js";
 
 // PostgreSQL only: migrations under concurrent starts, connection failures, the pool. What every
@@ -161,5 +162,28 @@ describe("PostgresStore: the pool", () => {
     const text = plan.map((r) => r["QUERY PLAN"]).join("\n");
     expect(text).toMatch(/Index Scan using entries_pkey on entries/);
     expect(text).not.toMatch(/Seq Scan/);
+  });
+
+  it("reads the pinned system messages before the cut through the partial index entries_pinned", async () => {
+    const db = await scratch();
+    const store = await open(db.url());
+    const rules = { message: textMessage(Role.ROLE_SYSTEM, "rules"), tokenCount: 2 };
+    const batch = Array.from({ length: 1000 }, (_, i) => ({ message: textMessage(Role.ROLE_USER, `m${i}`), tokenCount: 1 }));
+    let last = "";
+    for (const s of ["a", "b", "c"]) {
+      for (let i = 0; i < 3; i++) last = (await store.appendMessages(s, [rules, ...batch], LABELS)).at(-3)!.id;
+      await store.commitCompaction(s, CompactionEntry.fromPartial({ summary: "s", firstKeptEntryId: last }), "", 1);
+    }
+    await sql(db, "ANALYZE");
+    const view = (await store.readActiveView("b"))!;
+    expect(view.pinnedCount).toBe(3);
+    expect(view.messages.length).toBe(3 + 3);
+    // The statements the store runs, as named: the planner picks the partial index for the pinned part.
+    for (const name of ["activeView", "activeTotals"] as const) {
+      const plan = await sql<{ "QUERY PLAN": string }>(db, `EXPLAIN ${SQL[name].text.replaceAll("$1", "'b'")}`);
+      const text = plan.map((r) => r["QUERY PLAN"]).join("\n");
+      expect(text, name).toMatch(/Index (Only )?Scan using entries_pinned on entries/);
+      expect(text, name).not.toMatch(/Seq Scan on entries/);
+    }
   });
 });

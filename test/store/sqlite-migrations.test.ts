@@ -6,7 +6,7 @@ import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { EngineInfo } from "../../src/contract/gen/contextd/v1/engine.js";
-import { Role, TranscriptEntry } from "../../src/contract/gen/contextd/v1/types.js";
+import { CompactionEntry, Role, TranscriptEntry } from "../../src/contract/gen/contextd/v1/types.js";
 import { messageText, textMessage } from "../../src/contract/messages.js";
 import { MIGRATIONS, SCHEMA_VERSION, migrate } from "../../src/store/sqlite/migrations.js";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
@@ -41,10 +41,10 @@ afterEach(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-describe("schema migrations 1 → 2 → 3 → 4", () => {
+describe("schema migrations 1 → 2 → 3 → 4 → 5", () => {
   it("upgrades a version-1 file in place, keeping its data", async () => {
     // Build a version-1 file: only migration 1, then data written through its schema.
-    expect(MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3, 4]);
+    expect(MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3, 4, 5]);
     const v1 = new Database(dbPath);
     migrate(v1, 1);
     expect(v1.pragma("user_version", { simple: true })).toBe(1);
@@ -70,7 +70,7 @@ describe("schema migrations 1 → 2 → 3 → 4", () => {
     const store = openAt();
     const db = (store as unknown as { db: Database.Database }).db;
     expect(db.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
-    expect(SCHEMA_VERSION).toBe(4);
+    expect(SCHEMA_VERSION).toBe(5);
     expect(await store.getSession("old")).toMatchObject({ sessionKey: "k", agentId: "a", totalTokens: 12, lastSeq: 1 });
     expect(await store.readEntries("old", 0, 10)).toEqual([entry]);
     const view = (await store.readActiveView("old"))!;
@@ -104,6 +104,17 @@ describe("schema migrations 1 → 2 → 3 → 4", () => {
     expect(await store.readSubagentState("old")).toEqual({ expiresAtMs: 0, endedAtMs: 0, endReason: 0 });
     await store.createSession("child", { ...LABELS, parentSessionId: "old" }, [], { expiresAtMs: 6000 });
     expect((await store.claimExpiredSubagents(6000, 10)).map((c) => c.sessionId)).toEqual(["child"]);
+
+    // Migration 5: on the upgraded file a system message is pinned at the head of the view once a
+    // compaction cuts past it.
+    const after = await store.appendMessages("old", [msg("sys", 5, Role.ROLE_SYSTEM), msg("a", 5, Role.ROLE_ASSISTANT), msg("u2", 5)], LABELS);
+    const sys = after[0].id;
+    await store.commitCompaction("old", CompactionEntry.fromPartial({ summary: "s", firstKeptEntryId: after[2].id }), "", 3);
+    const pinnedView = (await store.readActiveView("old"))!;
+    expect(pinnedView.pinnedCount).toBe(1);
+    expect(pinnedView.messages.map((m) => m.entryId)).toEqual([sys, after[2].id]);
+    const indexes = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'entries' ORDER BY name").all() as { name: string }[]).map((i) => i.name);
+    expect(indexes).toContain("entries_pinned");
 
     // Opening it again does not migrate twice.
     await store.close();

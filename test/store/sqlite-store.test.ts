@@ -89,6 +89,22 @@ describe("SqliteStore (SQLite only)", () => {
       .all("big", 2996) as { detail: string }[];
     expect(plan.map((p) => p.detail).join("; ")).toMatch(/SEARCH entries USING INDEX \S+ \(session_id=\? AND seq>\?\)/);
   });
+
+  it("reads the pinned system messages before the cut through the partial index entries_pinned", async () => {
+    const store = openAt();
+    await store.appendMessages("big", [{ message: textMessage(Role.ROLE_SYSTEM, "rules"), tokenCount: 7 }], LABELS);
+    const e = await appendN(store, "big", 3000);
+    await store.commitCompaction("big", CompactionEntry.fromPartial({ summary: "s", firstKeptEntryId: e[2995].id }), "", 1);
+    const view = (await store.readActiveView("big"))!;
+    expect(view.pinnedCount).toBe(1);
+    expect(view.messages.map((m) => m.seq)).toEqual([1, 2997, 2998, 2999, 3000, 3001]);
+    // The statements the store runs, as prepared: both must search the partial index, never scan.
+    const stmts = (store as unknown as { stmts: Record<"pinnedMessages" | "pinnedTokens", { source: string }> }).stmts;
+    for (const stmt of [stmts.pinnedMessages, stmts.pinnedTokens]) {
+      const plan = db(store).prepare(`EXPLAIN QUERY PLAN ${stmt.source}`).all("big", 2997) as { detail: string }[];
+      expect(plan.map((p) => p.detail).join("; ")).toMatch(/SEARCH entries USING (COVERING )?INDEX entries_pinned \(session_id=\? AND seq<\?\)/);
+    }
+  });
 });
 
 describe("openStore", () => {

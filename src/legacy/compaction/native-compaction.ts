@@ -1,5 +1,4 @@
 import { InvalidArgumentError } from "../../contract/errors.js";
-import { isSummaryMessage, summaryOf } from "../../contract/messages.js";
 import {
   CompactionTarget,
   type CompactionResult,
@@ -7,9 +6,10 @@ import {
 } from "../../contract/gen/contextd/v1/types.js";
 import type { Tokenizer } from "../../tokens/tokenizer.js";
 import { asSummaryResult, type Summarizer, type SummaryDetails } from "../summarizer/summarizer.js";
-import { analyzeCutPoints, chooseCut, suffixSums, type Cut } from "./cut-points.js";
+import { analyzeCutPoints, chooseCut, type Cut } from "./cut-points.js";
 import { promptBudget } from "./prompt-budget.js";
 import { capChars, charsPerToken, summaryTokens, truncateSummaryToFit } from "./summary-fit.js";
+import { foldable, viewParts } from "./view-parts.js";
 
 export { promptBudget } from "./prompt-budget.js";
 
@@ -36,6 +36,14 @@ export { promptBudget } from "./prompt-budget.js";
  *    turn alone is larger than the budget.
  *
  * Kept messages are never re-tokenized: their stored `tokenCount` is summed (O(n) per iteration).
+ *
+ * Pinned system messages (docs/PINNED-MESSAGES.md, view-parts.ts): no system message is ever
+ * handed to the summarizer, and all of them — those heading the view and those among its entries
+ * — are a fixed cost: the targets above (the prompt budget, keep_recent_tokens) are what they
+ * leave, and "at least one message summarized" means one that is not a system message. When the
+ * pinned messages alone leave no room for a summary, everything else is dropped (empty summary,
+ * nothing kept): the compaction still ends, and the host's contract takes over (the no-progress
+ * rule in host/compactions.ts, PREASSEMBLY_MAY_OVERFLOW).
  */
 
 export interface CompactionSettings {
@@ -49,8 +57,9 @@ export interface CompactionSettings {
 
 export interface NativeCompactionInput {
   /**
-   * The active view, oldest first. messages[0] may be the previous summary (isSummaryMessage);
-   * every other message has `id` (entry id) and `tokenCount` set.
+   * The active view as the host builds it (host/active-view.ts): the pinned system messages, the
+   * previous summary (isSummaryMessage) when there is one, then the kept entries. Every message
+   * other than the summary has `id` (entry id) and `tokenCount` set.
    */
   messages: Message[];
   /** The model's context window budget for this call; > 0. */
@@ -98,37 +107,41 @@ export async function compactNative(
   }
   throwIfAborted(signal);
 
-  const hasPrevious = input.messages.length > 0 && isSummaryMessage(input.messages[0]);
-  const previousSummary = hasPrevious ? summaryOf(input.messages[0]) : "";
-  const previousTokens = hasPrevious ? storedTokens(input.messages[0], tokenizer) : 0;
-  const rest = hasPrevious ? input.messages.slice(1) : input.messages;
+  const { hasPrevious, previousSummary, previousTokens, rest, suffix, pinnedTokens, pinnedMessages, foldableCount, firstCut } = viewParts(
+    input.messages,
+    tokenizer,
+  );
   const n = rest.length;
-  const suffix = suffixSums(rest.map((m) => storedTokens(m, tokenizer)));
-  const total = previousTokens + suffix[0];
+  const total = pinnedTokens + previousTokens + suffix[0];
   const tokensBefore = input.currentTokenCount && input.currentTokenCount > 0 ? input.currentTokenCount : total;
 
   const threshold = input.target === CompactionTarget.COMPACTION_TARGET_THRESHOLD;
   const budget = promptBudget(input.tokenBudget, settings.reserveTokens);
-  const keepRecent = Math.max(0, settings.keepRecentTokens);
+  // Pinned system messages are a fixed cost: the summary and the kept tail share what they leave.
+  const room = budget - pinnedTokens;
+  const keepRecentSetting = Math.max(0, settings.keepRecentTokens);
+  const keepRecent = Math.max(0, keepRecentSetting - pinnedTokens);
   const maxChars = Math.max(0, Math.floor(settings.summaryMaxChars));
 
   if (!input.force) {
     if (!threshold && tokensBefore <= budget) {
       return noop(`within budget: ${tokensBefore} of ${budget} tokens`);
     }
-    if (threshold && tokensBefore <= keepRecent) {
-      return noop(`below threshold: ${tokensBefore} of ${keepRecent} keep_recent_tokens`);
+    if (threshold && tokensBefore <= keepRecentSetting) {
+      return noop(`below threshold: ${tokensBefore} of ${keepRecentSetting} keep_recent_tokens`);
     }
-    if (threshold && n > 0 && suffix[0] <= keepRecent) {
+    if (threshold && foldableCount > 0 && suffix[0] <= keepRecent) {
       return noop(
-        `nothing to compact: the ${suffix[0]} tokens after the previous summary fit keep_recent_tokens (${keepRecent})`,
+        `nothing to compact: the ${suffix[0] + pinnedTokens} tokens after the previous summary fit keep_recent_tokens (${keepRecentSetting})` +
+          (pinnedTokens > 0 ? `, ${pinnedTokens} of them pinned system messages` : ""),
       );
     }
   }
   // With no message to fold in, re-summarizing the previous summary only makes sense to fit a budget.
-  const summaryOnlyOverBudget = n === 0 && hasPrevious && !threshold && total > budget;
-  if (n === 0 && !summaryOnlyOverBudget) {
-    return noop(hasPrevious ? "nothing to compact: only the previous summary is active" : "nothing to compact: the view is empty");
+  const summaryOnlyOverBudget = foldableCount === 0 && hasPrevious && !threshold && total > budget;
+  if (foldableCount === 0 && !summaryOnlyOverBudget) {
+    if (hasPrevious) return noop("nothing to compact: only the previous summary is active" + (pinnedMessages > 0 ? " (and pinned system messages, which are never summarized)" : ""));
+    return noop(pinnedMessages > 0 ? "nothing to compact: the view holds only system messages, which are never summarized" : "nothing to compact: the view is empty");
   }
 
   let iterations = 0;
@@ -141,7 +154,7 @@ export async function compactNative(
     const answer = asSummaryResult(
       await summarizer.summarize({
         previousSummary,
-        messages: rest.slice(0, cutIndex),
+        messages: foldable(rest, cutIndex),
         maxChars: chars,
         customInstructions: input.customInstructions,
         signal,
@@ -153,7 +166,9 @@ export async function compactNative(
     return capChars(answer.summary, chars);
   };
   const finish = (cut: Cut): NativeCompactionOutcome => {
-    const tokensAfter = summaryTokens(summary, tokenizer) + suffix[cut.index];
+    const tokensAfter = summaryTokens(summary, tokenizer) + suffix[cut.index] + pinnedTokens;
+    const summarized = foldable(rest, cut.index).length;
+    const kept = foldableCount - summarized;
     const result: CompactionResult = {
       summary,
       firstKeptEntryId: cut.index < n ? rest[cut.index].id : "",
@@ -163,61 +178,65 @@ export async function compactNative(
         summarizer: summarizer.kind,
         // The summarizer's own account (e.g. `summarizer: extractive` after an openai fallback) wins.
         ...reported,
-        summarized_messages: cut.index,
-        kept_messages: n - cut.index,
+        summarized_messages: summarized,
+        kept_messages: kept,
         cut: cut.kind,
         iterations,
         target: threshold ? "threshold" : "budget",
         prompt_budget: budget,
+        ...(pinnedMessages > 0 ? { pinned_messages: pinnedMessages, pinned_tokens: pinnedTokens } : {}),
       },
     };
     const reason =
-      `compacted ${cut.index} message(s) into a summary, kept ${n - cut.index} ` +
-      `(${tokensBefore} → ${tokensAfter} tokens)`;
+      `compacted ${summarized} message(s) into a summary, kept ${kept}` +
+      (pinnedMessages > 0 ? ` and ${pinnedMessages} pinned system message(s)` : "") +
+      ` (${tokensBefore} → ${tokensAfter} tokens)`;
     return { compacted: true, reason, result };
   };
 
   const kinds = analyzeCutPoints(rest);
 
   if (threshold) {
-    const cut = chooseCut(kinds, suffix, keepRecent);
+    const cut = chooseCut(kinds, suffix, keepRecent, firstCut);
     summary = await summarize(cut.index, maxChars);
     return finish(cut);
   }
 
-  // BUDGET: estimate the summary, then correct the cut with its real size.
   const emptySummaryTokens = summaryTokens("", tokenizer);
+  if (room <= emptySummaryTokens) {
+    // The pinned system messages alone (nearly) fill the budget: no summary can fit next to them.
+    // Keep nothing else and leave the summary empty, without asking the summarizer; the host's
+    // usual contract takes it from there (the no-progress rule, PREASSEMBLY_MAY_OVERFLOW).
+    return finish({ index: n, kind: "none" });
+  }
+
+  // BUDGET: estimate the summary, then correct the cut with its real size.
   const allowance = Math.min(
     emptySummaryTokens + Math.ceil(maxChars / ESTIMATED_CHARS_PER_TOKEN),
-    Math.floor(budget / 2),
+    Math.floor(room / 2),
   );
-  let cut = chooseCut(kinds, suffix, Math.min(keepRecent, budget - allowance));
+  let cut = chooseCut(kinds, suffix, Math.min(keepRecent, room - allowance), firstCut);
   for (let i = 0; i < MAX_CUT_ITERATIONS; i++) {
     summary = await summarize(cut.index, maxChars);
     const written = summaryTokens(summary, tokenizer);
-    if (written + suffix[cut.index] <= budget) return finish(cut);
+    if (written + suffix[cut.index] <= room) return finish(cut);
     if (cut.index === n) break;
-    cut = chooseCut(kinds, suffix, budget - written, cut.index + 1);
+    cut = chooseCut(kinds, suffix, room - written, cut.index + 1);
   }
 
   // Last resort: keep nothing and make the summary itself fit.
   cut = { index: n, kind: "none" };
-  const available = budget - emptySummaryTokens;
+  const available = room - emptySummaryTokens;
   let chars = Math.min(maxChars, Math.floor(available * charsPerToken(summary, tokenizer) * SHRINK_MARGIN));
   for (let i = 0; i < MAX_SHRINK_ITERATIONS && chars > 0; i++) {
     summary = await summarize(n, chars);
     const written = summaryTokens(summary, tokenizer);
-    if (written <= budget) return finish(cut);
+    if (written <= room) return finish(cut);
     const ratio = available / Math.max(1, written - emptySummaryTokens);
     chars = Math.min(chars - 1, Math.floor(Math.min(chars, summary.length) * ratio * SHRINK_MARGIN));
   }
-  summary = truncateSummaryToFit(summary, budget, tokenizer);
+  summary = truncateSummaryToFit(summary, room, tokenizer);
   return finish(cut);
-}
-
-/** The stored count; counted here only when the host left it unset (never for a normal entry). */
-function storedTokens(message: Message, tokenizer: Tokenizer): number {
-  return message.tokenCount > 0 ? message.tokenCount : tokenizer.countMessage(message);
 }
 
 function noop(reason: string): NativeCompactionOutcome {

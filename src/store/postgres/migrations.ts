@@ -118,6 +118,15 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX sessions_expiring ON sessions (expires_at_ms) WHERE expires_at_ms > 0 AND ended_at_ms = 0;
     `,
   },
+  {
+    version: 3,
+    description: "pinned system messages: a partial index on a session's system message entries by seq",
+    sql: `
+      -- As SQLite's migration 5 (docs/PINNED-MESSAGES.md): the active view holds every non-hidden
+      -- system message entry (role 4 = ROLE_SYSTEM) from before its cut; this index holds only those.
+      CREATE INDEX entries_pinned ON entries (session_id, seq) WHERE kind = 'message' AND role = 4 AND NOT hidden;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

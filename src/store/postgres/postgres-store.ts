@@ -175,9 +175,11 @@ export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy 
       tokens += row.active_summary_tokens;
       i++;
     }
+    // Part 2 (the pinned system messages before the cut) then part 3 (the kept range): transcript order.
     const messages = rows.slice(i).map(toViewMessage);
+    const pinnedCount = rows.slice(i).filter((r) => r.part === 2).length;
     for (const m of messages) tokens += m.tokenCount;
-    return { session: toSessionRecord(row), ...(compaction ? { compaction } : {}), messages, tokens };
+    return { session: toSessionRecord(row), ...(compaction ? { compaction } : {}), messages, pinnedCount, tokens };
   }
 
   async readActiveTotals(sessionId: string): Promise<ActiveTotals | undefined> {

@@ -33,7 +33,7 @@ export const SQL = {
     `INSERT INTO entries (${ENTRY_COLUMNS})
      SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::bigint[], $8::bigint[], $9::boolean[], $10::bytea[])`,
   ),
-  entryById: stmt("entry_by_id", "SELECT seq, kind, hidden FROM entries WHERE session_id = $1 AND id = $2"),
+  entryById: stmt("entry_by_id", "SELECT seq, kind, role, hidden FROM entries WHERE session_id = $1 AND id = $2"),
   idempotencyKey: stmt("idempotency_key", "SELECT * FROM idempotency_keys WHERE session_id = $1 AND idempotency_key = $2"),
   insertIdempotencyKey: stmt(
     "insert_idempotency_key",
@@ -42,7 +42,9 @@ export const SQL = {
   ),
   /**
    * The active view in one statement, hence one snapshot: the session row (as JSON, once), the
-   * latest compaction entry by its seq, then the message range from active_from_seq on.
+   * latest compaction entry by its seq, the pinned system messages before the cut (part 2,
+   * docs/PINNED-MESSAGES.md; role 4 = ROLE_SYSTEM spelled as in the partial index entries_pinned,
+   * so that the planner may use it), then the message range from active_from_seq on (part 3).
    */
   activeView: stmt(
     "active_view",
@@ -53,18 +55,26 @@ export const SQL = {
        ON e.session_id = s.session_id AND e.seq = s.latest_compaction_seq AND s.latest_compaction_seq > 0
      UNION ALL
      SELECT 2, NULL, e.seq, e.token_count, e.payload FROM s JOIN entries e
+       ON e.session_id = s.session_id AND e.seq < s.active_from_seq AND e.kind = 'message' AND e.role = 4 AND NOT e.hidden
+     UNION ALL
+     SELECT 3, NULL, e.seq, e.token_count, e.payload FROM s JOIN entries e
        ON e.session_id = s.session_id AND e.seq >= s.active_from_seq AND e.kind = 'message' AND NOT e.hidden
      ORDER BY part, seq`,
   ),
-  /** Token totals of the active view by role, with the session row, in one statement. */
+  /** Token totals of the active view by role (pinned system messages included), with the session row, in one statement. */
   activeTotals: stmt(
     "active_totals",
     `WITH s AS (SELECT * FROM sessions WHERE session_id = $1)
      SELECT 0 AS part, row_to_json(s)::text AS session, NULL::int AS role, NULL::bigint AS tokens FROM s
      UNION ALL
-     SELECT 1, NULL, e.role, SUM(e.token_count)::bigint FROM s JOIN entries e
-       ON e.session_id = s.session_id AND e.seq >= s.active_from_seq AND e.kind = 'message' AND NOT e.hidden
-     GROUP BY e.role
+     SELECT 1, NULL, v.role, SUM(v.token_count)::bigint FROM (
+       SELECT e.role, e.token_count FROM s JOIN entries e
+         ON e.session_id = s.session_id AND e.seq >= s.active_from_seq AND e.kind = 'message' AND NOT e.hidden
+       UNION ALL
+       SELECT e.role, e.token_count FROM s JOIN entries e
+         ON e.session_id = s.session_id AND e.seq < s.active_from_seq AND e.kind = 'message' AND e.role = 4 AND NOT e.hidden
+     ) v
+     GROUP BY v.role
      ORDER BY part`,
   ),
   entriesAfter: stmt("entries_after", "SELECT payload FROM entries WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"),

@@ -26,6 +26,7 @@ import { checkTimeMs } from "../sqlite/rows.js";
 import { SQL } from "./statements.js";
 import { planRewrites, rewriteTotals } from "../sqlite/rewrite-plan.js";
 import { seedCompaction } from "../seed-entries.js";
+import { firstKeptSeq as checkFirstKept, type FirstKeptRow } from "../first-kept.js";
 
 // The transcript write paths of PostgresStore (the class documents their behaviour; it is the
 // SQLite store's). Each runs in one transaction that first locks the session row, so writers of one
@@ -114,13 +115,8 @@ export async function commitCompaction(
     const firstKeptId = compaction.firstKeptEntryId ?? "";
     let firstKeptSeq: number | null = null;
     if (firstKeptId !== "") {
-      const [kept] = await run<{ seq: number; kind: string; hidden: boolean }>(conn, SQL.entryById, [sessionId, firstKeptId]);
-      if (!kept || kept.kind !== "message" || kept.hidden || kept.seq < row.active_from_seq) {
-        throw new InvalidArgumentError(
-          `first_kept_entry_id ${firstKeptId} is not a message of session ${sessionId}'s active view`,
-        );
-      }
-      firstKeptSeq = kept.seq;
+      const [kept] = await run<FirstKeptRow>(conn, SQL.entryById, [sessionId, firstKeptId]);
+      firstKeptSeq = checkFirstKept(sessionId, firstKeptId, kept, row.active_from_seq);
     } else if (compactedThroughSeq !== undefined) {
       // Nothing kept from the compacted view; what was appended after the caller read it stays active.
       firstKeptSeq = Math.max(row.active_from_seq, compactedThroughSeq + 1);

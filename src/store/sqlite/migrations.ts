@@ -37,6 +37,7 @@ export const MIGRATIONS: readonly Migration[] = [
         -- derived active-view pointers: readActiveView reads the session row, the latest
         -- compaction entry by (session_id, latest_compaction_seq), then the range
         -- seq >= active_from_seq; it never scans history before the active view
+        -- (migration 5 adds the pinned system messages before it, through a partial index)
         latest_compaction_id   TEXT    NOT NULL DEFAULT '',
         latest_compaction_seq  INTEGER NOT NULL DEFAULT 0,
         active_from_seq        INTEGER NOT NULL DEFAULT 1,
@@ -143,6 +144,17 @@ export const MIGRATIONS: readonly Migration[] = [
 
       -- What the sweep reads: only children with a TTL that are still running.
       CREATE INDEX sessions_expiring ON sessions (expires_at_ms) WHERE expires_at_ms > 0 AND ended_at_ms = 0;
+    `,
+  },
+  {
+    version: 5,
+    description: "pinned system messages: a partial index on a session's system message entries by seq",
+    sql: `
+      -- docs/PINNED-MESSAGES.md: the active view holds every non-hidden system message entry from
+      -- before its cut (role 4 = ROLE_SYSTEM, the wire value). readActiveView and readActiveTotals
+      -- read them through this index, which holds only those entries: the read costs the number of
+      -- system messages, never the length of the history before the cut.
+      CREATE INDEX entries_pinned ON entries (session_id, seq) WHERE kind = 'message' AND role = 4 AND hidden = 0;
     `,
   },
 ];

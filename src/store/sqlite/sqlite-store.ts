@@ -3,7 +3,7 @@ import Database from "better-sqlite3";
 import { InvalidArgumentError, NotFoundError } from "../../contract/errors.js";
 import { quote } from "../../contract/quote.js";
 import type { QuarantineState } from "../../contract/gen/contextd/v1/registry.js";
-import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
+import { Role, type CompactionEntry, type TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import type { RegistrationClaim, RegistryChange, RegistryStore, RegistryWatch, RegistryWatchOptions, StoredRegistration } from "../registry-store.js";
 import { ALL_AGENTS } from "../types.js";
 import type {
@@ -58,7 +58,9 @@ const DEFAULT_READ_LIMIT = 1_000;
  *
  * The session row carries the derived pointers of the active view (latest compaction seq, the seq
  * the view starts from, summary tokens, last entry id), so appends and readActiveView never touch
- * history outside the active view: their cost does not grow with the length of the transcript.
+ * history outside the active view: their cost does not grow with the length of the transcript. The
+ * one exception, the pinned system messages before the cut (docs/PINNED-MESSAGES.md), is read
+ * through a partial index that holds only system message entries.
  *
  * Behaviour where the interface is silent:
  * - appendMessages with an empty list still creates the session (with `labels`) and returns [];
@@ -189,9 +191,10 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
         compaction = { entry: decodeEntry(c.payload), summaryTokens: row.active_summary_tokens };
         tokens += row.active_summary_tokens;
       }
-      const messages = this.stmts.activeMessages.all(sessionId, row.active_from_seq).map(toViewMessage);
+      const pinned = this.stmts.pinnedMessages.all(sessionId, row.active_from_seq).map(toViewMessage);
+      const messages = [...pinned, ...this.stmts.activeMessages.all(sessionId, row.active_from_seq).map(toViewMessage)];
       for (const m of messages) tokens += m.tokenCount;
-      return { session: toSessionRecord(row), ...(compaction ? { compaction } : {}), messages, tokens };
+      return { session: toSessionRecord(row), ...(compaction ? { compaction } : {}), messages, pinnedCount: pinned.length, tokens };
     });
     return run.deferred();
   }
@@ -206,6 +209,11 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
       for (const r of this.stmts.activeTokensByRole.all(sessionId, row.active_from_seq)) {
         tokensByRole.set(r.role, r.tokens);
         tokens += r.tokens;
+      }
+      const pinned = this.stmts.pinnedTokens.get(sessionId, row.active_from_seq)?.tokens;
+      if (pinned !== null && pinned !== undefined) {
+        tokensByRole.set(Role.ROLE_SYSTEM, (tokensByRole.get(Role.ROLE_SYSTEM) ?? 0) + pinned);
+        tokens += pinned;
       }
       return { session: toSessionRecord(row), summaryTokens, tokensByRole, tokens };
     });

@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3";
 
+import { Role } from "../../contract/gen/contextd/v1/types.js";
 import type { QuarantineRow, RegistrationRow } from "./registry-rows.js";
 import type { EntryRow, EntryUpdateRow, ExpiredRow, IdempotencyRow, PayloadRow, RevisionRow, RewriteTargetRow, SessionRow, SubagentStateRow } from "./rows.js";
 
@@ -14,12 +15,14 @@ export interface Statements {
   insertSession: Stmt<[SessionRow], void>;
   saveSession: Stmt<[SessionRow], void>;
   insertEntry: Stmt<[EntryRow], void>;
-  entryById: Stmt<[string, string], { seq: number; kind: string; hidden: number }>;
+  entryById: Stmt<[string, string], { seq: number; kind: string; role: number | null; hidden: number }>;
   idempotencyKey: Stmt<[string, string], IdempotencyRow>;
   insertIdempotencyKey: Stmt<[IdempotencyRow], void>;
   entryBySeq: Stmt<[string, number], PayloadRow>;
   activeMessages: Stmt<[string, number], PayloadRow>;
   activeTokensByRole: Stmt<[string, number], { role: number; tokens: number }>;
+  pinnedMessages: Stmt<[string, number], PayloadRow>;
+  pinnedTokens: Stmt<[string, number], { tokens: number | null }>;
   entriesAfter: Stmt<[string, number, number], { payload: Buffer }>;
   listFirst: Stmt<[{ e: string; p: string; n: number }], SessionRow>;
   listAfter: Stmt<[{ u: number; s: string; e: string; p: string; n: number }], SessionRow>;
@@ -76,8 +79,8 @@ export function prepareStatements(db: Database.Database): Statements {
       `INSERT INTO entries (session_id, seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, payload)
        VALUES (@session_id, @seq, @id, @parent_id, @kind, @role, @token_count, @timestamp_ms, @hidden, @payload)`,
     ),
-    entryById: db.prepare<[string, string], { seq: number; kind: string; hidden: number }>(
-      "SELECT seq, kind, hidden FROM entries WHERE session_id = ? AND id = ?",
+    entryById: db.prepare<[string, string], { seq: number; kind: string; role: number | null; hidden: number }>(
+      "SELECT seq, kind, role, hidden FROM entries WHERE session_id = ? AND id = ?",
     ),
     idempotencyKey: db.prepare<[string, string], IdempotencyRow>(
       "SELECT * FROM idempotency_keys WHERE session_id = ? AND idempotency_key = ?",
@@ -96,6 +99,17 @@ export function prepareStatements(db: Database.Database): Statements {
     activeTokensByRole: db.prepare<[string, number], { role: number; tokens: number }>(
       `SELECT role, SUM(token_count) AS tokens FROM entries
        WHERE session_id = ? AND seq >= ? AND kind = 'message' AND hidden = 0 GROUP BY role`,
+    ),
+    // Pinned system messages before the view's cut (docs/PINNED-MESSAGES.md). The role is spelled
+    // as a literal, as in the partial index entries_pinned (migration 5), so that the index serves
+    // these: SQLite uses a partial index only when the query's WHERE names its terms.
+    pinnedMessages: db.prepare<[string, number], PayloadRow>(
+      `SELECT seq, token_count, payload FROM entries
+       WHERE session_id = ? AND seq < ? AND kind = 'message' AND role = ${Role.ROLE_SYSTEM} AND hidden = 0 ORDER BY seq`,
+    ),
+    pinnedTokens: db.prepare<[string, number], { tokens: number | null }>(
+      `SELECT SUM(token_count) AS tokens FROM entries
+       WHERE session_id = ? AND seq < ? AND kind = 'message' AND role = ${Role.ROLE_SYSTEM} AND hidden = 0`,
     ),
     entriesAfter: db.prepare<[string, number, number], { payload: Buffer }>(
       "SELECT payload FROM entries WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",

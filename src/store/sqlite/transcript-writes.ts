@@ -21,6 +21,7 @@ import {
 import type { Statements } from "./statements.js";
 import { planRewrites, rewriteTotals } from "./rewrite-plan.js";
 import { seedCompaction } from "../seed-entries.js";
+import { firstKeptSeq as checkFirstKept } from "../first-kept.js";
 
 // The transcript write paths of SqliteStore (the class documents their behaviour). Each runs in one
 // IMMEDIATE transaction, so the session row read at its start cannot change under it: the helpers
@@ -119,12 +120,7 @@ export function commitCompaction(
     let firstKeptSeq: number | null = null;
     if (firstKeptId !== "") {
       const kept = stmts.entryById.get(sessionId, firstKeptId);
-      if (!kept || kept.kind !== "message" || kept.hidden || kept.seq < row.active_from_seq) {
-        throw new InvalidArgumentError(
-          `first_kept_entry_id ${firstKeptId} is not a message of session ${sessionId}'s active view`,
-        );
-      }
-      firstKeptSeq = kept.seq;
+      firstKeptSeq = checkFirstKept(sessionId, firstKeptId, kept, row.active_from_seq);
     } else if (compactedThroughSeq !== undefined) {
       // Nothing kept from the compacted view; what was appended after the caller read it stays active.
       firstKeptSeq = Math.max(row.active_from_seq, compactedThroughSeq + 1);

@@ -2,6 +2,7 @@ import { describe } from "vitest";
 
 import { useStores, type StoreFactory } from "./harness.js";
 import { describeKeysAndImports } from "./keys-and-imports.js";
+import { describePinned } from "./pinned.js";
 import { describeRegistry } from "./registry.js";
 import { describeRewrites } from "./rewrites.js";
 import { describeStoreCopy } from "./store-copy.js";
@@ -18,6 +19,7 @@ export function describeStoreConformance(name: string, factory: StoreFactory): v
   describe(`${name} (store conformance)`, () => {
     const stores = useStores(factory);
     describeTranscripts(stores);
+    describePinned(stores);
     describeRewrites(stores);
     describeKeysAndImports(stores);
     describeRegistry(stores);
