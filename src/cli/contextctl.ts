@@ -1,6 +1,7 @@
 import { Command, Option } from "commander";
 import { registerCompact } from "./commands/compact.js";
 import { registerContext } from "./commands/context.js";
+import { registerDeregister } from "./commands/deregister.js";
 import { registerDoctor } from "./commands/doctor.js";
 import { registerEngines } from "./commands/engines.js";
 import { registerExport } from "./commands/export.js";
@@ -28,8 +29,9 @@ import { colourWanted, setColour } from "./style.js";
  *
  * Tokens: `--token` on the command line always wins. Otherwise SessionService commands use
  * $CONTEXTD_RUNTIME_TOKEN; the operator commands `isolate`/`release` use $CONTEXTD_ADMIN_TOKEN,
- * falling back to $CONTEXTD_RUNTIME_TOKEN; `engines` and `engines watch` (which any credential may
- * read) use $CONTEXTD_RUNTIME_TOKEN, falling back to $CONTEXTD_ADMIN_TOKEN.
+ * falling back to $CONTEXTD_RUNTIME_TOKEN; `deregister` (the engine's owner or an operator) uses
+ * $CONTEXTD_ADMIN_TOKEN, falling back to $CONTEXTD_OWNER_TOKEN; `engines` and `engines watch` (which
+ * any credential may read) use $CONTEXTD_RUNTIME_TOKEN, falling back to $CONTEXTD_ADMIN_TOKEN.
  */
 const program = new Command("contextctl")
   .description("operate and inspect a contextd server")
@@ -37,7 +39,7 @@ const program = new Command("contextctl")
   .addOption(
     new Option(
       "--token <token>",
-      "token sent as `authorization: Bearer`; when not given: $CONTEXTD_RUNTIME_TOKEN, except isolate/release prefer $CONTEXTD_ADMIN_TOKEN and engines falls back to it",
+      "token sent as `authorization: Bearer`; when not given: $CONTEXTD_RUNTIME_TOKEN, except isolate/release prefer $CONTEXTD_ADMIN_TOKEN, engines falls back to it, and deregister uses $CONTEXTD_ADMIN_TOKEN, else $CONTEXTD_OWNER_TOKEN",
     ).env("CONTEXTD_RUNTIME_TOKEN"),
   )
   .option("--json", "machine-readable JSON output (each command's --help gives its shape)")
@@ -77,6 +79,7 @@ registerExport(program);
 registerDoctor(program);
 registerEngines(program);
 registerQuarantine(program);
+registerDeregister(program);
 registerMigrateStore(program);
 
 // `contextctl transcript ID | head`: the reader left, which is not a failure of ours.

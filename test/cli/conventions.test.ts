@@ -42,7 +42,7 @@ describe("contextctl conventions", () => {
 
   it("every command's --help exits 0 with an example and the --json option", async () => {
     const names = await commandNames();
-    expect(names).toEqual(expect.arrayContaining(["health", "sessions", "session", "context", "transcript", "compact", "replay", "import", "export", "doctor", "engines", "isolate", "release", "migrate-store"]));
+    expect(names).toEqual(expect.arrayContaining(["health", "sessions", "session", "context", "transcript", "compact", "replay", "import", "export", "doctor", "engines", "isolate", "release", "deregister", "migrate-store"]));
     for (const name of names) {
       const help = await run([...name.split(" "), "--help"]);
       expect(help.code, name).toBe(0);
@@ -67,6 +67,8 @@ describe("contextctl conventions", () => {
       ["replay", file],
       ["--timeout", "soon", "health"],
       ["migrate-store", "sqlite:x.db"],
+      ["deregister"],
+      ["deregister", " "],
     ];
     for (const args of usage) {
       const r = await contextctl(address, ...args);
@@ -91,6 +93,7 @@ describe("contextctl conventions", () => {
       ["engines", "watch"],
       ["isolate", "e1"],
       ["release", "e1"],
+      ["deregister", "e1"],
     ];
     for (const args of calls) {
       for (const json of [[], ["--json"]]) {

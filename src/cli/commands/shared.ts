@@ -33,14 +33,18 @@ export function clientOptions(g: GlobalOptions, defaultTimeoutMs = 30_000): Clie
  * token may do (--token, else $CONTEXTD_RUNTIME_TOKEN, else $CONTEXTD_ADMIN_TOKEN). `operator`:
  * isolate/release (--token, else $CONTEXTD_ADMIN_TOKEN, else $CONTEXTD_RUNTIME_TOKEN) — the operator
  * token in the environment is preferred over a runtime token there, so a shell holding both works.
+ * `owner-or-operator`: deregister (--token, else $CONTEXTD_ADMIN_TOKEN, else $CONTEXTD_OWNER_TOKEN,
+ * the variable an engine reads its owner token from) — an operator may remove any engine, so its
+ * token is preferred; a runtime token is never sent, as it may not deregister.
  */
-export type TokenRole = "runtime" | "reader" | "operator";
+export type TokenRole = "runtime" | "reader" | "operator" | "owner-or-operator";
 
 export function tokenFor(cmd: Command, role: TokenRole): string | undefined {
   const flag = cmd.getOptionValueSourceWithGlobals("token") === "cli" ? globals(cmd).token : undefined;
   const runtime = process.env.CONTEXTD_RUNTIME_TOKEN || undefined;
   const admin = process.env.CONTEXTD_ADMIN_TOKEN || undefined;
   if (flag) return flag;
+  if (role === "owner-or-operator") return admin ?? (process.env.CONTEXTD_OWNER_TOKEN || undefined);
   if (role === "operator") return admin ?? runtime;
   if (role === "reader") return runtime ?? admin;
   return runtime;
