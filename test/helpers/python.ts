@@ -88,11 +88,11 @@ export interface RunPythonOptions {
 }
 
 /**
- * Runs `script` (a path, relative to the repo root or absolute; or `["-c", code]`) with `args`,
+ * Runs `script` (a path, relative to the repo root or absolute; or `["-c", code]`, `["-m", module]`) with `args`,
  * in {@link pythonEnv}(`env`). Resolves when the script exits, however it exits.
  */
 export function runPython(
-  script: string | ["-c", string],
+  script: string | ["-c" | "-m", string],
   args: string[] = [],
   env: Record<string, string> = {},
   options: RunPythonOptions = {},

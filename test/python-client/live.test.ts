@@ -1,0 +1,122 @@
+/**
+ * contextd.Client (clients/python) against a real contextd: auth on with a runtime token, then TLS
+ * and mTLS with certificates made in the test. Each case runs test/python/client_checks.py CHECK
+ * under Debian's /usr/bin/python3 and asserts on the JSON it prints.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
+import { lastJsonLine, requirePythonGrpc, runPython } from "../helpers/python.js";
+import { createPki, type CertFiles, type Pki } from "../security/helpers/test-pki.js";
+
+const TOKEN = "py-live-runtime-token-0123456789";
+const AUTH = { auth: { required: true, runtimes: [{ token_env: "PY_LIVE_TOKEN" }] } };
+
+type Refusal = { code: string; method: string; message: string; text: string };
+
+let sessions = 0;
+
+/** Runs one check with a fresh session id; fails the test with the script's output unless it exits 0. */
+async function check(name: string, address: string, env: Record<string, string> = {}): Promise<Record<string, any>> {
+  const session = `py-${name}-${++sessions}`;
+  const run = await runPython("test/python/client_checks.py", [name, address, session], { CONTEXTD_RUNTIME_TOKEN: TOKEN, ...env });
+  expect(run.code, `${name}:\n${run.stderr}${run.stdout}`).toBe(0);
+  return lastJsonLine(run.stdout)!;
+}
+
+beforeAll(() => requirePythonGrpc());
+
+describe("contextd.Client against contextd with auth on", () => {
+  let cd: ContextdProcess;
+  beforeAll(async () => {
+    cd = await startContextd({ config: AUTH, env: { PY_LIVE_TOKEN: TOKEN } });
+  });
+  afterAll(async () => cd?.cleanup());
+
+  it("appends a turn and assembles it; the answer's enums print their names", async () => {
+    const r = await check("append_assemble", cd.address);
+    expect(r).toMatchObject({ entry_ids: 5, mode: "MODE_NORMAL", prompt_authority: "PROMPT_AUTHORITY_ASSEMBLED", engine_id: "legacy", message_count: 5 });
+    expect(r.roles).toEqual(["ROLE_SYSTEM", "ROLE_USER", "ROLE_ASSISTANT", "ROLE_TOOL_RESULT", "ROLE_ASSISTANT"]);
+    expect(r.last_text).toBe("Fixed the off-by-one in checkout step 1.");
+    expect(r.estimated_tokens).toBeGreaterThan(0);
+  });
+
+  it("retries an append with its idempotency key: replayed, same ids, nothing written twice", async () => {
+    const r = await check("idempotent_retry", cd.address);
+    expect(r).toMatchObject({ first_replayed: false, retry_replayed: true, same_ids: true, entries: 4 });
+    const other = r.other_messages as Refusal;
+    expect(other).toMatchObject({ code: "ALREADY_EXISTS", method: "AppendMessages" });
+    expect(other.message).toContain("turn-1");
+  });
+
+  it("pages through a transcript, and transcript() follows the pages to the end", async () => {
+    const r = await check("transcript_paging", cd.address);
+    expect(r).toMatchObject({ entries: 24, pages: 5, increasing: true, first_text: "Turn 0: why does test_checkout_0 fail?" });
+  });
+
+  it("a bad request is ContextdError INVALID_ARGUMENT naming the field, and writes nothing", async () => {
+    const r = await check("bad_request", cd.address);
+    expect(r.bad_batch).toMatchObject({ code: "INVALID_ARGUMENT", method: "AppendMessages" });
+    expect(r.bad_batch.message).toContain("messages[1].tool_call_id is required");
+    expect(r.bad_batch.text).toMatch(/^AppendMessages: INVALID_ARGUMENT: messages\[1\]\.tool_call_id/);
+    expect(r.nothing_written).toMatchObject({ code: "NOT_FOUND", method: "GetSession" });
+    expect(r.no_budget).toMatchObject({ code: "INVALID_ARGUMENT", method: "Assemble" });
+    expect(r.no_budget.message).toContain("token_budget");
+    expect(r.no_session).toMatchObject({ code: "INVALID_ARGUMENT" });
+    expect(r.no_session.message).toContain("session.session_id is required");
+  });
+
+  it("deadlines: a call's timeout and the client's default end calls with DEADLINE_EXCEEDED", async () => {
+    const r = await check("deadline", cd.address);
+    expect(r.per_call).toMatchObject({ code: "DEADLINE_EXCEEDED", method: "Assemble" });
+    expect(r.client_default).toMatchObject({ code: "DEADLINE_EXCEEDED", method: "GetSession" });
+    expect(r.override_message_count).toBe(1);
+  });
+
+  it("without the runtime token (or with a wrong one) calls are UNAUTHENTICATED", async () => {
+    const r = await check("unauthenticated", cd.address);
+    expect(r.no_token).toMatchObject({ code: "UNAUTHENTICATED", method: "AppendMessages" });
+    expect(r.wrong_token).toMatchObject({ code: "UNAUTHENTICATED", method: "Assemble" });
+    expect(r.wrong_token.message).not.toContain("not-the-runtime-token");
+    expect(r.health_needs_no_token).toBe("SERVING");
+    expect(r.with_token).toBe(1);
+  });
+});
+
+describe("contextd.Client over TLS and mTLS (TlsConfig)", () => {
+  let pki: Pki;
+  let ca: CertFiles;
+  let server: CertFiles;
+  beforeAll(() => {
+    pki = createPki();
+    ca = pki.ca("python-client-ca");
+    server = pki.leaf(ca, "contextd", "server");
+  });
+  afterAll(() => pki?.remove());
+
+  it("TLS: trusting contextd's CA gets through; a plaintext client does not", async () => {
+    const cd = await startContextd({ config: { ...AUTH, tls: { cert_file: server.cert, key_file: server.key } }, env: { PY_LIVE_TOKEN: TOKEN } });
+    try {
+      const r = await check("tls", cd.address, { CONTEXTD_TLS_CA: ca.cert });
+      expect(r).toMatchObject({ mode: "MODE_NORMAL", health: "SERVING" });
+      expect(r.plaintext).toMatchObject({ code: "UNAVAILABLE", method: "GetSession" });
+    } finally {
+      await cd.cleanup();
+    }
+  });
+
+  it("mTLS: a client certificate from the trusted CA gets through; no certificate does not", async () => {
+    const client = pki.leaf(ca, "python-runtime", "client");
+    const cd = await startContextd({
+      config: { ...AUTH, tls: { cert_file: server.cert, key_file: server.key, client_ca_file: ca.cert, require_client_cert: true } },
+      env: { PY_LIVE_TOKEN: TOKEN },
+    });
+    try {
+      const r = await check("tls", cd.address, { CONTEXTD_TLS_CA: ca.cert, CONTEXTD_TLS_CERT: client.cert, CONTEXTD_TLS_KEY: client.key });
+      expect(r).toMatchObject({ mode: "MODE_NORMAL", health: "SERVING" });
+      expect(r.plaintext).toMatchObject({ code: "UNAVAILABLE" });
+      expect(r.without_client_cert).toMatchObject({ code: "UNAVAILABLE", method: "GetSession" });
+    } finally {
+      await cd.cleanup();
+    }
+  });
+});

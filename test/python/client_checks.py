@@ -1,0 +1,176 @@
+#!/usr/bin/python3
+"""contextd.Client against a real contextd, one check per run (test/python-client/live.test.ts).
+
+Usage: client_checks.py CHECK ADDRESS SESSION_ID
+  env CONTEXTD_RUNTIME_TOKEN   the runtime token (unset: no credentials)
+  env CONTEXTD_TLS_CA, CONTEXTD_TLS_CERT, CONTEXTD_TLS_KEY   TLS / mTLS files (unset: plaintext)
+
+Each check prints one JSON object (what the test asserts on) and exits 0; a failure the check did
+not expect prints {"error": ...} (traceback on stderr) and exits 1. A check that expects an error
+reports it as {"code": "INVALID_ARGUMENT", "method": ..., "message": ...} rather than failing.
+
+Needs clients/python on PYTHONPATH (test/helpers/python.ts runPython puts it there).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import contextd
+from contextd import ContextdError, Mode, PromptAuthority, Role
+from contextd import messages as m
+
+
+def refusal(call: Callable[[], object]) -> dict[str, str]:
+    """The ContextdError `call` raises, as JSON; a call that succeeds is a failed check."""
+    try:
+        call()
+    except ContextdError as err:
+        return {"code": err.code.name, "method": err.method, "message": err.message, "text": str(err)}
+    raise AssertionError("the call succeeded; it was expected to fail")
+
+
+def turn(n: int) -> list[contextd.Message]:
+    call_id = f"call_{n}"
+    return [
+        m.user(f"Turn {n}: why does test_checkout_{n} fail?"),
+        m.assistant("Let me run it.", tool_calls=[m.tool_call(call_id, "run_tests", {"only": f"test_checkout_{n}"})]),
+        m.tool_result(call_id, "run_tests", f"FAILED test_checkout_{n}: assert 3 == 4", is_error=True),
+        m.assistant(f"Fixed the off-by-one in checkout step {n}."),
+    ]
+
+
+def append_assemble(cx: contextd.Client, session: str) -> dict[str, Any]:
+    appended = cx.append_messages(session=session, messages=[m.system("You are a careful coding agent."), *turn(1)])
+    ctx = cx.assemble(session=session, token_budget=32_000)
+    info = cx.get_session(session=session).info
+    return {
+        "entry_ids": len(appended.entry_ids),
+        "mode": Mode.Name(ctx.mode),
+        "prompt_authority": PromptAuthority.Name(ctx.prompt_authority),
+        "engine_id": ctx.engine_id,
+        "estimated_tokens": ctx.estimated_tokens,
+        "roles": [Role.Name(x.role) for x in ctx.messages],
+        "last_text": m.text_of(ctx.messages[-1]),
+        "message_count": info.message_count,
+    }
+
+
+def idempotent_retry(cx: contextd.Client, session: str) -> dict[str, Any]:
+    messages = turn(1)
+    first = cx.append_messages(session=session, messages=messages, idempotency_key="turn-1")
+    retry = cx.append_messages(session=session, messages=messages, idempotency_key="turn-1")
+    other = refusal(lambda: cx.append_messages(session=session, messages=turn(2), idempotency_key="turn-1"))
+    return {
+        "first_replayed": first.replayed,
+        "retry_replayed": retry.replayed,
+        "same_ids": list(first.entry_ids) == list(retry.entry_ids),
+        "entries": sum(1 for _ in cx.transcript(session)),
+        "other_messages": other,
+    }
+
+
+def transcript_paging(cx: contextd.Client, session: str) -> dict[str, Any]:
+    for n in range(6):
+        cx.append_messages(session=session, messages=turn(n))
+    pages, token = 0, ""
+    while True:
+        page = cx.get_transcript(session=session, page_size=5, page_token=token)
+        pages += 1
+        token = page.next_page_token
+        if not token:
+            break
+    entries = list(cx.transcript(session, page_size=5))
+    seqs = [e.seq for e in entries]
+    return {
+        "entries": len(entries),
+        "pages": pages,
+        "increasing": all(a < b for a, b in zip(seqs, seqs[1:])),
+        "first_text": m.text_of(entries[0].message),
+    }
+
+
+def bad_request(cx: contextd.Client, session: str) -> dict[str, Any]:
+    # One bad message in a batch: INVALID_ARGUMENT naming it, and nothing written.
+    batch = [m.user("fine"), m.tool_result("", "run_tests", "no call id")]
+    bad_batch = refusal(lambda: cx.append_messages(session=session, messages=batch))
+    nothing_written = refusal(lambda: cx.get_session(session=session))
+    cx.append_messages(session=session, messages=[m.user("hello")])
+    return {
+        "bad_batch": bad_batch,
+        "nothing_written": nothing_written,
+        "no_budget": refusal(lambda: cx.assemble(session=session, token_budget=0)),
+        "no_session": refusal(lambda: cx.assemble(session="", token_budget=100)),
+    }
+
+
+def deadline(cx: contextd.Client, session: str) -> dict[str, Any]:
+    cx.append_messages(session=session, messages=[m.user("hello")])
+    # 1 µs: no round trip to another process fits; the deadline is what ends the call.
+    per_call = refusal(lambda: cx.assemble(session=session, token_budget=1000, timeout=1e-6))
+    with contextd.Client(cx.address, token=os.environ.get("CONTEXTD_RUNTIME_TOKEN"), tls=tls_config(), timeout=1e-6) as tight:
+        default = refusal(lambda: tight.get_session(session=session))
+        # A call's own timeout wins over the client's.
+        generous = tight.get_session(session=session, timeout=30).info.message_count
+    return {"per_call": per_call, "client_default": default, "override_message_count": generous}
+
+
+def unauthenticated(cx: contextd.Client, session: str) -> dict[str, Any]:
+    with contextd.Client(cx.address, tls=tls_config()) as anonymous, \
+            contextd.Client(cx.address, token="not-the-runtime-token", tls=tls_config()) as wrong:
+        return {
+            "no_token": refusal(lambda: anonymous.append_messages(session=session, messages=[m.user("hi")])),
+            "wrong_token": refusal(lambda: wrong.assemble(session=session, token_budget=100)),
+            "health_needs_no_token": anonymous.health(),
+            "with_token": len(cx.append_messages(session=session, messages=[m.user("hi")]).entry_ids),
+        }
+
+
+def tls(cx: contextd.Client, session: str) -> dict[str, Any]:
+    cx.append_messages(session=session, messages=[m.user("over TLS")])
+    ctx = cx.assemble(session=session, token_budget=1000)
+    with contextd.Client(cx.address, token=os.environ.get("CONTEXTD_RUNTIME_TOKEN"), timeout=5) as plaintext:
+        refused_plaintext = refusal(lambda: plaintext.get_session(session=session))
+    out: dict[str, Any] = {"mode": Mode.Name(ctx.mode), "health": cx.health(), "plaintext": refused_plaintext}
+    ca = tls_config()
+    if ca is not None and ca.cert_file is not None:
+        without_cert = contextd.TlsConfig(ca_file=ca.ca_file)
+        with contextd.Client(cx.address, token=os.environ.get("CONTEXTD_RUNTIME_TOKEN"), tls=without_cert, timeout=5) as nocert:
+            out["without_client_cert"] = refusal(lambda: nocert.get_session(session=session))
+    return out
+
+
+CHECKS: dict[str, Callable[[contextd.Client, str], dict[str, Any]]] = {
+    f.__name__: f for f in (append_assemble, idempotent_retry, transcript_paging, bad_request, deadline, unauthenticated, tls)
+}
+
+
+def tls_config() -> contextd.TlsConfig | None:
+    ca = os.environ.get("CONTEXTD_TLS_CA")
+    if not ca:
+        return None
+    return contextd.TlsConfig(ca_file=ca, cert_file=os.environ.get("CONTEXTD_TLS_CERT"), key_file=os.environ.get("CONTEXTD_TLS_KEY"))
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 4 or argv[1] not in CHECKS:
+        print(json.dumps({"error": f"usage: client_checks.py {{{'|'.join(CHECKS)}}} ADDRESS SESSION_ID"}))
+        return 2
+    try:
+        with contextd.Client(argv[2], token=os.environ.get("CONTEXTD_RUNTIME_TOKEN"), tls=tls_config(), timeout=30) as cx:
+            result = CHECKS[argv[1]](cx, argv[3])
+    except Exception as e:  # noqa: BLE001 - anything unexpected fails the check, with its traceback
+        traceback.print_exc()
+        print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
+        return 1
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
