@@ -10,10 +10,11 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import * as H from "../../src/contract/gen/contextd/v1/host.js";
 import { CompactionTarget } from "../../src/contract/gen/contextd/v1/types.js";
+import { SUMMARY_METADATA_KEY } from "../../src/contract/messages.js";
 import { ContextdClient } from "../../src/sdk/runtime-client.js";
 import { ConfigError, loadConfig } from "../../src/server/config.js";
 import { PLANTED_FACTS } from "../fixtures/coding-session.js";
-import { assistant, user } from "../fixtures/messages.js";
+import { assistant, system, textOf, user } from "../fixtures/messages.js";
 import { runContextdUntilExit, startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
 import { readLeakedHostContext, startTsEngine, type EngineProcess } from "../helpers/engine-process.js";
 import { completion, HANG, promptOf, startChatServer, type ChatServer } from "./chat-server.js";
@@ -100,6 +101,26 @@ describe("contextd with the openai summarizer", () => {
     const again = await compact(session);
     expect(again.result!.details).toMatchObject({ summarizer: "openai" });
     expect(promptOf(server.requests[1])).toContain(`<previous-summary>\n${res.result!.summary}\n</previous-summary>`);
+  });
+
+  it("never shows the model a system message of the transcript: they stay verbatim at the head of the view", async () => {
+    const session = { sessionId: `openai-${++sessions}` };
+    const start = "SYSTEM-START: you are the payments assistant; never print card numbers.";
+    const middle = "SYSTEM-MIDDLE: from now on answer in French.";
+    const history = shortHistory();
+    await cx.appendMessages({ session, messages: [system(start), ...history.slice(0, 40), system(middle), ...history.slice(40)] });
+    server.respond = () => completion("## Goal\n- reconcile the ledger batches");
+    for (let round = 0; round < 2; round++) {
+      const res = await compact(session);
+      expect(res.compacted).toBe(true);
+      expect(res.result!.summary).not.toContain("SYSTEM-");
+      await cx.appendMessages({ session, messages: shortHistory(20).slice(2) });
+    }
+    expect(server.requests.length).toBeGreaterThanOrEqual(2);
+    for (const req of server.requests) expect(req.rawBody).not.toMatch(/SYSTEM-(START|MIDDLE)/);
+    const ctx = await cx.assemble({ session, tokenBudget: 200_000, autoCompact: false });
+    expect(ctx.messages.slice(0, 2).map(textOf)).toEqual([start, middle]);
+    expect(ctx.messages[2].metadata[SUMMARY_METADATA_KEY]).toBe("compaction_summary");
   });
 
   it("retries a 429 and a 500, then uses the model's summary", async () => {
