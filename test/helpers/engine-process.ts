@@ -113,7 +113,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { PYTHON, PYTHON_PACKAGE_DIR, pythonGrpcAvailable, requirePythonGrpc } from "./python.js";
+import { PYTHON, PYTHON_PACKAGE_DIR, requirePythonGrpc } from "./python.js";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO_ROOT = path.resolve(HERE, "../..");
@@ -295,9 +295,14 @@ function makeTempDir(prefix: string): string {
 // Python: the contextd package
 // -------------------------------------------------------------------------------------------------
 
-/** True when the Python engine can run here (Debian python3 with grpc and protobuf). */
+/**
+ * True when the Python engine can run here (Debian python3 with grpc and protobuf); otherwise it
+ * throws, so that the Python rows of a test fail instead of being skipped quietly (CI installs the
+ * packages: .ci/run).
+ */
 export function pythonEnginesAvailable(): boolean {
-  return pythonGrpcAvailable();
+  requirePythonGrpc();
+  return true;
 }
 
 /**

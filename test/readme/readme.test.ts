@@ -13,7 +13,7 @@
  * running tests would break them — so `npm ci` checks that it has run instead; and the block that is
  * `npm ci && npm test` (CI itself) is not run.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
