@@ -96,6 +96,28 @@ export function quarantineText(e: EngineStatus): string {
   return q.reason ? `${what}: ${q.reason}` : what;
 }
 
+/** Milliseconds since the epoch as the local time of day, `14:03:10`. */
+export function clock(ms: number): string {
+  return new Date(ms).toTimeString().slice(0, 8);
+}
+
+/**
+ * What routing does with an engine, for the `state` column: `active` (its sessions' calls go to
+ * it), or quarantined — its calls go to `legacy` — and until when: `quarantined (manual: REASON)`
+ * (until `contextctl release`), `quarantined until 14:03:10 (OPERATION: REASON)` (the earliest
+ * release, local time; a passing health check then releases it), or, past that time,
+ * `quarantined until a health check passes (OPERATION: REASON)`. The health column alone cannot
+ * say this: a quarantined engine's health checks may well pass.
+ */
+export function engineState(e: EngineStatus, nowMs = Date.now()): string {
+  const q = e.quarantine;
+  if (!q) return "active";
+  const why = quarantineText(e);
+  if (q.manual) return `quarantined (${why})`;
+  if (q.releaseAtMs > nowMs) return `quarantined until ${clock(q.releaseAtMs)} (${why})`;
+  return `quarantined until a health check passes (${why})`;
+}
+
 /** A logfmt value: bare when it is a plain word, else JSON-quoted. */
 function logfmt(value: string): string {
   return /^[^\s"=]+$/.test(value) ? value : JSON.stringify(value);

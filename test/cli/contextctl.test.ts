@@ -164,7 +164,7 @@ describe("contextctl against a real contextd", () => {
     const run = await contextctl(server.address, "engines");
     expect(run.code).toBe(0);
     const legacy = tableRows(run.stdout).find((r) => r[0] === "legacy");
-    expect(legacy?.slice(0, 4)).toEqual(["legacy", "core", "(in process)", "SERVING"]);
+    expect(legacy?.slice(0, 5)).toEqual(["legacy", "core", "(in process)", "active", "SERVING"]);
     const json = JSON.parse((await contextctl(server.address, "--json", "engines")).stdout);
     expect(json.engines).toContainEqual(expect.objectContaining({ engineId: "legacy", owner: "core", builtin: true, health: "ENGINE_HEALTH_SERVING" }));
   });

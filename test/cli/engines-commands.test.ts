@@ -1,6 +1,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { textMessage } from "../../src/contract/messages.js";
+import { Mode, Role } from "../../src/contract/gen/contextd/v1/types.js";
+import { ContextdClient } from "../../src/sdk/runtime-client.js";
 import { startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
 import { startPythonEngine, type EngineProcess } from "../helpers/engine-process.js";
 
@@ -69,28 +72,35 @@ function tableRows(out: string): string[][] {
     .map((l) => l.split("│").slice(1, -1).map((c) => c.trim()));
 }
 
-const HEAD = ["id", "owner", "endpoint", "health", "quarantine"];
+const HEAD = ["id", "owner", "endpoint", "state", "health"];
 const row = (out: string, id: string) => tableRows(out).find((r) => r[0] === id)?.slice(0, HEAD.length);
 
 describe("contextctl engines / isolate / release against a real contextd and a Python engine", () => {
   let contextd: ContextdProcess;
   let engine: EngineProcess;
+  let faulty: EngineProcess;
 
   beforeAll(async () => {
-    contextd = await startContextd();
+    // The agent `faulty` is served by an engine whose Assemble throws; a long ejection keeps it quarantined while asked.
+    const config = { slots: { agents: { faulty: "py-faulty" } }, engines: { quarantine: { base_ejection: "10m", max_ejection: "10m" } } };
+    contextd = await startContextd({ config });
     engine = await startPythonEngine({ engineId: "py", registry: contextd.address, owner: "team" });
+    faulty = await startPythonEngine({ engineId: "py-faulty", registry: contextd.address, owner: "team", control: { assemble: "throw" } });
     expect(await engine.registered).toMatchObject({ ok: true });
+    expect(await faulty.registered).toMatchObject({ ok: true });
   });
   afterAll(async () => {
     await engine?.stop().catch(() => undefined);
+    await faulty?.stop().catch(() => undefined);
     await contextd?.cleanup();
   });
 
   it("engines lists legacy and the Python engine SERVING", async () => {
     const run = await contextctl(contextd.address, ["engines"]);
     expect(run).toMatchObject({ code: 0, stderr: "" });
-    expect(row(run.stdout, "legacy")).toEqual(["legacy", "core", "(in process)", "SERVING", "-"]);
-    expect(row(run.stdout, "py")).toEqual(["py", "team", engine.address, "SERVING", "-"]);
+    expect(run.stdout.split("\n")[1].split("│").slice(1, -1).map((c) => c.trim())).toEqual([...HEAD, "calls", "failures", "fallbacks", "timeouts"]);
+    expect(row(run.stdout, "legacy")).toEqual(["legacy", "core", "(in process)", "active", "SERVING"]);
+    expect(row(run.stdout, "py")).toEqual(["py", "team", engine.address, "active", "SERVING"]);
   });
 
   it("isolate py --reason maint quarantines it by hand; release py clears it", async () => {
@@ -99,14 +109,15 @@ describe("contextctl engines / isolate / release against a real contextd and a P
     expect(isolate.stdout).toMatch(/^engine\s+py$/m);
     expect(isolate.stdout).toMatch(/^quarantine\s+manual: maint$/m);
     expect(isolate.stdout).toMatch(/^release\s+held until `contextctl release py`$/m);
-    expect(row((await contextctl(contextd.address, ["engines"])).stdout, "py")).toEqual(["py", "team", engine.address, "SERVING", "manual: maint"]);
+    // Its health checks still pass: the state column says it is not routed to.
+    expect(row((await contextctl(contextd.address, ["engines"])).stdout, "py")).toEqual(["py", "team", engine.address, "quarantined (manual: maint)", "SERVING"]);
     const json = JSON.parse((await contextctl(contextd.address, ["--json", "engines"])).stdout);
     const py = json.engines.find((e: { engineId: string }) => e.engineId === "py");
     expect(py.quarantine).toMatchObject({ operation: "manual", reason: "maint", manual: true });
 
     const release = await contextctl(contextd.address, ["release", "py"]);
     expect(release).toMatchObject({ code: 0, stderr: "", stdout: "py owner=team health=SERVING quarantine=none\n" });
-    expect(row((await contextctl(contextd.address, ["engines"])).stdout, "py")?.[4]).toBe("-");
+    expect(row((await contextctl(contextd.address, ["engines"])).stdout, "py")?.[3]).toBe("active");
 
     // --json: the EngineStatus after the change, as ListEngines reports it.
     const isolated = JSON.parse((await contextctl(contextd.address, ["--json", "isolate", "py", "--reason", "json"])).stdout);
@@ -114,6 +125,30 @@ describe("contextctl engines / isolate / release against a real contextd and a P
     const released = JSON.parse((await contextctl(contextd.address, ["--json", "release", "py"])).stdout);
     expect(released.engine).toMatchObject({ engineId: "py", owner: "team" });
     expect(released.engine.quarantine).toBeUndefined();
+  });
+
+  it("an engine quarantined by a failure shows until when, and why, while its health checks pass", async () => {
+    const cx = new ContextdClient({ address: contextd.address });
+    try {
+      const session = { sessionId: "faulty-1", agentId: "faulty" };
+      await cx.appendMessages({ session, messages: [textMessage(Role.ROLE_USER, "hello")] });
+      const res = await cx.assemble({ session, tokenBudget: 4000 });
+      expect(res).toMatchObject({ engineId: "legacy", mode: Mode.MODE_FALLBACK });
+    } finally {
+      cx.close();
+    }
+    const json = JSON.parse((await contextctl(contextd.address, ["--json", "engines"])).stdout);
+    const record = json.engines.find((e: { engineId: string }) => e.engineId === "py-faulty").quarantine;
+    expect(record).toMatchObject({ operation: "assemble", reason: expect.stringContaining("told to throw") });
+    expect(record.manual).toBeUndefined(); // proto JSON leaves false out
+    const releaseAt = Number(record.releaseAtMs);
+    expect(releaseAt).toBeGreaterThan(Date.now());
+    const run = await contextctl(contextd.address, ["engines"], { TZ: "UTC" });
+    expect(run).toMatchObject({ code: 0, stderr: "" });
+    const until = new Date(releaseAt).toISOString().slice(11, 19);
+    expect(row(run.stdout, "py-faulty")).toEqual(["py-faulty", "team", faulty.address, `quarantined until ${until} (assemble: ${record.reason})`, "SERVING"]);
+    expect((await contextctl(contextd.address, ["release", "py-faulty"])).code).toBe(0);
+    expect(row((await contextctl(contextd.address, ["engines"])).stdout, "py-faulty")?.[3]).toBe("active");
   });
 
   it("engines watch prints QUARANTINED and RELEASED as they happen and exits 0 on SIGINT", async () => {

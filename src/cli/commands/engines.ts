@@ -3,8 +3,8 @@ import type { Command } from "commander";
 import { EngineEvent, EngineStatus, RegistryServiceClient, WatchEnginesRequest, type WatchEnginesResponse } from "../../contract/gen/contextd/v1/registry.js";
 import { outgoingMetadata } from "../../contract/metadata.js";
 import { CHANNEL_OPTIONS, channelCredentials, type ClientOptions } from "../../sdk/grpc-call.js";
-import { eventLine, examples, healthName, printJson, quarantineText, table } from "../format.js";
-import { bad, tone } from "../style.js";
+import { engineState, eventLine, examples, healthName, printJson, table } from "../format.js";
+import { bad, good, tone } from "../style.js";
 import { action, clientOptionsFor, globals, listEngines } from "./shared.js";
 
 /**
@@ -15,12 +15,15 @@ import { action, clientOptionsFor, globals, listEngines } from "./shared.js";
 export function registerEngines(program: Command): void {
   const engines = program
     .command("engines")
-    .description("list registered engines (legacy included) with health, quarantine and call counters; `engines watch` streams events")
+    .description("list registered engines (legacy included): routed to or quarantined, health, call counters; `engines watch` streams events")
     .addHelpText(
       "after",
-      "\nThe quarantine column shows `manual: REASON` for an operator's isolate (held until `contextctl release ID`)\n" +
-        "and `OPERATION: REASON` (e.g. `assemble: deadline: ...`) for an automatic one; `-` when not quarantined.\n" +
-        'With --json: {"engines": [EngineStatus, ...]} (proto JSON).\n' +
+      "\nThe state column says whether sessions are routed to the engine: `active`, or quarantined — its calls go\n" +
+        "to legacy — as `quarantined (manual: REASON)` for an operator's isolate (held until `contextctl release ID`),\n" +
+        "`quarantined until 14:03:10 (OPERATION: REASON)` for an automatic one (e.g. `assemble: deadline: ...`; the\n" +
+        "earliest release, local time, then a passing health check releases it), or `quarantined until a health check\n" +
+        "passes (...)` once that time is past. The health column is the last health check's answer, whatever the state.\n" +
+        'With --json: {"engines": [EngineStatus, ...]} (proto JSON; a quarantined engine has its "quarantine" record).\n' +
         examples("contextctl engines", "contextctl --json engines | jq -r '.engines[] | select(.quarantine) | .engineId'"),
     )
     .action(
@@ -28,18 +31,19 @@ export function registerEngines(program: Command): void {
         const g = globals(cmd);
         const list = await listEngines(clientOptionsFor(cmd, "reader"));
         if (g.json) return printJson({ engines: list.map((e) => EngineStatus.toJSON(e)) });
+        const now = Date.now();
         const rows = list.map((e) => [
           e.engineId,
           e.owner,
           e.builtin ? "(in process)" : e.endpoint || "-",
+          e.quarantine ? bad(engineState(e, now)) : good(engineState(e, now)),
           tone(healthName(e.health)),
-          e.quarantine ? bad(quarantineText(e)) : "-",
           e.calls,
           e.failures,
           e.fallbacks,
           e.timeouts,
         ]);
-        const head = ["id", "owner", "endpoint", "health", "quarantine", "calls", "failures", "fallbacks", "timeouts"];
+        const head = ["id", "owner", "endpoint", "state", "health", "calls", "failures", "fallbacks", "timeouts"];
         process.stdout.write(`${table(head, rows)}\n`);
       }),
     );
