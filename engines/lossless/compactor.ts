@@ -2,13 +2,16 @@
  * The compaction loop: grow the summary DAG until the session fits its target.
  *
  *   repeat:
- *     size = tokens of the root summaries + tokens of the raw messages
+ *     size = tokens of the system messages + the root summaries + the other raw messages
  *     stop when size ≤ target (or, for a THRESHOLD compaction, when nothing outside the protected
  *       fresh tail is left)
  *     summarize the oldest chunk outside the protected fresh tail into a leaf, then condense
  *     if there is no such chunk, halve the protection (down to the minimal tail: the latest user
  *       message onwards) — this is how it converges when the fresh tail alone exceeds the target
  *     if the protection is already minimal, stop: nothing is left to compact
+ *
+ * System messages are never summarized (pinned.ts): they weigh nothing when a chunk or the
+ * protected tail is measured, and a chunk of nothing but system messages is no chunk.
  *
  * Every step shrinks the raw tail or the protection, so the loop ends; a step cap backs that up.
  * Between steps it checks the call's signal (throws on abort) and its soft deadline (stops early,
@@ -19,7 +22,8 @@ import { chunkEnd, minimalTailStart, protectedTailStart } from "./chunking.js";
 import type { SummaryDag } from "./dag.js";
 import type { LosslessStore } from "./store.js";
 import type { SummarizeCall } from "./summarizer.js";
-import { sumTokens } from "./types.js";
+import { foldsSomething, isSystem, weightless } from "./pinned.js";
+import { sumTokens, type MessageMeta } from "./types.js";
 import { validStarts } from "./tool-pairs.js";
 
 /** Below this, a halved protection becomes 0 (the minimal tail). */
@@ -61,9 +65,21 @@ export class Compactor {
     private readonly settings: { freshTailTokens: number; chunkTokens: number },
   ) {}
 
-  /** Tokens of the session as assembled without dropping anything: root summaries + raw tail. */
-  size(sessionId: string): number {
-    return sumTokens(this.store.roots(sessionId)) + sumTokens(this.store.rawMessages(sessionId));
+  /**
+   * Tokens of the session as assembled without dropping anything: every system message (pinned,
+   * pinned.ts), root summaries, the rest of the raw tail.
+   */
+  size(sessionId: string, raw = this.store.rawMessages(sessionId)): number {
+    const unpinned = raw.filter((m) => !isSystem(m));
+    return sumTokens(this.store.systemMessages(sessionId)) + sumTokens(this.store.roots(sessionId)) + sumTokens(unpinned);
+  }
+
+  /** End of the next leaf chunk of `raw` before `limit` (chunking.ts), or 0 when it would summarize only system messages. */
+  private nextChunk(raw: readonly MessageMeta[], limitOf: (weighted: MessageMeta[], starts: boolean[]) => number): number {
+    const weighted = weightless(raw);
+    const starts = validStarts(weighted);
+    const end = chunkEnd(weighted, limitOf(weighted, starts), this.settings.chunkTokens, starts);
+    return end > 0 && foldsSomething(raw.slice(0, end)) ? end : 0;
   }
 
   async run(req: CompactRequest): Promise<CompactReport> {
@@ -80,7 +96,7 @@ export class Compactor {
     for (let step = 0; step < MAX_STEPS; step++) {
       call.signal.throwIfAborted();
       const raw = this.store.rawMessages(sessionId);
-      const size = sumTokens(this.store.roots(sessionId)) + sumTokens(raw);
+      const size = this.size(sessionId, raw);
       const owed = req.force && report.leafSummaries === 0;
       if (goal.kind === "budget" && size <= goal.target && !owed) {
         report.stopped = "fits";
@@ -90,8 +106,7 @@ export class Compactor {
         report.stopped = "deadline";
         break;
       }
-      const starts = validStarts(raw);
-      const end = chunkEnd(raw, protectedTailStart(raw, protect, starts), this.settings.chunkTokens, starts);
+      const end = this.nextChunk(raw, (weighted, starts) => protectedTailStart(weighted, protect, starts));
       if (end === 0) {
         // Nothing outside the protected tail. A threshold compaction is done (unless forced);
         // otherwise protect less, until only the minimal tail is protected.
@@ -126,12 +141,12 @@ export class Compactor {
       const raw = this.store.rawMessages(sessionId);
       const limit = raw.findIndex((m) => m.ord >= ord);
       if (limit <= 0) break;
-      const starts = validStarts(raw);
-      let cut = limit;
-      while (cut < raw.length && !starts[cut]) cut++;
-      // Never summarize the latest user turn, even to line up with the host.
-      cut = Math.min(cut, minimalTailStart(raw, starts));
-      const end = chunkEnd(raw, cut, this.settings.chunkTokens, starts);
+      const end = this.nextChunk(raw, (weighted, starts) => {
+        let cut = limit;
+        while (cut < weighted.length && !starts[cut]) cut++;
+        // Never summarize the latest user turn, even to line up with the host.
+        return Math.min(cut, minimalTailStart(weighted, starts));
+      });
       if (end === 0) break;
       await this.dag.addLeaf(sessionId, raw.slice(0, end), call);
       leaves++;

@@ -10,6 +10,7 @@
  * Nothing is removed: the children stay stored, pointing at their parent.
  */
 import type { Tokenizer } from "../../src/tokens/tokenizer.js";
+import { isSystem } from "./pinned.js";
 import { summaryMessage } from "./render.js";
 import type { LosslessStore } from "./store.js";
 import type { SummarizeCall, SummaryWriter } from "./summarizer.js";
@@ -37,7 +38,10 @@ export class SummaryDag {
     if (chunk.length === 0) throw new Error("lossless: an empty chunk cannot be summarized");
     const first = chunk[0];
     const last = chunk[chunk.length - 1];
-    const messages = store.messageBodies(sessionId, first.ord, last.ord);
+    // System messages keep their place in the span but are never summarized (pinned.ts).
+    const messages = store.messageBodies(sessionId, first.ord, last.ord).filter((m) => !isSystem(m));
+    const folded = chunk.filter((m) => !isSystem(m));
+    if (messages.length === 0) throw new Error("lossless: a chunk of only system messages cannot be summarized");
     const written = await writer.leaf(messages, call);
     call.signal.throwIfAborted();
     const draft: SummaryDraft = {
@@ -47,8 +51,8 @@ export class SummaryDag {
       lastOrd: last.ord,
       firstEntryId: first.entryId,
       lastEntryId: last.entryId,
-      messageCount: chunk.length,
-      sourceTokens: sumTokens(chunk),
+      messageCount: folded.length,
+      sourceTokens: sumTokens(folded),
       childIds: [],
       text: written.text,
       summarizer: written.summarizer,

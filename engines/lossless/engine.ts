@@ -40,6 +40,7 @@ import { Compactor, type CompactGoal, type CompactReport } from "./compactor.js"
 import { promptBudget, resolveLosslessOptions, type LosslessOptions } from "./config.js";
 import { SummaryDag } from "./dag.js";
 import { answerForHost } from "./host-commit.js";
+import { hostKeptPart, isSystem } from "./pinned.js";
 import { summaryMessage } from "./render.js";
 import { SessionLock } from "./session-lock.js";
 import type { LosslessStore } from "./store.js";
@@ -135,17 +136,26 @@ export class LosslessEngine implements EngineDefinition {
     });
   }
 
-  /** Root summaries and the fresh tail, fitted to `budget` (assembler.ts). */
+  /**
+   * Every system message first (pinned.ts), then root summaries and the fresh tail fitted to what
+   * they leave of `budget` (assembler.ts).
+   */
   private render(sessionId: string, budget: number): DeepPartial<ContextEngineServiceAssembleResponse> {
     const roots = this.store.roots(sessionId);
-    const raw = this.store.rawMessages(sessionId);
-    const plan = planContext({ summaries: roots, raw, budget });
-    const messages: Message[] = roots.slice(plan.firstSummary).map(summaryMessage);
-    for (const [start, end] of plan.segments) messages.push(...this.store.messageBodies(sessionId, raw[start].ord, raw[end - 1].ord));
+    const raw = this.store.rawMessages(sessionId).filter((m) => !isSystem(m));
+    const pinnedTokens = sumTokens(this.store.systemMessages(sessionId));
+    const plan = planContext({ summaries: roots, raw, budget: Math.max(0, budget - pinnedTokens) });
+    const messages: Message[] = [...this.store.systemMessageBodies(sessionId), ...roots.slice(plan.firstSummary).map(summaryMessage)];
+    for (const [start, end] of plan.segments) {
+      if (end <= start) continue;
+      messages.push(...this.store.messageBodies(sessionId, raw[start].ord, raw[end - 1].ord).filter((m) => !isSystem(m)));
+    }
+    const estimatedTokens = plan.tokens + pinnedTokens;
     return {
       messages,
-      estimatedTokens: plan.tokens,
-      promptAuthority: plan.overflow ? PromptAuthority.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW : PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED,
+      estimatedTokens,
+      promptAuthority:
+        plan.overflow || estimatedTokens > budget ? PromptAuthority.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW : PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED,
     };
   }
 
@@ -158,10 +168,13 @@ export class LosslessEngine implements EngineDefinition {
       const target = threshold ? ("threshold" as const) : promptBudget(req.tokenBudget, this.options.reserveTokens);
       const goal: CompactGoal = target === "threshold" ? { kind: "threshold" } : { kind: "budget", target };
       const report = await this.runCompaction(sessionId, goal, req.force, ctx, req.customInstructions);
-      const view = req.messages.map((m) => this.sync.conversational(m)).filter((m): m is Message => m !== undefined);
+      // The host's view: its pinned system messages, its summary, then what lines up with our raw tail.
+      const { head, kept } = hostKeptPart(req.messages);
+      const view = kept.map((m) => this.sync.conversational(m)).filter((m): m is Message => m !== undefined);
       const answer = await answerForHost(this.store, this.compactor, this.tokenizer, {
         sessionId,
         view,
+        hostPinnedTokens: sumTokens(head),
         tokensBefore: req.currentTokenCount || sumTokens(req.messages),
         report,
         target,

@@ -5,8 +5,8 @@
  * "summary + the messages from first_kept_entry_id on" — what the legacy engine serves if this
  * engine is ever unavailable. So the result must describe the same split as our DAG:
  * - `summary`: every root summary, oldest first, rendered with its header (render.ts);
- * - `first_kept_entry_id`: our first raw message, which must be a message of the request's active
- *   view (the host validates it). If the host's view starts *later* than our raw tail (it compacted
+ * - `first_kept_entry_id`: our first raw message that is not a system message (pinned.ts), which
+ *   must be a message of the request's active view after its summary (the host validates it). If the host's view starts *later* than our raw tail (it compacted
  *   on its own while we were away), leaves are added first until our tail starts inside its view —
  *   but never into the latest user turn; if that is not enough, nothing is committed.
  * - commit only when it helps: new summaries were made, or the host's view still holds messages
@@ -15,6 +15,7 @@
 import { summaryMessage as hostSummaryMessage, type CompactionResult, type Message } from "contextd/engine-sdk";
 import type { Tokenizer } from "../../src/tokens/tokenizer.js";
 import type { CompactReport, Compactor } from "./compactor.js";
+import { isSystem } from "./pinned.js";
 import { hostSummary } from "./render.js";
 import type { LosslessStore } from "./store.js";
 import type { SummarizeCall } from "./summarizer.js";
@@ -28,8 +29,13 @@ export interface CommitAnswer {
 
 export interface CommitInput {
   sessionId: string;
-  /** The request's active view, conversation messages only (no summary), oldest first. */
+  /**
+   * The request's active view after the host's summary (pinned.ts hostKeptPart), conversation
+   * messages only, oldest first.
+   */
   view: readonly Message[];
+  /** Tokens of the host's pinned system messages heading its view (before its summary). */
+  hostPinnedTokens: number;
   /** The host's count of its view before compaction. */
   tokensBefore: number;
   report: CompactReport;
@@ -53,8 +59,11 @@ export async function answerForHost(store: LosslessStore, compactor: Compactor, 
   const roots = store.roots(sessionId);
   const raw = store.rawMessages(sessionId);
   const made = `${leaves} leaf and ${condensed} condensed summaries made`;
-  if (roots.length === 0 || raw.length === 0) return { compacted: false, reason: `nothing to compact (${made})` };
-  const firstKept = raw[0].entryId;
+  // System messages never start the host's kept part: before it they are pinned at the head of the
+  // host's view anyway (docs/PINNED-MESSAGES.md), and the host may have pinned them already.
+  const firstRaw = raw.find((m) => !isSystem(m));
+  if (roots.length === 0 || !firstRaw) return { compacted: false, reason: `nothing to compact (${made})` };
+  const firstKept = firstRaw.entryId;
   const keptAt = view.findIndex((m) => m.id === firstKept);
   if (keptAt < 0) {
     return {
@@ -63,14 +72,17 @@ export async function answerForHost(store: LosslessStore, compactor: Compactor, 
     };
   }
   const frontier = store.frontier(sessionId);
-  const hostBehind = view.some((m) => (store.ordOf(sessionId, m.id) ?? Infinity) <= frontier);
-  const size = sumTokens(roots) + sumTokens(raw);
+  const hostBehind = view.some((m) => !isSystem(m) && (store.ordOf(sessionId, m.id) ?? Infinity) <= frontier);
+  const size = compactor.size(sessionId, raw);
   if (leaves + condensed === 0 && !hostBehind) {
     return { compacted: false, reason: `already compact: ${size} tokens${input.target === "threshold" ? "" : ` ≤ target ${input.target}`}, and the host's view matches` };
   }
 
   const summary = hostSummary(roots);
-  const tokensAfter = tokenizer.countMessage(hostSummaryMessage(summary)) + sumTokens(view.slice(keptAt));
+  // The host's view after the commit: its pinned messages, the system messages before the cut
+  // (pinned from then on), the summary, the kept part.
+  const pinnedAfter = input.hostPinnedTokens + sumTokens(view.slice(0, keptAt).filter(isSystem));
+  const tokensAfter = tokenizer.countMessage(hostSummaryMessage(summary)) + pinnedAfter + sumTokens(view.slice(keptAt));
   const stats = store.stats(sessionId);
   const depth = roots.reduce((d, s) => Math.max(d, s.depth), 0);
   return {

@@ -9,7 +9,7 @@ import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 const SCHEMA_V1 = `
 -- One row per session the engine has seen.
@@ -61,6 +61,19 @@ CREATE TABLE IF NOT EXISTS summaries (
 CREATE INDEX IF NOT EXISTS summaries_by_span ON summaries (session_id, first_ord);
 `;
 
+// Version 2: pinned system messages (docs/PINNED-MESSAGES.md). Assembly reads every system message
+// of a session (role 4 = ROLE_SYSTEM, the wire value) to put them first; this index holds only
+// those, so that read does not grow with the session's history.
+const SCHEMA_V2 = `
+CREATE INDEX IF NOT EXISTS messages_system ON messages (session_id, ord) WHERE role = 4;
+`;
+
+/** Each version's DDL, applied in order to bring an older file up to SCHEMA_VERSION. */
+const MIGRATIONS: ReadonlyArray<[version: number, sql: string]> = [
+  [1, SCHEMA_V1],
+  [2, SCHEMA_V2],
+];
+
 /** Opens (creating when needed) the database at `file`, or `:memory:` for tests. */
 export function openDatabase(file: string): Database.Database {
   if (file !== ":memory:") fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
@@ -75,7 +88,7 @@ export function openDatabase(file: string): Database.Database {
     }
     if (found < SCHEMA_VERSION) {
       db.transaction(() => {
-        db.exec(SCHEMA_V1);
+        for (const [version, sql] of MIGRATIONS) if (version > found) db.exec(sql);
         db.pragma(`user_version = ${SCHEMA_VERSION}`);
       })();
     }

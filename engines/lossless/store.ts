@@ -3,7 +3,7 @@
  * DAG over them (see types.ts). better-sqlite3 is synchronous, so each method is atomic on its own;
  * multi-row changes run in one transaction. One engine process per database file.
  */
-import { Message } from "contextd/engine-sdk";
+import { Message, Role } from "contextd/engine-sdk";
 import type Database from "better-sqlite3";
 import { openDatabase } from "./schema.js";
 import type { MessageMeta, SummaryDraft, SummaryRecord } from "./types.js";
@@ -103,6 +103,12 @@ export class LosslessStore {
       bodies: db.prepare<[string, number, number], { body: string }>(
         "SELECT body FROM messages WHERE session_id = ? AND ord BETWEEN ? AND ? ORDER BY ord",
       ),
+      // Pinned system messages (docs/PINNED-MESSAGES.md), through the partial index messages_system:
+      // the role is a literal so that SQLite may use it.
+      systemMeta: db.prepare<[string], MessageRow>(
+        `SELECT entry_id, ord, role, token_count, tool_call_ids, tool_call_id FROM messages WHERE session_id = ? AND role = ${Role.ROLE_SYSTEM} ORDER BY ord`,
+      ),
+      systemBodies: db.prepare<[string], { body: string }>(`SELECT body FROM messages WHERE session_id = ? AND role = ${Role.ROLE_SYSTEM} ORDER BY ord`),
       messageCount: db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM messages WHERE session_id = ?"),
       countUpTo: db.prepare<[string, number], { n: number }>("SELECT COUNT(*) AS n FROM messages WHERE session_id = ? AND ord <= ?"),
       frontier: db.prepare<[string], { m: number | null }>("SELECT MAX(last_ord) AS m FROM summaries WHERE session_id = ? AND depth = 0"),
@@ -225,6 +231,19 @@ export class LosslessStore {
   /** The stored messages with ord in [fromOrd, toOrd], oldest first. */
   messageBodies(sessionId: string, fromOrd: number, toOrd: number): Message[] {
     return this.q.bodies.all(sessionId, fromOrd, toOrd).map((r) => Message.fromJSON(JSON.parse(r.body)));
+  }
+
+  /**
+   * Every system message of the session, oldest first: never folded into a summary, always shown
+   * first (docs/PINNED-MESSAGES.md). Those in the raw tail are in rawMessages() as well.
+   */
+  systemMessages(sessionId: string): MessageMeta[] {
+    return this.q.systemMeta.all(sessionId).map(toMeta);
+  }
+
+  /** The bodies of systemMessages(), in the same order. */
+  systemMessageBodies(sessionId: string): Message[] {
+    return this.q.systemBodies.all(sessionId).map((r) => Message.fromJSON(JSON.parse(r.body)));
   }
 
   /** The summaries nothing has condensed yet, oldest span first. */

@@ -37,7 +37,10 @@ export interface SummaryRecord {
   lastOrd: number;
   firstEntryId: string;
   lastEntryId: string;
-  /** How many messages the span holds, and their host token counts summed. */
+  /**
+   * How many messages the summary stands for, and their host token counts summed: the span's
+   * messages less its system messages, which are never summarized (pinned.ts).
+   */
   messageCount: number;
   sourceTokens: number;
   /** The summaries this one condensed, oldest first; empty for a leaf. */
