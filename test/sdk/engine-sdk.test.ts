@@ -28,7 +28,7 @@ import {
   type ReadTranscriptRequest,
 } from "../../src/contract/gen/contextd/v1/host.js";
 import { callUnary } from "../../src/sdk/grpc-call.js";
-import { toolCallBlock } from "../../src/contract/messages.js";
+import { summaryMessage, toolCallBlock } from "../../src/contract/messages.js";
 import { TranscriptEntry } from "../../src/contract/gen/contextd/v1/types.js";
 import {
   delegateCompactionToHost,
@@ -37,6 +37,7 @@ import {
   PromptAuthority,
   Role,
   serveEngine,
+  splitPinned,
   textMessage,
   type EngineCallContext,
   type EngineDefinition,
@@ -509,23 +510,26 @@ describe("serveEngine: HostClient", () => {
 });
 
 describe("the README example", () => {
-  it("keeps the newest messages that fit and never starts with a tool result", async () => {
-    // Same code as the doc comment of src/sdk/engine-sdk.ts (plus test options).
+  it("keeps the pinned messages, then the newest messages that fit, and never starts with a tool result", async () => {
+    // Same code as engines/newest-first/main.ts and the doc comment of src/sdk/engine-sdk.ts (plus test options).
     const engine = await serveEngine(
       {
         info: { id: "newest-first", name: "Newest messages that fit", version: "1.0.0" },
         assemble(req) {
           const budget = req.tokenBudget ?? Number.POSITIVE_INFINITY;
+          // System messages and the compaction summary are always kept, first, and count in the budget.
+          const { pinned, rest } = splitPinned(req.messages);
+          let tokens = pinned.reduce((sum, m) => sum + m.tokenCount, 0);
           const kept: Message[] = [];
-          let tokens = 0;
-          for (let i = req.messages.length - 1; i >= 0; i--) {
-            const message = req.messages[i];
+          for (let i = rest.length - 1; i >= 0; i--) {
+            const message = rest[i];
             if (tokens + message.tokenCount > budget) break;
             kept.unshift(message);
             tokens += message.tokenCount;
           }
           while (kept[0]?.role === Role.ROLE_TOOL_RESULT) tokens -= kept.shift()!.tokenCount;
-          return { messages: kept, estimatedTokens: tokens };
+          const promptAuthority = tokens > budget ? PromptAuthority.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW : PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED;
+          return { messages: [...pinned, ...kept], estimatedTokens: tokens, promptAuthority };
         },
         compact: delegateCompactionToHost,
       },
@@ -538,11 +542,32 @@ describe("the README example", () => {
       msg(Role.ROLE_TOOL_RESULT, "file contents", 30, "e3", { toolCallId: "c1", toolName: "read" }),
       msg(Role.ROLE_ASSISTANT, "done", 5, "e4"),
     ];
-    const res = await call<object, ContextEngineServiceAssembleResponse>(engineClient(engine.address), "assemble", { messages, tokenBudget: 40 });
+    const assemble = (view: Message[], tokenBudget: number) =>
+      call<object, ContextEngineServiceAssembleResponse>(engineClient(engine.address), "assemble", { messages: view, tokenBudget });
+    const res = await assemble(messages, 40);
     expect(res.messages.map((m) => m.id)).toEqual(["e4"]);
     expect(res.estimatedTokens).toBe(5);
-    const all = await call<object, ContextEngineServiceAssembleResponse>(engineClient(engine.address), "assemble", { messages, tokenBudget: 100 });
+    const all = await assemble(messages, 100);
     expect(all.messages.map((m) => m.id)).toEqual(["e1", "e2", "e3", "e4"]);
     expect(all.estimatedTokens).toBe(55);
+    expect(all.promptAuthority).toBe(PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED);
+
+    // The host's view after a compaction: pinned system message, summary, kept entries (a system
+    // message among them). The pinned ones come first and count; the middle system message moves up.
+    const view = [
+      msg(Role.ROLE_SYSTEM, "rules", 8, "s1"),
+      summaryMessage("earlier work", "c9", 12),
+      msg(Role.ROLE_USER, "next", 10, "e5"),
+      msg(Role.ROLE_SYSTEM, "now in French", 4, "s2"),
+      ...messages,
+    ];
+    const pinned = await assemble(view, 40);
+    expect(pinned.messages.map((m) => m.id)).toEqual(["s1", "c9", "s2", "e4"]);
+    expect(pinned.estimatedTokens).toBe(8 + 12 + 4 + 5);
+    // The pinned messages alone over the budget: all of them, nothing else, flagged.
+    const over = await assemble(view, 20);
+    expect(over.messages.map((m) => m.id)).toEqual(["s1", "c9", "s2"]);
+    expect(over.estimatedTokens).toBe(24);
+    expect(over.promptAuthority).toBe(PromptAuthority.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW);
   });
 });
