@@ -5,16 +5,20 @@ attributes works: role, token_count, tool_call_id, metadata, content blocks with
 
 The rule (see README.md):
 
-1. If the view starts with the host's compaction summary (metadata "contextd.kind" ==
-   "compaction_summary"), it is kept first.
+1. The pinned messages are kept first, in view order, and count in the budget: every system
+   message (ROLE_SYSTEM, never summarized away: docs/PINNED-MESSAGES.md) and the host's compaction
+   summary (metadata "contextd.kind" == "compaction_summary"). The same split as
+   `contextd.pinned.split_pinned`; this module repeats it so that it imports nothing.
 2. The rest is split into turns: a turn starts at a user message and runs up to the next one
    (messages before the first user message form a leading fragment, treated like a turn).
-3. The newest turns are added whole, newest first, while they fit the budget. Selection stops at
-   the first turn that does not fit, so the window is always a contiguous tail of the view.
+3. The newest turns are added whole, newest first, while they fit what the pinned messages leave
+   of the budget. Selection stops at the first turn that does not fit, so the window is always a
+   contiguous tail of the rest.
 4. If the newest turn alone does not fit, the window is the latest user message plus the longest
    tail of that turn that fits and keeps every tool call with its result.
-5. If not even the summary plus the latest user message fit, the answer is exactly those two, over
-   the budget, flagged `overflow` (the engine answers PREASSEMBLY_MAY_OVERFLOW so the host compacts).
+5. If not even the pinned messages plus the latest user message fit, the answer is exactly those,
+   over the budget, flagged `overflow` (the engine answers PREASSEMBLY_MAY_OVERFLOW so the host
+   compacts).
 
 Token counts are the host's (`Message.token_count`); nothing is counted here.
 
@@ -32,6 +36,7 @@ from collections import namedtuple
 ROLE_USER = 1
 ROLE_ASSISTANT = 2
 ROLE_TOOL_RESULT = 3
+ROLE_SYSTEM = 4
 
 SUMMARY_METADATA_KEY = "contextd.kind"
 SUMMARY_METADATA_VALUE = "compaction_summary"
@@ -41,11 +46,12 @@ Window = namedtuple(
     [
         "messages",  # what the model sees, oldest first
         "estimated_tokens",  # sum of their token_count
-        "overflow",  # True: over the budget (summary + latest user message alone do not fit)
-        "summary_kept",  # the compaction summary is messages[0]
+        "overflow",  # True: over the budget (pinned messages + latest user message alone do not fit)
+        "summary_kept",  # the compaction summary is among the pinned head
         "whole_turns",  # turns kept whole
         "partial_turn",  # the newest turn was cut to a tail that fits
         "dropped",  # messages of the view left out
+        "pinned",  # how many of `messages` are the pinned head (system messages and the summary)
     ],
 )
 
@@ -63,6 +69,19 @@ def is_summary(message):
         return message.metadata.get(SUMMARY_METADATA_KEY) == SUMMARY_METADATA_VALUE
     except AttributeError:
         return False
+
+
+def is_pinned(message):
+    """A system message or the compaction summary: kept whatever the budget."""
+    return message.role == ROLE_SYSTEM or is_summary(message)
+
+
+def split_pinned(messages):
+    """(pinned, rest), each in view order."""
+    pinned, rest = [], []
+    for m in messages:
+        (pinned if is_pinned(m) else rest).append(m)
+    return pinned, rest
 
 
 def tool_call_ids(message):
@@ -147,15 +166,17 @@ def longest_fitting_tail(body, budget):
 def select_window(messages, budget=None, max_turns=0):
     """Chooses the window for `budget` tokens (None: no limit) and at most `max_turns` turns (0: no limit)."""
     view = list(messages)
-    summary = view[0] if view and is_summary(view[0]) else None
-    rest = view[1:] if summary is not None else view
-    head = [summary] if summary is not None else []
+    head, rest = split_pinned(view)
+    summary_kept = any(is_summary(m) for m in head)
     base = total_tokens(head)
     limit = float("inf") if budget is None else budget
 
+    def window(out, used, overflow, whole_turns, partial_turn):
+        return Window(out, used, overflow, summary_kept, whole_turns, partial_turn, len(view) - len(out), len(head))
+
     turns = [pair_tools(t) for t in split_turns(rest)]
     if not turns:
-        return Window(head, base, base > limit, bool(head), 0, False, len(view) - len(head))
+        return window(head, base, base > limit, 0, False)
 
     newest = turns[-1]
     latest_user = [newest[0]] if newest[0].role == ROLE_USER else []
@@ -163,8 +184,7 @@ def select_window(messages, budget=None, max_turns=0):
     required = base + total_tokens(latest_user)
 
     if required > limit:
-        out = head + latest_user
-        return Window(out, required, True, bool(head), 0, bool(body), len(view) - len(out))
+        return window(head + latest_user, required, True, 0, bool(body))
 
     if base + total_tokens(newest) <= limit:
         chosen = [newest]
@@ -177,9 +197,7 @@ def select_window(messages, budget=None, max_turns=0):
                 break
             chosen.insert(0, turn)
             used += t
-        out = head + [m for turn in chosen for m in turn]
-        return Window(out, used, False, bool(head), len(chosen), False, len(view) - len(out))
+        return window(head + [m for turn in chosen for m in turn], used, False, len(chosen), False)
 
     tail = longest_fitting_tail(body, limit - required)
-    out = head + latest_user + tail
-    return Window(out, required + total_tokens(tail), False, bool(head), 0, True, len(view) - len(out))
+    return window(head + latest_user + tail, required + total_tokens(tail), False, 0, True)

@@ -57,12 +57,14 @@ class WholeTurns(unittest.TestCase):
         self.assertEqual(ids(w.messages[1:]), ids(view[-12:]))
         self.assertEqual(w.estimated_tokens, 170)
 
-    def test_only_a_leading_summary_counts_as_the_summary(self):
+    def test_a_summary_is_pinned_first_wherever_it_is(self):
+        # The host sends it after the pinned system messages only; anywhere else it is still pinned.
         s = summary(tokens=5)
         view = session(1) + [s] + session(1)
         w = select_window(view, 1000)
-        self.assertFalse(w.summary_kept)
-        self.assertEqual(ids(w.messages), ids(view))
+        self.assertTrue(w.summary_kept)
+        self.assertEqual(w.pinned, 1)
+        self.assertEqual(ids(w.messages), [s.id] + ids(view[:4] + view[5:]))
 
     def test_max_turns(self):
         view = [summary()] + session(6)
@@ -85,6 +87,57 @@ class WholeTurns(unittest.TestCase):
         s = summary(tokens=20)
         self.assertEqual(ids(select_window([s], 100).messages), [s.id])
         self.assertTrue(select_window([s], 10).overflow)
+
+
+def system(text="follow the house rules", tokens=20):
+    # helpers.py has no system builder (it is not this file's to change): built here.
+    m = user(text, tokens)
+    m.role = types_pb2.ROLE_SYSTEM
+    return m
+
+
+class PinnedSystemMessages(unittest.TestCase):
+    """docs/PINNED-MESSAGES.md: system messages and the summary first, in view order, counted."""
+
+    def test_system_messages_and_the_summary_come_first_in_view_order(self):
+        start, s, middle = system("rules", 20), summary(tokens=30), system("now in French", 10)
+        turns = session(4)  # 40 tokens each
+        view = [start, s] + turns[:8] + [middle] + turns[8:]
+        w = select_window(view, 140)
+        self.assertEqual(ids(w.messages[:3]), [start.id, s.id, middle.id])
+        self.assertEqual(w.pinned, 3)
+        self.assertTrue(w.summary_kept)
+        # 60 pinned tokens leave 80: the two newest turns, whole.
+        self.assertEqual(ids(w.messages[3:]), ids(turns[-8:]))
+        self.assertEqual(w.estimated_tokens, 140)
+        self.assertEqual(w.whole_turns, 2)
+        self.assertEqual(w.dropped, len(view) - len(w.messages))
+
+    def test_a_system_message_inside_a_turn_moves_to_the_head_without_splitting_the_turn(self):
+        t = turn(0)
+        middle = system("be brief", 5)
+        view = t[:2] + [middle] + t[2:]
+        w = select_window(view, 1000)
+        self.assertEqual(ids(w.messages), [middle.id] + ids(t))
+        self.assertEqual(tool_pair_violations(w.messages[1:]), [])
+
+    def test_a_large_system_prompt_leaves_less_for_the_turns(self):
+        view = [system("policy", 100)] + session(6)
+        self.assertEqual(select_window(view, 220).whole_turns, 3)
+        self.assertEqual(select_window(view[1:], 220).whole_turns, 5)
+
+    def test_overflow_when_the_pinned_messages_and_the_latest_user_message_do_not_fit(self):
+        start, s = system("rules", 70), summary(tokens=20)
+        view = [start, s] + session(2) + [user("next", 15)]
+        w = select_window(view, 100)
+        self.assertTrue(w.overflow)
+        self.assertEqual(ids(w.messages), [start.id, s.id, view[-1].id])
+        self.assertEqual(w.estimated_tokens, 105)
+
+    def test_a_view_of_only_system_messages(self):
+        view = [system("a", 10), system("b", 10)]
+        self.assertEqual(ids(select_window(view, 100).messages), ids(view))
+        self.assertTrue(select_window(view, 15).overflow)
 
 
 class NewestTurnOverBudget(unittest.TestCase):
@@ -175,9 +228,13 @@ class Properties(unittest.TestCase):
 
     def random_view(self, rnd):
         view = []
+        if rnd.random() < 0.3:
+            view.append(system("start", rnd.randint(1, 300)))
         if rnd.random() < 0.5:
             view.append(summary(tokens=rnd.randint(1, 400)))
         for n in range(rnd.randint(1, 12)):
+            if rnd.random() < 0.1:
+                view.append(system("s%d" % n, rnd.randint(1, 100)))
             view.append(user("u%d" % n, rnd.randint(1, 200)))
             for k in range(rnd.randint(0, 4)):
                 ids_ = ["r%d-%d-%d" % (n, k, j) for j in range(rnd.randint(1, 2))]
@@ -195,12 +252,14 @@ class Properties(unittest.TestCase):
             w = select_window(view, budget)
             out = list(w.messages)
             self.assertEqual(w.estimated_tokens, total_tokens(out))
-            has_summary = view[0].metadata.get("contextd.kind") == "compaction_summary"
+            pinned = [m for m in view if m.role == types_pb2.ROLE_SYSTEM or m.metadata.get("contextd.kind") == "compaction_summary"]
             latest_user = [m for m in view if m.role == types_pb2.ROLE_USER and m.metadata.get("contextd.kind") != "compaction_summary"][-1]
             self.assertIn(latest_user.id, ids(out))
-            if has_summary:
-                self.assertEqual(out[0].id, view[0].id)
-            body = out[1:] if has_summary else out
+            # Every pinned message, first, in view order; none of them again later.
+            self.assertEqual(w.pinned, len(pinned))
+            self.assertEqual(ids(out[: len(pinned)]), ids(pinned))
+            body = out[len(pinned):]
+            self.assertFalse(any(m.role == types_pb2.ROLE_SYSTEM for m in body))
             if w.overflow:
                 self.assertGreater(w.estimated_tokens, budget)
                 self.assertEqual(ids(body), [latest_user.id])
@@ -208,8 +267,8 @@ class Properties(unittest.TestCase):
             self.assertLessEqual(w.estimated_tokens, budget)
             self.assertEqual(tool_pair_violations(body), [])
             self.assertEqual(body[0].role, types_pb2.ROLE_USER)
-            # Whole turns: a contiguous tail of the view (a partial newest turn: its user + a tail).
-            rest = view[1:] if has_summary else view
+            # Whole turns: a contiguous tail of the rest (a partial newest turn: its user + a tail).
+            rest = [m for m in view if m.id not in set(ids(pinned))]
             if not w.partial_turn:
                 self.assertEqual(ids(body), ids(rest[len(rest) - len(body):]))
             else:
