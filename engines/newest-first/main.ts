@@ -15,20 +15,18 @@ await serveEngine({
 
   // The host's active view arrives oldest first, each message with its token count.
   assemble(req) {
+    // System messages and the compaction summary are pinned: always kept, first.
+    const [pinned, rest] = splitPinned(req.messages);
     const budget = req.tokenBudget ?? Number.POSITIVE_INFINITY;
-    // System messages and the compaction summary are always kept, first, and count in the budget.
-    const { pinned, rest } = splitPinned(req.messages);
     let tokens = pinned.reduce((sum, m) => sum + m.tokenCount, 0);
     const kept: Message[] = [];
-    for (let i = rest.length - 1; i >= 0; i--) {
-      const message = rest[i];
-      if (tokens + message.tokenCount > budget) break;
-      kept.unshift(message);
-      tokens += message.tokenCount;
+    for (let i = rest.length - 1; i >= 0 && tokens + rest[i].tokenCount <= budget; i--) {
+      kept.unshift(rest[i]);
+      tokens += rest[i].tokenCount;
     }
     // Never start with a tool result whose tool call was cut off.
     while (kept[0]?.role === Role.ROLE_TOOL_RESULT) tokens -= kept.shift()!.tokenCount;
-    // Over the budget only when the pinned messages alone are: say so (the host then compacts).
+    // Over the budget only if the pinned messages alone are: say so rather than break the contract.
     const promptAuthority = tokens > budget ? PromptAuthority.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW : PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED;
     return { messages: [...pinned, ...kept], estimatedTokens: tokens, promptAuthority };
   },

@@ -25,10 +25,13 @@ export function isPinned(message: Message): boolean {
   return isSystemMessage(message) || isSummaryMessage(message);
 }
 
-/** The view split into its pinned messages and the rest, each in view order. */
-export function splitPinned<M extends Message>(messages: readonly M[]): { pinned: M[]; rest: M[] } {
+/**
+ * The view split into `[pinned, rest]`, each in view order (a pair, as `split_pinned` in Python):
+ * `const [pinned, rest] = splitPinned(req.messages)`.
+ */
+export function splitPinned<M extends Message>(messages: readonly M[]): [pinned: M[], rest: M[]] {
   const pinned: M[] = [];
   const rest: M[] = [];
   for (const m of messages) (isPinned(m) ? pinned : rest).push(m);
-  return { pinned, rest };
+  return [pinned, rest];
 }
