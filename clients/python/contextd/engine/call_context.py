@@ -128,6 +128,11 @@ class CallContext:
             return None
         return max(0.0, self.deadline - time.time())
 
+    @property
+    def cancel_cause(self) -> CancelCause | None:
+        """Why `cancelled` is set: "deadline" or "cancelled" (by the caller); None while it is not."""
+        return self._scope.cause if self._scope else None
+
     def raise_if_cancelled(self) -> None:
         """Raises EngineError(CANCELLED or DEADLINE_EXCEEDED) once the call has ended."""
         if self.cancelled.is_set():

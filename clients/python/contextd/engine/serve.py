@@ -20,6 +20,7 @@ from contextd.health.v1 import health_pb2_grpc
 from contextd.v1 import engine_pb2, engine_pb2_grpc, registry_pb2
 
 from .definition import Engine
+from .engine_id import engine_id_problem
 from .errors import EngineDefinitionError, EngineStartError
 from .health import Health
 from .host_client import HostChannels
@@ -53,7 +54,8 @@ def serve_engine(engine: Engine, **options: Any) -> RunningEngine:
     except EngineStartError as err:
         if exit_on_error:
             name = getattr(engine, "id", None)
-            sys.stderr.write(f"{name if isinstance(name, str) and name else 'serve_engine'}: {' '.join(str(err).split())}\n")
+            program = name if isinstance(name, str) and engine_id_problem(name) is None else "serve_engine"
+            sys.stderr.write(f"{program}: {' '.join(str(err).split())}\n")
             sys.stderr.flush()
             sys.exit(2)
         raise
