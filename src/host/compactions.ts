@@ -58,6 +58,14 @@ export class Compactions {
    */
   async commit(view: ActiveView, result: CompactionResult, engineId: string, seconds?: number): Promise<CommitOutcome> {
     const summaryTokens = this.native.tokenizer.countMessage(summaryMessage(result.summary));
+    if (result.firstKeptEntryId && view.messages.slice(0, view.pinnedCount).some((m) => m.entryId === result.firstKeptEntryId)) {
+      // The engine's mistake, not the runtime's: the store would refuse it as INVALID_ARGUMENT.
+      this.observer.compaction(engineId, "nothing", view.tokens, view.tokens, seconds);
+      return {
+        committed: false,
+        reason: `not committed: first_kept_entry_id ${result.firstKeptEntryId} is a pinned system message from before the active view's cut (docs/PINNED-MESSAGES.md)`,
+      };
+    }
     const after = activeTokensAfter(view, result.firstKeptEntryId, summaryTokens);
     if (after !== undefined && after >= view.tokens) {
       this.observer.compaction(engineId, "nothing", view.tokens, view.tokens, seconds);
