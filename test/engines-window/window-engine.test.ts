@@ -1,8 +1,8 @@
 /**
  * The `window` sample engine (engines/window, Python) end to end, all REAL processes: contextd with
  * auth on and the slot set to "window", the engine started as `/usr/bin/python3
- * engines/window/main.py` registering itself through the SDK environment, and a runtime driving a
- * long coding session through SessionService.
+ * engines/window/main.py` (on the Python engine SDK, contextd.engine) registering itself through the
+ * SDK environment, and a runtime driving a long coding session through SessionService.
  */
 import type { ServiceError } from "@grpc/grpc-js";
 import { status } from "@grpc/grpc-js";
@@ -89,7 +89,7 @@ describe("the window engine (Python) behind a real contextd", () => {
     expect(status.info).toMatchObject({ id: "window", ownsCompaction: false, protocolVersions: [1], hostRequirements: ["host-compaction"] });
     expect(status.info!.name).not.toBe("");
     expect(status.info!.capabilities?.ingestBatch).toBe(true);
-    const registered = await engine.waitForLog((l) => l.msg === "registered");
+    const registered = await engine.waitForLog((l) => l.msg === "registered with the registry");
     expect(registered).toMatchObject({ level: "info", engine: "window", endpoint: engine.address });
   });
 
@@ -209,7 +209,7 @@ describe("the window engine (Python) behind a real contextd", () => {
     await contextd.cleanup();
     // A fresh data dir on the same address: the registry has never heard of the engine.
     contextd = await startContextd(contextdOptions(listen));
-    await engine.waitForLog((l, i) => i >= logsBefore && l.msg === "registered again", 30_000);
+    await engine.waitForLog((l, i) => i >= logsBefore && l.msg === "registered again with the registry", 30_000);
     await eventually(async () => (await registry.get("window", OWNER_TOKEN)).endpoint === engine.address, 15_000, 200);
     await cx.appendMessages({ session: { sessionId: "after-restart" }, messages: [user("hello again")] });
     const res = await cx.assemble({ session: { sessionId: "after-restart" }, tokenBudget: 4_000 });
@@ -226,6 +226,7 @@ describe("the window engine (Python) behind a real contextd", () => {
     );
     expect(err?.code).toBe(status.NOT_FOUND);
     const msgs = engine.logLines().map((l) => l.msg);
-    expect(msgs).toEqual(expect.arrayContaining(["stopping", "deregistered", "stopped"]));
+    expect(msgs).toEqual(expect.arrayContaining(["signal received: deregistering and draining", "deregistered from the registry", "engine stopped"]));
+    expect(msgs.indexOf("deregistered from the registry")).toBeLessThan(msgs.indexOf("engine stopped"));
   });
 });

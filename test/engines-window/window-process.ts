@@ -4,12 +4,13 @@
  * environment (CONTEXTD_REGISTRY, CONTEXTD_OWNER, CONTEXTD_OWNER_TOKEN, CONTEXTD_ENGINE_LISTEN).
  *
  *   const engine = await startWindowEngine({ registry: cd.address, owner: "team", ownerToken: "t" });
- *   await engine.waitForLog((l) => l.msg === "registered");
+ *   await engine.waitForLog((l) => l.msg === "registered with the registry");
  *   expect(await engine.stop()).toBe(0);
  *
- * The engine logs JSON lines on stderr; readiness is `{"msg":"listening","address":...}`. The child
- * gets WINDOW_PARENT_PID (it stops by itself if the test process disappears) and is SIGKILLed when
- * the test process exits.
+ * The engine logs JSON lines on stderr (the Python engine SDK's); readiness is
+ * `{"msg":"engine listening","address":...}`. The child runs without PYTHONPATH (main.py finds
+ * clients/python itself, as under contextd's managed sidecars), gets WINDOW_PARENT_PID (it stops by
+ * itself if the test process disappears) and is SIGKILLed when the test process exits.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { PYTHON, REPO_ROOT } from "../helpers/python.js";
@@ -29,7 +30,7 @@ export interface WindowEngineOptions {
 export type LogLine = Record<string, unknown>;
 
 export interface WindowEngineProcess {
-  /** The bound address from the `listening` line (the real port). */
+  /** The bound address from the `engine listening` line (the real port). */
   address: string;
   pid: number;
   logLines(): LogLine[];
@@ -138,7 +139,7 @@ export async function startWindowEngine(opts: WindowEngineOptions = {}): Promise
 
   let listening: LogLine;
   try {
-    listening = await waitForLog((l) => l.msg === "listening" && typeof l.address === "string", opts.timeoutMs ?? 30_000);
+    listening = await waitForLog((l) => l.msg === "engine listening" && typeof l.address === "string", opts.timeoutMs ?? 30_000);
   } catch (err) {
     if (exitCode === undefined) child.kill("SIGKILL");
     await exited;

@@ -1,16 +1,21 @@
-"""Message builders and the tool-pair invariant, for the window engine's unit tests."""
+"""Message builders and the tool-pair invariant, for the window engine's unit tests.
+
+Importing it puts the engine (engines/window) and, unless `contextd` is importable already, the
+repository's Python package (clients/python) on sys.path, as main.py does.
+"""
 
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ENGINE_DIR = os.path.dirname(HERE)
+PACKAGE_DIR = os.path.join(os.path.dirname(os.path.dirname(ENGINE_DIR)), "clients", "python")
 if ENGINE_DIR not in sys.path:
     sys.path.insert(0, ENGINE_DIR)
-
-import generate_stubs  # noqa: E402
-
-generate_stubs.import_path()
+try:
+    import contextd.engine  # noqa: F401
+except ModuleNotFoundError:
+    sys.path.insert(0, PACKAGE_DIR)
 
 from contextd.v1 import types_pb2  # noqa: E402
 
@@ -41,6 +46,10 @@ def result(cid, tokens=10, text="ok"):
     return types_pb2.Message(
         id=_next_id(), role=types_pb2.ROLE_TOOL_RESULT, content=[text_block(text)], tool_call_id=cid, tool_name="read_file", token_count=tokens
     )
+
+
+def system(text="You are a coding agent.", tokens=20):
+    return types_pb2.Message(id=_next_id(), role=types_pb2.ROLE_SYSTEM, content=[text_block(text)], token_count=tokens)
 
 
 def summary(text="summary of earlier turns", tokens=50):
