@@ -45,10 +45,12 @@ export function hostHandlers(
       if (req.activeOnly) {
         const view = await store.readActiveView(session.sessionId);
         if (!view) throw sessionNotFound(session.sessionId);
-        const entries: TranscriptEntry[] = view.compaction ? [view.compaction.entry] : [];
-        for (const m of view.messages) {
-          entries.push(TranscriptEntry.fromPartial({ id: m.entryId, seq: m.seq, timestampMs: m.message.timestampMs, entry: { $case: "message", value: m.message } }));
-        }
+        // In the view's order: the pinned system messages from before the cut, the compaction, the rest.
+        const entry = (m: (typeof view.messages)[number]) =>
+          TranscriptEntry.fromPartial({ id: m.entryId, seq: m.seq, timestampMs: m.message.timestampMs, entry: { $case: "message", value: m.message } });
+        const entries: TranscriptEntry[] = view.messages.slice(0, view.pinnedCount).map(entry);
+        if (view.compaction) entries.push(view.compaction.entry);
+        entries.push(...view.messages.slice(view.pinnedCount).map(entry));
         return { entries, nextPageToken: "" };
       }
       if (!(await store.getSession(session.sessionId))) throw sessionNotFound(session.sessionId);

@@ -46,7 +46,9 @@ export class Subagents {
         seed.push({
           kind: "compaction",
           compaction: { ...c.entry.entry.value, firstKeptEntryId: "" },
-          firstKeptIndex: view.messages.length > 0 ? 0 : null,
+          // The parent's pinned system messages come first in its view and stay before the cut in
+          // the child's, so the child's view has the same pinned head (docs/PINNED-MESSAGES.md).
+          firstKeptIndex: view.messages.length > view.pinnedCount ? view.pinnedCount : null,
           summaryTokens: c.summaryTokens,
         });
       }

@@ -21,36 +21,9 @@
  * port, and the registered endpoint is the real one), plus `CONTEXTD_ENGINE_ADVERTISE` and
  * `CONTEXTD_LOG_LEVEL`. Without a registry the engine only serves (tests, `contextctl`, debugging).
  *
- * A complete engine — keep the newest messages that fit the budget, let the host compact:
- *
- * ```ts
- * import { serveEngine, delegateCompactionToHost, Role, type Message } from "contextd/engine-sdk";
- *
- * const engine = await serveEngine({
- *   info: { id: "newest-first", name: "Newest messages that fit", version: "1.0.0" },
- *
- *   // The host's active view arrives oldest first, each message with its token count.
- *   assemble(req) {
- *     const budget = req.tokenBudget ?? Number.POSITIVE_INFINITY;
- *     const kept: Message[] = [];
- *     let tokens = 0;
- *     for (let i = req.messages.length - 1; i >= 0; i--) {
- *       const message = req.messages[i];
- *       if (tokens + message.tokenCount > budget) break;
- *       kept.unshift(message);
- *       tokens += message.tokenCount;
- *     }
- *     // Never start with a tool result whose tool call was cut off.
- *     while (kept[0]?.role === Role.ROLE_TOOL_RESULT) tokens -= kept.shift()!.tokenCount;
- *     return { messages: kept, estimatedTokens: tokens };
- *   },
- *
- *   // This engine does not own compaction: the host runs its native compaction and commits it.
- *   compact: delegateCompactionToHost,
- * });
- *
- * await engine.registered; // optional: rejects with the registry's refusal (which is also logged)
- * ```
+ * A complete engine — the pinned messages (system messages, the compaction summary), then the newest
+ * messages that fit the budget, and the host compacts — is engines/newest-first/main.ts (the README's
+ * example, run by test/sdk/engine-sdk.test.ts).
  *
  * Run it next to contextd:
  * `CONTEXTD_REGISTRY=127.0.0.1:50051 CONTEXTD_OWNER=acme CONTEXTD_OWNER_TOKEN=$ACME_ENGINE_TOKEN node newest-first.js`,

@@ -10,7 +10,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AssembleResponse } from "../../src/contract/gen/contextd/v1/session.js";
-import { Mode, Role, type Message, type SessionRef } from "../../src/contract/gen/contextd/v1/types.js";
+import { Mode, Role, SubagentContextMode, type Message, type SessionRef } from "../../src/contract/gen/contextd/v1/types.js";
 import { isSummaryMessage } from "../../src/contract/messages.js";
 import { ContextdClient } from "../../src/sdk/runtime-client.js";
 import { startLossless, type LosslessProcess } from "../engines-lossless/lossless-process.js";
@@ -164,6 +164,17 @@ describe("pinned system messages through a real contextd, legacy, lossless and w
     const t = await cx.getTranscript({ session, pageSize: 1000 });
     const systems = t.entries.filter((e) => e.entry?.$case === "message" && e.entry.value.role === Role.ROLE_SYSTEM);
     expect(systems.map((e) => (e.entry?.$case === "message" ? textOf(e.entry.value) : ""))).toEqual([START, MIDDLE]);
+  });
+
+  it("a FORK child of the compacted legacy session has the same pinned head: system messages, then the summary", async () => {
+    const parent: SessionRef = { sessionId: "pinned-legacy", sessionKey: "", agentId: "main" };
+    const child: SessionRef = { sessionId: "pinned-legacy-child", sessionKey: "", agentId: "main" };
+    await cx.prepareSubagentSpawn({ parent, child, contextMode: SubagentContextMode.SUBAGENT_CONTEXT_MODE_FORK });
+    const parentView = await cx.assemble({ session: parent, tokenBudget: 100_000, autoCompact: false });
+    const childView = await cx.assemble({ session: child, tokenBudget: 100_000, autoCompact: false });
+    expect(childView.messages.map((m) => [m.role, textOf(m)])).toEqual(parentView.messages.map((m) => [m.role, textOf(m)]));
+    expect(childView.messages.slice(0, 2).map(textOf)).toEqual([START, MIDDLE]);
+    expect(isSummaryMessage(childView.messages[2])).toBe(true);
   });
 
   it("lossless: its own summaries never fold a system message in; it assembles them first and commits host compactions without them", async () => {

@@ -37,7 +37,10 @@ export interface ReadTranscriptRequest {
   session?: SessionRef | undefined;
   pageSize: number;
   pageToken: string;
-  /** Only the active view: the latest compaction entry, then the entries it keeps. */
+  /**
+   * Only the active view, in its order: the pinned system messages from before the cut (ROLE_SYSTEM
+   * is never compacted away), the latest compaction entry, then the entries it keeps.
+   */
   activeOnly: boolean;
 }
 
