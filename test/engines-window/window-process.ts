@@ -18,6 +18,11 @@ import { PYTHON, REPO_ROOT } from "../helpers/python.js";
 export const WINDOW_MAIN = "engines/window/main.py";
 
 export interface WindowEngineOptions {
+  /**
+   * The Python script to run (relative to the repository root), default engines/window/main.py; any
+   * engine built on the Python engine SDK logs the same lines (test/python-engine-sdk runs its probe).
+   */
+  script?: string;
   registry?: string;
   owner?: string;
   ownerToken?: string;
@@ -76,7 +81,7 @@ export async function startWindowEngine(opts: WindowEngineOptions = {}): Promise
   if (opts.ownerToken) env.CONTEXTD_OWNER_TOKEN = opts.ownerToken;
   Object.assign(env, opts.env ?? {});
 
-  const child = spawn(PYTHON, [WINDOW_MAIN], { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(PYTHON, [opts.script ?? WINDOW_MAIN], { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
   live.add(child);
   let output = "";
   const lines: LogLine[] = [];

@@ -22,6 +22,10 @@ CancelCause = Literal["cancelled", "deadline"]
 
 # grpcio reports "no deadline" as a remaining time of centuries; anything beyond this is none.
 _NO_DEADLINE_S = 10 * 365 * 24 * 3600.0
+# A cancellation this close to the deadline is the caller enforcing it: contextd cancels an engine
+# call at its own deadline, and sends a transport deadline 25 ms later (src/registry/remote-engine.ts)
+# so the engine is still told; the cancel then arrives a little before the deadline the engine sees.
+_DEADLINE_SLACK_S = 0.05
 
 
 class CallScope:
@@ -51,7 +55,7 @@ class CallScope:
         return scope
 
     def _terminated(self) -> None:
-        late = self.deadline is not None and time.time() >= self.deadline - 0.01
+        late = self.deadline is not None and time.time() >= self.deadline - _DEADLINE_SLACK_S
         self.cancel("deadline" if late else "cancelled")
 
     def cancel(self, cause: CancelCause) -> None:
