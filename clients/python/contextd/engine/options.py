@@ -16,9 +16,10 @@ import grpc
 from contextd.channels import TlsConfig, bearer
 
 from .errors import ServeOptionsError
+from .listen import parse_listen
 from .logs import parse_level
 
-__all__ = ["ListenAddress", "ServeOptions", "format_host_port", "parse_listen", "registrable_host", "resolve_options"]
+__all__ = ["ServeOptions", "resolve_options"]
 
 
 @dataclass(frozen=True)
@@ -73,14 +74,6 @@ class ServeOptions:
 OPTION_NAMES = tuple(f.name for f in fields(ServeOptions))
 
 
-@dataclass(frozen=True)
-class ListenAddress:
-    kind: str  # "tcp" | "unix"
-    target: str  # as given to grpc (unix:/path or host:port)
-    host: str = ""
-    port: int = 0
-
-
 def _fail(problem: str) -> ServeOptionsError:
     return ServeOptionsError(problem)
 
@@ -91,43 +84,6 @@ def _text(value: Any, name: str) -> str | None:
     if not isinstance(value, str):
         raise _fail(f"{name} must be a string (got {type(value).__name__} {value!r})")
     return value.strip() or None
-
-
-def parse_listen(text: str) -> ListenAddress:
-    """host:port, [v6]:port or unix:/path (an empty host listens on every interface)."""
-    if text.startswith("unix:"):
-        if len(text) <= len("unix:"):
-            raise _fail(f"listen address {text!r} has no socket path")
-        return ListenAddress("unix", text)
-    if text.startswith("["):
-        host, sep, port = text[1:].partition("]:")
-    else:
-        host, sep, port = text.rpartition(":")
-        if ":" in host:
-            sep = ""
-    if not sep or not port.isdigit() or int(port) > 65535:
-        raise _fail(f"listen address {text!r} is not host:port, [ipv6]:port or unix:/path")
-    host = host or "0.0.0.0"
-    return ListenAddress("tcp", format_host_port(host, int(port)), host, int(port))
-
-
-def unix_path(target: str) -> str:
-    """The socket path of a unix: target (unix:/abs, unix:///abs or unix:relative)."""
-    rest = target[len("unix:") :]
-    return rest[2:] if rest.startswith("//") else rest
-
-
-def format_host_port(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-_WILDCARDS = {"0.0.0.0": "127.0.0.1", "::": "::1"}
-
-
-def registrable_host(host: str) -> tuple[str, bool]:
-    """The host to register for a bind address, and whether it was a wildcard (then loopback)."""
-    loopback = _WILDCARDS.get(host)
-    return (loopback, True) if loopback else (host, False)
 
 
 def _seconds(name: str, value: Any) -> float:

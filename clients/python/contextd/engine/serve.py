@@ -6,8 +6,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import socket
-import stat
 import sys
 import threading
 import time
@@ -25,7 +23,8 @@ from .errors import EngineDefinitionError, EngineStartError
 from .health import Health
 from .host_client import HostChannels
 from .logs import EngineLogger, engine_logger, parse_level
-from .options import ServeOptions, format_host_port, parse_listen, registrable_host, resolve_options, unix_path
+from .listen import bind
+from .options import ServeOptions, resolve_options
 from .registration import Registrar, RegistrationSettings, RegistrationStatus
 from .servicer import EngineServicer
 
@@ -98,7 +97,7 @@ class RunningEngine:
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
         try:
             #: The bound address (host:port with the real port, or unix:/path).
-            self.address, self.endpoint = self._bind()
+            self.address, self.endpoint = bind(self._server, options, self.log)
         except EngineStartError:
             self._executor.shutdown(wait=False)
             raise
@@ -200,33 +199,6 @@ class RunningEngine:
 
     # ------------------------------------------------------------------------------- internals
 
-    def _bind(self) -> tuple[str, str]:
-        opts = self.options
-        listen = parse_listen(opts.listen)
-        if listen.kind == "unix":
-            _remove_stale_socket(unix_path(listen.target))
-        try:
-            if opts.server_credentials is not None:
-                port = self._server.add_secure_port(listen.target, opts.server_credentials)
-            else:
-                port = self._server.add_insecure_port(listen.target)
-        except RuntimeError as err:  # grpcio >= 1.5x raises instead of returning 0
-            raise EngineStartError(f"cannot listen on {opts.listen}: {err}") from None
-        if port == 0:
-            raise EngineStartError(f"cannot listen on {opts.listen} (address in use or not permitted)")
-        if listen.kind == "unix":
-            return listen.target, opts.advertise or listen.target
-        address = format_host_port(listen.host, port)
-        if opts.advertise:
-            return address, opts.advertise
-        host, wildcard = registrable_host(listen.host)
-        if wildcard and opts.registry:
-            self.log.warning(
-                f"listening on a wildcard address: registering {host}; set `advertise` (CONTEXTD_ENGINE_ADVERTISE) if the registry runs elsewhere",
-                extra={"listen": opts.listen},
-            )
-        return address, format_host_port(host, port)
-
     def _serve_until_stopped(self) -> None:
         try:
             # Wake up regularly: signal handlers run in the main thread between waits.
@@ -292,22 +264,3 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def _remove_stale_socket(path: str) -> None:
-    """A socket file left by a run that crashed makes bind fail: remove it when nothing answers on it."""
-    try:
-        if not stat.S_ISSOCK(os.lstat(path).st_mode):
-            return
-    except OSError:
-        return
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        try:
-            probe.connect(path)
-            return  # alive: let bind report the conflict
-        except OSError:
-            pass
-    try:
-        os.unlink(path)
-    except OSError:
-        pass

@@ -120,5 +120,13 @@ class InfoTest(unittest.TestCase):
         self.assertEqual(list(minimal(compact=lambda r, c: delegate_compaction_to_host(r, c)).info().host_requirements), [])
 
 
+class ReexportTest(unittest.TestCase):
+    def test_split_pinned_is_contextd_pinned(self):
+        from contextd import pinned
+        from contextd.engine import split_pinned
+
+        self.assertIs(split_pinned, pinned.split_pinned)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -9,7 +9,8 @@ import unittest
 
 from contextd.channels import TlsConfig
 from contextd.engine import JsonFormatter, ServeOptionsError
-from contextd.engine.options import parse_listen, registrable_host, resolve_options
+from contextd.engine.listen import parse_listen, registrable_host
+from contextd.engine.options import resolve_options
 
 
 class ResolveTest(unittest.TestCase):

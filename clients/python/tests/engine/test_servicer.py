@@ -62,6 +62,17 @@ class ServicerTest(EngineTestCase):
         self.assertFalse(ctx.cancelled.is_set())
         self.assertEqual(seen["req"].session.session_id, "s1")
 
+    def test_without_a_deadline(self):
+        seen: dict = {}
+
+        def assemble(req, ctx: CallContext):
+            seen["deadline"], seen["remaining"] = ctx.deadline, ctx.time_remaining()
+            return {}
+
+        stub, _, _ = self.stub(minimal(assemble=assemble))
+        stub.Assemble(engine_pb2.ContextEngineServiceAssembleRequest())
+        self.assertEqual(seen, {"deadline": None, "remaining": None})
+
     def test_answers_as_a_proto_a_dict_or_none(self):
         answers = iter(
             [
