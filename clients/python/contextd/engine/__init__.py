@@ -8,10 +8,21 @@
     serve_engine(Engine(id="last-20", name="The last 20 messages", assemble=assemble,
                         compact=delegate_compaction_to_host))
 
-serve_engine serves contextd.v1.ContextEngineService and grpc.health.v1, registers with contextd's
-registry (CONTEXTD_REGISTRY, CONTEXTD_OWNER, CONTEXTD_OWNER_TOKEN), registers again after a contextd
-restart, and on SIGTERM goes NOT_SERVING, deregisters, drains and exits 0 — as the TypeScript SDK
-(src/sdk/engine) does.
+- `Engine` (a dataclass): `id`, `name`, `assemble`, `compact` and optional methods; which optional
+  methods are set decides EngineInfo.capabilities. Each method is `fn(request, ctx)` and returns the
+  response proto, a dict of its fields or None; Assemble's `estimated_tokens` defaults to the sum
+  of the returned messages' token counts.
+- `CallContext` (`ctx`): `deadline`, `time_remaining()`, `cancelled` (a threading.Event set when the
+  caller cancels or the deadline passes), `cancel_cause`, `on_cancel(fn)`, `raise_if_cancelled()`,
+  `host` (a `HostClient` for HostService, bounded by the call and cancelled with it), `log`
+  (a logging adapter: `ctx.log.info("msg", extra={...})`), `method`, `metadata`, `request_id`.
+- Errors: raise `EngineError(grpc.StatusCode.X, "why")` to answer that status; a `HostCallError`
+  passes on the host's; anything else answers INTERNAL with its message.
+- `serve_engine(engine, **options)` (see `ServeOptions`): serves contextd.v1.ContextEngineService
+  and grpc.health.v1, registers with contextd's registry (CONTEXTD_REGISTRY, CONTEXTD_OWNER,
+  CONTEXTD_OWNER_TOKEN), registers again after a contextd restart, and on SIGTERM goes NOT_SERVING,
+  deregisters, drains and exits 0 — as the TypeScript SDK (src/sdk/engine) does. Logs are JSON lines
+  on stderr. A bad start prints one line and exits 2 (or raises EngineStartError with block=False).
 """
 
 from __future__ import annotations

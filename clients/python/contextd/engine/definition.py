@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, NoReturn, Union
@@ -123,6 +124,10 @@ class Engine:
             value = getattr(self, name)
             if value is not None and not callable(value):
                 _fail(f"`{name}` must be a function or None (it is {_describe(value)})")
+        for name in REQUIRED_METHODS + OPTIONAL_METHODS:
+            # Methods run in the server's worker threads; a coroutine would never be awaited.
+            if inspect.iscoroutinefunction(getattr(self, name)):
+                _fail(f"`{name}` is an async function: engine methods are called in worker threads, make it a plain def")
 
     def capabilities(self) -> engine_pb2.EngineCapabilities:
         return engine_pb2.EngineCapabilities(

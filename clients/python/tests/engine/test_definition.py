@@ -62,6 +62,12 @@ class ValidationTest(unittest.TestCase):
     def test_optional_methods(self):
         self.assertIn("`after_turn` must be a function or None (it is a int)", self.invalid(after_turn=3))
 
+    def test_async_methods(self):
+        async def assemble(req, ctx):
+            return {}
+
+        self.assertIn("`assemble` is an async function", self.invalid(assemble=assemble))
+
     def test_other_fields(self):
         self.assertIn("`version`", self.invalid(version=1))
         self.assertIn("`owns_compaction`", self.invalid(owns_compaction="yes"))
