@@ -85,6 +85,14 @@ describe("the README, run as written", () => {
     expect(blocks.filter((b) => b.skip === undefined && b.lang === "sh").length).toBeGreaterThanOrEqual(7);
   });
 
+  it("the TypeScript engine it shows is engines/newest-first/main.ts (which test/sdk/engine-sdk.test.ts runs)", () => {
+    const ts = blocks.find((b) => b.lang === "ts" && b.text.includes("serveEngine({"));
+    expect(ts, "the README's TypeScript engine block").toBeDefined();
+    const main = fs.readFileSync(path.join(REPO_ROOT, "engines/newest-first/main.ts"), "utf8");
+    const body = (text: string) => text.slice(text.indexOf("await serveEngine({"));
+    expect(body(ts!.text)).toBe(body(main).replace('process.env.ENGINE_ID ?? "newest-first"', '"newest-first"'));
+  });
+
   for (const block of blocks) {
     const title = `line ${block.line} (${block.heading}): ${block.file ? `file ${block.file}` : block.text.trim().split("\n")[0].slice(0, 70)}`;
     const run = block.skip !== undefined ? it.skip : it;
@@ -112,6 +120,7 @@ describe("the README, run as written", () => {
       const deadline = Date.now() + (block.retry?.ms ?? 0);
       for (;;) {
         const result = await runForeground(block.text);
+        if (process.env.README_TEST_VERBOSE) console.log(`README line ${block.line} (exit ${result.code}):\n${result.output}`);
         const matches = !block.retry || block.retry.until.test(result.output);
         if ((result.code === 0 && matches) || Date.now() > deadline) {
           expect(result.code, `exit code of README line ${block.line}; output:\n${result.output}`).toBe(0);
