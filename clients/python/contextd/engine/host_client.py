@@ -16,7 +16,7 @@ from google.protobuf.message import Message
 from contextd.channels import TlsConfig, bearer, open_channel
 from contextd.v1 import host_pb2, host_pb2_grpc, types_pb2
 
-from .call_context import CallScope
+from .call_scope import CallScope
 from .errors import HostCallError
 
 __all__ = ["HostChannels", "HostClient"]

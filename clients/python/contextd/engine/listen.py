@@ -14,7 +14,6 @@ from .errors import EngineStartError, ServeOptionsError
 
 if TYPE_CHECKING:
     from .logs import EngineLogger
-    from .options import ServeOptions
 
 __all__ = ["ListenAddress", "bind", "format_host_port", "parse_listen", "registrable_host", "unix_path"]
 
@@ -64,30 +63,38 @@ def registrable_host(host: str) -> tuple[str, bool]:
     return (loopback, True) if loopback else (host, False)
 
 
-def bind(server: grpc.Server, opts: ServeOptions, log: EngineLogger) -> tuple[str, str]:
-    """Binds `server` to opts.listen (port 0 picks one); returns the real address and the endpoint to register."""
-    listen = parse_listen(opts.listen)
+def bind(
+    server: grpc.Server,
+    listen_text: str,
+    *,
+    advertise: str | None,
+    registering: bool,
+    server_credentials: grpc.ServerCredentials | None,
+    log: EngineLogger,
+) -> tuple[str, str]:
+    """Binds `server` to `listen_text` (port 0 picks one); returns the real address and the endpoint to register."""
+    listen = parse_listen(listen_text)
     if listen.kind == "unix":
         _remove_stale_socket(unix_path(listen.target))
     try:
-        if opts.server_credentials is not None:
-            port = server.add_secure_port(listen.target, opts.server_credentials)
+        if server_credentials is not None:
+            port = server.add_secure_port(listen.target, server_credentials)
         else:
             port = server.add_insecure_port(listen.target)
     except RuntimeError as err:  # grpcio >= 1.5x raises instead of returning 0
-        raise EngineStartError(f"cannot listen on {opts.listen}: {err}") from None
+        raise EngineStartError(f"cannot listen on {listen_text}: {err}") from None
     if port == 0:
-        raise EngineStartError(f"cannot listen on {opts.listen} (address in use or not permitted)")
+        raise EngineStartError(f"cannot listen on {listen_text} (address in use or not permitted)")
     if listen.kind == "unix":
-        return listen.target, opts.advertise or listen.target
+        return listen.target, advertise or listen.target
     address = format_host_port(listen.host, port)
-    if opts.advertise:
-        return address, opts.advertise
+    if advertise:
+        return address, advertise
     host, wildcard = registrable_host(listen.host)
-    if wildcard and opts.registry:
+    if wildcard and registering:
         log.warning(
             f"listening on a wildcard address: registering {host}; set `advertise` (CONTEXTD_ENGINE_ADVERTISE) if the registry runs elsewhere",
-            extra={"listen": opts.listen},
+            extra={"listen": listen_text},
         )
     return address, format_host_port(host, port)
 

@@ -97,7 +97,14 @@ class RunningEngine:
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
         try:
             #: The bound address (host:port with the real port, or unix:/path).
-            self.address, self.endpoint = bind(self._server, options, self.log)
+            self.address, self.endpoint = bind(
+                self._server,
+                options.listen,
+                advertise=options.advertise,
+                registering=bool(options.registry),
+                server_credentials=options.server_credentials,
+                log=self.log,
+            )
         except EngineStartError:
             self._executor.shutdown(wait=False)
             raise

@@ -17,7 +17,8 @@ from google.protobuf.message import Message
 
 from contextd.v1 import engine_pb2, engine_pb2_grpc, types_pb2
 
-from .call_context import CallContext, CallScope
+from .call_context import CallContext
+from .call_scope import CallScope
 from .definition import Engine
 from .errors import EngineError
 from .host_client import HostChannels, HostClient
