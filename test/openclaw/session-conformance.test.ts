@@ -257,7 +257,14 @@ describe("OpenClaw 2026.9.6 session files: contextd shows the model what OpenCla
     expect(oc.persisted).toBe(rows.length);
     expect(oc.leafId).toBe(rows.at(-1)!.id);
 
-    const view = (await cx.assemble({ session, tokenBudget: HUGE_BUDGET })).messages.map((m) => asJson(fromContextdMessage(m)) as Row);
+    const contextdView = (await cx.assemble({ session, tokenBudget: HUGE_BUDGET })).messages.map((m) => asJson(fromContextdMessage(m)) as Row);
+    // contextd pins the system message from before the cut at the head of its view
+    // (docs/PINNED-MESSAGES.md); OpenClaw has no system role — the file carries it as a
+    // `contextd.system` custom message — and, as its own compaction rules say, leaves out what
+    // precedes the kept entries. Past that pinned head, the two contexts are the same.
+    expect(contextdView[0]).toMatchObject({ role: "custom", customType: "contextd.system" });
+    expect(textOf(contextdView[0])).toBe("You are a careful billing engineer.");
+    const view = contextdView.slice(1);
     const shape = (m: Row) => ({ role: m.role, customType: m.customType, text: textOf(m) });
     expect((oc.messages as Row[]).map(shape)).toEqual(view.map(shape));
     expect(view[0]).toMatchObject({ role: "compactionSummary", summary: compacted.result!.summary });
