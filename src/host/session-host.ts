@@ -70,10 +70,8 @@ export class SessionHost {
     const session = requireSession(req.session);
     const key = checkIdempotencyKey(req.idempotencyKey);
     validateAppend(req.messages, this.limits);
-    const counted = req.messages.map((message) => ({
-      message: { ...message, id: "" },
-      tokenCount: this.tokenizer.countMessage(message),
-    }));
+    const tokenCounts = await this.tokenizer.countMessages(req.messages);
+    const counted = req.messages.map((message, i) => ({ message: { ...message, id: "" }, tokenCount: tokenCounts[i] }));
     const labels = { sessionKey: session.sessionKey, agentId: session.agentId };
     let stored;
     if (key) {

@@ -86,7 +86,8 @@ export class Contextd {
   static async create(config: ContextdConfig, logger: Logger): Promise<Contextd> {
     const auth = new Authenticator(config.auth, process.env);
     if (!config.auth.required) logger.warn("auth.required is false: every caller is trusted (local development only)");
-    const tokenizer = createTokenizer(config.tokenizer, { imageTokens: config.image_tokens });
+    // offload: large appends are counted on worker threads, not on the event loop that answers Assemble.
+    const tokenizer = createTokenizer(config.tokenizer, { imageTokens: config.image_tokens, offload: true });
     const summarizerLog = logger.child({ component: "summarizer" });
     // One chat model (when `openai` is configured) serves both the summarizer and HostService.Complete.
     const model = createChatModel(config.compaction.summarizer, { env: process.env, log: summarizerLog });
