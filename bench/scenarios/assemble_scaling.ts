@@ -99,7 +99,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         ...(ctx.quick ? { quick: `sessions of 1k/5k/20k messages: p50_ratio_100k_vs_1k is the 20k session against the 1k one` } : {}),
       },
       goals: [
-        { key: "p50_ratio_100k_vs_1k", op: "<=", target: 2.0 },
+        { key: "p50_ratio_100k_vs_1k", op: "<=", target: 1.25 },
         { key: "postgres_vs_sqlite_assemble_p50_ratio", op: "<=", target: 2.0 },
       ],
       headline: ["p50_ms", "postgres_assemble_p50_ms"],

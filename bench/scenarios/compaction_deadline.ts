@@ -70,7 +70,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         samples_per_deadline: rounds,
         unexpected_answers: unexpected.length,
       },
-      goals: [{ key: "overshoot_ms_p99", op: "<=", target: 50 }],
+      goals: [{ key: "overshoot_ms_p99", op: "<=", target: 25 }],
       headline: ["overshoot_ms_p99_by_deadline"],
       notes: [
         `${rounds} measured rounds (after one warm-up round); in each, one Compact per deadline, the three at once`,

@@ -137,7 +137,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       metrics,
       goals: [
         { key: "p50_ratio_vs_echo", op: "<=", target: 2.5 },
-        { key: "rps_ratio_vs_echo_c64", op: ">=", target: 0.35 },
+        { key: "rps_ratio_vs_echo_c64", op: ">=", target: 0.45 },
       ],
       headline: ["p50_ratio_vs_direct", "rps_ratio_vs_direct_c64", "cpu_us_per_call_c64", "contextd_process_cpu_us_per_assemble"],
       notes: [

@@ -24,7 +24,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   try {
     const baseline = readRss(cd.pid);
     if (!baseline) {
-      return { metrics: { rss_mb_10k_sessions: null, reason: "/proc/PID/status is not readable (not Linux?)" }, goals: [{ key: "rss_mb_10k_sessions", op: "<=", target: 400 }] };
+      return { metrics: { rss_mb_10k_sessions: null, reason: "/proc/PID/status is not readable (not Linux?)" }, goals: [{ key: "rss_mb_10k_sessions", op: "<=", target: 220 }] };
     }
     let next = 0;
     let done = 0;
@@ -65,7 +65,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         seconds_to_fill: round(seconds, 1),
         ...(ctx.quick ? { quick: "1 000 sessions, not extrapolated" } : {}),
       },
-      goals: [{ key: "rss_mb_10k_sessions", op: "<=", target: 400 }],
+      goals: [{ key: "rss_mb_10k_sessions", op: "<=", target: 220 }],
       headline: ["sessions", "rss_mb_after_start", "rss_mb_at_end"],
       notes: [
         `${sessions} sessions × ${MESSAGES} messages (~${Math.round(tokens / sessions)} tokens each), appended and assembled once, ${IN_FLIGHT} sessions in flight; filled in ${seconds.toFixed(0)} s`,
