@@ -34,6 +34,7 @@ import type {
   SubagentState,
   TranscriptStore,
 } from "../types.js";
+import { GroupCommit } from "./group-commit.js";
 import { appendIdempotent } from "./idempotent-append.js";
 import { migrate } from "./migrations.js";
 import { importSession } from "./session-import.js";
@@ -88,11 +89,13 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   readonly kind = "sqlite" as const;
 
   private readonly stmts: Statements;
+  private readonly commits: GroupCommit;
   private readonly copy: SqliteStoreCopy;
 
   private constructor(private readonly db: Database.Database) {
     this.stmts = prepareStatements(db);
     this.copy = new SqliteStoreCopy(db);
+    this.commits = new GroupCommit(db);
   }
 
   /** Opens (creating when missing) the database file at `path` and migrates it. */
@@ -116,8 +119,10 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
     return this.db.name;
   }
 
-  async appendMessages(sessionId: string, messages: NewMessage[], create: SessionLabels, maxEntries?: number): Promise<TranscriptEntry[]> {
-    return writes.appendMessages(this.db, this.stmts, sessionId, messages, create, maxEntries);
+  /** Grouped with the other appends of this turn of the event loop into one transaction (group-commit.ts). */
+  async appendMessages(sessionId: string, messages: NewMessage[], create: SessionLabels, maxEntries = Number.POSITIVE_INFINITY): Promise<TranscriptEntry[]> {
+    writes.checkAppend(sessionId, messages);
+    return this.commits.write(() => writes.appendInTransaction(this.stmts, sessionId, messages, create, maxEntries));
   }
 
   async appendIdempotent(

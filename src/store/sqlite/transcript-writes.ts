@@ -27,18 +27,10 @@ import { firstKeptSeq as checkFirstKept } from "../first-kept.js";
 // IMMEDIATE transaction, so the session row read at its start cannot change under it: the helpers
 // below advance that row in memory and saveSession writes it back once, at the end.
 
-export function appendMessages(
-  db: Database.Database,
-  stmts: Statements,
-  sessionId: string,
-  messages: NewMessage[],
-  create: SessionLabels,
-  maxEntries = Number.POSITIVE_INFINITY,
-): TranscriptEntry[] {
+/** What an append is refused for before any transaction. */
+export function checkAppend(sessionId: string, messages: NewMessage[]): void {
   checkSessionId(sessionId);
   if (!Array.isArray(messages)) throw new InvalidArgumentError("messages must be a list");
-  const run = db.transaction((): TranscriptEntry[] => appendInTransaction(stmts, sessionId, messages, create, maxEntries));
-  return run.immediate();
 }
 
 /** The body of appendMessages, for callers that already hold an IMMEDIATE transaction. */
