@@ -8,9 +8,11 @@
  *
  * Outside this repository, import from "contextd/engine-sdk" instead of the relative path.
  */
-import { delegateCompactionToHost, PromptAuthority, Role, serveEngine, splitPinned, type Message } from "../../src/sdk/engine-sdk.js";
+import { pathToFileURL } from "node:url";
+import { delegateCompactionToHost, PromptAuthority, Role, serveEngine, splitPinned, type EngineDefinition, type Message } from "../../src/sdk/engine-sdk.js";
 
-await serveEngine({
+/** The engine (test/sdk/engine-sdk.test.ts serves this very object). */
+export const newestFirst: EngineDefinition = {
   info: { id: process.env.ENGINE_ID ?? "newest-first", name: "Newest messages that fit", version: "1.0.0" },
 
   // The host's active view arrives oldest first, each message with its token count.
@@ -33,4 +35,7 @@ await serveEngine({
 
   // This engine does not own compaction: the host runs its native compaction and commits it.
   compact: delegateCompactionToHost,
-});
+};
+
+// Run as a program (`node dist/engines/newest-first/main.js`), not when a test imports the definition.
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await serveEngine(newestFirst);

@@ -89,8 +89,11 @@ describe("the README, run as written", () => {
     const ts = blocks.find((b) => b.lang === "ts" && b.text.includes("serveEngine({"));
     expect(ts, "the README's TypeScript engine block").toBeDefined();
     const main = fs.readFileSync(path.join(REPO_ROOT, "engines/newest-first/main.ts"), "utf8");
-    const body = (text: string) => text.slice(text.indexOf("await serveEngine({"));
-    expect(body(ts!.text)).toBe(body(main).replace('process.env.ENGINE_ID ?? "newest-first"', '"newest-first"'));
+    // The object literal: `await serveEngine({ … });` in the README, `export const newestFirst … = { … };` in main.ts.
+    const literal = (text: string, opener: string, closer: string) => text.slice(text.indexOf(opener) + opener.length, text.indexOf(closer));
+    expect(literal(ts!.text, "await serveEngine({", "\n});")).toBe(
+      literal(main, "export const newestFirst: EngineDefinition = {", "\n};").replace('process.env.ENGINE_ID ?? "newest-first"', '"newest-first"'),
+    );
   });
 
   for (const block of blocks) {

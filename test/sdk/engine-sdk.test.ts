@@ -1,3 +1,4 @@
+import { newestFirst } from "../../engines/newest-first/main.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -37,7 +38,6 @@ import {
   PromptAuthority,
   Role,
   serveEngine,
-  splitPinned,
   textMessage,
   type EngineCallContext,
   type EngineDefinition,
@@ -509,30 +509,11 @@ describe("serveEngine: HostClient", () => {
   });
 });
 
-describe("the README example", () => {
+describe("the README example (engines/newest-first/main.ts)", () => {
   it("keeps the pinned messages, then the newest messages that fit, and never starts with a tool result", async () => {
-    // Same code as engines/newest-first/main.ts and README.md's example (plus test options).
+    // engines/newest-first/main.ts itself (README.md shows the same object: test/readme checks it).
     const engine = await serveEngine(
-      {
-        info: { id: "newest-first", name: "Newest messages that fit", version: "1.0.0" },
-        assemble(req) {
-          // System messages and the compaction summary are pinned: always kept, first.
-          const [pinned, rest] = splitPinned(req.messages);
-          const budget = req.tokenBudget ?? Number.POSITIVE_INFINITY;
-          let tokens = pinned.reduce((sum, m) => sum + m.tokenCount, 0);
-          const kept: Message[] = [];
-          for (let i = rest.length - 1; i >= 0 && tokens + rest[i].tokenCount <= budget; i--) {
-            kept.unshift(rest[i]);
-            tokens += rest[i].tokenCount;
-          }
-          // Never start with a tool result whose tool call was cut off.
-          while (kept[0]?.role === Role.ROLE_TOOL_RESULT) tokens -= kept.shift()!.tokenCount;
-          // Over the budget only if the pinned messages alone are: say so rather than break the contract.
-          const promptAuthority = tokens > budget ? PromptAuthority.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW : PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED;
-          return { messages: [...pinned, ...kept], estimatedTokens: tokens, promptAuthority };
-        },
-        compact: delegateCompactionToHost,
-      },
+      newestFirst,
       { registry: "", handleSignals: false, logger },
     );
     running.push(engine);
