@@ -2,7 +2,7 @@ import type { ContextEngine } from "../contract/engine-api.js";
 import type { EngineInfo } from "../contract/gen/contextd/v1/engine.js";
 import { EngineHealth, type EngineStatus, type QuarantineState } from "../contract/gen/contextd/v1/registry.js";
 import { NotFoundError } from "../contract/errors.js";
-import { CORE_OWNER, LEGACY_ENGINE_ID } from "../legacy/legacy-engine.js";
+import { CORE_OWNER, LEGACY_ENGINE_ID } from "../contract/engine-id.js";
 import { KeyedLock } from "./keyed-lock.js";
 import type { RemoteEngine } from "./remote-engine.js";
 

@@ -1,4 +1,5 @@
 import type { CallContext, ContextEngine } from "../contract/engine-api.js";
+import { LEGACY_ENGINE_ID } from "../contract/engine-id.js";
 import { CancelledError, ContextdError, DeadlineExceededError, ResourceExhaustedError } from "../contract/errors.js";
 import { status } from "@grpc/grpc-js";
 import { Mode, SelectionSource, type SessionRef } from "../contract/gen/contextd/v1/types.js";
@@ -111,7 +112,7 @@ export class Router {
     const agentId = session.agentId;
     const perAgent = agentId ? this.settings.agents[agentId] : undefined;
     const selectedId = perAgent ?? this.settings.contextEngine;
-    const source = perAgent || selectedId !== "legacy" ? SelectionSource.SELECTION_SOURCE_CONFIGURED : SelectionSource.SELECTION_SOURCE_DEFAULT;
+    const source = perAgent || selectedId !== LEGACY_ENGINE_ID ? SelectionSource.SELECTION_SOURCE_CONFIGURED : SelectionSource.SELECTION_SOURCE_DEFAULT;
     const legacy = this.registry.legacy;
     const engine = this.registry.get(selectedId);
     const fallback = (reason: string): Selection => ({ session, selectedId, source, target: legacy, mode: Mode.MODE_FALLBACK, fallbackReason: reason });

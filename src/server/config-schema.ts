@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { CORE_OWNER, LEGACY_ENGINE_ID } from "../contract/engine-id.js";
 import { OPENAI_DEFAULTS, type SummarizerConfig } from "../legacy/summarizer/summarizer-config.js";
 import { allowListEntryProblem } from "../registry/endpoint-allow-list.js";
 import type { TokenizerName } from "../tokens/tokenizer.js";
@@ -26,9 +27,9 @@ const auth = z.strictObject({
   /** owner name -> secret that proves it (engine registration). */
   owners: z
     .record(
-      z.string().refine((k) => k.trim() === k && k !== "" && k !== "core", {
+      z.string().refine((k) => k.trim() === k && k !== "" && k !== CORE_OWNER, {
         error: (iss) =>
-          iss.input === "core" ? `owner "core" is reserved for contextd itself` : `${show(iss.input)} is not an owner name`,
+          iss.input === CORE_OWNER ? `owner "${CORE_OWNER}" is reserved for contextd itself` : `${show(iss.input)} is not an owner name`,
       }),
       z
         .strictObject({
@@ -236,7 +237,7 @@ export const configSchema = z.strictObject({
     })
     .optional(),
   slots: z
-    .strictObject({ context_engine: text("an engine id").prefault("legacy"), agents: z.record(z.string().min(1), text("an engine id")).prefault({}) })
+    .strictObject({ context_engine: text("an engine id").prefault(LEGACY_ENGINE_ID), agents: z.record(z.string().min(1), text("an engine id")).prefault({}) })
     .prefault({}),
   auth: auth.prefault({}),
   engines: engines.prefault({}),

@@ -1,6 +1,7 @@
 import type { Metadata } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { PROTOCOL_VERSION } from "../../contract/engine-api.js";
+import { LEGACY_ENGINE_ID } from "../../contract/engine-id.js";
 import {
   EngineInfo,
   TurnMaintenanceMode,
@@ -166,7 +167,7 @@ const MAINTENANCE_MODES: Record<string, TurnMaintenanceMode> = {
 };
 
 /** Engine ids contextd reserves (SPEC §3: the default slot belongs to `core`). */
-const RESERVED_IDS = new Set(["legacy"]);
+const RESERVED_IDS = new Set([LEGACY_ENGINE_ID]);
 
 function fail(problem: string): never {
   throw new Error(`serveEngine: invalid engine definition: ${problem}`);
