@@ -45,13 +45,14 @@ describe("quick start: npm start, then contextctl", () => {
   beforeAll(async () => {
     address = await eventually(async () => logLines().find((l) => l.msg === "contextd listening")?.address as string | undefined, 30_000);
   });
+  const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
   afterAll(async () => {
     try {
       process.kill(-child.pid!, "SIGTERM");
     } catch {
       // already gone
     }
-    await new Promise((r) => setTimeout(r, 500));
+    await exited; // npm, contextd and its sidecars have stopped writing into dataDir
     rmSync(dataDir, { recursive: true, force: true });
   });
 
