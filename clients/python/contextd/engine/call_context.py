@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CallContext"]
 
+
 @dataclass
 class CallContext:
     """Passed to every engine method with its request.
@@ -49,9 +50,12 @@ class CallContext:
     _scope: CallScope | None = field(default=None, repr=False)
 
     def time_remaining(self) -> float | None:
-        """Seconds until the deadline (never negative), or None when there is none."""
+        """Seconds until the deadline (never negative), or None when there is none. 0 once the
+        deadline has ended the call: gRPC may end it a moment before this clock reaches it."""
         if self.deadline is None:
             return None
+        if self.cancel_cause == "deadline":
+            return 0.0
         return max(0.0, self.deadline - time.time())
 
     @property
