@@ -68,7 +68,7 @@ describe("contextd.Client against contextd with auth on", () => {
   it("deadlines: a call's timeout and the client's default end calls with DEADLINE_EXCEEDED", async () => {
     const r = await check("deadline", cd.address);
     expect(r.per_call).toMatchObject({ code: "DEADLINE_EXCEEDED", method: "Assemble" });
-    expect(r.client_default).toMatchObject({ code: "DEADLINE_EXCEEDED", method: "GetSession" });
+    expect(r.client_default).toMatchObject({ code: "DEADLINE_EXCEEDED", method: "Assemble" });
     expect(r.override_message_count).toBe(1);
   });
 

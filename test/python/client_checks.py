@@ -114,7 +114,9 @@ def deadline(cx: contextd.Client, session: str) -> dict[str, Any]:
     # 1 µs: no round trip to another process fits; the deadline is what ends the call.
     per_call = refusal(lambda: cx.assemble(session=session, token_budget=1000, timeout=1e-6))
     with contextd.Client(cx.address, token=os.environ.get("CONTEXTD_RUNTIME_TOKEN"), tls=tls_config(), timeout=1e-6) as tight:
-        default = refusal(lambda: tight.get_session(session=session))
+        # Assemble, not GetSession: a GetSession on a warm connection can answer within gRPC's
+        # timer granularity (~1 ms), before a 1 µs deadline is noticed; an Assemble cannot.
+        default = refusal(lambda: tight.assemble(session=session, token_budget=1000))
         # A call's own timeout wins over the client's.
         generous = tight.get_session(session=session, timeout=30).info.message_count
     return {"per_call": per_call, "client_default": default, "override_message_count": generous}
