@@ -1,10 +1,10 @@
 /**
- * A pass-through sidecar engine: Assemble answers the messages it was given (the host's active
- * view), Compact delegates to the host. It does no work of its own, so what a call through contextd
+ * A pass-through sidecar engine: Assemble keeps the messages it was given (the host's active
+ * view; answered by their ids), Compact delegates to the host. It does no work of its own, so what a call through contextd
  * to it costs is contextd's overhead plus one gRPC hop. Engine id: env BENCH_ENGINE_ID
  * (default `passthrough`).
  */
-import { delegateCompactionToHost } from "../../src/sdk/engine-sdk.js";
+import { delegateCompactionToHost, keepMessages } from "../../src/sdk/engine-sdk.js";
 import { runBenchEngine } from "./ready.js";
 
 await runBenchEngine({
@@ -12,7 +12,8 @@ await runBenchEngine({
   assemble(req) {
     let tokens = 0;
     for (const m of req.messages) tokens += m.tokenCount;
-    return { messages: req.messages, estimatedTokens: tokens };
+    // Every message kept, answered by id as any SDK engine can (engine.proto kept_entry_ids).
+    return { ...keepMessages(req, req.messages), estimatedTokens: tokens };
   },
   compact: delegateCompactionToHost,
 });

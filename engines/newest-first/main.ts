@@ -9,7 +9,7 @@
  * Outside this repository, import from "contextd/engine-sdk" instead of the relative path.
  */
 import { pathToFileURL } from "node:url";
-import { delegateCompactionToHost, PromptAuthority, Role, serveEngine, splitPinned, type EngineDefinition, type Message } from "../../src/sdk/engine-sdk.js";
+import { delegateCompactionToHost, keepMessages, PromptAuthority, Role, serveEngine, splitPinned, type EngineDefinition, type Message } from "../../src/sdk/engine-sdk.js";
 
 /** The engine (test/sdk/engine-sdk.test.ts serves this very object). */
 export const newestFirst: EngineDefinition = {
@@ -30,7 +30,8 @@ export const newestFirst: EngineDefinition = {
     while (kept[0]?.role === Role.ROLE_TOOL_RESULT) tokens -= kept.shift()!.tokenCount;
     // Over the budget only if the pinned messages alone are: say so rather than break the contract.
     const promptAuthority = tokens > budget ? PromptAuthority.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW : PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED;
-    return { messages: [...pinned, ...kept], estimatedTokens: tokens, promptAuthority };
+    // Answered by reference: the ids of the request's messages it keeps, not the messages again.
+    return { ...keepMessages(req, [...pinned, ...kept]), estimatedTokens: tokens, promptAuthority };
   },
 
   // This engine does not own compaction: the host runs its native compaction and commits it.

@@ -5,7 +5,7 @@ the SDK does the serving, registration, health, deadlines and logging."""
 from __future__ import annotations
 
 from assembly import select_window
-from contextd.engine import CallContext, Engine, delegate_compaction_to_host
+from contextd.engine import CallContext, Engine, delegate_compaction_to_host, keep_messages
 from contextd.v1 import engine_pb2, types_pb2
 
 ENGINE_ID = "window"
@@ -38,8 +38,9 @@ def window_engine(max_turns: int = 0) -> Engine:
             )
         else:
             ctx.log.debug("assembled", extra=fields)
+        # The window is messages of the view: answered by their ids (kept_entry_ids), not sent back.
         return {
-            "messages": window.messages,
+            **keep_messages(request, window.messages),
             "estimated_tokens": window.estimated_tokens,
             "prompt_authority": (
                 types_pb2.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW if window.overflow else types_pb2.PROMPT_AUTHORITY_ASSEMBLED

@@ -40,3 +40,25 @@ export function checkCompaction(answer: ContextEngineServiceCompactResponse, vie
     throw new ContractViolation(`first_kept_entry_id "${first}" is not an entry of the session's active view`);
   }
 }
+
+/**
+ * An answer by reference (`kept_entry_ids`, engine.proto) made whole: the engine's added messages,
+ * then the host's own copy of each kept message of `sent`. Ids must name messages of `sent`, once
+ * each, in its order — else the engine broke the contract.
+ */
+export function resolveKeptEntries(answer: ContextEngineServiceAssembleResponse, sent: readonly Message[]): void {
+  if (answer.keptEntryIds.length === 0) return;
+  const position = new Map<string, number>();
+  sent.forEach((m, i) => m.id && position.set(m.id, i));
+  const kept: Message[] = [];
+  let last = -1;
+  answer.keptEntryIds.forEach((id, i) => {
+    const at = position.get(id);
+    if (at === undefined) throw new ContractViolation(`kept_entry_ids[${i}] "${id}" is no message of the view the engine was sent`);
+    if (at <= last) throw new ContractViolation(`kept_entry_ids[${i}] "${id}" is named twice or out of the view's order`);
+    last = at;
+    kept.push(sent[at]);
+  });
+  answer.messages = answer.messages.length === 0 ? kept : [...answer.messages, ...kept];
+  answer.keptEntryIds = [];
+}

@@ -9,7 +9,7 @@ import { viewMessages } from "./active-view.js";
 import { Bootstraps } from "./bootstraps.js";
 import type { RuntimeAccess } from "./runtime-access.js";
 import type { Compactions } from "./compactions.js";
-import { checkAssembled, checkCompaction } from "./engine-answers.js";
+import { checkAssembled, checkCompaction, resolveKeptEntries } from "./engine-answers.js";
 import { runtimeSettings } from "./runtime-settings.js";
 import { sessionNotFound } from "./session-visibility.js";
 import { appendDigest } from "./append-digest.js";
@@ -162,6 +162,7 @@ export class SessionHost {
         },
         (answer, target) => {
           if (target.builtin) return;
+          resolveKeptEntries(answer, sent);
           const stored = new Map(sent.map((m) => [m.id, m.tokenCount]));
           answer.estimatedTokens = checkAssembled(answer, budget, (m) => (m.id && stored.get(m.id)) || this.tokenizer.countMessage(m));
         },

@@ -51,6 +51,7 @@ export class LegacyEngine implements ContextEngine {
     const overBudget = req.tokenBudget !== undefined && estimatedTokens > req.tokenBudget;
     return {
       messages: req.messages,
+      keptEntryIds: [],
       estimatedTokens,
       systemPromptAddition: "",
       promptAuthority: overBudget

@@ -2,10 +2,20 @@ import { Channel, connectivityState, makeGenericClientConstructor, status, type 
 import { service as healthService } from "grpc-health-check";
 import * as E from "../contract/gen/contextd/v1/engine.js";
 import { CHANNEL_OPTIONS } from "../contract/client-call.js";
+import { withSplicedMessages } from "../contract/encoded-messages.js";
 import { ContextdError, DeadlineExceededError } from "../contract/errors.js";
 import type { DialTarget } from "./endpoint-allow-list.js";
 
 const HealthClient = makeGenericClientConstructor(healthService, "Health");
+
+/**
+ * The generated client, but Assemble's request carries the view's messages as the bytes they were
+ * stored as (contract/encoded-messages.ts): the one request whose size grows with the session.
+ */
+const EngineClient = makeGenericClientConstructor(
+  withSplicedMessages(E.ContextEngineServiceService, "assemble", "request", E.ContextEngineServiceAssembleRequest, 2),
+  "contextd.v1.ContextEngineService",
+) as unknown as typeof E.ContextEngineServiceClient;
 
 const OPTIONS = {
   ...CHANNEL_OPTIONS,
@@ -125,7 +135,7 @@ export class EngineChannel {
     const channel = new Channel(target, this.credentials, { ...OPTIONS, ...options });
     return {
       channel,
-      engine: new E.ContextEngineServiceClient(target, this.credentials, { channelOverride: channel }),
+      engine: new EngineClient(target, this.credentials, { channelOverride: channel }),
       health: new HealthClient(target, this.credentials, { channelOverride: channel }),
     };
   }

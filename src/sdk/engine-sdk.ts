@@ -70,6 +70,8 @@ export {
   type Reply,
 } from "./engine/engine-definition.js";
 export { delegateCompactionToHost } from "./engine/delegate-compaction.js";
+// Answer an Assemble by the ids of the request messages kept instead of echoing them (engine.proto kept_entry_ids).
+export { keepMessages } from "./engine/kept-messages.js";
 export {
   HostCallError,
   type HostCallOptions,

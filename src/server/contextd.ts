@@ -2,7 +2,8 @@ import { Server } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { HostServiceService } from "../contract/gen/contextd/v1/host.js";
 import { EngineHealth, RegistryServiceService } from "../contract/gen/contextd/v1/registry.js";
-import { SessionServiceService } from "../contract/gen/contextd/v1/session.js";
+import { AssembleResponse, SessionServiceService } from "../contract/gen/contextd/v1/session.js";
+import { withSplicedMessages } from "../contract/encoded-messages.js";
 import { Compactions } from "../host/compactions.js";
 import { hostHandlers } from "../host/host-service.js";
 import { TranscriptExports } from "../host/export-transcript.js";
@@ -162,7 +163,7 @@ export class Contextd {
     const imports = new TranscriptImports(store, tokenizer, limits);
     const exports = new TranscriptExports(store, maxBytes);
     const sessions = sessionHandlers(host, new SessionQueries(host, store, router), new Subagents(host, store), imports, exports, store);
-    server.addService(decodingDefinition(SessionServiceService), bindService(SessionServiceService, sessions, { logger, authorize: sessionAuthorization(auth) }));
+    server.addService(decodingDefinition(withSplicedMessages(SessionServiceService, "assemble", "response", AssembleResponse, 1)), bindService(SessionServiceService, sessions, { logger, authorize: sessionAuthorization(auth) }));
     server.addService(decodingDefinition(RegistryServiceService), bindService(RegistryServiceService, registryHandlers(registry, admission, quarantine, events), { logger, authorize: registryAuthorization(auth) }));
     server.addService(decodingDefinition(HostServiceService), bindService(HostServiceService, hostHandlers(store, compactions, tokenizer, limits, model), { logger, authorize: hostAuthorization(grants) }));
     const health = addStandardServices(server, SERVICE_NAMES);

@@ -64,6 +64,11 @@
  *   "garbage" (first_kept_entry_id "no-such-entry"); Maintain calls
  *   HostService.RewriteTranscriptEntries for entry "no-such-entry" and answers the host's error
  *   with the host's status; other RPCs answer as "ok".
+ * - "by_reference" (TS engine only): Assemble answers by id (kept_entry_ids, through the SDK's
+ *   `keepMessages`): a note of its own (6 tokens, no id) in `messages`, then the newest messages that
+ *   fit the budget minus 50 as kept_entry_ids. "reference_unknown", "reference_twice" and
+ *   "reference_order" break that answer: an id the view does not have appended, the last id named
+ *   again, the ids reversed. Other RPCs answer as "ok".
  * - `get_info` (GetInfo): "ok", "hang" (logs `cancelled` when the call ends), "throw", "crash",
  *   "garbage_bytes", "slow" / "ignore_cancel" / "late" (answer after the wait, logging `answered`
  *   or `answered_late`). GetInfo is logged (`call`) only when told to misbehave.
@@ -132,7 +137,11 @@ export type EngineMode =
   | "slow"
   | "late"
   | "over_budget"
-  | "unknown_entry";
+  | "unknown_entry"
+  | "by_reference"
+  | "reference_unknown"
+  | "reference_twice"
+  | "reference_order";
 
 /** What the control file can make an RPC do (each key is read on every call of that RPC). */
 export type EngineOp = "assemble" | "compact" | "ingest" | "bootstrap" | "after_turn" | "maintain" | "subagent" | "get_info";

@@ -34,6 +34,7 @@ import { TranscriptEntry } from "../../src/contract/gen/contextd/v1/types.js";
 import {
   delegateCompactionToHost,
   FailedPreconditionError,
+  keepMessages,
   NotFoundError,
   PromptAuthority,
   Role,
@@ -191,6 +192,25 @@ describe("serveEngine: ContextEngineService", () => {
     expect(res.estimatedTokens).toBe(7);
     expect(res.systemPromptAddition).toBe("budget 100");
     expect(res.promptAuthority).toBe(PromptAuthority.PROMPT_AUTHORITY_UNSPECIFIED);
+  });
+
+  it("keepMessages answers the request's messages by id; estimatedTokens then counts the kept ones too", async () => {
+    const note = msg(Role.ROLE_USER, "a note", 2, "");
+    const engine = await serve(minimal({ assemble: (req) => keepMessages(req, [note, req.messages[0], req.messages[2]]) }));
+    const messages = [msg(Role.ROLE_USER, "first", 5, "e1"), msg(Role.ROLE_ASSISTANT, "second", 7, "e2"), msg(Role.ROLE_USER, "third", 11, "e3")];
+    const res = await call<ContextEngineServiceAssembleRequest, ContextEngineServiceAssembleResponse>(
+      engineClient(engine.address),
+      "assemble",
+      E.ContextEngineServiceAssembleRequest.fromPartial({ messages, tokenBudget: 100 }),
+    );
+    expect(res.messages.map((m) => m.content)).toEqual([note.content]);
+    expect(res.keptEntryIds).toEqual(["e1", "e3"]);
+    expect(res.estimatedTokens).toBe(2 + 5 + 11);
+    // Any other shape is the echo form: an added message after a kept one, or out of order.
+    const req = { messages };
+    expect(keepMessages(req, [messages[0], note])).toEqual({ messages: [messages[0], note], keptEntryIds: [] });
+    expect(keepMessages(req, [messages[2], messages[0]]).keptEntryIds).toEqual([]);
+    expect(keepMessages(req, [{ ...messages[1] }]).keptEntryIds).toEqual([]);
   });
 
   it("answers UNIMPLEMENTED for a missing optional RPC, and defaults for ingest and partial subagent support", async () => {
@@ -525,16 +545,20 @@ describe("the README example (engines/newest-first/main.ts)", () => {
     ];
     const assemble = (view: Message[], tokenBudget: number) =>
       call<object, ContextEngineServiceAssembleResponse>(engineClient(engine.address), "assemble", { messages: view, tokenBudget });
+    // What the model sees: messages the engine sent, then those it kept by id (kept_entry_ids).
+    const ids = (a: ContextEngineServiceAssembleResponse) => [...a.messages.map((m) => m.id), ...a.keptEntryIds];
     const res = await assemble(messages, 40);
-    expect(res.messages.map((m) => m.id)).toEqual(["e4"]);
+    expect(res.messages).toEqual([]);
+    expect(res.keptEntryIds).toEqual(["e4"]);
     expect(res.estimatedTokens).toBe(5);
     const all = await assemble(messages, 100);
-    expect(all.messages.map((m) => m.id)).toEqual(["e1", "e2", "e3", "e4"]);
+    expect(ids(all)).toEqual(["e1", "e2", "e3", "e4"]);
     expect(all.estimatedTokens).toBe(55);
     expect(all.promptAuthority).toBe(PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED);
 
     // The host's view after a compaction: pinned system message, summary, kept entries (a system
-    // message among them). The pinned ones come first and count; the middle system message moves up.
+    // message among them). The pinned ones come first and count; the middle system message moves up
+    // (still in the view's order: e5 is not kept, so the answer is by id).
     const view = [
       msg(Role.ROLE_SYSTEM, "rules", 8, "s1"),
       summaryMessage("earlier work", "c9", 12),
@@ -543,11 +567,12 @@ describe("the README example (engines/newest-first/main.ts)", () => {
       ...messages,
     ];
     const pinned = await assemble(view, 40);
-    expect(pinned.messages.map((m) => m.id)).toEqual(["s1", "c9", "s2", "e4"]);
+    expect(ids(pinned)).toEqual(["s1", "c9", "s2", "e4"]);
+    expect(pinned.messages).toEqual([]);
     expect(pinned.estimatedTokens).toBe(8 + 12 + 4 + 5);
     // The pinned messages alone over the budget: all of them, nothing else, flagged.
     const over = await assemble(view, 20);
-    expect(over.messages.map((m) => m.id)).toEqual(["s1", "c9", "s2"]);
+    expect(ids(over)).toEqual(["s1", "c9", "s2"]);
     expect(over.estimatedTokens).toBe(24);
     expect(over.promptAuthority).toBe(PromptAuthority.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW);
   });

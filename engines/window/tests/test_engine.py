@@ -68,6 +68,11 @@ class WindowOverGrpc(unittest.TestCase):
         cls.capped.stop()
         cls.host_server.stop(0).wait()
 
+    @staticmethod
+    def assembled(res):
+        """The ids of what the model sees: added messages, then the kept ones (kept_entry_ids)."""
+        return [m.id for m in res.messages] + list(res.kept_entry_ids)
+
     def assemble(self, view, stub=None, **fields):
         req = engine_pb2.ContextEngineServiceAssembleRequest(messages=view, **fields)
         return (stub or self.stub).Assemble(req, timeout=5)
@@ -85,7 +90,9 @@ class WindowOverGrpc(unittest.TestCase):
         s = summary(tokens=50)
         view = [s] + turn(0) + turn(1) + turn(2)
         res = self.assemble(view, token_budget=130)
-        self.assertEqual([m.id for m in res.messages], [s.id] + [m.id for m in view[-8:]])
+        self.assertEqual(self.assembled(res), [s.id] + [m.id for m in view[-8:]])
+        # Messages of the view are answered by id, not sent back.
+        self.assertEqual(len(res.messages), 0)
         self.assertEqual(res.estimated_tokens, 130)
         self.assertEqual(res.prompt_authority, types_pb2.PROMPT_AUTHORITY_ASSEMBLED)
 
@@ -93,19 +100,19 @@ class WindowOverGrpc(unittest.TestCase):
         sys_msg = system(tokens=20)
         view = [sys_msg] + turn(0) + turn(1)
         res = self.assemble(view, token_budget=60)
-        self.assertEqual(res.messages[0].id, sys_msg.id)
+        self.assertEqual(self.assembled(res)[0], sys_msg.id)
         self.assertLessEqual(res.estimated_tokens, 60)
 
     def test_without_a_budget_the_runtime_budget_or_everything(self):
         view = turn(0) + turn(1)
-        self.assertEqual(len(self.assemble(view).messages), len(view))
+        self.assertEqual(len(self.assembled(self.assemble(view))), len(view))
         req = engine_pb2.ContextEngineServiceAssembleRequest(messages=view)
         req.runtime_settings.limits.prompt_token_budget = 40
-        self.assertEqual([m.id for m in self.stub.Assemble(req, timeout=5).messages], [m.id for m in view[-4:]])
+        self.assertEqual(self.assembled(self.stub.Assemble(req, timeout=5)), [m.id for m in view[-4:]])
 
     def test_max_turns(self):
         view = turn(0) + turn(1) + turn(2)
-        self.assertEqual([m.id for m in self.assemble(view, stub=self.capped_stub).messages], [m.id for m in view[-4:]])
+        self.assertEqual(self.assembled(self.assemble(view, stub=self.capped_stub)), [m.id for m in view[-4:]])
 
     def test_overflow(self):
         res = self.assemble([summary(tokens=80), user("big", 50)], token_budget=100)

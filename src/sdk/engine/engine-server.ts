@@ -62,11 +62,21 @@ function serviceError(code: status, details: string): Partial<ServiceError> {
 }
 
 
-/** Sums the host-counted tokens of assembled messages (for an answer that left `estimatedTokens` unset). */
+/**
+ * Sums the host-counted tokens of assembled messages, kept ones (`keptEntryIds`) included, for an
+ * answer that left `estimatedTokens` unset.
+ */
 function finishAssemble(req: ContextEngineServiceAssembleRequest, answer: Record<string, unknown>, log: Logger): Record<string, unknown> {
   const messages = Array.isArray(answer.messages) ? (answer.messages as Array<{ tokenCount?: number } | undefined>) : [];
+  const kept = Array.isArray(answer.keptEntryIds) ? (answer.keptEntryIds as unknown[]) : [];
+  const keptTokens = () => {
+    const counts = new Map(req.messages.map((m) => [m.id, m.tokenCount]));
+    return kept.reduce((sum: number, id) => sum + (counts.get(id as string) ?? 0), 0);
+  };
   const estimated =
-    typeof answer.estimatedTokens === "number" ? answer.estimatedTokens : messages.reduce((sum, m) => sum + (m?.tokenCount ?? 0), 0);
+    typeof answer.estimatedTokens === "number"
+      ? answer.estimatedTokens
+      : messages.reduce((sum, m) => sum + (m?.tokenCount ?? 0), 0) + (kept.length ? keptTokens() : 0);
   if (req.tokenBudget !== undefined && estimated > req.tokenBudget && answer.promptAuthority !== PromptAuthority.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW) {
     log.warn(
       { estimatedTokens: estimated, tokenBudget: req.tokenBudget },

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 
+import { entryMessageBytes, rememberEncoding } from "../../contract/encoded-messages.js";
 import { InvalidArgumentError } from "../../contract/errors.js";
 import { CompactionEntry, Message, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import type { EntryRevision, SessionLabels, SessionRecord, ViewMessage } from "../types.js";
@@ -111,7 +112,8 @@ export function toViewMessage(row: PayloadRow): ViewMessage {
   const message = entry.entry.value;
   message.id = entry.id;
   message.tokenCount = row.token_count;
-  return { entryId: entry.id, seq: row.seq, tokenCount: row.token_count, message };
+  const body = entryMessageBytes(row.payload);
+  return { entryId: entry.id, seq: row.seq, tokenCount: row.token_count, message: body ? rememberEncoding(message, body) : message };
 }
 
 /** Where a new entry goes: the session's next seq and the id of the entry before it. */

@@ -31,6 +31,7 @@ import { subagentEndReasonToJSON } from "../../../src/contract/gen/contextd/v1/t
 import {
   delegateCompactionToHost,
   isSummaryMessage,
+  keepMessages,
   PromptAuthority,
   RegistrationError,
   Role,
@@ -38,6 +39,7 @@ import {
   textMessage,
   toolCallIds,
   type ContextEngineServiceAssembleRequest,
+  type ContextEngineServiceAssembleResponse,
   type ContextEngineServiceCompactRequest,
   type ContextEngineServiceCompactResponse,
   type ContextEngineServiceMaintainResponse,
@@ -49,7 +51,7 @@ import {
 } from "../../../src/sdk/engine-sdk.js";
 
 type Op = "assemble" | "compact" | "ingest" | "bootstrap" | "after_turn" | "maintain" | "subagent" | "get_info";
-const MODE_NAMES = ["ok", "hang", "ignore_cancel", "crash", "crash_after", "throw", "garbage", "garbage_bytes", "slow", "late", "over_budget", "unknown_entry"] as const;
+const MODE_NAMES = ["ok", "hang", "ignore_cancel", "crash", "crash_after", "throw", "garbage", "garbage_bytes", "slow", "late", "over_budget", "unknown_entry", "by_reference", "reference_unknown", "reference_twice", "reference_order"] as const;
 type Mode = (typeof MODE_NAMES)[number];
 const MODES = new Set<string>(MODE_NAMES);
 const HEALTH_MODES = new Set<string>(["SERVING", "NOT_SERVING", "hang", "slow", "throw", "garbage_bytes", "crash"]);
@@ -160,7 +162,7 @@ function untilCancelled(op: Op, ctx: EngineCallContext, ms?: number): Promise<bo
  * budget, an unknown entry, ...); without one, the garbage modes answer as "ok" would.
  * ("garbage_bytes" never gets here: the wire wrapper below answers it.)
  */
-type GarbageMode = "garbage" | "over_budget" | "unknown_entry";
+type GarbageMode = "garbage" | "over_budget" | "unknown_entry" | "by_reference" | "reference_unknown" | "reference_twice" | "reference_order";
 async function misbehave<T>(
   op: Op,
   ctx: EngineCallContext,
@@ -195,6 +197,10 @@ async function misbehave<T>(
     case "garbage":
     case "over_budget":
     case "unknown_entry":
+    case "by_reference":
+    case "reference_unknown":
+    case "reference_twice":
+    case "reference_order":
       return (await garbage?.(mode)) ?? ok();
     case "late": {
       // Ignores cancellation and answers after the call's deadline: the answer goes nowhere.
@@ -518,7 +524,18 @@ const engine = await serveEngine(
         const kept = newestThatFit(req.messages, budget);
         return { messages: kept, estimatedTokens: sumTokens(kept), promptAuthority: PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED };
       };
-      return misbehave("assemble", ctx, ok, (mode) => {
+      return misbehave<Partial<ContextEngineServiceAssembleResponse>>("assemble", ctx, ok, (mode) => {
+        if (mode === "by_reference" || mode.startsWith("reference_")) {
+          // "ok"'s choice answered by id (kept_entry_ids), after a note of the engine's own.
+          const note = textMessage(Role.ROLE_USER, "a note the engine adds", { tokenCount: 6 });
+          const kept = newestThatFit(req.messages, budget === undefined ? undefined : Math.max(0, budget - 50));
+          const answer = keepMessages(req, [note, ...kept]);
+          const ids = answer.keptEntryIds;
+          if (mode === "reference_unknown") ids.push("no-such-entry");
+          if (mode === "reference_twice" && ids.length) ids.push(ids[ids.length - 1]!);
+          if (mode === "reference_order" && ids.length > 1) ids.reverse();
+          return { ...answer, estimatedTokens: sumTokens(kept) + 6, promptAuthority: PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED };
+        }
         if (mode === "unknown_entry") {
           // A message of the engine's own making, under an id the session does not have.
           const made = textMessage(Role.ROLE_ASSISTANT, "recalled by the engine", { id: "no-such-entry", tokenCount: 5 });

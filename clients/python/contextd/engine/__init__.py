@@ -11,7 +11,8 @@
 - `Engine` (a dataclass): `id`, `name`, `assemble`, `compact` and optional methods; which optional
   methods are set decides EngineInfo.capabilities. Each method is `fn(request, ctx)` and returns the
   response proto, a dict of its fields or None; Assemble's `estimated_tokens` defaults to the sum
-  of the returned messages' token counts.
+  of the returned messages' token counts. `keep_messages(request, chosen)` answers the request's
+  messages an engine keeps by id (kept_entry_ids) instead of sending them back.
 - `CallContext` (`ctx`): `deadline`, `time_remaining()`, `cancelled` (a threading.Event set when the
   caller cancels or the deadline passes), `cancel_cause`, `on_cancel(fn)`, `raise_if_cancelled()`,
   `host` (a `HostClient` for HostService, bounded by the call and cancelled with it), `log`
@@ -47,6 +48,7 @@ from .errors import (  # noqa: E402
     ServeOptionsError,
 )
 from .host_client import HostClient  # noqa: E402
+from .kept import keep_messages  # noqa: E402
 from .logs import EngineLogger, JsonFormatter  # noqa: E402
 from .options import ServeOptions  # noqa: E402
 from .registration import RegistrationStatus  # noqa: E402
@@ -71,6 +73,7 @@ __all__ = [
     "ServeOptionsError",
     "delegate_compaction_to_host",
     "engine_id_problem",
+    "keep_messages",
     "serve_engine",
     "split_pinned",
 ]

@@ -93,10 +93,11 @@ def status_of(err: BaseException, scope: CallScope | None = None) -> tuple[grpc.
 
 
 def _finish_assemble(req: Any, value: Any, res: Any, log: EngineLogger) -> None:
-    """estimated_tokens defaults to the sum of the returned messages' token counts."""
+    """estimated_tokens defaults to the sum of the returned messages' token counts, kept ones included."""
     explicit = isinstance(value, Mapping) and "estimated_tokens" in value
     if not explicit and res.estimated_tokens == 0:
-        res.estimated_tokens = sum(m.token_count for m in res.messages)
+        counts = {m.id: m.token_count for m in req.messages} if res.kept_entry_ids else {}
+        res.estimated_tokens = sum(m.token_count for m in res.messages) + sum(counts.get(i, 0) for i in res.kept_entry_ids)
     if (
         req.HasField("token_budget")
         and res.estimated_tokens > req.token_budget

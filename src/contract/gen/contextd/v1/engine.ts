@@ -183,13 +183,26 @@ export interface ContextEngineServiceAssembleRequest {
 export interface ContextEngineServiceAssembleResponse {
   /**
    * What the model sees, oldest first. Never more than `token_budget`; every tool result after
-   * its call and every call with its result.
+   * its call and every call with its result. With `kept_entry_ids`, only the messages the engine
+   * adds (its own summary, a note): they come before the kept entries.
    */
   messages: Message[];
   estimatedTokens: number;
   /** Text to put before the runtime's system prompt (prepended, separated by a blank line). */
   systemPromptAddition: string;
   promptAuthority: PromptAuthority;
+  /**
+   * The messages of the request the engine keeps, by id (`messages[].id` of the request: entry
+   * ids, the summary's compaction entry id, pinned system messages' ids), in the request's order,
+   * instead of echoing them back. The assembled context is then `messages` followed by these
+   * entries, and the host uses its own copy of each, counted with its stored token count: nothing
+   * of a kept message can be altered on the way, and the answer is a few bytes per message
+   * instead of the whole view. An id that is no message of the request, an id named twice or out
+   * of the request's order is a contract violation (the host falls back to `legacy`). Empty: the
+   * engine answered in `messages` alone (the echo form, always valid, needed for any other
+   * interleaving of added and kept messages).
+   */
+  keptEntryIds: string[];
 }
 
 export interface ContextEngineServiceCompactRequest {
@@ -1597,7 +1610,7 @@ export const ContextEngineServiceAssembleRequest: MessageFns<ContextEngineServic
 };
 
 function createBaseContextEngineServiceAssembleResponse(): ContextEngineServiceAssembleResponse {
-  return { messages: [], estimatedTokens: 0, systemPromptAddition: "", promptAuthority: 0 };
+  return { messages: [], estimatedTokens: 0, systemPromptAddition: "", promptAuthority: 0, keptEntryIds: [] };
 }
 
 export const ContextEngineServiceAssembleResponse: MessageFns<ContextEngineServiceAssembleResponse> = {
@@ -1613,6 +1626,9 @@ export const ContextEngineServiceAssembleResponse: MessageFns<ContextEngineServi
     }
     if (message.promptAuthority !== 0) {
       writer.uint32(32).int32(message.promptAuthority);
+    }
+    for (const v of message.keptEntryIds) {
+      writer.uint32(42).string(v!);
     }
     return writer;
   },
@@ -1662,6 +1678,14 @@ export const ContextEngineServiceAssembleResponse: MessageFns<ContextEngineServi
             message.promptAuthority = reader.int32() as any;
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.keptEntryIds.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1692,6 +1716,11 @@ export const ContextEngineServiceAssembleResponse: MessageFns<ContextEngineServi
         : isSet(object.prompt_authority)
         ? promptAuthorityFromJSON(object.prompt_authority)
         : 0,
+      keptEntryIds: globalThis.Array.isArray(object?.keptEntryIds)
+        ? object.keptEntryIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.kept_entry_ids)
+        ? object.kept_entry_ids.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -1709,6 +1738,9 @@ export const ContextEngineServiceAssembleResponse: MessageFns<ContextEngineServi
     if (message.promptAuthority !== 0) {
       obj.promptAuthority = promptAuthorityToJSON(message.promptAuthority);
     }
+    if (message.keptEntryIds?.length) {
+      obj.keptEntryIds = message.keptEntryIds;
+    }
     return obj;
   },
 
@@ -1725,6 +1757,7 @@ export const ContextEngineServiceAssembleResponse: MessageFns<ContextEngineServi
     message.estimatedTokens = object.estimatedTokens ?? 0;
     message.systemPromptAddition = object.systemPromptAddition ?? "";
     message.promptAuthority = object.promptAuthority ?? 0;
+    message.keptEntryIds = object.keptEntryIds?.map((e) => e) || [];
     return message;
   },
 };

@@ -1,0 +1,141 @@
+import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
+import type { ServiceDefinition } from "@grpc/grpc-js";
+import { Message } from "./gen/contextd/v1/types.js";
+
+/**
+ * Stored messages sent on as the bytes they were stored as.
+ *
+ * A message of a session's active view travels on every Assemble twice — to the engine in its
+ * request, to the runtime in the answer — and each ts-proto encode of the ~25 kB view cost about as
+ * much CPU as the store read itself (issue 14's profile). The store already holds each message
+ * encoded (inside its TranscriptEntry payload), so a view message read from the store remembers
+ * the bytes of its body and the few bytes of what the host sets on it (entry id, stored token
+ * count), and the serializers below write those bytes instead of encoding the object again.
+ *
+ * The suffix relies on protobuf's merge rule — a scalar field seen twice takes its last value — so
+ * `body ‖ suffix` decodes, in every conformant implementation, as the stored message with the id and
+ * count the host gives it, exactly what encoding the decoded object would have produced (fields
+ * the contract does not know yet are even kept, where a decode and re-encode would drop them).
+ *
+ * The remembered bytes are only right while the object is unchanged, so such a message is frozen:
+ * code that tried to edit a stored message in place would throw instead of sending stale bytes
+ * (edits make a copy — `{ ...message, … }` — which has no remembered bytes and is encoded anew).
+ */
+/** Where a view message keeps its stored body: a non-enumerable property, so a copy (`{ ...m }`) has none. */
+const BODY = Symbol("contextd.storedMessageBody");
+
+type WithBody = Message & { [BODY]?: Uint8Array };
+
+/** Field 5 of TranscriptEntry (`oneof entry { Message message = 5; }`). */
+const ENTRY_MESSAGE_TAG = (5 << 3) | 2;
+
+/**
+ * The encoded body of the message inside a TranscriptEntry payload, found by walking the wire format
+ * (nothing is decoded); undefined when the entry holds no message, holds the field more than once
+ * (a merge the host does not reproduce: the caller then encodes the decoded message), or is not
+ * well-formed. Hand-written because it runs for every message of every view read: a BinaryReader
+ * per message cost more than the walk.
+ */
+export function entryMessageBytes(payload: Uint8Array): Uint8Array | undefined {
+  let pos = 0;
+  const varint = (): number => {
+    let value = 0;
+    for (let shift = 0; shift < 35; shift += 7) {
+      if (pos >= payload.length) return -1;
+      const b = payload[pos++];
+      value += (b & 0x7f) * 2 ** shift;
+      if (b < 0x80) return value;
+    }
+    return -1;
+  };
+  let found: Uint8Array | undefined;
+  while (pos < payload.length) {
+    const tag = varint();
+    switch (tag & 7) {
+      case 0: // varint: skip its bytes (64-bit values may be 10 long)
+        while (pos < payload.length && payload[pos++] >= 0x80);
+        break;
+      case 1:
+        pos += 8;
+        break;
+      case 5:
+        pos += 4;
+        break;
+      case 2: {
+        const len = varint();
+        if (len < 0 || pos + len > payload.length) return undefined;
+        if (tag === ENTRY_MESSAGE_TAG) {
+          if (found) return undefined;
+          found = payload.subarray(pos, pos + len);
+        }
+        pos += len;
+        break;
+      }
+      default:
+        return undefined;
+    }
+    if (tag < 0 || pos > payload.length) return undefined;
+  }
+  return found;
+}
+
+/**
+ * Remembers that `message` — decoded from `body`, then given the entry's `id` and stored
+ * `tokenCount` — encodes as `body` followed by those two fields, and freezes it. Returns the message.
+ */
+export function rememberEncoding(message: Message, body: Uint8Array): Message {
+  Object.defineProperty(message, BODY, { value: body });
+  return Object.freeze(message);
+}
+
+const varintSize = (n: number): number => (n < 0x80 ? 1 : n < 0x4000 ? 2 : n < 0x200000 ? 3 : n < 0x10000000 ? 4 : 5);
+
+/** Writes `messages` as the repeated Message field `field`, splicing remembered bytes. */
+export function writeMessages(writer: BinaryWriter, field: number, messages: readonly Message[]): void {
+  const tag = (field << 3) | WireType.LengthDelimited;
+  for (const m of messages as readonly WithBody[]) {
+    const body = m[BODY];
+    if (body) {
+      // body ‖ id (field 1) ‖ token_count (field 11): the last value of a field wins.
+      const idBytes = Buffer.byteLength(m.id);
+      const length = body.length + 1 + varintSize(idBytes) + idBytes + 1 + varintSize(m.tokenCount);
+      writer.uint32(tag).uint32(length).raw(body).uint32(10).string(m.id).uint32(88).uint32(m.tokenCount);
+    } else {
+      Message.encode(m, writer.uint32(tag).fork()).join();
+    }
+  }
+}
+
+interface Encoder<T> {
+  encode(message: T, writer?: BinaryWriter): BinaryWriter;
+}
+
+/**
+ * A serializer for a message type whose repeated Message field `field` is `messages`: the messages
+ * first (spliced), then every other field as ts-proto encodes it — protobuf fields may come in any
+ * order. The Buffer shares the encoded bytes (no copy, where the generated serializer copies).
+ */
+export function splicingSerializer<T extends { messages: Message[] }>(type: Encoder<T>, field: number): (value: T) => Buffer {
+  return (value) => {
+    const writer = new BinaryWriter();
+    writeMessages(writer, field, value.messages);
+    const bytes = type.encode({ ...value, messages: [] }, writer).finish();
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  };
+}
+
+/**
+ * `definition` with the `side` serializer of `method` splicing remembered message bytes of the
+ * repeated Message field `field` (the number from the proto). For the calls that carry a session's
+ * view: ContextEngineService.Assemble's request (registry → engine), SessionService.Assemble's answer.
+ */
+export function withSplicedMessages<Def extends ServiceDefinition, T extends { messages: Message[] }>(
+  definition: Def,
+  method: keyof Def & string,
+  side: "request" | "response",
+  type: Encoder<T>,
+  field: number,
+): Def {
+  const serialize = splicingSerializer(type, field);
+  return { ...definition, [method]: { ...definition[method], [side === "request" ? "requestSerialize" : "responseSerialize"]: serialize } };
+}
