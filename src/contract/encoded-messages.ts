@@ -90,37 +90,74 @@ export function rememberEncoding(message: Message, body: Uint8Array): Message {
 
 const varintSize = (n: number): number => (n < 0x80 ? 1 : n < 0x4000 ? 2 : n < 0x200000 ? 3 : n < 0x10000000 ? 4 : 5);
 
-/** Writes `messages` as the repeated Message field `field`, splicing remembered bytes. */
-export function writeMessages(writer: BinaryWriter, field: number, messages: readonly Message[]): void {
-  const tag = (field << 3) | WireType.LengthDelimited;
-  for (const m of messages as readonly WithBody[]) {
-    const body = m[BODY];
-    if (body) {
-      // body ‖ id (field 1) ‖ token_count (field 11): the last value of a field wins.
-      const idBytes = Buffer.byteLength(m.id);
-      const length = body.length + 1 + varintSize(idBytes) + idBytes + 1 + varintSize(m.tokenCount);
-      writer.uint32(tag).uint32(length).raw(body).uint32(10).string(m.id).uint32(88).uint32(m.tokenCount);
-    } else {
-      Message.encode(m, writer.uint32(tag).fork()).join();
-    }
+function writeVarint(out: Buffer, pos: number, n: number): number {
+  while (n >= 0x80) {
+    out[pos++] = (n & 0x7f) | 0x80;
+    n >>>= 7;
   }
+  out[pos++] = n;
+  return pos;
 }
 
 interface Encoder<T> {
   encode(message: T, writer?: BinaryWriter): BinaryWriter;
 }
 
+/** One message's part of the field: remembered bytes, or a fresh encoding. */
+interface Part {
+  body: Uint8Array;
+  /** For a remembered body: the entry id and stored count written after it (the last value wins). */
+  id?: string;
+  idBytes: number;
+  tokenCount: number;
+  /** Bytes of the embedded message (without its tag and length prefix). */
+  length: number;
+}
+
 /**
- * A serializer for a message type whose repeated Message field `field` is `messages`: the messages
- * first (spliced), then every other field as ts-proto encodes it — protobuf fields may come in any
- * order. The Buffer shares the encoded bytes (no copy, where the generated serializer copies).
+ * A serializer for a message type whose repeated Message field `field` is `messages`: every other
+ * field as ts-proto encodes it, then the messages, each a remembered body followed by its id and
+ * count — protobuf fields may come in any order. The answer is sized before it is written, so each
+ * stored body is copied once (a growing writer copied the ~25 kB of a view several times).
  */
 export function splicingSerializer<T extends { messages: Message[] }>(type: Encoder<T>, field: number): (value: T) => Buffer {
+  const tagByte = (field << 3) | WireType.LengthDelimited; // fields 1–15: a one-byte tag
+  if (field > 15) throw new Error(`splicingSerializer: field ${field} needs a multi-byte tag`);
   return (value) => {
-    const writer = new BinaryWriter();
-    writeMessages(writer, field, value.messages);
-    const bytes = type.encode({ ...value, messages: [] }, writer).finish();
-    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const head = type.encode({ ...value, messages: [] }).finish();
+    const parts: Part[] = [];
+    let size = head.length;
+    for (const m of value.messages as readonly WithBody[]) {
+      const body = m[BODY];
+      let part: Part;
+      if (body) {
+        const idBytes = Buffer.byteLength(m.id);
+        part = { body, id: m.id, idBytes, tokenCount: m.tokenCount, length: body.length + 1 + varintSize(idBytes) + idBytes + 1 + varintSize(m.tokenCount) };
+      } else {
+        const encoded = Message.encode(m).finish();
+        part = { body: encoded, idBytes: 0, tokenCount: 0, length: encoded.length };
+      }
+      parts.push(part);
+      size += 1 + varintSize(part.length) + part.length;
+    }
+    const out = Buffer.allocUnsafe(size);
+    out.set(head, 0);
+    let pos = head.length;
+    for (const part of parts) {
+      out[pos++] = tagByte;
+      pos = writeVarint(out, pos, part.length);
+      out.set(part.body, pos);
+      pos += part.body.length;
+      if (part.id !== undefined) {
+        out[pos++] = 10; // field 1 (id), length-delimited
+        pos = writeVarint(out, pos, part.idBytes);
+        pos += out.write(part.id, pos, "utf8");
+        out[pos++] = 88; // field 11 (token_count), varint
+        pos = writeVarint(out, pos, part.tokenCount);
+      }
+    }
+    if (pos !== size) throw new Error(`splicingSerializer: wrote ${pos} of ${size} bytes`);
+    return out;
   };
 }
 
