@@ -1,4 +1,4 @@
-import { summaryMessage } from "../contract/messages.js";
+import { isSummaryMessage, messageText, summaryMessage } from "../contract/messages.js";
 import { Role, type Message } from "../contract/gen/contextd/v1/types.js";
 import type { ContextOverview } from "../contract/gen/contextd/v1/session.js";
 import type { ActiveTotals, ActiveView } from "../store/types.js";
@@ -38,4 +38,17 @@ export function contextOverview(totals: ActiveTotals): ContextOverview {
     systemAdditionTokens,
     totalTokens: summaryTokens + messageTokens + toolResultTokens + systemAdditionTokens,
   };
+}
+
+/**
+ * The prompt an engine gets when the runtime sent none (AssembleRequest.prompt unset): the text of
+ * the latest user message of the view — the message about to be answered when the runtime appended
+ * it before assembling. The compaction summary is a user message too, but nobody's prompt.
+ */
+export function latestUserText(messages: readonly Message[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i];
+    if (m.role === Role.ROLE_USER && !isSummaryMessage(m)) return messageText(m);
+  }
+  return "";
 }

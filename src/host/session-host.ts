@@ -5,7 +5,7 @@ import { LEGACY_ENGINE_ID } from "../legacy/legacy-engine.js";
 import type { CallerContext, Router, Selection } from "../registry/router.js";
 import type { ActiveView, SessionRecord, TranscriptStore } from "../store/types.js";
 import type { Tokenizer } from "../tokens/tokenizer.js";
-import { viewMessages } from "./active-view.js";
+import { latestUserText, viewMessages } from "./active-view.js";
 import { Bootstraps } from "./bootstraps.js";
 import type { RuntimeAccess } from "./runtime-access.js";
 import type { Compactions } from "./compactions.js";
@@ -153,7 +153,7 @@ export class SessionHost {
               tokenBudget: budget,
               availableTools: req.availableTools,
               model: req.model,
-              prompt: req.prompt,
+              prompt: req.prompt ?? latestUserText(sent),
               runtimeSettings: runtimeSettings(selection, budget, req.model),
               host: ctx.host,
             },

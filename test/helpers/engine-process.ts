@@ -86,6 +86,8 @@
  *      refusal is the Refusal enum name ("REFUSAL_NONE", "REFUSAL_OWNED_BY_OTHER", ...) or, when the
  *      registry answered with an error status, the status name ("UNAUTHENTICATED", ...).
  *   {event:"call", op, mode}   (op: a control key, or "health" for a crash in Check)
+ *   {event:"assemble_request", prompt, messages}   (TS engine: every Assemble, before its mode acts;
+ *      `prompt` as the request carried it, `messages` how many the view held)
  *   {event:"cancelled", op, reason:"deadline"|"cancelled"}
  *   {event:"answered" | "answered_late", op, mode}   (ignore_cancel / slow produced their answer,
  *      in time / after the call had already ended)

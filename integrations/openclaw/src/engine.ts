@@ -79,7 +79,10 @@ export function createEngine(cx: ContextdClient, config: PluginConfig, log: Plug
       const request = {
         session,
         tokenBudget: budget(p.tokenBudget),
-        prompt: p.prompt ?? "",
+        // OpenClaw's prompt is the user message it is about to send, not in the transcript yet. When
+        // it passes none (assembling between tool calls), contextd uses the latest user message of
+        // the session, which catch-up below has made the one OpenClaw holds.
+        ...(p.prompt !== undefined ? { prompt: p.prompt } : {}),
         model: p.model ?? "",
         availableTools: p.availableTools ? [...p.availableTools] : [],
       };

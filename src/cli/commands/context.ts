@@ -36,7 +36,7 @@ export function registerContext(program: Command): void {
     .argument("<id>", "session id")
     .requiredOption("--budget <tokens>", "token budget of the turn", positiveInt)
     .option("--compact", "let contextd compact first when over the budget, as a real turn would (changes the session)")
-    .option("--prompt <text>", "the runtime's prompt for the turn (AssembleRequest.prompt; some engines retrieve by it)")
+    .option("--prompt <text>", "the runtime's prompt for the turn (AssembleRequest.prompt; some engines retrieve by it); default: the latest user message; \"\" for none")
     .option("--model <name>", "the model the turn is for (AssembleRequest.model)")
     .option("--agent <id>", "route as this agent id (default: the session's own)")
     .option("--full", "print every message in full instead of a one-line preview per message")
@@ -75,7 +75,7 @@ async function assembleContext(client: ContextdClient, id: string, opts: Context
   // as the runtime's is. GetSession also turns an unknown id into NOT_FOUND before anything runs.
   const info = (await client.getSession({ session: { sessionId: id } })).info;
   const ref: SessionRef = { sessionId: id, sessionKey: info?.session?.sessionKey ?? "", agentId: opts.agent ?? info?.session?.agentId ?? "" };
-  const res = await client.assemble({ session: ref, tokenBudget: opts.budget, autoCompact, prompt: opts.prompt ?? "", model: opts.model ?? "" });
+  const res = await client.assemble({ session: ref, tokenBudget: opts.budget, autoCompact, prompt: opts.prompt, model: opts.model ?? "" });
   let tokenizer: Tokenizer | undefined;
   const local = async (): Promise<Tokenizer> => {
     // Loaded only when needed: the BPE tables take a moment to load.

@@ -519,6 +519,7 @@ const engine = await serveEngine(
 
     assemble(req: ContextEngineServiceAssembleRequest, ctx) {
       leakHost("assemble", req);
+      emit({ event: "assemble_request", prompt: req.prompt, messages: req.messages.length });
       const budget = req.tokenBudget;
       const ok = () => {
         const kept = newestThatFit(req.messages, budget);

@@ -174,7 +174,10 @@ export interface ContextEngineServiceAssembleRequest {
   tokenBudget?: number | undefined;
   availableTools: string[];
   model: string;
-  /** The prompt about to be sent, when the runtime shared it. */
+  /**
+   * The user message about to be sent, as text: the runtime's AssembleRequest.prompt, or when it
+   * set none, the text of the latest user message of the view (session.proto). Empty: no prompt.
+   */
   prompt: string;
   runtimeSettings?: RuntimeSettings | undefined;
   host?: HostContext | undefined;

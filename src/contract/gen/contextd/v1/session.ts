@@ -84,7 +84,14 @@ export interface AssembleRequest {
     | undefined;
   /** Must be > 0. */
   tokenBudget: number;
-  prompt: string;
+  /**
+   * The user message about to be sent to the model, as text: engines may retrieve by it (the
+   * `recall` engine does). Unset: the host sends the text of the latest user message of the active
+   * view — right for a runtime that appends the user's message before it assembles, the usual
+   * order. Set it when the message is not appended yet (OpenClaw assembles before it appends the
+   * prompt; the plugin passes it), and set it to "" for no prompt at all.
+   */
+  prompt?: string | undefined;
   availableTools: string[];
   model: string;
   /** Compact before assembling when the active view is over the budget. Default on. */
@@ -556,7 +563,14 @@ export const AppendMessagesResponse: MessageFns<AppendMessagesResponse> = {
 };
 
 function createBaseAssembleRequest(): AssembleRequest {
-  return { session: undefined, tokenBudget: 0, prompt: "", availableTools: [], model: "", autoCompact: undefined };
+  return {
+    session: undefined,
+    tokenBudget: 0,
+    prompt: undefined,
+    availableTools: [],
+    model: "",
+    autoCompact: undefined,
+  };
 }
 
 export const AssembleRequest: MessageFns<AssembleRequest> = {
@@ -567,7 +581,7 @@ export const AssembleRequest: MessageFns<AssembleRequest> = {
     if (message.tokenBudget !== 0) {
       writer.uint32(16).uint32(message.tokenBudget);
     }
-    if (message.prompt !== "") {
+    if (message.prompt !== undefined) {
       writer.uint32(26).string(message.prompt);
     }
     for (const v of message.availableTools) {
@@ -663,7 +677,7 @@ export const AssembleRequest: MessageFns<AssembleRequest> = {
         : isSet(object.token_budget)
         ? globalThis.Number(object.token_budget)
         : 0,
-      prompt: isSet(object.prompt) ? globalThis.String(object.prompt) : "",
+      prompt: isSet(object.prompt) ? globalThis.String(object.prompt) : undefined,
       availableTools: globalThis.Array.isArray(object?.availableTools)
         ? object.availableTools.map((e: any) => globalThis.String(e))
         : globalThis.Array.isArray(object?.available_tools)
@@ -686,7 +700,7 @@ export const AssembleRequest: MessageFns<AssembleRequest> = {
     if (message.tokenBudget !== 0) {
       obj.tokenBudget = Math.round(message.tokenBudget);
     }
-    if (message.prompt !== "") {
+    if (message.prompt !== undefined) {
       obj.prompt = message.prompt;
     }
     if (message.availableTools?.length) {
@@ -710,7 +724,7 @@ export const AssembleRequest: MessageFns<AssembleRequest> = {
       ? SessionRef.fromPartial(object.session)
       : undefined;
     message.tokenBudget = object.tokenBudget ?? 0;
-    message.prompt = object.prompt ?? "";
+    message.prompt = object.prompt ?? undefined;
     message.availableTools = object.availableTools?.map((e) => e) || [];
     message.model = object.model ?? "";
     message.autoCompact = object.autoCompact ?? undefined;
