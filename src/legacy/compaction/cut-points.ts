@@ -12,7 +12,11 @@ import { Role, type Message } from "../../contract/gen/contextd/v1/types.js";
 export const NOT_A_CUT = 0;
 /** A turn boundary: messages[i] is a user message. Preferred. */
 export const TURN_CUT = 1;
-/** Inside a turn (before an assistant, system or custom message): used only when no turn boundary fits. */
+/**
+ * Inside a turn (before an assistant, system or custom message), i.e. at a tool-pair boundary:
+ * chooseCut uses one only when no turn boundary fits; chooseFillingCut whenever a turn boundary
+ * would keep much less.
+ */
 export const INTRA_TURN_CUT = 2;
 
 export type CutKind = "turn" | "intra_turn" | "none";
@@ -74,4 +78,35 @@ export function chooseCut(kinds: Uint8Array, suffix: Float64Array, keepTokens: n
     if (kinds[i] === INTRA_TURN_CUT && suffix[i] <= keepTokens) return { index: i, kind: "intra_turn" };
   }
   return { index: n, kind: "none" };
+}
+
+/**
+ * Share of the keep budget a turn boundary may give up against the best tool-pair boundary and
+ * still be preferred by chooseFillingCut. A turn boundary keeps whole exchanges, which reads better,
+ * but not at any price: in an agent's session of few user turns with dozens of tool calls each, the
+ * only turn boundary that fits is often the latest user message, and preferring it kept nothing of
+ * the recent tool work (issue 15).
+ */
+export const TURN_PREFERENCE_SLACK = 0.1;
+
+/**
+ * The cut that keeps the most within `keepTokens` (the earliest at or after `from` that fits, of
+ * any kind), unless the earliest turn boundary that fits keeps nearly as much — at most
+ * `slack × keepTokens` less — then that turn boundary. For a BUDGET target, where what matters is
+ * filling the budget: the kept tail is never more than `slack × keepTokens` short of the largest
+ * one that fits and cuts no tool pair. O(n).
+ */
+export function chooseFillingCut(kinds: Uint8Array, suffix: Float64Array, keepTokens: number, from = 1, slack = TURN_PREFERENCE_SLACK): Cut {
+  const n = kinds.length;
+  let best = -1;
+  for (let i = Math.max(0, from); i < n; i++) {
+    if (kinds[i] === NOT_A_CUT || suffix[i] > keepTokens) continue;
+    if (best < 0) best = i;
+    if (kinds[i] === TURN_CUT) {
+      if (suffix[best] - suffix[i] <= slack * Math.max(0, keepTokens)) return { index: i, kind: "turn" };
+      break;
+    }
+  }
+  if (best < 0) return { index: n, kind: "none" };
+  return { index: best, kind: kinds[best] === TURN_CUT ? "turn" : "intra_turn" };
 }

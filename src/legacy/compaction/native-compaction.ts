@@ -6,9 +6,10 @@ import {
 } from "../../contract/gen/contextd/v1/types.js";
 import type { Tokenizer } from "../../tokens/tokenizer.js";
 import { asSummaryResult, type Summarizer, type SummaryDetails } from "../summarizer/summarizer.js";
-import { analyzeCutPoints, chooseCut, type Cut } from "./cut-points.js";
+import { analyzeCutPoints, chooseCut, chooseFillingCut, type Cut } from "./cut-points.js";
+import { latestUserIndex, requestQuote, withRequest } from "./latest-request.js";
 import { promptBudget } from "./prompt-budget.js";
-import { capChars, charsPerToken, summaryTokens, truncateSummaryToFit } from "./summary-fit.js";
+import { budgetSummaryChars, capChars, charsPerToken, summaryTokens, truncateSummaryToFit } from "./summary-fit.js";
 import { foldable, viewParts } from "./view-parts.js";
 
 export { promptBudget } from "./prompt-budget.js";
@@ -24,16 +25,25 @@ export { promptBudget } from "./prompt-budget.js";
  *    summary (unless, under BUDGET, that summary alone is over the budget). `force` skips all but
  *    the last: a forced compaction with at least one message always compacts.
  * 2. Keep budget: THRESHOLD → keep_recent_tokens; BUDGET → min(keep_recent_tokens, prompt budget −
- *    an estimate of the new summary's size).
- * 3. Cut at the earliest cut point whose kept tail fits (turn boundaries first, then intra-turn,
- *    else keep nothing); at least one message is always summarized (a cut at index 0 would
- *    summarize nothing). Summarize everything before the cut together with the previous summary;
- *    the summary is hard-capped at summaryMaxChars even if the summarizer overshoots.
- * 4. BUDGET only: while summary + tail exceed the prompt budget, move the cut later using the
- *    summary's real size and re-summarize (at most MAX_CUT_ITERATIONS times); then, as the last
- *    resort, keep nothing and ask for shorter summaries, finally truncating the summary itself.
- *    Cuts only move forward and every loop is bounded, so it converges even when the most recent
- *    turn alone is larger than the budget.
+ *    an estimate of the new summary's size). Under BUDGET the summary is capped at about half of the
+ *    prompt budget (budgetSummaryChars) besides summaryMaxChars, so that both fit.
+ * 3. Cut: THRESHOLD → the earliest turn boundary whose kept tail fits (then intra-turn, else keep
+ *    nothing; chooseCut). BUDGET → the cut that keeps the most — at a tool-pair boundary inside a
+ *    turn if need be — unless a turn boundary keeps nearly as much (chooseFillingCut): the
+ *    assembled context should use the prompt budget (SPEC §4, ≥ 80 % when the history holds that
+ *    much), not stop at the last turn boundary, which in an agent's session of few user turns with
+ *    dozens of tool calls each is often just the latest user message (issue 15). At least one
+ *    message is always summarized (a cut at index 0 would summarize nothing). Summarize everything
+ *    before the cut together with the previous summary; the summary is hard-capped at its
+ *    character cap even if the summarizer overshoots. When the cut falls after the latest user
+ *    message, that message is quoted verbatim in the summary unless the summarizer kept it
+ *    (latest-request.ts).
+ * 4. BUDGET only: with the summary's real size, move the cut — later while summary + tail exceed
+ *    the prompt budget, earlier while a larger tail would fit next to it — re-summarizing each time
+ *    (at most MAX_CUT_ITERATIONS summaries; the largest tail that fitted wins). When nothing fits,
+ *    or only the summary does, keep nothing and let the summary use the whole prompt budget (ask for
+ *    shorter summaries, finally truncating the summary itself). Every loop is bounded, so it
+ *    converges even when the most recent turn alone is larger than the budget.
  *
  * Kept messages are never re-tokenized: their stored `tokenCount` is summed (O(n) per iteration).
  *
@@ -87,8 +97,8 @@ export interface NativeCompactionDeps {
   settings: CompactionSettings;
 }
 
-/** Summaries tried with later and later cuts before falling back to keeping nothing. */
-export const MAX_CUT_ITERATIONS = 4;
+/** Summaries tried with other cuts (later to fit, earlier to fill) before falling back to keeping nothing. */
+export const MAX_CUT_ITERATIONS = 5;
 /** Summaries tried with smaller and smaller character caps once nothing is kept. */
 export const MAX_SHRINK_ITERATIONS = 3;
 /** Chars per token assumed for the summary before one has been written (prose, o200k/heuristic). */
@@ -148,14 +158,18 @@ export async function compactNative(
   let summary = "";
   // What the summarizer said about its latest call: that call wrote the summary that is committed.
   let reported: SummaryDetails | undefined;
+  // Whether the committed summary had the latest user request appended (latest-request.ts).
+  let quoted = false;
+  const latest = latestUserIndex(rest);
   const summarize = async (cutIndex: number, chars: number): Promise<string> => {
     throwIfAborted(signal);
     iterations++;
+    const quote = latest >= 0 && latest < cutIndex ? requestQuote(rest[latest], chars) : "";
     const answer = asSummaryResult(
       await summarizer.summarize({
         previousSummary,
         messages: foldable(rest, cutIndex),
-        maxChars: chars,
+        maxChars: chars - quote.length,
         customInstructions: input.customInstructions,
         signal,
         priorAttempt: reported,
@@ -163,7 +177,9 @@ export async function compactNative(
     );
     throwIfAborted(signal);
     reported = answer.details;
-    return capChars(answer.summary, chars);
+    const written = quote ? withRequest(capChars(answer.summary, chars - quote.length), rest[latest], quote) : { summary: capChars(answer.summary, chars), quoted: false };
+    quoted = written.quoted;
+    return written.summary;
   };
   const finish = (cut: Cut): NativeCompactionOutcome => {
     const tokensAfter = summaryTokens(summary, tokenizer) + suffix[cut.index] + pinnedTokens;
@@ -184,6 +200,7 @@ export async function compactNative(
         iterations,
         target: threshold ? "threshold" : "budget",
         prompt_budget: budget,
+        ...(quoted ? { latest_request_quoted: true } : {}),
         ...(pinnedMessages > 0 ? { pinned_messages: pinnedMessages, pinned_tokens: pinnedTokens } : {}),
       },
     };
@@ -210,18 +227,32 @@ export async function compactNative(
     return finish({ index: n, kind: "none" });
   }
 
-  // BUDGET: estimate the summary, then correct the cut with its real size.
-  const allowance = Math.min(
-    emptySummaryTokens + Math.ceil(maxChars / ESTIMATED_CHARS_PER_TOKEN),
-    Math.floor(room / 2),
-  );
-  let cut = chooseCut(kinds, suffix, Math.min(keepRecent, room - allowance), firstCut);
+  // BUDGET: estimate the summary, then correct the cut with its real size — later to fit, earlier to
+  // fill. The largest tail that fitted next to its own summary wins.
+  const fillChars = budgetSummaryChars(maxChars, room, emptySummaryTokens, ESTIMATED_CHARS_PER_TOKEN);
+  const allowance = emptySummaryTokens + Math.ceil(fillChars / ESTIMATED_CHARS_PER_TOKEN);
+  const fill = (keep: number, from: number) => chooseFillingCut(kinds, suffix, Math.min(keepRecent, keep), from);
+  let cut = fill(room - allowance, firstCut);
+  let fit: { cut: Cut; summary: string; reported: SummaryDetails | undefined; quoted: boolean } | undefined;
+  const tried = new Set<number>();
   for (let i = 0; i < MAX_CUT_ITERATIONS; i++) {
-    summary = await summarize(cut.index, maxChars);
+    tried.add(cut.index);
+    summary = await summarize(cut.index, fillChars);
     const written = summaryTokens(summary, tokenizer);
-    if (written + suffix[cut.index] <= room) return finish(cut);
-    if (cut.index === n) break;
-    cut = chooseCut(kinds, suffix, room - written, cut.index + 1);
+    if (written + suffix[cut.index] <= room) {
+      fit = { cut, summary, reported, quoted };
+      const wider = fill(room - written, firstCut);
+      if (wider.index >= cut.index || tried.has(wider.index)) break;
+      cut = wider;
+      continue;
+    }
+    if (fit || cut.index === n) break;
+    cut = fill(room - written, cut.index + 1);
+  }
+  // A fit that keeps a tail is committed; one that keeps nothing lets the summary have the whole room.
+  if (fit && (fit.cut.index < n || fillChars >= maxChars)) {
+    ({ summary, reported, quoted } = fit);
+    return finish(fit.cut);
   }
 
   // Last resort: keep nothing and make the summary itself fit.

@@ -18,6 +18,18 @@ export function charsPerToken(text: string, tokenizer: Tokenizer, fallback = 4):
   return tokens > 0 ? text.length / tokens : fallback;
 }
 
+/**
+ * The character cap of a BUDGET compaction's summary: the configured cap, but never more than about
+ * half of `room` (the prompt budget the pinned messages leave), so that the summary and the newest
+ * tool pairs both fit and the kept tail gets at least the other half. `charsPerToken` is an
+ * estimate (prose is ~4 with o200k; identifiers and code fewer, so the real summary may overshoot
+ * the half, which the caller's fitting loop corrects by cutting later).
+ */
+export function budgetSummaryChars(maxChars: number, room: number, emptySummaryTokens: number, charsPerToken = 4): number {
+  const half = Math.floor(room / 2) - emptySummaryTokens;
+  return Math.max(0, Math.min(Math.floor(maxChars), Math.floor(half * charsPerToken)));
+}
+
 const ELLIPSIS = " …";
 
 /** At most `maxChars` characters, never splitting a surrogate pair. */

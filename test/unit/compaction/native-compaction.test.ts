@@ -266,14 +266,17 @@ describe("compactNative — BUDGET", () => {
   it("moves the cut later and re-summarizes when the summary is larger than estimated", async () => {
     const t = new Transcript();
     const messages: Message[] = [];
-    for (let i = 0; i < 30; i++) messages.push(t.user(words(100, "q")), t.assistant(words(500, "answer")));
+    // Non-ASCII text: ~1.5 chars a token for the heuristic tokenizer, so a summary of the capped
+    // length (estimated at 4 chars a token) is far larger in tokens than estimated.
+    for (let i = 0; i < 30; i++) messages.push(t.user(words(100, "q")), t.assistant(words(300, "réponse")));
     const summarizer = concatSummarizer();
-    // prompt budget 8000; a 20 000-char summary (~5000 tokens) is estimated at half the budget at most
     const out = await run({ messages, tokenBudget: 16_000 }, summarizer, { summaryMaxChars: 20_000 });
     const r = out.result!;
-    expect(r.details).toMatchObject({ cut: "turn", iterations: 2 });
-    expect(summarizer.calls.map((c) => c.messages.length)).toEqual([52, 54]);
-    expect(r.firstKeptEntryId).toBe(messages[54].id);
+    const cuts = summarizer.calls.map((c) => c.messages.length);
+    expect(cuts.length).toBeGreaterThanOrEqual(2);
+    expect(cuts[1]).toBeGreaterThan(cuts[0]);
+    expect(r.details).toMatchObject({ iterations: cuts.length });
+    expect(r.firstKeptEntryId).toBe(messages[r.details!.summarized_messages as number].id);
     expect(r.tokensAfter).toBeLessThanOrEqual(8_000);
     expect(r.tokensAfter).toBe(recomputeAfter(messages, out));
   });
