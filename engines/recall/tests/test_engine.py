@@ -1,0 +1,220 @@
+"""The recall engine on the SDK, served in process over real gRPC with a real index file: GetInfo,
+Ingest/IngestBatch, Bootstrap and lazy gap fills from a HostService served in process (its
+ReadTranscript), Assemble with and without a prompt, Compact delegated; main.py's environment.
+
+    /usr/bin/python3 -m unittest discover -s engines/recall/tests -t engines/recall
+"""
+
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from concurrent import futures
+
+from .helpers import ENGINE_DIR, TempIndex, entries, ids, summary, system, tool_pair_violations, turn, types_pb2, user
+
+import grpc  # noqa: E402
+
+from contextd.engine import serve_engine  # noqa: E402
+from contextd.v1 import engine_pb2, engine_pb2_grpc, host_pb2, host_pb2_grpc  # noqa: E402
+from recall_engine import recall_engine, recall_note  # noqa: E402
+
+MAIN = os.path.join(ENGINE_DIR, "main.py")
+
+
+def quiet_logger():
+    logger = logging.getLogger("recall.tests")
+    logger.addHandler(logging.NullHandler())
+    logger.propagate = False
+    return logger
+
+
+class FakeHost(host_pb2_grpc.HostServiceServicer):
+    """A HostService holding one transcript per session (pages of 3, to exercise page tokens)."""
+
+    def __init__(self):
+        self.transcripts = {}  # session id -> [TranscriptEntry]
+        self.reads = []  # (session id, active_only)
+        self.compactions = []
+
+    def ReadTranscript(self, request, context):
+        sid = request.session.session_id
+        self.reads.append((sid, request.active_only))
+        all_entries = self.transcripts.get(sid)
+        if all_entries is None:
+            context.abort(grpc.StatusCode.NOT_FOUND, "no such session")
+        if request.active_only:
+            return host_pb2.ReadTranscriptResponse(entries=all_entries[-4:])
+        start = int(request.page_token or 0)
+        page = all_entries[start : start + 3]
+        more = start + 3 < len(all_entries)
+        return host_pb2.ReadTranscriptResponse(entries=page, next_page_token=str(start + 3) if more else "")
+
+    def DelegateCompaction(self, request, context):
+        self.compactions.append((request, dict(context.invocation_metadata())))
+        return host_pb2.DelegateCompactionResponse(
+            ok=True, compacted=True, reason="compacted by the host", result=types_pb2.CompactionResult(summary="s", first_kept_entry_id="e7")
+        )
+
+
+class RecallOverGrpc(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.host = FakeHost()
+        cls.host_server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        host_pb2_grpc.add_HostServiceServicer_to_server(cls.host, cls.host_server)
+        cls.host_address = "127.0.0.1:%d" % cls.host_server.add_insecure_port("127.0.0.1:0")
+        cls.host_server.start()
+        cls.temp = TempIndex()
+        cls.running = serve_engine(recall_engine(cls.temp.index), block=False, registry="", handle_signals=False, logger=quiet_logger())
+        cls.channel = grpc.insecure_channel(cls.running.address)
+        cls.stub = engine_pb2_grpc.ContextEngineServiceStub(cls.channel)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.channel.close()
+        cls.running.stop()
+        cls.temp.cleanup()
+        cls.host_server.stop(0).wait()
+
+    def host_context(self):
+        return types_pb2.HostContext(endpoint=self.host_address, token="host-token", expires_at_ms=int((time.time() + 60) * 1000))
+
+    @staticmethod
+    def assembled(res):
+        return [m.id for m in res.messages] + list(res.kept_entry_ids)
+
+    def assemble(self, session, view, **fields):
+        req = engine_pb2.ContextEngineServiceAssembleRequest(session=types_pb2.SessionRef(session_id=session), messages=view, host=self.host_context(), **fields)
+        return self.stub.Assemble(req, timeout=10)
+
+    def ingest(self, session, messages):
+        req = engine_pb2.IngestBatchRequest(session=types_pb2.SessionRef(session_id=session), messages=messages, host=self.host_context())
+        return self.stub.IngestBatch(req, timeout=10)
+
+    def test_get_info(self):
+        info = self.stub.GetInfo(engine_pb2.GetInfoRequest(), timeout=5).info
+        self.assertEqual(info.id, "recall")
+        self.assertFalse(info.owns_compaction)
+        self.assertEqual(info.capabilities, engine_pb2.EngineCapabilities(ingest_batch=True, bootstrap=True))
+        self.assertEqual(list(info.host_requirements), ["host-compaction"])
+        self.assertEqual(list(info.protocol_versions), [1])
+
+    def test_recalls_a_message_from_before_the_cut(self):
+        planted = user("note: the staging database password is quartz-walrus-17", 20)
+        history = [planted] + turn(1) + turn(2) + turn(3) + turn(4)
+        self.assertEqual(self.ingest("cut", history).ingested_count, len(history))
+        s = summary(tokens=30)
+        view = [s] + history[-8:]  # the host compacted turns 0..2 away
+        res = self.assemble("cut", view, token_budget=200, prompt="What is the staging database password?")
+        self.assertEqual(self.assembled(res), [s.id, planted.id] + ids(view[1:]))
+        # Recalled messages after a pinned one: the echo form, the recalled message whole.
+        self.assertEqual(res.messages[1], planted)
+        self.assertEqual(res.system_prompt_addition, recall_note(1))
+        self.assertEqual(res.estimated_tokens, 30 + 20 + 80)
+        self.assertEqual(res.prompt_authority, types_pb2.PROMPT_AUTHORITY_ASSEMBLED)
+
+    def test_without_a_prompt_a_window_answered_by_id(self):
+        history = turn(10, topic="walrus") + turn(11) + turn(12)
+        self.ingest("window", history)
+        res = self.assemble("window", history[4:], token_budget=85)
+        self.assertEqual(list(res.kept_entry_ids), ids(history[4:]))
+        self.assertEqual(len(res.messages), 0)
+        self.assertEqual(res.system_prompt_addition, "")
+        # A prompt that matches nothing recalls nothing either.
+        res = self.assemble("window", history[4:], token_budget=85, prompt="zebra")
+        self.assertEqual((list(res.kept_entry_ids), res.system_prompt_addition), (ids(history[4:]), ""))
+
+    def test_tool_pairs_recalled_whole(self):
+        history = turn(20, tool_calls=2, topic="start") + turn(21) + turn(22)
+        history[2].content[0].text.text = "ledger reconciliation output"  # the first tool result
+        self.ingest("tools", history)
+        view = history[6:]
+        res = self.assemble("tools", view, token_budget=200, prompt="ledger reconciliation")
+        got = list(res.messages)
+        self.assertEqual(tool_pair_violations(got), [])
+        self.assertEqual(ids(got[:2]), ids(history[1:3]))  # the call, then its result
+        self.assertLessEqual(res.estimated_tokens, 200)
+
+    def test_bootstrap_imports_an_unknown_session_then_only_checks(self):
+        history = [system()] + turn(30, topic="walrus") + turn(31)
+        self.host.transcripts["boot"] = entries(history)
+        req = engine_pb2.BootstrapRequest(session=types_pb2.SessionRef(session_id="boot"), host=self.host_context())
+        res = self.stub.Bootstrap(req, timeout=10)
+        self.assertEqual((res.bootstrapped, res.imported_messages), (True, len(history)))
+        self.host.reads.clear()
+        res = self.stub.Bootstrap(req, timeout=10)
+        self.assertEqual((res.bootstrapped, res.imported_messages), (True, 0))
+        self.assertEqual(self.host.reads, [("boot", True)])  # the active view only
+        # Appends while the engine was away: the check finds them and reads everything.
+        more = turn(32)
+        self.host.transcripts["boot"] = entries(history + more)
+        res = self.stub.Bootstrap(req, timeout=10)
+        self.assertEqual(res.imported_messages, len(more))
+
+    def test_a_view_with_unknown_entries_is_filled_from_the_transcript_on_assemble(self):
+        history = turn(40, topic="walrus") + turn(41) + turn(42)
+        self.host.transcripts["gaps"] = entries(history)
+        self.host.reads.clear()
+        view = history[4:]
+        res = self.assemble("gaps", view, token_budget=100, prompt="walrus")
+        self.assertEqual(self.host.reads[0], ("gaps", False))
+        self.assertEqual(self.assembled(res)[0], history[0].id)
+        self.assertEqual(res.system_prompt_addition, recall_note(1))
+        self.host.reads.clear()
+        self.assemble("gaps", view, token_budget=100, prompt="walrus")
+        self.assertEqual(self.host.reads, [])  # nothing missing any more
+
+    def test_overflow(self):
+        res = self.assemble("over", [summary(tokens=80), user("big walrus", 50)], token_budget=100, prompt="walrus")
+        self.assertEqual(res.prompt_authority, types_pb2.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW)
+        self.assertEqual(res.estimated_tokens, 130)
+
+    def test_compact_delegates_to_the_host(self):
+        req = engine_pb2.ContextEngineServiceCompactRequest(session=types_pb2.SessionRef(session_id="s1"), token_budget=32000, force=True, host=self.host_context())
+        res = self.stub.Compact(req, timeout=10)
+        self.assertEqual((res.ok, res.compacted, res.result.first_kept_entry_id), (True, True, "e7"))
+        self.assertEqual(self.host.compactions[-1][1].get("authorization"), "Bearer host-token")
+
+    def test_an_expired_deadline_answers_deadline_exceeded(self):
+        history = turn(50, topic="walrus") + turn(51)
+        with self.assertRaises(grpc.RpcError) as caught:
+            req = engine_pb2.ContextEngineServiceAssembleRequest(
+                session=types_pb2.SessionRef(session_id="late"), messages=history, token_budget=50, prompt="walrus", host=self.host_context()
+            )
+            self.stub.Assemble(req, timeout=0.0001)
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+class MainTest(unittest.TestCase):
+    def run_main(self, **env):
+        child_env = {k: v for k, v in os.environ.items() if not k.startswith(("CONTEXTD_", "RECALL_")) and k != "PYTHONPATH"}
+        child_env.update(env)
+        # From another directory and without PYTHONPATH, as contextd's managed sidecar runs it.
+        return subprocess.run([sys.executable, MAIN], env=child_env, cwd="/", capture_output=True, text=True, timeout=30)
+
+    def test_bad_settings_exit_2_with_one_line(self):
+        done = self.run_main(RECALL_GRACE_MS="0")
+        self.assertEqual((done.returncode, done.stderr), (2, "recall: RECALL_GRACE_MS must be >= 1, got 0\n"))
+        done = self.run_main(RECALL_HEARTBEAT_MS="soon")
+        self.assertEqual((done.returncode, done.stderr), (2, "recall: RECALL_HEARTBEAT_MS must be an integer, got 'soon'\n"))
+
+    def test_an_index_that_cannot_be_opened_exits_2(self):
+        with tempfile.NamedTemporaryFile() as f:
+            done = self.run_main(RECALL_DB=os.path.join(f.name, "recall.db"))  # a file as the directory
+        self.assertEqual(done.returncode, 2)
+        self.assertTrue(done.stderr.startswith("recall: cannot open the index RECALL_DB="), done.stderr)
+        self.assertEqual(done.stderr.count("\n"), 1)
+
+    def test_bad_sdk_settings_exit_2_with_one_line(self):
+        with tempfile.TemporaryDirectory() as d:
+            done = self.run_main(CONTEXTD_ENGINE_LISTEN="nowhere", RECALL_DB=os.path.join(d, "r.db"))
+        self.assertEqual(done.returncode, 2)
+        self.assertEqual(done.stderr, "recall: listen address 'nowhere' is not host:port, [ipv6]:port or unix:/path\n")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,156 @@
+"""The index against a real SQLite file: ingest, transcript sync (order, rewrites, hidden entries),
+search scoped to a session, recall units with whole tool pairs, restart, concurrent writers."""
+
+import threading
+import unittest
+
+from .helpers import TempIndex, assistant, entries, ids, result, system, turn, types_pb2, user
+
+from fts_query import fts_query  # noqa: E402
+from index import searchable_text  # noqa: E402
+
+
+class IndexTest(unittest.TestCase):
+    def setUp(self):
+        self.t = TempIndex()
+        self.index = self.t.index
+
+    def tearDown(self):
+        self.t.cleanup()
+
+    def units(self, prompt, before=None, session="s"):
+        return self.index.recall_units(session, fts_query(prompt), before)
+
+    def test_ingest_is_idempotent_and_ordered(self):
+        msgs = turn(0) + turn(1)
+        self.assertEqual(self.index.ingest("s", msgs[:3]), 3)
+        self.assertEqual(self.index.ingest("s", msgs), len(msgs) - 3)
+        self.assertEqual(self.index.ingest("s", msgs), 0)
+        ords = self.index.ords("s", ids(msgs))
+        self.assertEqual([ords[m.id] for m in msgs], list(range(1, len(msgs) + 1)))
+        self.assertEqual(self.index.count("s"), len(msgs))
+        self.assertFalse(self.index.is_synced("s"))
+
+    def test_sync_sets_transcript_order_fills_gaps_and_removes_hidden(self):
+        msgs = turn(0, topic="walrus") + turn(1)
+        self.index.ingest("s", [msgs[0], msgs[-1]])  # a gap in between
+        # seq counts compaction entries too: start at 10.
+        res = self.index.sync_transcript("s", entries(msgs, first_seq=10, hidden={msgs[2].id}))
+        self.assertEqual((res.imported, res.removed), (len(msgs) - 3, 0))
+        self.assertTrue(self.index.is_synced("s"))
+        ords = self.index.ords("s", ids(msgs))
+        self.assertNotIn(msgs[2].id, ords)
+        self.assertEqual(ords[msgs[0].id], 10)
+        self.assertEqual(ords[msgs[-1].id], 10 + len(msgs) - 1)
+        # Hidden later (a reset): removed from the index and from the search.
+        res = self.index.sync_transcript("s", entries(msgs, first_seq=10, hidden={msgs[0].id}))
+        self.assertEqual(res.removed, 1)
+        self.assertEqual(self.units("walrus"), [])
+
+    def test_a_rewritten_entry_replaces_the_indexed_copy(self):
+        m = user("the deploy key is walrus")
+        self.index.ingest("s", [m])
+        changed = types_pb2.Message()
+        changed.CopyFrom(m)
+        del changed.content[:]
+        changed.content.add().text.text = "the deploy key is penguin"
+        entry = types_pb2.TranscriptEntry(id=m.id, seq=1, message=changed, revision=1)
+        self.assertEqual(self.index.sync_transcript("s", [entry]).updated, 1)
+        self.assertEqual(self.units("walrus"), [])
+        [unit] = self.units("penguin")
+        self.assertEqual(unit.messages[0].content[0].text.text, "the deploy key is penguin")
+
+    def test_search_is_scoped_to_the_session_and_skips_system_messages(self):
+        self.index.ingest("a", [user("zebra crossing in session a")])
+        self.index.ingest("b", [user("zebra crossing in session b"), system("zebra rules")])
+        [unit] = self.units("zebra", session="b")
+        self.assertIn("session b", unit.messages[0].content[0].text.text)
+        self.assertEqual(self.units("zebra", session="c"), [])
+
+    def test_the_stored_message_comes_back_whole(self):
+        m = assistant("reading the config", tokens=37, calls=["c1"])
+        r = result("c1", tokens=120, text="port = 6432\npassword = quartz")
+        self.index.ingest("s", [user("go"), m, r])
+        [unit] = self.units("quartz password")
+        self.assertEqual(unit.messages, [m, r])
+        self.assertEqual(unit.tokens, 157)
+        self.assertEqual(unit.ids, frozenset([m.id, r.id]))
+
+    def test_a_matching_result_pulls_its_call_and_a_call_all_its_results(self):
+        msgs = [user("start")] + [assistant("two at once", calls=["p1", "p2"]), result("p1", text="alpha"), result("p2", text="beta")]
+        self.index.ingest("s", msgs)
+        for word in ("alpha", "beta", "two"):
+            [unit] = self.units(word)
+            self.assertEqual(ids(unit.messages), ids(msgs[1:]), word)
+        # One unit, however many of its messages match.
+        self.assertEqual(len(self.units("alpha beta two")), 1)
+
+    def test_no_result_without_its_call_and_no_call_without_its_results(self):
+        orphan = result("gone", text="orphaned walrus")
+        unanswered = assistant("calling walrus tool", calls=["never"])
+        self.index.ingest("s", [user("x"), orphan, unanswered])
+        self.assertEqual(self.units("walrus"), [])
+
+    def test_repeated_call_ids_pair_with_the_nearest(self):
+        first = [assistant("a", calls=["call_1"]), result("call_1", text="first walrus")]
+        second = [assistant("b", calls=["call_1"]), result("call_1", text="second penguin")]
+        self.index.ingest("s", [user("1")] + first + [user("2")] + second)
+        [unit] = self.units("penguin")
+        self.assertEqual(ids(unit.messages), ids(second))
+        [unit] = self.units("walrus")
+        self.assertEqual(ids(unit.messages), ids(first))
+
+    def test_before_ord_bounds_the_units(self):
+        msgs = [user("walrus one"), user("walrus two"), user("walrus three")]
+        self.index.ingest("s", msgs)
+        self.assertEqual(sorted(u.ords[0] for u in self.units("walrus", before=3)), [1, 2])
+
+    def test_best_match_first(self):
+        self.index.ingest("s", [user("walrus"), user("walrus penguin zebra"), user("penguin")])
+        best = self.units("walrus penguin zebra")[0]
+        self.assertIn("zebra", best.messages[0].content[0].text.text)
+
+    def test_stemming_and_diacritics(self):
+        self.index.ingest("s", [user("the tests failed on the café server")])
+        self.assertEqual(len(self.units("failing test")), 1)
+        self.assertEqual(len(self.units("cafe")), 1)
+
+    def test_survives_a_restart(self):
+        msgs = turn(0, topic="walrus")
+        self.index.ingest("s", msgs)
+        self.index.sync_transcript("s", entries(msgs))
+        self.index = self.t.reopen()
+        self.assertTrue(self.index.is_synced("s"))
+        [unit] = self.units("walrus")
+        self.assertEqual(unit.messages[0], msgs[0])
+        self.assertEqual(self.index.ingest("s", msgs), 0)
+
+    def test_concurrent_writers_from_threads(self):
+        errors = []
+
+        def write(n):
+            try:
+                for i in range(20):
+                    self.index.ingest("s%d" % (n % 2), [user("message %d %d walrus" % (n, i))])
+            except Exception as err:  # noqa: BLE001
+                errors.append(err)
+
+        threads = [threading.Thread(target=write, args=(n,)) for n in range(6)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(self.index.count("s0") + self.index.count("s1"), 120)
+        ords = self.index.ords("s0", [])
+        self.assertEqual(ords, {})
+
+    def test_searchable_text(self):
+        m = assistant("let me look", calls=["c9"])
+        self.assertIn("read_file", searchable_text(m))
+        self.assertIn('"path"', searchable_text(m))
+        self.assertIn("read_file", searchable_text(result("c9", text="contents")))
+
+
+if __name__ == "__main__":
+    unittest.main()

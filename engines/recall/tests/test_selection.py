@@ -1,0 +1,167 @@
+"""The budgeted selection (selection.py), pure: pinned first, the latest user message, fresh whole
+turns within their share, recalled units whole and in conversation order, the rest of the budget
+to more fresh turns, never over the budget, tool pairs intact; randomized invariants."""
+
+import random
+import unittest
+
+from .helpers import assistant, ids, result, summary, system, tool_pair_violations, turn, types_pb2, user
+
+from index import RecallUnit  # noqa: E402
+from selection import complete, plan_fresh  # noqa: E402
+
+
+def unit(messages, ords):
+    return RecallUnit(list(messages), list(ords), sum(m.token_count for m in messages), -1.0, frozenset(m.id for m in messages))
+
+
+def select(view, budget, units=(), share=0.55):
+    return complete(plan_fresh(view, budget, share), units, {m.id: m for m in view})
+
+
+class WindowBehaviour(unittest.TestCase):
+    """Without recalled units: a sliding window that uses the budget."""
+
+    def test_newest_whole_turns_fill_the_budget(self):
+        view = turn(0) + turn(1) + turn(2)  # 4 messages x 10 tokens each turn
+        a = select(view, 85)
+        self.assertEqual(ids(a.messages), ids(view[-8:]))
+        self.assertEqual((a.estimated_tokens, a.whole_turns, a.overflow, a.recalled), (80, 2, False, []))
+
+    def test_pinned_first_and_counted(self):
+        s, sy = summary(tokens=50), system(tokens=20)
+        view = [sy, s] + turn(0) + turn(1)
+        a = select(view, 115)
+        self.assertEqual(ids(a.messages), [sy.id, s.id] + ids(view[-4:]))
+        self.assertTrue(a.summary_kept)
+
+    def test_everything_without_a_budget(self):
+        view = [summary()] + turn(0) + turn(1)
+        self.assertEqual(ids(select(view, None).messages), ids(view))
+
+    def test_an_oversized_newest_turn_is_cut_at_a_tool_pair_boundary(self):
+        view = turn(0) + turn(1, tool_calls=3, result_tokens=100)
+        newest = view[4:]
+        a = select(view, 140)
+        # user (10) + last pair (10 + 100) + wrap-up (10) = 130; the pair before it does not fit.
+        self.assertEqual(ids(a.messages), [newest[0].id] + ids(newest[-3:]))
+        self.assertTrue(a.partial_turn)
+        self.assertEqual(tool_pair_violations(a.messages), [])
+        self.assertNotEqual(a.messages[1].role, types_pb2.ROLE_TOOL_RESULT)
+
+    def test_overflow_only_when_pinned_and_latest_user_do_not_fit(self):
+        s = summary(tokens=80)
+        latest = user("big", 50)
+        a = select([s] + turn(0) + [latest], 100)
+        self.assertTrue(a.overflow)
+        self.assertEqual(ids(a.messages), [s.id, latest.id])
+        self.assertEqual(a.estimated_tokens, 130)
+        self.assertFalse(select([s] + turn(0) + [latest], 130).overflow)
+
+
+class Recall(unittest.TestCase):
+    def test_fresh_turns_take_their_share_then_recall_then_more_turns(self):
+        old = [user("planted fact walrus", 30)]  # before the cut: not in the view
+        view = turn(0) + turn(1) + turn(2) + turn(3)  # 40 tokens each
+        plan = plan_fresh(view, 200, share=0.5)
+        self.assertEqual(ids(plan.tail), ids(view[-8:]))  # 80 of the 100 the share allows
+        a = complete(plan, [unit(old, [1])], {m.id: m for m in view})
+        # 80 fresh + 30 recalled; the 90 left take two more turns (one of 40 does not fit a third time).
+        self.assertEqual(ids(a.messages), [old[0].id] + ids(view[-16:]))
+        self.assertEqual(ids(a.recalled), [old[0].id])
+        self.assertEqual(a.estimated_tokens, 190)
+
+    def test_recalled_units_in_conversation_order_after_pinned(self):
+        sy, s = system(tokens=5), summary(tokens=5)
+        u1 = [assistant("look", 5, calls=["c1"]), result("c1", 5, "walrus")]
+        u2 = [user("penguin", 5)]
+        view = [sy, s] + turn(7)
+        # Ranked u2 first, but u1 comes first in the conversation.
+        a = select(view, 1000, [unit(u2, [20]), unit(u1, [3, 4])])
+        self.assertEqual(ids(a.messages), [sy.id, s.id] + ids(u1) + ids(u2) + ids(view[2:]))
+        self.assertEqual(tool_pair_violations(a.messages), [])
+
+    def test_a_unit_that_does_not_fit_is_skipped_whole_and_smaller_ones_still_come(self):
+        big = [assistant("look", 10, calls=["c1"]), result("c1", 500, "walrus")]
+        small = [user("walrus too", 10)]
+        view = turn(5)
+        a = select(view, 100, [unit(big, [1, 2]), unit(small, [3])])
+        self.assertEqual(ids(a.recalled), ids(small))
+        self.assertLessEqual(a.estimated_tokens, 100)
+
+    def test_a_recalled_message_of_the_view_is_absorbed_by_the_fresh_turns(self):
+        view = turn(0, topic="walrus") + turn(1) + turn(2)
+        # The walrus turn's user message is recalled; then the budget reaches its whole turn.
+        a = select(view, 120, [unit([view[0]], [1])], share=0.3)
+        self.assertEqual(ids(a.messages), ids(view))
+        self.assertEqual(a.recalled, [])
+
+    def test_a_view_copy_is_preferred_to_the_indexed_one(self):
+        current = user("walrus, rewritten", 12)
+        stale = types_pb2.Message()
+        stale.CopyFrom(current)
+        stale.content[0].text.text = "walrus"
+        view = [current] + turn(1) + turn(2)
+        a = select(view, 90, [unit([stale], [1])], share=0.5)
+        self.assertIs(a.messages[0], current)
+
+    def test_no_units_no_recall_and_the_overflow_ignores_them(self):
+        s = summary(tokens=80)
+        a = select([s, user("big", 50)], 100, [unit([user("x", 1)], [1])])
+        self.assertTrue(a.overflow)
+        self.assertEqual(a.recalled, [])
+
+
+class RandomizedInvariants(unittest.TestCase):
+    def test_budget_tool_pairs_order_and_latest_user(self):
+        rng = random.Random(1234)
+        for case in range(300):
+            view = [system(tokens=rng.randint(1, 30))] if rng.random() < 0.5 else []
+            if rng.random() < 0.5:
+                view.append(summary(tokens=rng.randint(1, 80)))
+            history = []
+            for n in range(rng.randint(1, 8)):
+                history += turn(100 * case + n, tool_calls=rng.randint(0, 3), tokens=rng.randint(1, 30), result_tokens=rng.randint(1, 200), parallel=rng.random() < 0.3)
+            cut = rng.randint(0, len(history) - 1)
+            while cut > 0 and history[cut].role != types_pb2.ROLE_USER:
+                cut -= 1
+            kept = history[cut:]
+            view += kept
+            ords = {m.id: i for i, m in enumerate(history)}
+            # Units as the index makes them: a message, or a call with its results.
+            units, i = [], 0
+            while i < len(history):
+                m = history[i]
+                group = [m]
+                if m.role == types_pb2.ROLE_ASSISTANT and m.content[-1].WhichOneof("block") == "tool_call":
+                    j = i + 1
+                    while j < len(history) and history[j].role == types_pb2.ROLE_TOOL_RESULT:
+                        group.append(history[j])
+                        j += 1
+                units.append(unit(group, [ords[g.id] for g in group]))
+                i += len(group)
+            rng.shuffle(units)
+            budget = rng.choice([None, rng.randint(10, 2000)])
+            plan = plan_fresh(view, budget, rng.choice([0.3, 0.55, 0.8]))
+            bound = ords.get(plan.tail[0].id) if plan.tail else None
+            usable = [u for u in units if bound is not None and max(u.ords) < bound]
+            a = complete(plan, usable, {m.id: m for m in view})
+            where = "case %d" % case
+            if budget is not None and not a.overflow:
+                self.assertLessEqual(a.estimated_tokens, budget, where)
+            self.assertEqual(a.estimated_tokens, sum(m.token_count for m in a.messages), where)
+            self.assertEqual(tool_pair_violations(a.messages), [], where)
+            rest = [m for m in a.messages if m.role != types_pb2.ROLE_SYSTEM and m.metadata.get("contextd.kind") != "compaction_summary"]
+            order = [ords[m.id] for m in rest]
+            self.assertEqual(order, sorted(order), where)
+            self.assertEqual(len(set(ids(a.messages))), len(a.messages), where)
+            if not a.partial_turn and not a.overflow:
+                self.assertEqual(rest[-1].id, kept[-1].id, where)
+            latest_user = [m for m in kept if m.role == types_pb2.ROLE_USER][-1]
+            self.assertIn(latest_user.id, ids(a.messages), where)
+            if rest:
+                self.assertNotEqual(rest[0].role, types_pb2.ROLE_TOOL_RESULT, where)
+
+
+if __name__ == "__main__":
+    unittest.main()
