@@ -52,6 +52,7 @@ def bootstrap(index: RecallIndex, session: types_pb2.SessionRef, ctx: CallContex
         view = ctx.host.read_transcript(session=session, active_only=True)
         ids = {e.id for e in view.entries if e.WhichOneof("entry") == "message" and not e.hidden}
         if not _missing(index, sid, ids):
+            ctx.log.info("session already indexed", extra={"session": sid, "view_entries": len(ids)})
             return {"bootstrapped": True, "imported_messages": 0, "reason": "already indexed"}
     result = read_all(index, session, ctx)
     ctx.log.info(

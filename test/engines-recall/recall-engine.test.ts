@@ -1,0 +1,153 @@
+/**
+ * The `recall` sample engine (engines/recall, Python) end to end, all REAL processes: contextd with
+ * the slot set to "recall" and the engine as a managed sidecar (`/usr/bin/python3
+ * engines/recall/main.py`, RECALL_DB a temp file), a runtime appending a long coding session with
+ * a fact planted at its start, compacting it so that the fact is behind the cut, then asking about
+ * it: the planted message comes back from the engine's own index. Then the same after contextd and
+ * the engine restart on the same data dir and index file.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CompactionTarget, Mode, Role, type Message } from "../../src/contract/gen/contextd/v1/types.js";
+import { isSummaryMessage, messageText } from "../../src/contract/messages.js";
+import { ContextdClient } from "../../src/sdk/runtime-client.js";
+import { codingSession } from "../fixtures/coding-session.js";
+import { assistant, user } from "../fixtures/messages.js";
+import { startContextd, type ContextdProcess, type StartContextdOptions } from "../helpers/contextd-process.js";
+import { requirePythonGrpc, PYTHON } from "../helpers/python.js";
+import { contextText, toolPairViolations } from "../helpers/invariants.js";
+
+const BUDGET = 32_000;
+const SESSION = "recall-long";
+const FACT = "the staging database password is quartz-walrus-17";
+const QUESTION = "What was the staging database password again?";
+
+const sum = (messages: Message[]) => messages.reduce((a, m) => a + m.tokenCount, 0);
+
+function options(db: string): StartContextdOptions {
+  return {
+    config: {
+      log_level: "debug",
+      slots: { context_engine: "recall" },
+      engines: {
+        managed: [{ id: "recall", command: [PYTHON, "engines/recall/main.py"], env: { RECALL_DB: db, RECALL_LOG_LEVEL: "debug" } }],
+      },
+    },
+  };
+}
+
+/** Resolves once the managed sidecar has registered (its log lines are folded into contextd's). */
+async function registered(cd: ContextdProcess): Promise<void> {
+  await cd.waitForLog((l) => l.sidecar === "recall" && l.msg === "registered with the registry", 60_000);
+}
+
+async function appendInBatches(cx: ContextdClient, messages: Message[], size: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < messages.length; i += size) {
+    ids.push(...(await cx.appendMessages({ session: { sessionId: SESSION }, messages: messages.slice(i, i + size) })).entryIds);
+  }
+  return ids;
+}
+
+describe("the recall engine (Python) behind a real contextd", () => {
+  let contextd: ContextdProcess;
+  let cx: ContextdClient;
+  let dir: string;
+  let db: string;
+  let plantedId: string;
+  const session = codingSession({ turns: 30, seed: 21 });
+  const lastUser = session.messages[session.messages.length - 1]!;
+
+  beforeAll(async () => {
+    requirePythonGrpc();
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "recall-engine-"));
+    db = path.join(dir, "index", "recall.db");
+    contextd = await startContextd(options(db));
+    await registered(contextd);
+    cx = new ContextdClient({ address: contextd.address, timeoutMs: 60_000 });
+  }, 90_000);
+  afterAll(async () => {
+    cx?.close();
+    await contextd?.cleanup();
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("indexes the appends, and a compaction delegated to the host puts the planted fact behind the cut", async () => {
+    const planted = [user(`Before we start, for the record: ${FACT}. Keep it in mind.`), assistant("Noted, I will keep that in mind.")];
+    const ids = await appendInBatches(cx, [...planted, ...session.messages], 20);
+    plantedId = ids[0]!;
+    expect(fs.existsSync(db)).toBe(true);
+
+    const compacted = await cx.compact({
+      session: { sessionId: SESSION },
+      tokenBudget: 8_000,
+      force: true,
+      compactionTarget: CompactionTarget.COMPACTION_TARGET_BUDGET,
+    });
+    expect(compacted).toMatchObject({ ok: true, compacted: true, engineId: "recall" });
+
+    // Without a prompt ("": an unset one is the latest user message's text, the host's default):
+    // a window over the view, and the planted message is not in it.
+    const plain = await cx.assemble({ session: { sessionId: SESSION }, tokenBudget: BUDGET, prompt: "" });
+    expect(plain).toMatchObject({ engineId: "recall", mode: Mode.MODE_NORMAL, systemPromptAddition: "" });
+    expect(plain.messages.map((m) => m.id)).not.toContain(plantedId);
+    expect(isSummaryMessage(plain.messages[0]!)).toBe(true);
+    expect(plain.estimatedTokens).toBeLessThanOrEqual(BUDGET);
+    expect(toolPairViolations(plain.messages)).toEqual([]);
+    expect(contextText(plain.messages)).toContain(messageText(lastUser));
+  });
+
+  it("a prompt about the planted fact recalls its message from before the cut, marked, within budget, tool pairs intact", async () => {
+    const res = await cx.assemble({ session: { sessionId: SESSION }, tokenBudget: BUDGET, prompt: QUESTION });
+    expect(res).toMatchObject({ engineId: "recall", mode: Mode.MODE_NORMAL, fallbackReason: "" });
+    const at = res.messages.findIndex((m) => m.id === plantedId);
+    expect(at, "the planted message is in the context").toBeGreaterThan(0);
+    expect(messageText(res.messages[at]!)).toContain(FACT);
+    expect(res.systemPromptAddition).toMatch(/^\d+ earlier messages? (was|were) recalled for relevance to the current request/);
+    expect(res.estimatedTokens).toBeLessThanOrEqual(BUDGET);
+    // The host counted the recalled messages itself: the same counts they were stored with.
+    expect(sum(res.messages)).toBe(res.estimatedTokens);
+    expect(toolPairViolations(res.messages)).toEqual([]);
+    // Pinned summary first, the fresh tail last: the latest user message ends the context.
+    expect(isSummaryMessage(res.messages[0]!)).toBe(true);
+    expect(res.messages[res.messages.length - 1]!.role).toBe(Role.ROLE_USER);
+    expect(messageText(res.messages[res.messages.length - 1]!)).toBe(messageText(lastUser));
+    // Recall adds to the view: more than the plain window.
+    const plain = await cx.assemble({ session: { sessionId: SESSION }, tokenBudget: BUDGET, prompt: "" });
+    expect(res.estimatedTokens).toBeGreaterThan(plain.estimatedTokens);
+    expect(res.messages.length).toBeGreaterThan(plain.messages.length);
+  });
+
+  it("an unset prompt is the latest user message's text (the host's default): recall for it fills the budget", async () => {
+    const res = await cx.assemble({ session: { sessionId: SESSION }, tokenBudget: BUDGET });
+    expect(res).toMatchObject({ engineId: "recall", mode: Mode.MODE_NORMAL });
+    expect(res.systemPromptAddition).toMatch(/recalled for relevance/);
+    expect(res.estimatedTokens).toBeLessThanOrEqual(BUDGET);
+    expect(res.estimatedTokens).toBeGreaterThan(BUDGET * 0.9);
+    expect(sum(res.messages)).toBe(res.estimatedTokens);
+    expect(toolPairViolations(res.messages)).toEqual([]);
+  });
+
+  it("after contextd and the engine restart on the same data dir and index, recall still works from the file", async () => {
+    cx.close();
+    contextd = await contextd.restart();
+    await registered(contextd);
+    cx = new ContextdClient({ address: contextd.address, timeoutMs: 60_000 });
+    const res = await cx.assemble({ session: { sessionId: SESSION }, tokenBudget: BUDGET, prompt: QUESTION });
+    expect(res).toMatchObject({ engineId: "recall", mode: Mode.MODE_NORMAL });
+    expect(res.messages.map((m) => m.id)).toContain(plantedId);
+    expect(res.estimatedTokens).toBeLessThanOrEqual(BUDGET);
+    expect(toolPairViolations(res.messages)).toEqual([]);
+    // The restarted engine's Bootstrap found the session in its file: no transcript import.
+    await contextd.waitForLog((l) => l.sidecar === "recall" && l.msg === "session already indexed" && l.session === SESSION, 30_000);
+    expect(contextd.logLines().some((l) => l.sidecar === "recall" && l.msg === "bootstrapped from the transcript")).toBe(false);
+  }, 120_000);
+
+  it("a prompt of stop words only recalls nothing", async () => {
+    const res = await cx.assemble({ session: { sessionId: SESSION }, tokenBudget: BUDGET, prompt: "what did you say about that, and then?" });
+    expect(res).toMatchObject({ engineId: "recall", mode: Mode.MODE_NORMAL, systemPromptAddition: "" });
+    expect(res.messages.map((m) => m.id)).not.toContain(plantedId);
+  });
+});
