@@ -19,7 +19,6 @@ transaction, which also makes `max(ord) + 1` safe between concurrent Ingests.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
 import threading
@@ -27,11 +26,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from contextd.v1 import types_pb2
+from message_text import scope_token, searchable_text
 from turns import tool_call_ids
 
 from schema import SCHEMA, SCHEMA_VERSION
 
-__all__ = ["IndexedRow", "RecallIndex", "RecallUnit", "SyncResult", "searchable_text"]
+__all__ = ["IndexedRow", "RecallIndex", "RecallUnit", "SyncResult"]
 
 #: Entries between two cancellation checks while syncing a transcript.
 CHECK_EVERY = 200
@@ -45,27 +45,6 @@ def _nothing() -> None:
 
 #: How long a writer waits for another thread's (or process's) write to finish.
 BUSY_TIMEOUT_MS = 5000
-
-
-def searchable_text(message: types_pb2.Message) -> str:
-    """What the search sees of a message: its text, tool calls (name and arguments) and tool name.
-    Thinking blocks are the model's private reasoning and images have no text: left out."""
-    parts: list[str] = []
-    for block in message.content:
-        kind = block.WhichOneof("block")
-        if kind == "text":
-            parts.append(block.text.text)
-        elif kind == "tool_call":
-            parts.append(block.tool_call.name)
-            parts.append(block.tool_call.arguments_json)
-    if message.tool_name:
-        parts.append(message.tool_name)
-    return "\n".join(p for p in parts if p)
-
-
-def scope_token(session_id: str) -> str:
-    """One FTS token naming the session (a hash: session ids may hold any characters)."""
-    return "s" + hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:24]
 
 
 @dataclass(frozen=True)

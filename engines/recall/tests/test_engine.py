@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 from concurrent import futures
@@ -39,10 +40,13 @@ class FakeHost(host_pb2_grpc.HostServiceServicer):
         self.transcripts = {}  # session id -> [TranscriptEntry]
         self.reads = []  # (session id, active_only)
         self.compactions = []
+        self.stalled = threading.Event()  # ReadTranscript of session "slow" waits for it
 
     def ReadTranscript(self, request, context):
         sid = request.session.session_id
         self.reads.append((sid, request.active_only))
+        if sid == "slow":
+            self.stalled.wait(30)
         all_entries = self.transcripts.get(sid)
         if all_entries is None:
             context.abort(grpc.StatusCode.NOT_FOUND, "no such session")
@@ -178,6 +182,20 @@ class RecallOverGrpc(unittest.TestCase):
         res = self.stub.Compact(req, timeout=10)
         self.assertEqual((res.ok, res.compacted, res.result.first_kept_entry_id), (True, True, "e7"))
         self.assertEqual(self.host.compactions[-1][1].get("authorization"), "Bearer host-token")
+
+    def test_a_transcript_read_that_takes_too_long_leaves_a_window_within_the_deadline(self):
+        history = turn(60, topic="walrus") + turn(61)
+        self.host.transcripts["slow"] = entries(history)
+        req = engine_pb2.ContextEngineServiceAssembleRequest(
+            session=types_pb2.SessionRef(session_id="slow"), messages=history, token_budget=1000, prompt="walrus", host=self.host_context()
+        )
+        try:
+            # The gap fill may spend half of the 3 s; then the answer is made without it.
+            res = self.stub.Assemble(req, timeout=3)
+        finally:
+            self.host.stalled.set()
+        self.assertEqual(list(res.kept_entry_ids), ids(history))
+        self.assertEqual(res.system_prompt_addition, "")
 
     def test_an_expired_deadline_answers_deadline_exceeded(self):
         history = turn(50, topic="walrus") + turn(51)

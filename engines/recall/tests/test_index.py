@@ -7,7 +7,7 @@ import unittest
 from .helpers import TempIndex, assistant, entries, ids, result, system, turn, types_pb2, user
 
 from fts_query import fts_query  # noqa: E402
-from index import searchable_text  # noqa: E402
+from message_text import searchable_text  # noqa: E402
 
 
 class IndexTest(unittest.TestCase):
