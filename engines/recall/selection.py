@@ -12,8 +12,10 @@ Two steps, because the second needs the index and the first decides what to ask 
 2. `complete(plan, units)`: the recalled units (index.RecallUnit, best first: a message, or a tool
    call with all its results) that fit what is left, each whole or not at all; then whatever is
    still left goes to older whole turns of the view, newest first, contiguous with the fresh tail
-   (as a window engine would), absorbing recalled messages they contain. Without units (no prompt,
-   nothing matched) step 2 is exactly a sliding window over the budget.
+   (as a window engine would), absorbing recalled messages they contain; the first turn that does
+   not fit gives the longest tail of it that does and cuts no tool pair, so the budget is used
+   even when turns are large. Without units (no prompt, nothing matched) step 2 is a sliding
+   window over the budget.
 
 The answer is in conversation order: pinned, recalled (by index order), then the tail. Recalled
 messages always lie before the tail (the engine asks the index only for messages before it), so
@@ -144,6 +146,13 @@ def complete(plan: FreshPlan, units: Sequence, view_by_id: Mapping[str, Message]
         for turn in reversed(plan.older_turns):
             cost = total_tokens(m for m in turn if m.id not in recalled)
             if cost > remaining:
+                # The first turn that does not fit gives its longest tail that does (cut at a
+                # tool-pair boundary, never starting with a tool result), then the tail is complete.
+                # Counted whole, recalled messages in it included: an upper bound.
+                part = longest_fitting_tail(turn, int(remaining))
+                for m in part:
+                    recalled.pop(m.id, None)
+                tail = part + tail
                 break
             remaining -= cost
             for m in turn:

@@ -145,6 +145,32 @@ describe("the recall engine (Python) behind a real contextd", () => {
     expect(contextd.logLines().some((l) => l.sidecar === "recall" && l.msg === "bootstrapped from the transcript")).toBe(false);
   }, 120_000);
 
+  it("a long session compacted natively before Assemble: fresh turns, then the planted message recalled into the room", async () => {
+    const sessionId = "recall-auto";
+    const long = codingSession({ turns: 40, seed: 5 });
+    const planted = [user(`Before we start, for the record: ${FACT}. Keep it in mind.`), assistant("Noted, I will keep that in mind.")];
+    const ids: string[] = [];
+    const all = [...planted, ...long.messages];
+    for (let i = 0; i < all.length; i += 25) ids.push(...(await cx.appendMessages({ session: { sessionId }, messages: all.slice(i, i + 25) })).entryIds);
+
+    const res = await cx.assemble({ session: { sessionId }, tokenBudget: BUDGET, prompt: QUESTION });
+    expect(res).toMatchObject({ engineId: "recall", mode: Mode.MODE_NORMAL });
+    expect(res.compaction, "the host compacted natively before Assemble").toBeDefined();
+    expect(res.estimatedTokens).toBeLessThanOrEqual(BUDGET);
+    expect(sum(res.messages)).toBe(res.estimatedTokens);
+    expect(toolPairViolations(res.messages)).toEqual([]);
+    expect(isSummaryMessage(res.messages[0]!)).toBe(true);
+    // Recalled right after the summary, in conversation order, then the fresh turns: a contiguous
+    // tail of the transcript ending with the latest user message (its first turn may be cut at a
+    // tool-pair boundary to use the budget).
+    expect(res.messages[1]!.id).toBe(ids[0]);
+    expect(res.systemPromptAddition).toMatch(/recalled for relevance/);
+    const tail = res.messages.slice(2).map((m) => m.id);
+    expect(tail.length).toBeGreaterThan(1);
+    expect(tail).toEqual(ids.slice(ids.length - tail.length));
+    expect(res.messages[2]!.role).not.toBe(Role.ROLE_TOOL_RESULT);
+  }, 120_000);
+
   it("a prompt of stop words only recalls nothing", async () => {
     const res = await cx.assemble({ session: { sessionId: SESSION }, tokenBudget: BUDGET, prompt: "what did you say about that, and then?" });
     expect(res).toMatchObject({ engineId: "recall", mode: Mode.MODE_NORMAL, systemPromptAddition: "" });

@@ -49,6 +49,15 @@ class WindowBehaviour(unittest.TestCase):
         self.assertEqual(tool_pair_violations(a.messages), [])
         self.assertNotEqual(a.messages[1].role, types_pb2.ROLE_TOOL_RESULT)
 
+    def test_the_budget_left_takes_a_tool_safe_tail_of_the_next_older_turn(self):
+        older = turn(0, tool_calls=2, result_tokens=100)  # user, call, result(100), call, result(100), wrap-up
+        view = older + turn(1)
+        a = select(view, 40 + 130)
+        # turn 1 (40), then of turn 0 what fits 130: the last pair and the wrap-up (120).
+        self.assertEqual(ids(a.messages), ids(older[3:]) + ids(view[6:]))
+        self.assertEqual(tool_pair_violations(a.messages), [])
+        self.assertEqual(a.estimated_tokens, 160)
+
     def test_overflow_only_when_pinned_and_latest_user_do_not_fit(self):
         s = summary(tokens=80)
         latest = user("big", 50)
