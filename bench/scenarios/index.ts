@@ -3,6 +3,7 @@ import type { Scenario } from "../harness/scenario.js";
 import { appendThroughput } from "./append_throughput.js";
 import { assembleScaling } from "./assemble_scaling.js";
 import { assembleUnderLoad } from "./assemble_under_load.js";
+import { budgetUtilization } from "./budget_utilization.js";
 import { compactionQuality } from "./compaction_quality.js";
 import { compactionDeadline } from "./compaction_deadline.js";
 import { failover } from "./failover.js";
@@ -11,4 +12,4 @@ import { tokenizer } from "./tokenizer.js";
 import { gatewayOverhead } from "./gateway_overhead.js";
 import { observabilityOverhead } from "./observability_overhead.js";
 
-export const SCENARIOS: Scenario[] = [gatewayOverhead, observabilityOverhead, assembleScaling, assembleUnderLoad, appendThroughput, failover, compactionDeadline, compactionQuality, memory, tokenizer];
+export const SCENARIOS: Scenario[] = [gatewayOverhead, observabilityOverhead, assembleScaling, assembleUnderLoad, appendThroughput, failover, compactionDeadline, compactionQuality, budgetUtilization, memory, tokenizer];

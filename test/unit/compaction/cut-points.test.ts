@@ -8,6 +8,7 @@ import {
   TURN_CUT,
   analyzeCutPoints,
   chooseCut,
+  chooseFillingCut,
   suffixSums,
 } from "../../../src/legacy/compaction/cut-points.js";
 
@@ -124,5 +125,39 @@ describe("chooseCut", () => {
   it("respects the starting index", () => {
     expect(chooseCut(kinds, suffix, 1000, 0)).toEqual({ index: 0, kind: "turn" });
     expect(chooseCut(kinds, suffix, 1000, 3)).toEqual({ index: 3, kind: "intra_turn" });
+  });
+});
+
+describe("chooseFillingCut", () => {
+  // An agent's session: an old turn, then a big turn of tool pairs, then the pending request.
+  // tokens:             u:10 a:10 u:10 a:40 r:300 a:40 r:300 a:40 r:300 a:20 u:5
+  const messages = [user(), assistant(), user(), assistant("x"), result("x"), assistant("y"), result("y"), assistant("z"), result("z"), assistant(), user()];
+  const tokens = [10, 10, 10, 40, 300, 40, 300, 40, 300, 20, 5];
+  const kinds = analyzeCutPoints(messages);
+  const suffix = suffixSums(tokens);
+
+  it("keeps the most that fits, at a tool-pair boundary inside a turn, where chooseCut keeps only the pending request", () => {
+    expect(chooseCut(kinds, suffix, 800)).toEqual({ index: 10, kind: "turn" }); // 5 tokens kept
+    expect(chooseFillingCut(kinds, suffix, 800)).toEqual({ index: 5, kind: "intra_turn" }); // 705 tokens kept
+  });
+
+  it("prefers a turn boundary that keeps nearly as much (within slack × keep budget)", () => {
+    // everything from index 2 is 1055; the best fit of 1060 is index 2 itself, a turn boundary
+    expect(chooseFillingCut(kinds, suffix, 1060)).toEqual({ index: 2, kind: "turn" });
+    // 1070 fits from index 1 (1065), an intra-turn cut; the turn boundary at 2 keeps only 10 less
+    expect(chooseFillingCut(kinds, suffix, 1070)).toEqual({ index: 2, kind: "turn" });
+    // without slack the intra-turn cut wins
+    expect(chooseFillingCut(kinds, suffix, 1070, 1, 0)).toEqual({ index: 1, kind: "intra_turn" });
+  });
+
+  it("never starts at a tool result and keeps nothing when no cut fits", () => {
+    // 340 would fit from the tool result at index 8 (325), which is not a cut point: index 9 (25)
+    expect(chooseFillingCut(kinds, suffix, 340, 1, 0)).toEqual({ index: 9, kind: "intra_turn" });
+    expect(chooseFillingCut(kinds, suffix, 4)).toEqual({ index: 11, kind: "none" });
+  });
+
+  it("respects the starting index", () => {
+    expect(chooseFillingCut(kinds, suffix, 10_000, 0)).toEqual({ index: 0, kind: "turn" });
+    expect(chooseFillingCut(kinds, suffix, 1_000, 6)).toEqual({ index: 7, kind: "intra_turn" });
   });
 });
