@@ -37,6 +37,8 @@ interface RawSample {
 }
 
 export interface Question {
+  /** The question as asked: what a runtime would pass as the prompt (never the answer or evidence). */
+  question: string;
   answer: string;
   /** Normalized answer (see {@link normalize}); never empty. */
   normalized: string;
@@ -100,7 +102,7 @@ export function loadLocomo(file = locomoPath()): Conversation[] {
       if (!normalized) continue;
       const ids = (q.evidence ?? []).flatMap((e) => e.split(/[;\s]+/)).filter((e) => /^D\d+:\d+$/.test(e));
       const evidence = ids.map((id) => byDia.get(id)).filter((t): t is string => t !== undefined && t.length > 0);
-      questions.push({ answer: String(q.answer), normalized, category: q.category, evidence });
+      questions.push({ question: q.question, answer: String(q.answer), normalized, category: q.category, evidence });
     }
     return { id: sample.sample_id, sessions, questions };
   });
