@@ -79,6 +79,25 @@ class WholeTurns(unittest.TestCase):
         self.assertEqual(ids(select_window(view, 1000).messages), ids(view))
         self.assertEqual(ids(select_window(view, 109).messages[1:]), ids(view[-8:]))
 
+    def test_after_a_budget_compaction_the_whole_compacted_view_is_kept(self):
+        # The host's BUDGET compaction of an agent's session (issue 15 item 4) cuts inside the last
+        # finished turn, at a tool-pair boundary: the view is the summary, a fragment of dozens of
+        # tool pairs, the wrap-up and the pending request, and fits the prompt budget. The window
+        # keeps all of it (the fragment is one unit, the pending request another), so it uses the
+        # budget as fully as the compaction did.
+        frag = []
+        for k in range(25):
+            frag += [assistant("step", 20, calls=["p%d" % k]), result("p%d" % k, 400)]
+        frag.append(assistant("wrap-up", 30))
+        view = [summary(tokens=4000)] + frag + [user("pending request", 17)]
+        budget = 32_000
+        self.assertLessEqual(total_tokens(view), 15_616)
+        w = select_window(view, budget)
+        self.assertEqual(ids(w.messages), ids(view))
+        self.assertEqual(w.estimated_tokens, total_tokens(view))
+        self.assertFalse(w.overflow)
+        self.assertFalse(w.partial_turn)
+
     def test_empty_view(self):
         w = select_window([], 100)
         self.assertEqual(list(w.messages), [])
