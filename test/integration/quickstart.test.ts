@@ -32,6 +32,7 @@ describe("quick start: npm start, then contextctl", () => {
       CONTEXTD_METRICS_LISTEN: "127.0.0.1:0",
       CONTEXTD_STORE: `sqlite:${dataDir}/contextd.db`,
       CONTEXTD_ENGINES__MANAGED__0__ENV__LOSSLESS_DB: `${dataDir}/lossless.db`,
+      CONTEXTD_ENGINES__MANAGED__2__ENV__RECALL_DB: `${dataDir}/recall.db`,
     },
     detached: true,
   });
@@ -61,14 +62,14 @@ describe("quick start: npm start, then contextctl", () => {
     expect(health.stdout).toContain("SERVING");
   });
 
-  it("`contextctl engines` lists legacy, lossless and window SERVING within a few seconds", async () => {
+  it("`contextctl engines` lists legacy, lossless, window and recall SERVING within a few seconds", async () => {
     const rows = await eventually(async () => {
       const { stdout } = await contextctl("--address", address, "--json", "engines");
       const { engines } = JSON.parse(stdout) as { engines: EngineRow[] };
       const serving = engines.filter((e) => e.health === "ENGINE_HEALTH_SERVING" || e.health === 1 || e.health === "SERVING");
-      return serving.length === 3 ? engines : undefined;
+      return serving.length === 4 ? engines : undefined;
     }, 20_000, 300);
-    expect(rows.map((e) => e.engineId).sort()).toEqual(["legacy", "lossless", "window"]);
+    expect(rows.map((e) => e.engineId).sort()).toEqual(["legacy", "lossless", "recall", "window"]);
   });
 
   it("a killed managed engine comes back within the restart backoff", async () => {

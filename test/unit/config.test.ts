@@ -82,7 +82,7 @@ describe("defaults", () => {
     expect(load("slots:\nauth:\n  owners:\nengines:\n  timeouts:\n")).toEqual(DEFAULTS);
   });
 
-  it("the checked-in config/contextd.yaml is the defaults with auth.required false and the two sample engines managed", () => {
+  it("the checked-in config/contextd.yaml is the defaults with auth.required false and the three sample engines managed", () => {
     const cfg = loadConfig({ file: fileURLToPath(new URL("../../config/contextd.yaml", import.meta.url)), env: {} });
     expect(cfg).toEqual({
       ...DEFAULTS,
@@ -92,6 +92,7 @@ describe("defaults", () => {
         managed: [
           { id: "lossless", command: ["node", "dist/engines/lossless/main.js"], owner: "local", env: { LOSSLESS_DB: "./data/lossless.db" } },
           { id: "window", command: ["/usr/bin/python3", "engines/window/main.py"], owner: "local", env: {} },
+          { id: "recall", command: ["/usr/bin/python3", "engines/recall/main.py"], owner: "local", env: { RECALL_DB: "./data/recall.db" } },
         ],
       },
     });
