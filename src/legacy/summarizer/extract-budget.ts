@@ -36,6 +36,11 @@ export interface Entry {
   tier?: number;
   /** Among equal ranks, lower seq is dropped first (use the index for oldest-first, -index for newest-first). */
   seq: number;
+  /**
+   * A header line ("On 8 May 2023:") shown once before a run of consecutive entries with the same
+   * group, as long as one of them is kept; its characters count against the cap like a line's.
+   */
+  group?: string;
 }
 
 /**
@@ -61,27 +66,55 @@ const tierOf = (e: Entry): number => e.tier ?? TIER[e.section];
 
 const HEADING_COST = new Map(SECTIONS.map((s) => [s.id, 2 + s.heading.length]));
 
-/** Renders `entries` (already in display order) into at most `maxChars` characters. */
-export function fitToBudget(entries: Entry[], maxChars: number): string {
+/** For each entry, the index of its run of consecutive same-section, same-group entries (-1 without a group). */
+function groupRuns(entries: readonly Entry[]): number[] {
+  const out: number[] = [];
+  let runs = -1;
+  entries.forEach((e, i) => {
+    const prev = i > 0 ? entries[i - 1] : undefined;
+    if (e.group === undefined) out.push(-1);
+    else if (prev && prev.group === e.group && prev.section === e.section) out.push(runs);
+    else out.push(++runs);
+  });
+  return out;
+}
+
+/**
+ * Renders `entries` (already in display order) into at most `maxChars` characters. `shares`
+ * overrides sections' shares of the cap (a conversation's summary is mostly facts).
+ */
+export function fitToBudget(entries: Entry[], maxChars: number, shares: Partial<Record<SectionId, number>> = {}): string {
   const max = Math.max(0, Math.floor(maxChars));
   const alive = entries.map(() => true);
   const perSection = new Map<SectionId, number>();
   const sectionChars = new Map<SectionId, number>();
+  // Runs of consecutive entries sharing a group header: run index per entry (-1: none), live count per run.
+  const runOf = groupRuns(entries);
+  const runAlive: number[] = [];
   let total = SUMMARY_TITLE.length;
-  for (const e of entries) {
+  entries.forEach((e, i) => {
     const n = perSection.get(e.section) ?? 0;
     if (n === 0) total += HEADING_COST.get(e.section) ?? 0;
-    total += 1 + e.line.length;
+    let cost = 1 + e.line.length;
+    const run = runOf[i];
+    if (run >= 0) {
+      if (!runAlive[run]) cost += 1 + (e.group ?? "").length;
+      runAlive[run] = (runAlive[run] ?? 0) + 1;
+    }
+    total += cost;
     perSection.set(e.section, n + 1);
-    sectionChars.set(e.section, (sectionChars.get(e.section) ?? 0) + 1 + e.line.length);
-  }
+    sectionChars.set(e.section, (sectionChars.get(e.section) ?? 0) + cost);
+  });
 
   const drop = (i: number): void => {
     if (!alive[i]) return;
     alive[i] = false;
     const e = entries[i];
-    total -= 1 + e.line.length;
-    sectionChars.set(e.section, (sectionChars.get(e.section) ?? 0) - 1 - e.line.length);
+    let cost = 1 + e.line.length;
+    const run = runOf[i];
+    if (run >= 0 && --runAlive[run] === 0) cost += 1 + (e.group ?? "").length;
+    total -= cost;
+    sectionChars.set(e.section, (sectionChars.get(e.section) ?? 0) - cost);
     const n = (perSection.get(e.section) ?? 1) - 1;
     perSection.set(e.section, n);
     if (n === 0) total -= HEADING_COST.get(e.section) ?? 0;
@@ -123,7 +156,8 @@ export function fitToBudget(entries: Entry[], maxChars: number): string {
     }
     // Tool activity and progress notes go entirely before anything else is touched.
     dropThrough(TIER.progress);
-    for (const [section, share] of SHARE) {
+    for (const [section, fixed] of SHARE) {
+      const share = shares[section] ?? fixed;
       const list = bySection.get(section) ?? [];
       for (let k = 0; k < list.length && total > max && (sectionChars.get(section) ?? 0) > share * max; k++) drop(list[k]);
     }
@@ -135,11 +169,16 @@ export function fitToBudget(entries: Entry[], maxChars: number): string {
   }
 
   const lines = new Map<SectionId, string[]>();
+  let shownRun = -1;
   entries.forEach((e, i) => {
     if (!alive[i]) return;
-    const list = lines.get(e.section);
-    if (list) list.push(e.line);
-    else lines.set(e.section, [e.line]);
+    let list = lines.get(e.section);
+    if (!list) lines.set(e.section, (list = []));
+    if (runOf[i] >= 0 && runOf[i] !== shownRun) {
+      shownRun = runOf[i];
+      list.push(e.group ?? "");
+    }
+    list.push(e.line);
   });
   const out = renderSections(lines);
   return out.length <= max ? out : out.slice(0, max);

@@ -16,6 +16,7 @@
  * verbatim; "Earlier summary" holds another engine's summary line by line.
  */
 import { ID_KINDS, type IdKind, type Identifier } from "./extract-identifiers.js";
+import { TimelineParser, renderTimeline } from "./extract-timeline.js";
 
 export const SUMMARY_TITLE = "# Conversation summary (contextd extractive v1)";
 
@@ -60,7 +61,10 @@ export interface SummaryDoc {
   decisions: string[];
   errors: string[];
   identifiers: Identifier[];
-  /** Short verbatim clauses with dates, names, numbers, places, activities (see extract-facts.ts). */
+  /**
+   * Short verbatim clauses with dates, names, numbers, places, activities (see extract-facts.ts),
+   * held as "[8 May 2023] Caroline: …" and rendered grouped by date (see extract-timeline.ts).
+   */
   facts: string[];
   notes: string[];
   progress: string[];
@@ -118,6 +122,7 @@ export function parseSummary(text: string): SummaryDoc | undefined {
   const lines = text.slice(start + SUMMARY_TITLE.length).replace(/\r\n?/g, "\n").split("\n");
   let current: (typeof SECTIONS)[number] | undefined;
   let block: string[] = [];
+  const timeline = new TimelineParser();
   const flush = (): void => {
     if (!current) return;
     if (current.block) {
@@ -151,7 +156,14 @@ export function parseSummary(text: string): SummaryDoc | undefined {
       else doc.identifiers.push({ kind: "symbol", value: item });
       continue;
     }
-    const list = doc[current.id as Exclude<SectionId, "focus" | "latest" | "earlier" | "identifiers">];
+    if (current.id === "facts") {
+      const read = timeline.line(trimmed);
+      if (read.header) continue;
+      if (!trimmed.startsWith("- ") && doc.facts.length > 0) doc.facts[doc.facts.length - 1] += ` ${item}`;
+      else doc.facts.push(read.item);
+      continue;
+    }
+    const list = doc[current.id as Exclude<SectionId, "focus" | "latest" | "earlier" | "identifiers" | "facts">];
     if (!trimmed.startsWith("- ") && list.length > 0) list[list.length - 1] += ` ${item}`;
     else list.push(item);
   }
@@ -170,6 +182,8 @@ export function sectionLines(doc: SummaryDoc, id: SectionId): string[] {
       return doc.earlier.map((l) => escapeBlock(l));
     case "identifiers":
       return doc.identifiers.map(identifierLine);
+    case "facts":
+      return renderTimeline(doc.facts);
     default:
       return doc[id].map((item) => `- ${item}`);
   }

@@ -1,14 +1,19 @@
 /**
  * One linear pass over the messages being compacted: picks the user's goals and constraints, the
  * user requests, the assistant's decisions and progress, error lines, tool activity and
- * identifiers. Bulk content (file bodies, long tool output) is scanned for errors and a few paths
- * only, never copied.
+ * identifiers, and from every user and assistant message its fact clauses (extract-facts.ts),
+ * dated by a {@link MessageClock}. Bulk content (file bodies, long tool output) is scanned for
+ * errors and a few paths only, never copied. A transcript turn (`[date] Name: …`: people talking
+ * to each other, being replayed) gives facts only: its "must have been fun" is no constraint and
+ * its "I'll never forget" no decision.
  */
 import { Role, type Message } from "../../contract/gen/contextd/v1/types.js";
 import { isSummaryMessage, summaryOf } from "../../contract/messages.js";
 import { describeToolCall } from "./extract-tools.js";
 import { KIND_WEIGHT, errorMessageOf, errorStrength, extractIdentifiers, extractPaths, type Identifier } from "./extract-identifiers.js";
+import { MessageClock } from "./extract-dates.js";
 import { factContext, factsOf } from "./extract-facts.js";
+import { SpeakerNames } from "./extract-filler.js";
 import { clip, focusMatches, oneLine, plainQuotes, sentencesOf, splitText } from "./extract-text.js";
 
 export interface ScoredIdentifier extends Identifier {
@@ -30,6 +35,14 @@ export interface Collected {
   identifiers: Map<string, ScoredIdentifier>;
   /** Text of a summary message found among the messages (defensive: callers should not pass one). */
   embeddedSummary: string;
+  /**
+   * The newest user-side transcript turn (`[date] Name: …`, a conversation between people being
+   * replayed): such turns are no requests to an assistant, so they feed Facts, not the
+   * requests, goals or decisions; the newest one still stands as the latest user message.
+   */
+  latestTurn: string;
+  /** How many messages were transcript turns. */
+  transcriptTurns: number;
 }
 
 const STRONG_CONSTRAINT =
@@ -41,6 +54,9 @@ const DECISION =
 const PROGRESS =
   /\b(?:fixed|implemented|added|created|updated|removed|deleted|renamed|refactored|migrated|wrote|completed|finished|resolved|succeeded|passing|tests pass|now pass(?:es)?|verified|confirmed|works now|now works|installed|configured|deployed|merged|committed)\b/i;
 
+const NOT_CONSTRAINT =
+  /\bmust(?:'ve| have| be| feel)\b|\b(?:so|really|very|super|such an?) important\b|\bimportant (?:to|for) (?:me|us|him|her|them|you)\b|\b(?:never|always) (?:forget|give up|stop|been)\b/gi;
+
 const FIRM_DECISION =
   /\b(?:decided|decision|chose|chosen|choose to|switch(?:ed|ing)? (?:to|from)|instead of|opt(?:ed|ing)? (?:for|to)|settled on|the plan|the fix is|fix is to|root cause|approach is|rather than|in favou?r of|going with|will use)\b/i;
 
@@ -51,7 +67,8 @@ export function decisionWeight(sentence: string): number {
 
 /** 2 = must/never/always/don't…, 1 = should/avoid/only/need to…, 0 = not a constraint. */
 export function constraintStrength(sentence: string): 0 | 1 | 2 {
-  const s = plainQuotes(sentence);
+  // "That must have been fun", "it's so important to me": a guess or a feeling, not a constraint.
+  const s = plainQuotes(sentence).replace(NOT_CONSTRAINT, " ");
   if (STRONG_CONSTRAINT.test(s)) return 2;
   return WEAK_CONSTRAINT.test(s) ? 1 : 0;
 }
@@ -93,6 +110,8 @@ export function collect(messages: readonly Message[], keywords: readonly string[
     tools: [],
     identifiers: new Map(),
     embeddedSummary: "",
+    latestTurn: "",
+    transcriptTurns: 0,
   };
   const needFocus = Math.min(2, keywords.length);
   const callIndex = new Map<string, number>();
@@ -130,12 +149,13 @@ export function collect(messages: readonly Message[], keywords: readonly string[
   };
 
   // Speakers named in `[date] Name:` prefixes: addressing someone is not a fact about a name.
-  const names = new Set<string>();
+  const names = new SpeakerNames();
   for (const message of messages) {
     if (message.role !== Role.ROLE_USER && message.role !== Role.ROLE_ASSISTANT) continue;
     const { speaker } = factContext(firstTextOf(message));
-    if (speaker) for (const w of speaker.split(" ")) names.add(w);
+    if (speaker) names.add(speaker);
   }
+  const clock = new MessageClock();
 
   for (const message of messages) {
     checkAbort();
@@ -147,8 +167,15 @@ export function collect(messages: readonly Message[], keywords: readonly string[
       case Role.ROLE_USER: {
         const text = textOf(message).trim();
         if (!text) break;
+        const date = clock.dateOf(firstTextOf(message), message.timestampMs);
+        c.facts.push(...factsOf(text, names, date, "User"));
+        if (factContext(firstTextOf(message)).speaker) {
+          c.transcriptTurns++;
+          // Its numbers and names stay in its fact clauses, in context; as bare identifiers they would be noise.
+          c.latestTurn = text;
+          break;
+        }
         c.requests.push(text);
-        c.facts.push(...factsOf(text, names));
         const { prose } = splitText(text);
         for (const line of prose) {
           for (const s of sentencesOf(line)) {
@@ -164,8 +191,14 @@ export function collect(messages: readonly Message[], keywords: readonly string[
       }
       case Role.ROLE_ASSISTANT: {
         const full = textOf(message);
+        const date = clock.dateOf(firstTextOf(message), message.timestampMs);
         const { prose, code } = splitText(full);
-        if (!message.content.some((b) => b.block?.$case === "toolCall")) c.facts.push(...factsOf(full, names));
+        const hasCalls = message.content.some((b) => b.block?.$case === "toolCall");
+        if (!hasCalls) c.facts.push(...factsOf(full, names, date, "Assistant"));
+        if (!hasCalls && factContext(firstTextOf(message)).speaker) {
+          c.transcriptTurns++;
+          break;
+        }
         for (const line of prose) {
           for (const raw of sentencesOf(line)) {
             const s = plainQuotes(raw);

@@ -18,9 +18,13 @@ import { fitToBudget, type Entry } from "./extract-budget.js";
 import { emptyDoc, escapeBlock, identifierLine, parseSummary, type SectionId, type SummaryDoc } from "./extract-format.js";
 import { KIND_WEIGHT } from "./extract-identifiers.js";
 import { FAILED, collect, constraintStrength, decisionWeight, type Collected, type ScoredIdentifier } from "./extract-messages.js";
+import { factClause, factContext, factSignal, factSpeaker } from "./extract-facts.js";
+import { isFiller, SpeakerNames } from "./extract-filler.js";
+import { dateHeader, splitFact, timelineOrder } from "./extract-timeline.js";
 import { clip, clipHeadTail, dedupeKey, focusKeywords, focusMatches, oneLine, unique } from "./extract-text.js";
 
 export const EXTRACTIVE_KIND = "extractive";
+const NO_NAMES = new SpeakerNames();
 /** Used when `maxChars` is not a finite number (a finite cap, even 0, is always honoured). */
 export const DEFAULT_MAX_CHARS = 16_000;
 
@@ -43,7 +47,7 @@ const PINNED_BONUS = 4;
  * functions or errors) that share is protected like identifiers; in a coding session facts are
  * held to a small share and go early under pressure.
  */
-const FACT_SHARE_CHAT = 0.45;
+const FACT_SHARE_CHAT = 0.85;
 const FACT_SHARE_CODING = 0.08;
 /** Tier of a conversation's protected facts: after identifiers, before goals. */
 const FACT_CORE_TIER = 7.5;
@@ -80,7 +84,8 @@ export function summarizeExtractive(input: SummarizeInput): string {
 
   const { doc, scores } = merge(prev, collected, previous !== "", input.customInstructions ?? "", maxChars);
   checkAbort();
-  return fitToBudget(entriesOf(doc, scores, keywords, maxChars), maxChars);
+  const shares = isConversation(doc) ? { facts: FACT_SHARE_CHAT } : {};
+  return fitToBudget(entriesOf(doc, scores, keywords, maxChars), maxChars, shares);
 }
 
 /** Another summarizer's summary, line by line, cut to a share of the budget. */
@@ -132,20 +137,24 @@ function merge(prev: SummaryDoc, c: Collected, hadPrevious: boolean, instruction
   doc.focus = clip(oneLine(instructions), FOCUS_CAP);
 
   const requests = c.requests;
-  const task = !hadPrevious && requests.length > 0 ? [`Task: ${clipHeadTail(oneLine(requests[0]), TASK_CAP)}`] : [];
+  // A greeting is no task ("Hi! How are you?" opening a chat).
+  const firstIsTask = requests.length > 0 && !isFiller(requests[0], NO_NAMES);
+  const task = !hadPrevious && firstIsTask ? [`Task: ${clipHeadTail(oneLine(requests[0]), TASK_CAP)}`] : [];
   // Constraint sentences already quoted whole inside the task line are not repeated.
   const inTask = task.length > 0 ? task[0] : "";
   const goals = c.goals.filter((g) => !inTask.includes(oneLine(g)));
   doc.goals = unique([...prev.goals, ...task, ...goals].map((g) => clip(oneLine(g), TASK_CAP)));
 
   const latestCap = Math.min(6000, Math.max(400, Math.floor(maxChars * 0.35)));
-  const latestRaw = requests.length > 0 ? requests[requests.length - 1] : prev.latest;
+  const latestRaw = requests.length > 0 ? requests[requests.length - 1] : c.latestTurn || prev.latest;
   doc.latest = clipHeadTail(latestRaw.trim(), latestCap);
 
+  // A transcript turn that stood as the latest message is no earlier request: its facts are kept.
+  const prevLatestIsRequest = prev.latest !== "" && !factContext(prev.latest).speaker;
   const earlierRequests = [
     ...prev.requests,
-    ...(requests.length > 0 && prev.latest ? [prev.latest] : []),
-    ...requests.slice(task.length > 0 ? 1 : 0, -1),
+    ...(requests.length > 0 && prevLatestIsRequest ? [prev.latest] : []),
+    ...requests.slice(task.length > 0 || (!hadPrevious && !firstIsTask) ? 1 : 0, -1),
   ].map((r) => clip(oneLine(r), REQUEST_CAP));
   const latestKey = dedupeKey(clip(oneLine(doc.latest), REQUEST_CAP));
   doc.requests = newest(unique(earlierRequests).filter((r) => dedupeKey(r) !== latestKey), KEEP.requests);
@@ -160,7 +169,7 @@ function merge(prev: SummaryDoc, c: Collected, hadPrevious: boolean, instruction
   doc.earlier = prev.earlier;
   // Facts: the previous summary's (oldest first), then new ones; a clause already kept elsewhere is not repeated.
   const said = new Set([...doc.goals, ...doc.decisions, ...doc.progress, ...doc.notes].map(dedupeKey));
-  doc.facts = unique([...prev.facts, ...c.facts]).filter((f) => !said.has(dedupeKey(f)));
+  doc.facts = timelineOrder(unique([...prev.facts, ...c.facts]).filter((f) => !said.has(dedupeKey(factClause(f)))));
 
   // Identifiers: the previous summary's first (they already survived a compaction), then new ones.
   const ids = new Map<string, ScoredIdentifier>();
@@ -205,18 +214,30 @@ function factEntries(doc: SummaryDoc, maxChars: number, focus: (text: string) =>
   if (n === 0) return;
   const chat = isConversation(doc);
   const share = Math.floor(maxChars * (chat ? FACT_SHARE_CHAT : FACT_SHARE_CODING));
-  const items = doc.facts.map((f, i) => ({ line: `- ${f}`, rank: focus(f), seq: -Math.min(2 * i, n - 1 - i), i }));
+  const names = new SpeakerNames();
+  for (const f of doc.facts) names.add(factSpeaker(f));
+  const items = doc.facts.map((f, i) => {
+    const { date, rest } = splitFact(f);
+    const group = date ? dateHeader(date) : undefined;
+    const rank = focus(f) + Math.round((factSignal(rest, names) * 100) / (rest.length + 60));
+    return { line: `- ${date ? rest : f}`, group, rank, seq: -Math.min(2 * i, n - 1 - i), i };
+  });
   const keepOrder = [...items].sort((a, b) => b.rank - a.rank || b.seq - a.seq || b.i - a.i);
   const core = new Set<number>();
+  const headed = new Set<string>();
   let used = 0;
   for (const it of keepOrder) {
-    if (used + it.line.length + 1 > share) continue;
-    used += it.line.length + 1;
+    // A date header is paid once per date (close enough: runs of one date are contiguous).
+    const cost = it.line.length + 1 + (it.group && !headed.has(it.group) ? it.group.length + 1 : 0);
+    if (used + cost > share) continue;
+    used += cost;
+    if (it.group) headed.add(it.group);
     core.add(it.i);
   }
   for (const it of items) {
     if (!core.has(it.i) && !chat) continue;
-    entries.push({ section: "facts", line: it.line, rank: it.rank, seq: it.seq, tier: core.has(it.i) && chat ? FACT_CORE_TIER : undefined });
+    const tier = core.has(it.i) && chat ? FACT_CORE_TIER : undefined;
+    entries.push({ section: "facts", line: it.line, group: it.group, rank: it.rank, seq: it.seq, tier });
   }
 }
 
