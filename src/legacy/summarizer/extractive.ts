@@ -5,7 +5,11 @@
  * user's goals and constraints, the latest user request, the assistant's decisions, error lines,
  * identifiers (paths, function names, URLs, tickets, versions, error messages, numbers with units)
  * a short tool log and, for conversations, short fact clauses with dates, names, numbers, places and
- * activities (see extract-facts.ts) — into a fixed sectioned format (see extract-format.ts). A previous summary
+ * activities (see extract-facts.ts), grouped by date with their speakers (extract-timeline.ts) —
+ * into a fixed sectioned format (see extract-format.ts). Conversation or coding session is decided
+ * from what the summary holds: no tool activity and no file, function or error identifiers make a
+ * conversation, whose facts get most of the cap; otherwise facts keep a small share and the coding
+ * sections theirs (a mixed session is a coding one with a few facts). A previous summary
  * in that format is parsed back and merged section by section, so what the first turns established
  * survives any number of compactions; a summary in any other format is kept as "Earlier summary".
  * The output never exceeds `maxChars`: the least valuable lines go first (see extract-budget.ts).
