@@ -21,7 +21,7 @@
 import path from "node:path";
 import { Role, type Message } from "../../src/contract/gen/contextd/v1/types.js";
 import { isSummaryMessage, messageText, summaryOf, toolCallIds } from "../../src/contract/messages.js";
-import { promptBudget } from "../../src/legacy/compaction/prompt-budget.js";
+import { promptBudget } from "../../src/contract/prompt-budget.js";
 import { createTokenizer } from "../../src/tokens/create-tokenizer.js";
 import type { Tokenizer } from "../../src/tokens/tokenizer.js";
 import { sessionClient } from "../harness/clients.js";

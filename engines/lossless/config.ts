@@ -99,4 +99,4 @@ function stripUndefined<T extends object>(o: T): Partial<T> {
  * What the context may occupy once room for the answer is set aside: contextd's own rule (SPEC §4),
  * `budget − reserve` but at least min(8000, budget / 2) — shared, so both engines aim at the same target.
  */
-export { MIN_PROMPT_BUDGET_TOKENS, promptBudget } from "../../src/legacy/compaction/prompt-budget.js";
+export { MIN_PROMPT_BUDGET_TOKENS, promptBudget } from "../../src/sdk/engine-sdk.js";

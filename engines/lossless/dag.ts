@@ -9,7 +9,7 @@
  *
  * Nothing is removed: the children stay stored, pointing at their parent.
  */
-import type { Tokenizer } from "../../src/tokens/tokenizer.js";
+import type { Tokenizer } from "../../src/tokens/index.js";
 import { isSystem } from "./pinned.js";
 import { summaryMessage } from "./render.js";
 import type { LosslessStore } from "./store.js";

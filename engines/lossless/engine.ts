@@ -33,8 +33,8 @@ import {
   type Message,
   type SessionRef,
 } from "contextd/engine-sdk";
-import { createTokenizer } from "../../src/tokens/create-tokenizer.js";
-import type { Tokenizer } from "../../src/tokens/tokenizer.js";
+import { createTokenizer } from "../../src/tokens/index.js";
+import type { Tokenizer } from "../../src/tokens/index.js";
 import { planContext } from "./assembler.js";
 import { Compactor, type CompactGoal, type CompactReport } from "./compactor.js";
 import { promptBudget, resolveLosslessOptions, type LosslessOptions } from "./config.js";

@@ -13,7 +13,7 @@
  *   our summaries already cover.
  */
 import { summaryMessage as hostSummaryMessage, type CompactionResult, type Message } from "contextd/engine-sdk";
-import type { Tokenizer } from "../../src/tokens/tokenizer.js";
+import type { Tokenizer } from "../../src/tokens/index.js";
 import type { CompactReport, Compactor } from "./compactor.js";
 import { isSystem } from "./pinned.js";
 import { hostSummary } from "./render.js";

@@ -15,7 +15,7 @@
  */
 import { isSummaryMessage, type HostClient, type Message } from "contextd/engine-sdk";
 import type { Logger } from "pino";
-import type { Tokenizer } from "../../src/tokens/tokenizer.js";
+import type { Tokenizer } from "../../src/tokens/index.js";
 import { isLosslessSummary } from "./render.js";
 import type { LosslessStore } from "./store.js";
 

@@ -1,4 +1,4 @@
-import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
+import { type BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import type { ServiceDefinition } from "@grpc/grpc-js";
 import { Message } from "./gen/contextd/v1/types.js";
 

@@ -40,7 +40,7 @@ export function hostHandlers(
   const grantSignal = (grant: HostGrant, callerSignal: AbortSignal) => AbortSignal.any([callerSignal, AbortSignal.timeout(Math.max(0, grant.expiresAtMs - Date.now()))]);
 
   return {
-    readTranscript: async (req, ctx) => {
+    readTranscript: async (req, _ctx) => {
       const session = requireSession(req.session);
       if (req.activeOnly) {
         const view = await store.readActiveView(session.sessionId);

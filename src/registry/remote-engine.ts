@@ -1,6 +1,6 @@
 import { status, type ChannelCredentials, type ServiceError } from "@grpc/grpc-js";
 import type { CallContext, ContextEngine } from "../contract/engine-api.js";
-import * as E from "../contract/gen/contextd/v1/engine.js";
+import type * as E from "../contract/gen/contextd/v1/engine.js";
 import { CancelledError, DeadlineExceededError } from "../contract/errors.js";
 import { callUnary, type UnaryMethod } from "../contract/client-call.js";
 import type { DialTarget, EndpointChecker } from "./endpoint-allow-list.js";

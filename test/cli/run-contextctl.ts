@@ -66,5 +66,4 @@ export const int = (cell: string) => Number(cell.replace(/[,~]/g, ""));
 /** Parses JSON Lines. */
 export const jsonLines = (out: string) => out.split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as Record<string, unknown>);
 
-// eslint-disable-next-line no-control-regex
 export const ANSI = /\u001b\[[0-9;]*m/;

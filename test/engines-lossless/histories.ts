@@ -5,7 +5,7 @@
  * engine trusts the host's counts), so large sessions stay cheap to build.
  */
 import fc from "fast-check";
-import { Message, Role } from "../../src/contract/gen/contextd/v1/types.js";
+import { type Message, Role } from "../../src/contract/gen/contextd/v1/types.js";
 import { assistant, toolCall, toolResult, user } from "../fixtures/messages.js";
 
 export interface ExchangeSpec {

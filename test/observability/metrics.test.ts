@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Role } from "../../src/contract/gen/contextd/v1/types.js";
 import { textMessage } from "../../src/contract/messages.js";
-import { ContextdClient } from "../../src/sdk/runtime-client.js";
+import { type ContextdClient } from "../../src/sdk/runtime-client.js";
 import { codingSession } from "../fixtures/coding-session.js";
 import { startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
 import type { EngineProcess } from "../helpers/engine-process.js";

@@ -16,6 +16,7 @@ type Refusal = { code: string; method: string; message: string; text: string };
 let sessions = 0;
 
 /** Runs one check with a fresh session id; fails the test with the script's output unless it exits 0. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the script's JSON report, which each test reads field by field
 async function check(name: string, address: string, env: Record<string, string> = {}): Promise<Record<string, any>> {
   const session = `py-${name}-${++sessions}`;
   const run = await runPython("test/python/client_checks.py", [name, address, session], { CONTEXTD_RUNTIME_TOKEN: TOKEN, ...env });

@@ -242,7 +242,7 @@ const ROWS: Row[] = [
     quiet: true,
   durable: true,
     // Bootstrap comes with a session's first routed call: the session starts with the act.
-    prepare: async (cd) => ({ ref: { sessionId: uid("f-bootstrap"), agentId: "f-bootstrap" }, texts: [], n: 0 }),
+    prepare: async (_cd) => ({ ref: { sessionId: uid("f-bootstrap"), agentId: "f-bootstrap" }, texts: [], n: 0 }),
     act: (cd, s, opts) => append(cd, s, 1, opts),
     cells: routed(),
   },

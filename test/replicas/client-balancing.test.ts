@@ -10,7 +10,7 @@
  */
 import { credentials, Metadata, type ServiceError } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AppendMessagesRequest, AppendMessagesResponse, SessionServiceClient } from "../../src/contract/gen/contextd/v1/session.js";
+import { AppendMessagesRequest, type AppendMessagesResponse, SessionServiceClient } from "../../src/contract/gen/contextd/v1/session.js";
 import { Role } from "../../src/contract/gen/contextd/v1/types.js";
 import { textMessage } from "../../src/contract/messages.js";
 import { ContextdClient } from "../../src/sdk/runtime-client.js";

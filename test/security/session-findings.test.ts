@@ -4,7 +4,7 @@
  */
 import { status, type ServiceError } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CompactionTarget, Role, SubagentContextMode, SubagentEndReason } from "../../src/contract/gen/contextd/v1/types.js";
+import { CompactionTarget, type Role, SubagentContextMode, SubagentEndReason } from "../../src/contract/gen/contextd/v1/types.js";
 import { ContextdClient } from "../../src/sdk/runtime-client.js";
 import { user } from "../fixtures/messages.js";
 import { startContextd, type ContextdProcess } from "../helpers/contextd-process.js";

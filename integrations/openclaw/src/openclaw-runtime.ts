@@ -10,7 +10,7 @@ type SecretRuntime = typeof import("openclaw/plugin-sdk/secret-input-runtime");
 
 function load<T>(specifier: string): T | undefined {
   try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- a CommonJS module of OpenClaw, resolved at run time
     return require(specifier) as T;
   } catch {
     return undefined;

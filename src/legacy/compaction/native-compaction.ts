@@ -8,11 +8,11 @@ import type { Tokenizer } from "../../tokens/tokenizer.js";
 import { asSummaryResult, type Summarizer, type SummaryDetails } from "../summarizer/summarizer.js";
 import { analyzeCutPoints, chooseCut, chooseFillingCut, type Cut } from "./cut-points.js";
 import { latestUserIndex, requestQuote, withRequest } from "./latest-request.js";
-import { promptBudget } from "./prompt-budget.js";
+import { promptBudget } from "../../contract/prompt-budget.js";
 import { budgetSummaryChars, capChars, charsPerToken, summaryTokens, truncateSummaryToFit } from "./summary-fit.js";
 import { foldable, viewParts } from "./view-parts.js";
 
-export { promptBudget } from "./prompt-budget.js";
+export { promptBudget } from "../../contract/prompt-budget.js";
 
 /**
  * The host's native compaction (SPEC §4), used by the built-in `legacy` engine and by

@@ -185,13 +185,13 @@ async function misbehave<T>(
     }
     case "crash":
       process.exit(3);
-    // eslint-disable-next-line no-fallthrough
+    // eslint-disable-next-line no-fallthrough -- process.exit() never returns
     case "crash_after":
       // Does the work ("ok": a delegating Compact has the host commit), then dies before answering.
       await ok();
       emit({ event: "crashing_after", op });
       process.exit(3);
-    // eslint-disable-next-line no-fallthrough
+    // eslint-disable-next-line no-fallthrough -- process.exit() never returns
     case "throw":
       throw new Error("misbehaving engine: told to throw");
     case "garbage":
@@ -369,7 +369,7 @@ function misbehavingGetInfo(getInfo: UnaryHandler): UnaryHandler {
         return;
       case "crash":
         process.exit(3);
-      // eslint-disable-next-line no-fallthrough
+      // eslint-disable-next-line no-fallthrough -- process.exit() never returns
       case "throw":
         return callback({ code: status.INTERNAL, details: "misbehaving engine: told to throw" }, null);
       case "slow":
@@ -422,7 +422,7 @@ function misbehavingCheck(check: UnaryHandler): UnaryHandler {
       case "crash":
         emit({ event: "call", op: "health", mode });
         process.exit(3);
-      // eslint-disable-next-line no-fallthrough
+      // eslint-disable-next-line no-fallthrough -- process.exit() never returns
       default:
         return check(call, callback);
     }
@@ -625,7 +625,7 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
     stopping = true;
     emit({ event: "stopping", signal });
     const hardExit = setTimeout(() => process.exit(0), 2_000);
-    engine.stop().finally(() => {
+    void engine.stop().finally(() => {
       clearTimeout(hardExit);
       process.exit(0);
     });

@@ -1,0 +1,72 @@
+// ESLint (flat config): typescript-eslint with type information, no import cycles, and the
+// layer boundaries the README's "Repository layout" describes — checked, not just written down.
+//
+//   contract ← tokens, store ← legacy ← registry ← host ← server ← cli
+//   (sdk and openclaw are public entry points built on contract, tokens and each other)
+//
+// A layer may import the ones to its left, never those to its right. Engines (engines/*) import
+// only the package's public entry points, the files package.json "exports" maps (plus src/tokens,
+// `contextd/tokens`), exactly what an engine outside this repository can import.
+import { createTypeScriptImportResolver } from "eslint-import-resolver-typescript";
+import importX from "eslint-plugin-import-x";
+import tseslint from "typescript-eslint";
+
+const LAYERS = ["contract", "tokens", "store", "legacy", "registry", "host", "server", "cli"];
+/** Which src/ directories each layer must not import (everything to its right). */
+const above = (layer) => LAYERS.slice(LAYERS.indexOf(layer) + 1).filter((l) => !(layer === "tokens" && l === "store") && !(layer === "store" && l === "tokens"));
+
+const layerZones = LAYERS.flatMap((layer) =>
+  above(layer).map((upper) => ({
+    target: `./src/${layer}`,
+    from: `./src/${upper}`,
+    message: `src/${layer} is below src/${upper}: the layers import one way (contract ← tokens/store ← legacy ← registry ← host ← server ← cli)`,
+  })),
+);
+
+/** The public entry points an engine may import (package.json "exports", and the tokenizer). */
+const PUBLIC = ["src/sdk/engine-sdk.ts", "src/sdk/runtime-client.ts", "src/contract/index.ts", "src/tokens/index.ts", "src/openclaw/index.ts"];
+
+export default tseslint.config(
+  { ignores: ["dist/**", "node_modules/**", "src/contract/gen/**", "integrations/openclaw/dist/**", "clients/**", "**/*.d.ts", "**/__pycache__/**"] },
+  {
+    files: ["src/**/*.ts", "engines/**/*.ts", "bench/**/*.ts", "test/**/*.ts", "integrations/openclaw/src/**/*.ts"],
+    extends: [tseslint.configs.base],
+    // tsconfig.test.json covers every file (tsconfig.json leaves the tests out).
+    languageOptions: { parserOptions: { project: "./tsconfig.test.json", tsconfigRootDir: import.meta.dirname } },
+    plugins: { "import-x": importX },
+    settings: {
+      "import-x/resolver-next": [createTypeScriptImportResolver({ project: "./tsconfig.test.json" })],
+      // no-cycle parses the files it follows: with the TypeScript parser, and .ts counted as modules.
+      "import-x/parsers": { "@typescript-eslint/parser": [".ts"] },
+      "import-x/extensions": [".ts", ".js"],
+    },
+    rules: {
+      "@typescript-eslint/no-explicit-any": "error",
+      "@typescript-eslint/no-floating-promises": "error",
+      "@typescript-eslint/no-misused-promises": ["error", { checksVoidReturn: false }],
+      "@typescript-eslint/await-thenable": "error",
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+      "@typescript-eslint/consistent-type-imports": ["error", { fixStyle: "inline-type-imports", disallowTypeAnnotations: false }],
+      "@typescript-eslint/no-require-imports": "error",
+      "no-fallthrough": "error",
+      "import-x/no-cycle": ["error", { ignoreExternal: true }],
+      "import-x/no-restricted-paths": ["error", { zones: layerZones }],
+    },
+  },
+  {
+    files: ["engines/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              regex: String.raw`^(\.\./)+src/(?!sdk/engine-sdk\.js$|sdk/runtime-client\.js$|contract/index\.js$|tokens/index\.js$|openclaw/index\.js$)`,
+              message: `engines import only the package's public entry points (${PUBLIC.join(", ")}), as an engine outside this repository would`,
+            },
+          ],
+        },
+      ],
+    },
+  },
+);
