@@ -13,7 +13,8 @@ import tseslint from "typescript-eslint";
 
 const LAYERS = ["contract", "tokens", "store", "legacy", "registry", "host", "server", "cli"];
 /** Which src/ directories each layer must not import (everything to its right). */
-const above = (layer) => LAYERS.slice(LAYERS.indexOf(layer) + 1).filter((l) => !(layer === "tokens" && l === "store") && !(layer === "store" && l === "tokens"));
+const above = (layer) =>
+  LAYERS.slice(LAYERS.indexOf(layer) + 1).filter((l) => !(layer === "tokens" && l === "store") && !(layer === "store" && l === "tokens"));
 
 const layerZones = LAYERS.flatMap((layer) =>
   above(layer).map((upper) => ({

@@ -24,7 +24,13 @@ async function main(): Promise<number> {
   let values: { quick?: boolean; only?: string; json?: string; list?: boolean; help?: boolean };
   try {
     ({ values } = parseArgs({
-      options: { quick: { type: "boolean" }, only: { type: "string" }, json: { type: "string" }, list: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+      options: {
+        quick: { type: "boolean" },
+        only: { type: "string" },
+        json: { type: "string" },
+        list: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
       allowPositionals: false,
     }));
   } catch (err) {
@@ -41,7 +47,10 @@ async function main(): Promise<number> {
   }
   let selected = SCENARIOS;
   if (values.only) {
-    const names = values.only.split(",").map((s) => s.trim()).filter(Boolean);
+    const names = values.only
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean);
     const unknown = names.filter((n) => !SCENARIOS.some((s) => s.name === n));
     if (unknown.length) {
       process.stderr.write(`bench: unknown scenario ${unknown.map((u) => `"${u}"`).join(", ")}\n${usage()}\n`);

@@ -59,7 +59,11 @@ export async function startContextd(opts: ContextdOptions = {}): Promise<Context
   fs.writeFileSync(configPath, stringify(config));
   // BENCH_CPU_PROF=DIR: every contextd writes a V8 CPU profile into DIR when it stops.
   const prof = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`] : [];
-  const child = spawnNode({ args: [path.join(REPO_ROOT, "bin/contextd.js"), "--config", configPath], nodeFlags: [...prof, ...(opts.nodeFlags ?? [])], env: opts.env });
+  const child = spawnNode({
+    args: [path.join(REPO_ROOT, "bin/contextd.js"), "--config", configPath],
+    nodeFlags: [...prof, ...(opts.nodeFlags ?? [])],
+    env: opts.env,
+  });
   const ready = await child.waitForLine((l) => l.msg === "contextd listening" && typeof l.address === "string", 60_000);
   return {
     address: ready.address as string,

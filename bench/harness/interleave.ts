@@ -97,7 +97,12 @@ export interface PacedCall {
  * answered, and its latency is measured from when it was due, so a stall shows up in the latency of
  * every call it delayed (no coordinated omission).
  */
-export async function openLoop(fn: (index: number) => Promise<unknown>, ratePerS: number, durationMs: number, onTick?: (elapsedMs: number) => void): Promise<PacedCall[]> {
+export async function openLoop(
+  fn: (index: number) => Promise<unknown>,
+  ratePerS: number,
+  durationMs: number,
+  onTick?: (elapsedMs: number) => void,
+): Promise<PacedCall[]> {
   const interval = 1000 / ratePerS;
   const t0 = nowMs();
   const calls: Array<Promise<PacedCall>> = [];

@@ -79,12 +79,17 @@ function sentence(r: Rand, words: number): string {
   for (let i = 0; i < words; i++) {
     const x = r();
     out.push(
-      x < 0.08 ? camel(r)
-      : x < 0.11 ? String(int(r, 2, 99999))
-      : x < 0.13 ? filePath(r)
-      : x < 0.17 ? rareWord(r)
-      : x < 0.175 ? Math.floor(r() * 2 ** 48).toString(16)
-      : pick(r, WORDS),
+      x < 0.08
+        ? camel(r)
+        : x < 0.11
+          ? String(int(r, 2, 99999))
+          : x < 0.13
+            ? filePath(r)
+            : x < 0.17
+              ? rareWord(r)
+              : x < 0.175
+                ? Math.floor(r() * 2 ** 48).toString(16)
+                : pick(r, WORDS),
     );
   }
   return cap(out.join(" ")) + ".";
@@ -130,7 +135,10 @@ function testLog(r: Rand, lines: number): string {
 }
 
 function grepHits(r: Rand, lines: number): string {
-  return Array.from({ length: lines }, () => `${filePath(r)}:${int(r, 1, 800)}:  ${r() < 0.5 ? `const x = ${camel(r)}(id);` : `// ${sentence(r, int(r, 4, 10))}`}`).join("\n");
+  return Array.from(
+    { length: lines },
+    () => `${filePath(r)}:${int(r, 1, 800)}:  ${r() < 0.5 ? `const x = ${camel(r)}(id);` : `// ${sentence(r, int(r, 4, 10))}`}`,
+  ).join("\n");
 }
 
 const TOOLS = ["read_file", "run_tests", "grep", "bash"] as const;
@@ -158,13 +166,12 @@ export function codingMessages(opts: MessageOptions): Message[] {
     for (let steps = int(r, 1, 3); steps > 0 && out.length < opts.count; steps--) {
       const tool = pick(r, TOOLS);
       const id = `call_${opts.seed ?? 1}_${call++}`;
-      const args = JSON.stringify(tool === "read_file" ? { path: filePath(r) } : tool === "grep" ? { pattern: camel(r) } : { command: `npm test -- ${filePath(r)}` });
+      const args = JSON.stringify(
+        tool === "read_file" ? { path: filePath(r) } : tool === "grep" ? { pattern: camel(r) } : { command: `npm test -- ${filePath(r)}` },
+      );
       push({
         ...message(Role.ROLE_ASSISTANT, prose(r, int(r, 1, 4)), ts),
-        content: [
-          textBlock(prose(r, int(r, 1, 4))),
-          toolCallBlock(id, tool, args),
-        ],
+        content: [textBlock(prose(r, int(r, 1, 4))), toolCallBlock(id, tool, args)],
       });
       if (out.length >= opts.count) break;
       const lines = small ? int(r, 4, 25) : int(r, 10, 120);

@@ -33,7 +33,10 @@ export function formatValue(v: unknown): string {
   if (typeof v === "number") return Number.isInteger(v) ? String(v) : String(Math.round(v * 1000) / 1000);
   if (typeof v === "string" || typeof v === "boolean") return String(v);
   if (Array.isArray(v)) return v.map(formatValue).join(", ");
-  if (typeof v === "object") return Object.entries(v as Record<string, unknown>).map(([k, x]) => `${k} ${formatValue(x)}`).join(", ");
+  if (typeof v === "object")
+    return Object.entries(v as Record<string, unknown>)
+      .map(([k, x]) => `${k} ${formatValue(x)}`)
+      .join(", ");
   return String(v);
 }
 

@@ -81,7 +81,13 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
             { durationMs: windowMs },
           );
           const cpuMs = readCpuMs(server.pid) - cpu0;
-          return { ...r, msgsPerS: r.rps * perCall, tokensPerS: ((tokens[name] - before) * 1000) / r.elapsedMs, msgsPerCpuS: (r.ok * perCall * 1000) / Math.max(1, cpuMs), busy: cpuMs / r.elapsedMs };
+          return {
+            ...r,
+            msgsPerS: r.rps * perCall,
+            tokensPerS: ((tokens[name] - before) * 1000) / r.elapsedMs,
+            msgsPerCpuS: (r.ok * perCall * 1000) / Math.max(1, cpuMs),
+            busy: cpuMs / r.elapsedMs,
+          };
         },
       };
     };
@@ -92,7 +98,9 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       rounds,
       onBatch: () => ctx.progress.update(++steps, totalSteps, "appending"),
     });
-    const errors = Object.values(windows).flat().reduce((a, w) => a + w.errors, 0);
+    const errors = Object.values(windows)
+      .flat()
+      .reduce((a, w) => a + w.errors, 0);
     const stat = (name: "single" | "batched" | "postgres-single" | "postgres-batched") => {
       const w = windows[name];
       const lat = summarize(w.flatMap((x) => x.latencies));
@@ -111,8 +119,25 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const pgSingle = pgOn ? stat("postgres-single") : undefined;
     const pgBatched = pgOn ? stat("postgres-batched") : undefined;
     type Stat = ReturnType<typeof stat>;
-    const detail = (x: Stat) => ({ tokens_per_s: round(x.tokens_per_s, 0), mb_per_s: round(x.mb_per_s, 2), call_p50_ms: round(x.call_p50_ms, 2), call_p99_ms: round(x.call_p99_ms, 2), msgs_per_contextd_cpu_s: round(x.msgs_per_contextd_cpu_s, 0), contextd_cpu_busy: round(x.contextd_busy, 2) });
-    const row = (store: string, mode: string, x: Stat) => [store, mode, round(x.msgs_per_s, 0), round(x.tokens_per_s, 0), round(x.mb_per_s, 2), round(x.call_p50_ms, 2), round(x.call_p99_ms, 2), round(x.msgs_per_contextd_cpu_s, 0), round(x.contextd_busy, 2)];
+    const detail = (x: Stat) => ({
+      tokens_per_s: round(x.tokens_per_s, 0),
+      mb_per_s: round(x.mb_per_s, 2),
+      call_p50_ms: round(x.call_p50_ms, 2),
+      call_p99_ms: round(x.call_p99_ms, 2),
+      msgs_per_contextd_cpu_s: round(x.msgs_per_contextd_cpu_s, 0),
+      contextd_cpu_busy: round(x.contextd_busy, 2),
+    });
+    const row = (store: string, mode: string, x: Stat) => [
+      store,
+      mode,
+      round(x.msgs_per_s, 0),
+      round(x.tokens_per_s, 0),
+      round(x.mb_per_s, 2),
+      round(x.call_p50_ms, 2),
+      round(x.call_p99_ms, 2),
+      round(x.msgs_per_contextd_cpu_s, 0),
+      round(x.contextd_busy, 2),
+    ];
     return {
       metrics: {
         single_msgs_per_s: round(single.msgs_per_s, 0),
@@ -149,7 +174,9 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
           rows: [
             row("sqlite", "single", single),
             row("sqlite", `batch of ${BATCH}`, batched),
-            ...(pgSingle && pgBatched ? [row("postgres", "single", pgSingle), row("postgres", `batch of ${BATCH}`, pgBatched)] : [["postgres", "—", "not measured", "", "", "", "", "", ""]]),
+            ...(pgSingle && pgBatched
+              ? [row("postgres", "single", pgSingle), row("postgres", `batch of ${BATCH}`, pgBatched)]
+              : [["postgres", "—", "not measured", "", "", "", "", "", ""]]),
           ],
         },
       ],

@@ -87,9 +87,16 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         p50_ratio_100k_vs_1k: round(ratio(stats[large].p50, stats[small].p50), 3),
         postgres_assemble_p50_ms: pgStats ? round(pgStats.p50, 3) : null,
         postgres_vs_sqlite_assemble_p50_ratio: pgStats ? round(ratio(pgStats.p50, stats[pgSize].p50), 3) : null,
-        postgres: pgStats && pgSetup
-          ? { session_messages: pgSize, p50_ms: round(pgStats.p50, 3), p99_ms: round(pgStats.p99, 3), sqlite_p50_ms: round(stats[pgSize].p50, 3), session: pgSetup }
-          : { unavailable: pgDb as string },
+        postgres:
+          pgStats && pgSetup
+            ? {
+                session_messages: pgSize,
+                p50_ms: round(pgStats.p50, 3),
+                p99_ms: round(pgStats.p99, 3),
+                sqlite_p50_ms: round(stats[pgSize].p50, 3),
+                session: pgSetup,
+              }
+            : { unavailable: pgDb as string },
         sizes,
         largest_session_messages: large,
         p50_ms: Object.fromEntries(sizes.map((s) => [label(s), round(stats[s].p50, 3)])),
@@ -115,8 +122,30 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
           title: "assemble_scaling: Assemble latency by history length (legacy, budget 32k)",
           headers: ["store", "messages appended", "entries", "view messages", "view tokens", "p50 ms", "p99 ms", "build s"],
           rows: [
-            ...sizes.map((s) => ["sqlite", s, setup[s].entries, setup[s].view_messages, setup[s].view_tokens, round(stats[s].p50, 3), round(stats[s].p99, 3), round(setup[s].seconds, 1)]),
-            ...(pgStats && pgSetup ? [["postgres", pgSize, pgSetup.entries, pgSetup.view_messages, pgSetup.view_tokens, round(pgStats.p50, 3), round(pgStats.p99, 3), round(pgSetup.seconds, 1)]] : []),
+            ...sizes.map((s) => [
+              "sqlite",
+              s,
+              setup[s].entries,
+              setup[s].view_messages,
+              setup[s].view_tokens,
+              round(stats[s].p50, 3),
+              round(stats[s].p99, 3),
+              round(setup[s].seconds, 1),
+            ]),
+            ...(pgStats && pgSetup
+              ? [
+                  [
+                    "postgres",
+                    pgSize,
+                    pgSetup.entries,
+                    pgSetup.view_messages,
+                    pgSetup.view_tokens,
+                    round(pgStats.p50, 3),
+                    round(pgStats.p99, 3),
+                    round(pgSetup.seconds, 1),
+                  ],
+                ]
+              : []),
           ],
         },
       ],

@@ -179,7 +179,8 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       for (const { engine, agent } of ENGINES) {
         ctx.progress.update(step++, total, `${engine}, seed ${seed}: append ${Math.round(built.tokens / 1000)}k tokens, Assemble at ${BUDGET / 1000}k`);
         const session = { sessionId: `budget-${engine}-${seed}`, agentId: agent };
-        for (let i = 0; i < built.messages.length; i += APPEND_BATCH) await client.appendMessages({ session, messages: built.messages.slice(i, i + APPEND_BATCH) });
+        for (let i = 0; i < built.messages.length; i += APPEND_BATCH)
+          await client.appendMessages({ session, messages: built.messages.slice(i, i + APPEND_BATCH) });
         const answer = await client.assemble({ session, tokenBudget: BUDGET });
         if (answer.engineId !== engine) throw new Error(`${engine}: answered by ${answer.engineId} (${answer.fallbackReason})`);
         if (!answer.compaction) throw new Error(`${engine}: Assemble did not compact (the view was expected to be over the budget)`);
@@ -225,8 +226,30 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       tables: [
         {
           title: `budget_utilization: tokens assembled right after a BUDGET compaction (budget ${BUDGET}, prompt budget ${budget})`,
-          headers: ["engine", "seed", "session tokens", "tool pairs", "assembled tokens", "summary tokens", "kept messages", "kept tool pairs", "cut", "utilization"],
-          rows: samples.map((s) => [s.engine, s.seed, s.sessionTokens, s.toolPairs, s.estimatedTokens, s.summaryTokens, s.keptMessages, s.keptToolPairs, s.cut, round(s.utilization, 3)]),
+          headers: [
+            "engine",
+            "seed",
+            "session tokens",
+            "tool pairs",
+            "assembled tokens",
+            "summary tokens",
+            "kept messages",
+            "kept tool pairs",
+            "cut",
+            "utilization",
+          ],
+          rows: samples.map((s) => [
+            s.engine,
+            s.seed,
+            s.sessionTokens,
+            s.toolPairs,
+            s.estimatedTokens,
+            s.summaryTokens,
+            s.keptMessages,
+            s.keptToolPairs,
+            s.cut,
+            round(s.utilization, 3),
+          ]),
         },
       ],
     };

@@ -44,7 +44,10 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const unexpected: string[] = [];
     const once = async (d: (typeof DEADLINES)[number]) => {
       const s = nowMs();
-      const res = await client.compact({ session: { sessionId: `deadline-${d.text}`, agentId: d.agent }, tokenBudget: 32_000, force: false }, { timeoutMs: 60_000 });
+      const res = await client.compact(
+        { session: { sessionId: `deadline-${d.text}`, agentId: d.agent }, tokenBudget: 32_000, force: false },
+        { timeoutMs: 60_000 },
+      );
       const latency = nowMs() - s;
       if (res.mode !== Mode.MODE_FALLBACK || res.engineId !== "legacy") unexpected.push(`${d.text}: answered by ${res.engineId} in mode ${res.mode}`);
       await registry.clearQuarantine(d.engine);

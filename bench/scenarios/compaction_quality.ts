@@ -71,7 +71,11 @@ type Assembled = Awaited<ReturnType<ContextdClient["assemble"]>>;
 const contextText = (a: Assembled) => [a.systemPromptAddition, ...a.messages.map(messageText)].filter(Boolean).join("\n");
 
 /** Replays `conv` at `budget`; answers the last no-prompt Assemble and how many answers came from another engine. */
-async function replay(m: ServedMethod, conv: Conversation, budget: number): Promise<{ session: { sessionId: string; agentId: string }; last: Assembled; fallbacks: number }> {
+async function replay(
+  m: ServedMethod,
+  conv: Conversation,
+  budget: number,
+): Promise<{ session: { sessionId: string; agentId: string }; last: Assembled; fallbacks: number }> {
   const session = { sessionId: `locomo-${m.method}-${conv.id}-${budget}`, agentId: "bench" };
   let last: Assembled | undefined;
   let fallbacks = 0;
@@ -88,9 +92,11 @@ async function replay(m: ServedMethod, conv: Conversation, budget: number): Prom
 /** Runs `fns` with at most `limit` at a time. */
 async function pool(fns: Array<() => Promise<void>>, limit: number): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: limit }, async () => {
-    while (next < fns.length) await fns[next++]();
-  }));
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < fns.length) await fns[next++]();
+    }),
+  );
 }
 
 const pct = (n: number, d: number) => (d ? round((100 * n) / d, 1) : null);
@@ -104,7 +110,12 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     { key: "survival_recall_vs_ceiling", op: ">=" as const, target: 0.8 },
   ];
   const file = locomoPath();
-  if (!fs.existsSync(file)) return { metrics: { survival_ratio_vs_truncation: null, survival_recall_vs_ceiling: null, reason: `LoCoMo not found at ${file} (set BENCH_LOCOMO)` }, goals, notes: [`LoCoMo not found at ${file}: nothing measured`] };
+  if (!fs.existsSync(file))
+    return {
+      metrics: { survival_ratio_vs_truncation: null, survival_recall_vs_ceiling: null, reason: `LoCoMo not found at ${file} (set BENCH_LOCOMO)` },
+      goals,
+      notes: [`LoCoMo not found at ${file}: nothing measured`],
+    };
   const all = loadLocomo(file);
   const convs = ctx.quick ? all.slice(0, 2) : all;
   const budgets = ctx.quick ? [AT] : [4_000, AT, 16_000];
@@ -113,7 +124,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const tokenizer = createTokenizer("o200k_base");
   const plain: Partial<Record<Method, Record<number, Tally>>> = {};
   const prompted: Partial<Record<Method, Record<number, Tally>>> = {};
-  const tally = (t: typeof plain, m: Method, b: number) => (((t[m] ??= {})[b] ??= emptyTally()));
+  const tally = (t: typeof plain, m: Method, b: number) => ((t[m] ??= {})[b] ??= emptyTally());
 
   // Truncation and the ceiling, with the counts contextd stores (countMessage at append).
   const flat = new Map(convs.map((c) => [c.id, c.sessions.flat()]));
@@ -140,52 +151,89 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     let done = 0;
     const total = methods.length * convs.length * budgets.length;
     // Interleaved: conversation by conversation, the methods and budgets alternate in the queue.
-    for (const c of convs) for (const b of budgets) for (const m of methods) {
-      tasks.push(async () => {
-        try {
-          const r = await replay(m, c, b);
-          if (r.last.engineId !== m.engine) fail(m.method, `${c.id}@${b}: final context from ${r.last.engineId}`);
-          else if (r.fallbacks) fail(m.method, `${c.id}@${b}: ${r.fallbacks} Assemble answers from another engine`);
-          add(tally(plain, m.method, b), contextText(r.last), r.last.estimatedTokens, c.questions);
-          for (const q of sampled.get(c.id)!) {
-            const a = await m.client.assemble({ session: r.session, tokenBudget: b, prompt: q.question }, m.timeoutMs ? { timeoutMs: m.timeoutMs } : undefined);
-            if (a.engineId !== m.engine) fail(m.method, `${c.id}@${b}: a prompted Assemble answered by ${a.engineId}`);
-            add(tally(prompted, m.method, b), contextText(a), a.estimatedTokens, [q]);
-          }
-        } catch (err) {
-          fail(m.method, `${c.id}@${b}: ${err instanceof Error ? err.message.split("\n")[0] : String(err)}`);
+    for (const c of convs)
+      for (const b of budgets)
+        for (const m of methods) {
+          tasks.push(async () => {
+            try {
+              const r = await replay(m, c, b);
+              if (r.last.engineId !== m.engine) fail(m.method, `${c.id}@${b}: final context from ${r.last.engineId}`);
+              else if (r.fallbacks) fail(m.method, `${c.id}@${b}: ${r.fallbacks} Assemble answers from another engine`);
+              add(tally(plain, m.method, b), contextText(r.last), r.last.estimatedTokens, c.questions);
+              for (const q of sampled.get(c.id)!) {
+                const a = await m.client.assemble(
+                  { session: r.session, tokenBudget: b, prompt: q.question },
+                  m.timeoutMs ? { timeoutMs: m.timeoutMs } : undefined,
+                );
+                if (a.engineId !== m.engine) fail(m.method, `${c.id}@${b}: a prompted Assemble answered by ${a.engineId}`);
+                add(tally(prompted, m.method, b), contextText(a), a.estimatedTokens, [q]);
+              }
+            } catch (err) {
+              fail(m.method, `${c.id}@${b}: ${err instanceof Error ? err.message.split("\n")[0] : String(err)}`);
+            }
+            ctx.progress.update(++done, total, `replaying ${convs.length} conversations`);
+          });
         }
-        ctx.progress.update(++done, total, `replaying ${convs.length} conversations`);
-      });
-    }
     await pool(tasks, 4);
-    for (const m of methods) for (const p of m.processes) if (!p.child.isRunning()) (failures[m.method] ??= []).unshift(`process ${p.child.pid} exited; its last output: ${p.child.output().slice(-1500)}`);
+    for (const m of methods)
+      for (const p of m.processes)
+        if (!p.child.isRunning()) (failures[m.method] ??= []).unshift(`process ${p.child.pid} exited; its last output: ${p.child.output().slice(-1500)}`);
   } finally {
     await stopMethods(methods);
   }
   if (failures.legacy?.length) throw new Error(`legacy replay failed: ${failures.legacy.slice(0, 3).join("; ")}`);
-  for (const m of methods) if (failures[m.method]?.length) reasons[m.method] = `${failures[m.method]!.length} problems, e.g. ${failures[m.method]!.slice(0, 2).join("; ")}`;
+  for (const m of methods)
+    if (failures[m.method]?.length) reasons[m.method] = `${failures[m.method]!.length} problems, e.g. ${failures[m.method]!.slice(0, 2).join("; ")}`;
   const ok = (m: Method) => m === "truncation" || (methods.some((x) => x.method === m) && !reasons[m as Served]);
 
   const engines = SERVED.filter(ok);
   const best = Math.max(...engines.map((m) => share(plain[m]?.[AT])));
   const recallOk = ok("recall");
   const recallPrompted = recallOk ? share(prompted.recall?.[AT]) : Number.NaN;
-  const byBudget = (m: Method) => Object.fromEntries(budgets.map((b) => [b, {
-    survival: num(share(plain[m]?.[b])), evidence: num(evidenceShare(plain[m]?.[b])), avg_tokens: round((plain[m]?.[b]?.tokens ?? 0) / Math.max(1, plain[m]?.[b]?.runs ?? 0), 0),
-    survival_with_prompt: num(share(prompted[m]?.[b])), evidence_with_prompt: num(evidenceShare(prompted[m]?.[b])), avg_tokens_with_prompt: round((prompted[m]?.[b]?.tokens ?? 0) / Math.max(1, prompted[m]?.[b]?.runs ?? 0), 0),
-  }]));
+  const byBudget = (m: Method) =>
+    Object.fromEntries(
+      budgets.map((b) => [
+        b,
+        {
+          survival: num(share(plain[m]?.[b])),
+          evidence: num(evidenceShare(plain[m]?.[b])),
+          avg_tokens: round((plain[m]?.[b]?.tokens ?? 0) / Math.max(1, plain[m]?.[b]?.runs ?? 0), 0),
+          survival_with_prompt: num(share(prompted[m]?.[b])),
+          evidence_with_prompt: num(evidenceShare(prompted[m]?.[b])),
+          avg_tokens_with_prompt: round((prompted[m]?.[b]?.tokens ?? 0) / Math.max(1, prompted[m]?.[b]?.runs ?? 0), 0),
+        },
+      ]),
+    );
   const rows: Table["rows"] = [];
-  for (const b of budgets) for (const m of [...SERVED, "truncation"] as Method[]) {
-    if (!ok(m)) {
-      rows.push([b, `${m}: ${reasons[m as Served] ?? "not run"}`, null, null, null, null, null, null]);
-      continue;
+  for (const b of budgets)
+    for (const m of [...SERVED, "truncation"] as Method[]) {
+      if (!ok(m)) {
+        rows.push([b, `${m}: ${reasons[m as Served] ?? "not run"}`, null, null, null, null, null, null]);
+        continue;
+      }
+      const p = plain[m]![b];
+      const q = prompted[m]![b];
+      rows.push([
+        b,
+        m,
+        pct(p.answers, p.questions),
+        pct(p.evidence, p.withEvidence),
+        round(p.tokens / Math.max(1, p.runs), 0),
+        pct(q.answers, q.questions),
+        pct(q.evidence, q.withEvidence),
+        round(q.tokens / Math.max(1, q.runs), 0),
+      ]);
     }
-    const p = plain[m]![b];
-    const q = prompted[m]![b];
-    rows.push([b, m, pct(p.answers, p.questions), pct(p.evidence, p.withEvidence), round(p.tokens / Math.max(1, p.runs), 0), pct(q.answers, q.questions), pct(q.evidence, q.withEvidence), round(q.tokens / Math.max(1, q.runs), 0)]);
-  }
-  rows.push(["none", "whole conversation (ceiling)", pct(ceiling.answers, ceiling.questions), pct(ceiling.evidence, ceiling.withEvidence), round(ceiling.tokens / Math.max(1, ceiling.runs), 0), pct(ceilingSampled.answers, ceilingSampled.questions), pct(ceilingSampled.evidence, ceilingSampled.withEvidence), null]);
+  rows.push([
+    "none",
+    "whole conversation (ceiling)",
+    pct(ceiling.answers, ceiling.questions),
+    pct(ceiling.evidence, ceiling.withEvidence),
+    round(ceiling.tokens / Math.max(1, ceiling.runs), 0),
+    pct(ceilingSampled.answers, ceilingSampled.questions),
+    pct(ceilingSampled.evidence, ceilingSampled.withEvidence),
+    null,
+  ]);
   const questions = convs.reduce((a, c) => a + c.questions.length, 0);
   const sampledCount = [...sampled.values()].reduce((a, q) => a + q.length, 0);
   return {
@@ -207,7 +255,13 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       budgets,
     },
     goals,
-    headline: ["survival_ratio_vs_truncation", "survival_recall_with_prompt", "survival_recall_vs_ceiling", "evidence_recall_with_prompt", "survival_whole_conversation"],
+    headline: [
+      "survival_ratio_vs_truncation",
+      "survival_recall_with_prompt",
+      "survival_recall_vs_ceiling",
+      "evidence_recall_with_prompt",
+      "survival_whole_conversation",
+    ],
     notes: [
       `${convs.length} LoCoMo conversations${ctx.quick ? " (--quick: the first 2, budget 8k only)" : ""}, ${questions} questions (category 5 left out); survival_* keys are at ${AT} tokens`,
       `without a prompt: the last Assemble of the replay (prompt ""), scored against every question; survival_ratio_vs_truncation is the best engine against truncation`,
@@ -216,16 +270,19 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       ...Object.entries(reasons).map(([m, why]) => `${m}: ${why}`),
       "LoCoMo (CC BY-NC 4.0) is read at run time from the shared data directory; nothing of it is stored in the repository or in the report",
     ],
-    tables: [{
-      title: "compaction_quality: LoCoMo, the assembled context after incremental compaction",
-      headers: ["budget", "method", "answers % (no prompt)", "evidence %", "avg tokens", "answers % (question as prompt)", "evidence %", "avg tokens"],
-      rows,
-    }],
+    tables: [
+      {
+        title: "compaction_quality: LoCoMo, the assembled context after incremental compaction",
+        headers: ["budget", "method", "answers % (no prompt)", "evidence %", "avg tokens", "answers % (question as prompt)", "evidence %", "avg tokens"],
+        rows,
+      },
+    ],
   };
 }
 
 export const compactionQuality: Scenario = {
   name: "compaction_quality",
-  title: "LoCoMo answers still in the assembled context after incremental compaction at 4k/8k/16k, without a prompt and with the question as the prompt: every engine vs truncation",
+  title:
+    "LoCoMo answers still in the assembled context after incremental compaction at 4k/8k/16k, without a prompt and with the question as the prompt: every engine vs truncation",
   run,
 };

@@ -112,7 +112,11 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         `${RATE} Assemble calls/s for ${durationMs / 1000} s, SIGKILL of the sidecar at ${killAtMs / 1000} s; "during failover" = calls due in the ${WINDOW_MS / 1000} s after the kill`,
         "ms_to_quarantine: from the SIGKILL to the first GetEngine answer that shows the quarantine (10 ms polling); ms_to_first_fallback: to the first FALLBACK answer received",
         `quarantine reason: ${quarantineReason || "(not seen)"}`,
-        ...(sentLate ? [`${sentLate} calls were sent more than 5 ms after they were due (the bench process itself was late; their latency still counts from when they were due)`] : []),
+        ...(sentLate
+          ? [
+              `${sentLate} calls were sent more than 5 ms after they were due (the bench process itself was late; their latency still counts from when they were due)`,
+            ]
+          : []),
       ],
     };
   } finally {

@@ -56,7 +56,8 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     }
     const view = first.messages;
     const legacyFirst = await session.assemble({ session: LEGACY_SESSION, tokenBudget: BUDGET });
-    if (legacyFirst.engineId !== "legacy" || legacyFirst.messages.length !== view.length) throw new Error(`the legacy session answered from ${legacyFirst.engineId} with ${legacyFirst.messages.length} messages`);
+    if (legacyFirst.engineId !== "legacy" || legacyFirst.messages.length !== view.length)
+      throw new Error(`the legacy session answered from ${legacyFirst.engineId} with ${legacyFirst.messages.length} messages`);
     const directReq = E.ContextEngineServiceAssembleRequest.fromPartial({ session: SESSION, messages: view, tokenBudget: BUDGET });
     const payload = echoPayload(view);
     const payloadBytes = E.ContextEngineServiceAssembleResponse.encode(payload).finish().length;

@@ -12,4 +12,16 @@ import { tokenizer } from "./tokenizer.js";
 import { gatewayOverhead } from "./gateway_overhead.js";
 import { observabilityOverhead } from "./observability_overhead.js";
 
-export const SCENARIOS: Scenario[] = [gatewayOverhead, observabilityOverhead, assembleScaling, assembleUnderLoad, appendThroughput, failover, compactionDeadline, compactionQuality, budgetUtilization, memory, tokenizer];
+export const SCENARIOS: Scenario[] = [
+  gatewayOverhead,
+  observabilityOverhead,
+  assembleScaling,
+  assembleUnderLoad,
+  appendThroughput,
+  failover,
+  compactionDeadline,
+  compactionQuality,
+  budgetUtilization,
+  memory,
+  tokenizer,
+];

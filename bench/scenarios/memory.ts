@@ -24,7 +24,10 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   try {
     const baseline = readRss(cd.pid);
     if (!baseline) {
-      return { metrics: { rss_mb_10k_sessions: null, reason: "/proc/PID/status is not readable (not Linux?)" }, goals: [{ key: "rss_mb_10k_sessions", op: "<=", target: 220 }] };
+      return {
+        metrics: { rss_mb_10k_sessions: null, reason: "/proc/PID/status is not readable (not Linux?)" },
+        goals: [{ key: "rss_mb_10k_sessions", op: "<=", target: 220 }],
+      };
     }
     let next = 0;
     let done = 0;

@@ -45,7 +45,12 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     );
     // CPU over all measured windows / calls over all of them: /proc counts 10 ms ticks, so a sum over
     // ~30 s of load per variant resolves well under 1 %.
-    const perCall = (ws: { ok: number; cpuMs: number }[]) => (ws.reduce((a, w) => a + w.cpuMs, 0) * 1000) / Math.max(1, ws.reduce((a, w) => a + w.ok, 0));
+    const perCall = (ws: { ok: number; cpuMs: number }[]) =>
+      (ws.reduce((a, w) => a + w.cpuMs, 0) * 1000) /
+      Math.max(
+        1,
+        ws.reduce((a, w) => a + w.ok, 0),
+      );
     const cpu = { contextd: perCall(windows.contextd), contextd_bare: perCall(windows.contextd_bare) };
     const rps = { contextd: median(windows.contextd.map((w) => w.rps)), contextd_bare: median(windows.contextd_bare.map((w) => w.rps)) };
     const errors = [...windows.contextd, ...windows.contextd_bare].reduce((n, w) => n + w.errors, 0);

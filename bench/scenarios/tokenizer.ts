@@ -73,14 +73,16 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const variants = [
     { name: "coding", batch: async () => coding() },
     ...(locomo.length
-      ? [{
-          name: "locomo",
-          batch: async () => {
-            const slice = locomo.slice(locomoAt, locomoAt + locomoSlice);
-            locomoAt += locomoSlice;
-            return rate(slice);
+      ? [
+          {
+            name: "locomo",
+            batch: async () => {
+              const slice = locomo.slice(locomoAt, locomoAt + locomoSlice);
+              locomoAt += locomoSlice;
+              return rate(slice);
+            },
           },
-        }]
+        ]
       : []),
   ];
   const rates = await interleave(variants, { rounds, onBatch: () => step("tokens/s, long-running") });
@@ -90,7 +92,11 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const store = await openStore(`sqlite:${path.join(dir, "t.db")}`);
   try {
     const view = codingMessages({ count: 60, seed: 4242 });
-    await store.appendMessages("view", view.map((message) => ({ message, tokenCount: tokenizer.countMessage(message) })), { sessionKey: "", agentId: "bench" });
+    await store.appendMessages(
+      "view",
+      view.map((message) => ({ message, tokenCount: tokenizer.countMessage(message) })),
+      { sessionKey: "", agentId: "bench" },
+    );
     const probe = (await store.readActiveView("view"))!;
     const calls = ctx.quick ? 10 : 20;
     const timed = (retokenize: boolean) => async () => {
@@ -142,7 +148,15 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         view_read_ms_retokenized: round(retok, 3),
         tokenizer: "o200k_base",
       },
-      headline: ["tokens_per_s", "tokens_per_s_fresh_process", "tokens_per_s_merge_cache_off", "tokens_per_s_locomo", "cached_assemble_speedup", "view_read_ms_stored_counts", "view_read_ms_retokenized"],
+      headline: [
+        "tokens_per_s",
+        "tokens_per_s_fresh_process",
+        "tokens_per_s_merge_cache_off",
+        "tokens_per_s_locomo",
+        "cached_assemble_speedup",
+        "view_read_ms_stored_counts",
+        "view_read_ms_retokenized",
+      ],
       notes: [
         `tokens/s: after ${FILL_TOKENS / 1e6}M tokens of new text had been counted (as in a contextd that has run for a while), ${rounds} measured batches of ${perBatch} never-seen coding messages${locomo.length ? ` and of ${locomoSlice} LoCoMo turns (each turn counted once)` : ""}, interleaved; medians. Fresh process: the first ${FRESH_BATCHES} batches this scenario counts. Merge cache off: o200k setMergeCacheSize(0), measured last`,
         `view: ${probe.messages.length} messages, ${probe.tokens} tokens; ${rounds} measured rounds × ${calls} reads per variant`,

@@ -68,7 +68,10 @@ export class SummaryDag {
       call.signal.throwIfAborted();
       const run = condensableRun(store.roots(sessionId), fanout);
       if (!run) break;
-      const written = await writer.condense(run.map((s) => s.text), call);
+      const written = await writer.condense(
+        run.map((s) => s.text),
+        call,
+      );
       call.signal.throwIfAborted();
       const draft: SummaryDraft = {
         sessionId,
@@ -95,7 +98,7 @@ export class SummaryDag {
  */
 export function condensableRun<T extends { depth: number }>(roots: readonly T[], fanout: number): T[] | undefined {
   let best: T[] | undefined;
-  for (let start = 0; start < roots.length; ) {
+  for (let start = 0; start < roots.length;) {
     // roots[start..end) share a depth.
     let end = start + 1;
     while (end < roots.length && roots[end].depth === roots[start].depth) end++;

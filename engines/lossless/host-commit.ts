@@ -75,7 +75,10 @@ export async function answerForHost(store: LosslessStore, compactor: Compactor, 
   const hostBehind = view.some((m) => !isSystem(m) && (store.ordOf(sessionId, m.id) ?? Infinity) <= frontier);
   const size = compactor.size(sessionId, raw);
   if (leaves + condensed === 0 && !hostBehind) {
-    return { compacted: false, reason: `already compact: ${size} tokens${input.target === "threshold" ? "" : ` ≤ target ${input.target}`}, and the host's view matches` };
+    return {
+      compacted: false,
+      reason: `already compact: ${size} tokens${input.target === "threshold" ? "" : ` ≤ target ${input.target}`}, and the host's view matches`,
+    };
   }
 
   const summary = hostSummary(roots);

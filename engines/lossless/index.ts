@@ -7,14 +7,7 @@
  */
 export { LosslessEngine, LOSSLESS_ENGINE_ID, LOSSLESS_VERSION } from "./engine.js";
 export { LosslessStore, type SessionStats } from "./store.js";
-export {
-  DEFAULT_LOSSLESS_OPTIONS,
-  LOSSLESS_ENV,
-  losslessOptionsFromEnv,
-  promptBudget,
-  resolveLosslessOptions,
-  type LosslessOptions,
-} from "./config.js";
+export { DEFAULT_LOSSLESS_OPTIONS, LOSSLESS_ENV, losslessOptionsFromEnv, promptBudget, resolveLosslessOptions, type LosslessOptions } from "./config.js";
 export { planContext, type ContextPlan } from "./assembler.js";
 export { summaryHeader, SUMMARY_ID_KEY, SUMMARY_DEPTH_KEY, SUMMARY_FIRST_KEY, SUMMARY_LAST_KEY } from "./render.js";
 export type { MessageMeta, SummaryRecord } from "./types.js";

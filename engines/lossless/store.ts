@@ -100,9 +100,7 @@ export class LosslessStore {
       metaFrom: db.prepare<[string, number], MessageRow>(
         "SELECT entry_id, ord, role, token_count, tool_call_ids, tool_call_id FROM messages WHERE session_id = ? AND ord > ? ORDER BY ord",
       ),
-      bodies: db.prepare<[string, number, number], { body: string }>(
-        "SELECT body FROM messages WHERE session_id = ? AND ord BETWEEN ? AND ? ORDER BY ord",
-      ),
+      bodies: db.prepare<[string, number, number], { body: string }>("SELECT body FROM messages WHERE session_id = ? AND ord BETWEEN ? AND ? ORDER BY ord"),
       // Pinned system messages (docs/PINNED-MESSAGES.md), through the partial index messages_system:
       // the role is a literal so that SQLite may use it.
       systemMeta: db.prepare<[string], MessageRow>(
@@ -114,7 +112,11 @@ export class LosslessStore {
       frontier: db.prepare<[string], { m: number | null }>("SELECT MAX(last_ord) AS m FROM summaries WHERE session_id = ? AND depth = 0"),
       roots: db.prepare<[string], SummaryRow>(`SELECT ${SUMMARY_COLUMNS} FROM summaries WHERE session_id = ? AND parent_id IS NULL ORDER BY first_ord`),
       allSummaries: db.prepare<[string], SummaryRow>(`SELECT ${SUMMARY_COLUMNS} FROM summaries WHERE session_id = ? ORDER BY depth, first_ord`),
-      insertSummary: db.prepare(`INSERT INTO summaries (${SUMMARY_COLUMNS}) VALUES (${SUMMARY_COLUMNS.split(",").map(() => "?").join(", ")})`),
+      insertSummary: db.prepare(
+        `INSERT INTO summaries (${SUMMARY_COLUMNS}) VALUES (${SUMMARY_COLUMNS.split(",")
+          .map(() => "?")
+          .join(", ")})`,
+      ),
       adopt: db.prepare("UPDATE summaries SET parent_id = ? WHERE session_id = ? AND summary_id = ? AND parent_id IS NULL"),
     };
   }

@@ -9,7 +9,16 @@
  * Outside this repository, import from "contextd/engine-sdk" instead of the relative path.
  */
 import { pathToFileURL } from "node:url";
-import { delegateCompactionToHost, keepMessages, PromptAuthority, Role, serveEngine, splitPinned, type EngineDefinition, type Message } from "../../src/sdk/engine-sdk.js";
+import {
+  delegateCompactionToHost,
+  keepMessages,
+  PromptAuthority,
+  Role,
+  serveEngine,
+  splitPinned,
+  type EngineDefinition,
+  type Message,
+} from "../../src/sdk/engine-sdk.js";
 
 /** The engine (test/sdk/engine-sdk.test.ts serves this very object). */
 export const newestFirst: EngineDefinition = {

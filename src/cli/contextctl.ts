@@ -44,7 +44,11 @@ const program = new Command("contextctl")
   )
   .option("--json", "machine-readable JSON output (each command's --help gives its shape)")
   .option("--no-color", "no colours (also NO_COLOR=1; FORCE_COLOR=1 colours a pipe)")
-  .addOption(new Option("--timeout <ms>", "deadline per call in ms (default 30000; compact, replay, import, export and context --compact 300000)").argParser(positiveInt))
+  .addOption(
+    new Option("--timeout <ms>", "deadline per call in ms (default 30000; compact, replay, import, export and context --compact 300000)").argParser(
+      positiveInt,
+    ),
+  )
   .configureHelp({ showGlobalOptions: true })
   .showHelpAfterError("(contextctl --help for usage)")
   // Every usage error commander finds (unknown command or option, missing argument, bad value) is

@@ -15,7 +15,11 @@ export type { Align } from "./table.js";
  */
 export function table(head: string[], rows: Cell[][], aligns?: Align[]): string {
   const colAligns: Align[] = head.map((_, i) => aligns?.[i] ?? (rows.length > 0 && rows.every((r) => typeof r[i] === "number") ? "right" : "left"));
-  return drawTable(head.map(bold), rows.map((row) => row.map((c) => (typeof c === "number" ? num(c) : c))), colAligns);
+  return drawTable(
+    head.map(bold),
+    rows.map((row) => row.map((c) => (typeof c === "number" ? num(c) : c))),
+    colAligns,
+  );
 }
 
 /** Printed width of a cell (colour codes take no room). */

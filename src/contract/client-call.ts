@@ -53,12 +53,25 @@ export function tlsCredentials(pem: { ca?: Buffer; cert?: Buffer; key?: Buffer }
 }
 
 /** Promise form of one unary call with a deadline, bearer and trace metadata, and AbortSignal cancellation. */
-export function callUnary<Req, Res>(client: Client, method: UnaryMethod<Req, Res>, request: Req, defaults: ClientOptions, options: CallOptions = {}): Promise<Res> {
+export function callUnary<Req, Res>(
+  client: Client,
+  method: UnaryMethod<Req, Res>,
+  request: Req,
+  defaults: ClientOptions,
+  options: CallOptions = {},
+): Promise<Res> {
   const metadata = outgoingMetadata({ token: defaults.token, trace: options.trace, base: options.metadata });
   const deadline = new Date(options.deadlineMs ?? Date.now() + (options.timeoutMs ?? defaults.timeoutMs ?? 30_000));
   const signal = options.signal;
   // Already cancelled: never send it, so the server cannot act on a call nobody waits for.
-  if (signal?.aborted) return Promise.reject(Object.assign(new Error("1 CANCELLED: cancelled before it was sent"), { code: status.CANCELLED, details: "cancelled before it was sent", metadata: new Metadata() }));
+  if (signal?.aborted)
+    return Promise.reject(
+      Object.assign(new Error("1 CANCELLED: cancelled before it was sent"), {
+        code: status.CANCELLED,
+        details: "cancelled before it was sent",
+        metadata: new Metadata(),
+      }),
+    );
   return new Promise<Res>((resolve, reject) => {
     const onAbort = () => call.cancel();
     const call = method.call(client, request, metadata, { deadline }, (err, res) => {

@@ -53,14 +53,8 @@ export interface ContextEngine {
   ingestBatch?(req: IngestBatchRequest, ctx: CallContext): Promise<IngestBatchResponse>;
   afterTurn?(req: ContextEngineServiceAfterTurnRequest, ctx: CallContext): Promise<ContextEngineServiceAfterTurnResponse>;
   maintain?(req: ContextEngineServiceMaintainRequest, ctx: CallContext): Promise<ContextEngineServiceMaintainResponse>;
-  prepareSubagentSpawn?(
-    req: ContextEngineServicePrepareSubagentSpawnRequest,
-    ctx: CallContext,
-  ): Promise<ContextEngineServicePrepareSubagentSpawnResponse>;
-  rollbackSubagentSpawn?(
-    req: ContextEngineServiceRollbackSubagentSpawnRequest,
-    ctx: CallContext,
-  ): Promise<ContextEngineServiceRollbackSubagentSpawnResponse>;
+  prepareSubagentSpawn?(req: ContextEngineServicePrepareSubagentSpawnRequest, ctx: CallContext): Promise<ContextEngineServicePrepareSubagentSpawnResponse>;
+  rollbackSubagentSpawn?(req: ContextEngineServiceRollbackSubagentSpawnRequest, ctx: CallContext): Promise<ContextEngineServiceRollbackSubagentSpawnResponse>;
   onSubagentEnded?(req: OnSubagentEndedRequest, ctx: CallContext): Promise<OnSubagentEndedResponse>;
   dispose?(ctx: CallContext): Promise<void>;
 }

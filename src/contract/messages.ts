@@ -1,4 +1,13 @@
-import { ImageBlock, Message as MessageCodec, Role, TextBlock, ThinkingBlock, ToolCallBlock, type ContentBlock, type Message } from "./gen/contextd/v1/types.js";
+import {
+  ImageBlock,
+  Message as MessageCodec,
+  Role,
+  TextBlock,
+  ThinkingBlock,
+  ToolCallBlock,
+  type ContentBlock,
+  type Message,
+} from "./gen/contextd/v1/types.js";
 
 /** Metadata key that marks the user message carrying a compaction summary in an active view. */
 export const SUMMARY_METADATA_KEY = "contextd.kind";
@@ -90,8 +99,7 @@ export const ROLE_NAMES: Record<Role, string> = {
  * into it. Engines recognise it by its metadata (SUMMARY_METADATA_KEY), not by its wording.
  */
 const SUMMARY_PREAMBLE =
-  "The earlier part of this conversation was compacted into the summary below. " +
-  "Treat it as what happened before the messages that follow.\n\n<summary>\n";
+  "The earlier part of this conversation was compacted into the summary below. " + "Treat it as what happened before the messages that follow.\n\n<summary>\n";
 const SUMMARY_CLOSING = "\n</summary>";
 
 export function summaryMessage(summary: string, entryId = "", tokenCount = 0, timestampMs = 0, tokensBefore?: number): Message {

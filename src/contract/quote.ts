@@ -6,6 +6,9 @@
  */
 export function quote(value: string, max = 64): string {
   const shown = value.length > max ? `${value.slice(0, max)}…` : value;
-  const text = JSON.stringify(shown).replace(/[\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  const text = JSON.stringify(shown).replace(
+    /[\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
   return value.length > max ? `${text} (${value.length} characters)` : text;
 }

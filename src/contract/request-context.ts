@@ -46,5 +46,7 @@ type ResponseOf<D> = D extends { responseDeserialize(value: Buffer): infer R } ?
  * one async function per method, unary or server-streaming as the proto says.
  */
 export type Handlers<Def, P> = {
-  [K in keyof Def]: Def[K] extends { responseStream: true } ? ServerStreamHandler<RequestOf<Def[K]>, ResponseOf<Def[K]>, P> : UnaryHandler<RequestOf<Def[K]>, ResponseOf<Def[K]>, P>;
+  [K in keyof Def]: Def[K] extends { responseStream: true }
+    ? ServerStreamHandler<RequestOf<Def[K]>, ResponseOf<Def[K]>, P>
+    : UnaryHandler<RequestOf<Def[K]>, ResponseOf<Def[K]>, P>;
 };

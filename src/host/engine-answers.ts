@@ -1,8 +1,5 @@
 import { isSummaryMessage } from "../contract/messages.js";
-import {
-  type ContextEngineServiceAssembleResponse,
-  type ContextEngineServiceCompactResponse,
-} from "../contract/gen/contextd/v1/engine.js";
+import { type ContextEngineServiceAssembleResponse, type ContextEngineServiceCompactResponse } from "../contract/gen/contextd/v1/engine.js";
 import { PromptAuthority, Role, type Message } from "../contract/gen/contextd/v1/types.js";
 import { ContractViolation } from "../registry/router.js";
 
@@ -15,11 +12,7 @@ import { ContractViolation } from "../registry/router.js";
  * messages of the view, the tokenizer for anything the engine made — never the engine's own
  * figures, which are only its claim.
  */
-export function checkAssembled(
-  answer: ContextEngineServiceAssembleResponse,
-  budget: number,
-  countMessage: (message: Message) => number,
-): number {
+export function checkAssembled(answer: ContextEngineServiceAssembleResponse, budget: number, countMessage: (message: Message) => number): number {
   answer.messages.forEach((m, i) => {
     if (m.role === Role.ROLE_UNSPECIFIED || Role[m.role] === undefined) {
       throw new ContractViolation(`assembled messages[${i}] has no valid role`);

@@ -29,7 +29,7 @@ export class TranscriptExports {
     const record = await this.store.getSession(session.sessionId);
     if (!record) throw sessionNotFound(session.sessionId);
     const entries: JsonObject[] = [];
-    for (let after = 0; ; ) {
+    for (let after = 0; ;) {
       const page = await this.store.readEntries(session.sessionId, after, PAGE);
       for (const e of page) entries.push(fromTranscriptEntry(e));
       if (page.length < PAGE) break;

@@ -1,10 +1,4 @@
-import {
-  CancelledError,
-  DeadlineExceededError,
-  FailedPreconditionError,
-  InvalidArgumentError,
-  ResourceExhaustedError,
-} from "../contract/errors.js";
+import { CancelledError, DeadlineExceededError, FailedPreconditionError, InvalidArgumentError, ResourceExhaustedError } from "../contract/errors.js";
 import type { HostServiceService } from "../contract/gen/contextd/v1/host.js";
 import type { Handlers } from "../contract/request-context.js";
 import { TranscriptEntry, Usage } from "../contract/gen/contextd/v1/types.js";
@@ -37,7 +31,8 @@ export function hostHandlers(
   /** The summarizer's chat model, when one is configured: it answers Complete. */
   model?: ChatModel,
 ): Handlers<typeof HostServiceService, HostGrant> {
-  const grantSignal = (grant: HostGrant, callerSignal: AbortSignal) => AbortSignal.any([callerSignal, AbortSignal.timeout(Math.max(0, grant.expiresAtMs - Date.now()))]);
+  const grantSignal = (grant: HostGrant, callerSignal: AbortSignal) =>
+    AbortSignal.any([callerSignal, AbortSignal.timeout(Math.max(0, grant.expiresAtMs - Date.now()))]);
 
   return {
     readTranscript: async (req, _ctx) => {
@@ -121,7 +116,9 @@ export function hostHandlers(
       }
       req.messages.forEach((m, i) => validateMessage(m, `messages[${i}]`, limits.maxMessageBytes));
       const endsAtMs = Math.min(grant.expiresAtMs, ctx.deadlineMs);
-      const signal = Number.isFinite(ctx.deadlineMs) ? AbortSignal.any([grantSignal(grant, ctx.signal), AbortSignal.timeout(Math.max(0, ctx.deadlineMs - Date.now()))]) : grantSignal(grant, ctx.signal);
+      const signal = Number.isFinite(ctx.deadlineMs)
+        ? AbortSignal.any([grantSignal(grant, ctx.signal), AbortSignal.timeout(Math.max(0, ctx.deadlineMs - Date.now()))])
+        : grantSignal(grant, ctx.signal);
       try {
         const c = await model.client.complete({
           messages: chatMessages(req.system, req.messages),
@@ -131,7 +128,8 @@ export function hostHandlers(
         return { text: c.text, usage: Usage.fromPartial({ input: c.usage.input, output: c.usage.output, total: c.usage.total }) };
       } catch (err) {
         if (err instanceof Error && err.name === "AbortError") {
-          if (Date.now() >= endsAtMs - DEADLINE_SLACK_MS) throw new DeadlineExceededError("Complete: the engine call's deadline passed before the model answered");
+          if (Date.now() >= endsAtMs - DEADLINE_SLACK_MS)
+            throw new DeadlineExceededError("Complete: the engine call's deadline passed before the model answered");
           throw new CancelledError("Complete: cancelled by the caller before the model answered");
         }
         throw err;

@@ -112,7 +112,12 @@ export class TranscriptImports {
   }
 
   /** A file of conversation lines: one message per line, appended in order. */
-  private async importConversation(sessionId: string, labels: { sessionKey: string; agentId: string }, text: string, slices: TimeSlices): Promise<S.ImportTranscriptResponse> {
+  private async importConversation(
+    sessionId: string,
+    labels: { sessionKey: string; agentId: string },
+    text: string,
+    slices: TimeSlices,
+  ): Promise<S.ImportTranscriptResponse> {
     let lines: { line: number; message: Message }[];
     try {
       lines = await slices.run(conversationLineSteps(text, "jsonl"));

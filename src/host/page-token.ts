@@ -31,7 +31,9 @@ const MAX_TOKEN_CHARS = 1024;
 
 /** The page key of a credential (`undefined` or "" when auth is off). */
 export function pageKey(credential: string | undefined): PageKey {
-  const digest = createHash("sha256").update(credential ?? "", "utf8").digest();
+  const digest = createHash("sha256")
+    .update(credential ?? "", "utf8")
+    .digest();
   return Buffer.from(hkdfSync("sha256", digest, SALT, "page tokens", 32));
 }
 
@@ -53,7 +55,9 @@ export function decodePageToken(key: PageKey, purpose: string, token: string, fi
     throw new InvalidArgumentError(`${field} is ${token.length} characters, longer than any token this server issues (at most ${MAX_TOKEN_CHARS})`);
   }
   const raw = Buffer.from(token, "base64url");
-  const refused = new InvalidArgumentError(`${field} is not a token this server issued to this caller for this call (page tokens are bound to the runtime token and the request)`);
+  const refused = new InvalidArgumentError(
+    `${field} is not a token this server issued to this caller for this call (page tokens are bound to the runtime token and the request)`,
+  );
   if (raw.length < 1 + IV_BYTES + TAG_BYTES || raw[0] !== VERSION) throw refused;
   try {
     const decipher = createDecipheriv("aes-256-gcm", key, raw.subarray(1, 1 + IV_BYTES));

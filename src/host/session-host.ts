@@ -75,13 +75,22 @@ export class SessionHost {
     const labels = { sessionKey: session.sessionKey, agentId: session.agentId };
     let stored;
     if (key) {
-      const outcome = await this.store.appendIdempotent(session.sessionId, counted, labels, { key, requestHash: appendDigest(req.messages, req.isHeartbeat) }, this.limits.maxSessionEntries);
+      const outcome = await this.store.appendIdempotent(
+        session.sessionId,
+        counted,
+        labels,
+        { key, requestHash: appendDigest(req.messages, req.isHeartbeat) },
+        this.limits.maxSessionEntries,
+      );
       if (outcome.replayed) return { entryIds: outcome.entryIds, tokenCounts: outcome.tokenCounts, replayed: true };
       stored = outcome.entries;
     } else {
       stored = await this.store.appendMessages(session.sessionId, counted, labels, this.limits.maxSessionEntries);
     }
-    this.observer.appended(counted.length, counted.reduce((sum, c) => sum + c.tokenCount, 0));
+    this.observer.appended(
+      counted.length,
+      counted.reduce((sum, c) => sum + c.tokenCount, 0),
+    );
     const storedMessages = stored.flatMap((e) => (e.entry?.$case === "message" ? [e.entry.value] : []));
     await this.ingest(session, storedMessages, req.isHeartbeat, call);
     return { entryIds: stored.map((e) => e.id), tokenCounts: counted.map((c) => c.tokenCount), replayed: false };
@@ -170,8 +179,22 @@ export class SessionHost {
     let routed = await assembleOnce();
     // An engine that owns compaction is trusted with its budget unless it says it may overflow; then
     // overflow recovery goes to its own Compact (SPEC §4), at most 3 times.
-    for (let attempt = 0; autoCompact && attempt < MAX_OVERFLOW_COMPACTIONS && overflowing(routed.value, budget) && routed.engineId !== LEGACY_ENGINE_ID; attempt++) {
-      const compacted = await this.compact({ session, tokenBudget: budget, force: true, compactionTarget: CompactionTarget.COMPACTION_TARGET_BUDGET, customInstructions: "", currentTokenCount: 0 }, call);
+    for (
+      let attempt = 0;
+      autoCompact && attempt < MAX_OVERFLOW_COMPACTIONS && overflowing(routed.value, budget) && routed.engineId !== LEGACY_ENGINE_ID;
+      attempt++
+    ) {
+      const compacted = await this.compact(
+        {
+          session,
+          tokenBudget: budget,
+          force: true,
+          compactionTarget: CompactionTarget.COMPACTION_TARGET_BUDGET,
+          customInstructions: "",
+          currentTokenCount: 0,
+        },
+        call,
+      );
       if (!compacted.compacted) break;
       compaction = compacted.result;
       view = await this.readView(session);

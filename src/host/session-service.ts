@@ -24,7 +24,13 @@ export function sessionHandlers(
   exports: TranscriptExports,
   store: TranscriptStore,
 ): Handlers<typeof SessionServiceService, RuntimeAccess> {
-  const call = (ctx: RequestContext<RuntimeAccess>): HostCall => ({ deadlineMs: ctx.deadlineMs, signal: ctx.signal, log: ctx.log, access: ctx.principal, trace: ctx.trace });
+  const call = (ctx: RequestContext<RuntimeAccess>): HostCall => ({
+    deadlineMs: ctx.deadlineMs,
+    signal: ctx.signal,
+    log: ctx.log,
+    access: ctx.principal,
+    trace: ctx.trace,
+  });
   /** `sessions` names each session the request refers to, its field and how the call uses it (session-visibility.ts). */
   function rpc<Req, Res>(sessions: (req: Req) => [SessionRef | undefined, string, SessionUse][], fn: (req: Req, call: HostCall) => Promise<Res>) {
     return async (req: Req, ctx: RequestContext<RuntimeAccess>): Promise<Res> => {
@@ -33,20 +39,65 @@ export function sessionHandlers(
     };
   }
   return {
-    appendMessages: rpc((r) => [[r.session, "session", "create"]], (r, c) => host.appendMessages(r, c)),
-    assemble: rpc((r) => [[r.session, "session", "existing"]], (r, c) => host.assemble(r, c)),
-    compact: rpc((r) => [[r.session, "session", "existing"]], (r, c) => host.compact(r, c)),
-    afterTurn: rpc((r) => [[r.session, "session", "existing"]], (r, c) => host.afterTurn(r, c)),
-    maintain: rpc((r) => [[r.session, "session", "existing"]], (r, c) => host.maintain(r, c)),
-    prepareSubagentSpawn: rpc((r) => [[r.parent, "parent", "existing"], [r.child, "child", "create"]], (r, c) => subagents.prepare(r, c)),
+    appendMessages: rpc(
+      (r) => [[r.session, "session", "create"]],
+      (r, c) => host.appendMessages(r, c),
+    ),
+    assemble: rpc(
+      (r) => [[r.session, "session", "existing"]],
+      (r, c) => host.assemble(r, c),
+    ),
+    compact: rpc(
+      (r) => [[r.session, "session", "existing"]],
+      (r, c) => host.compact(r, c),
+    ),
+    afterTurn: rpc(
+      (r) => [[r.session, "session", "existing"]],
+      (r, c) => host.afterTurn(r, c),
+    ),
+    maintain: rpc(
+      (r) => [[r.session, "session", "existing"]],
+      (r, c) => host.maintain(r, c),
+    ),
+    prepareSubagentSpawn: rpc(
+      (r) => [
+        [r.parent, "parent", "existing"],
+        [r.child, "child", "create"],
+      ],
+      (r, c) => subagents.prepare(r, c),
+    ),
     // The handle names the child; Subagents.rollback resolves it the same way.
-    rollbackSubagentSpawn: rpc(() => [], (r, c) => subagents.rollback(r, c)),
-    endSubagent: rpc((r) => [[r.child, "child", "existing"]], (r, c) => subagents.end(r, c)),
-    getSession: rpc((r) => [[r.session, "session", "existing"]], (r) => queries.getSession(r)),
-    listSessions: rpc(() => [], (r, c) => queries.listSessions(r, c.access)),
-    getTranscript: rpc((r) => [[r.session, "session", "existing"]], (r, c) => queries.getTranscript(r, c.access)),
-    deleteSession: rpc((r) => [[r.session, "session", "existing"]], (r) => queries.deleteSession(r)),
-    importTranscript: rpc((r) => [[r.session, "session", "create"]], (r) => imports.importTranscript(r)),
-    exportTranscript: rpc((r) => [[r.session, "session", "existing"]], (r) => exports.exportTranscript(r)),
+    rollbackSubagentSpawn: rpc(
+      () => [],
+      (r, c) => subagents.rollback(r, c),
+    ),
+    endSubagent: rpc(
+      (r) => [[r.child, "child", "existing"]],
+      (r, c) => subagents.end(r, c),
+    ),
+    getSession: rpc(
+      (r) => [[r.session, "session", "existing"]],
+      (r) => queries.getSession(r),
+    ),
+    listSessions: rpc(
+      () => [],
+      (r, c) => queries.listSessions(r, c.access),
+    ),
+    getTranscript: rpc(
+      (r) => [[r.session, "session", "existing"]],
+      (r, c) => queries.getTranscript(r, c.access),
+    ),
+    deleteSession: rpc(
+      (r) => [[r.session, "session", "existing"]],
+      (r) => queries.deleteSession(r),
+    ),
+    importTranscript: rpc(
+      (r) => [[r.session, "session", "create"]],
+      (r) => imports.importTranscript(r),
+    ),
+    exportTranscript: rpc(
+      (r) => [[r.session, "session", "existing"]],
+      (r) => exports.exportTranscript(r),
+    ),
   };
 }

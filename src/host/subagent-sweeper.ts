@@ -86,10 +86,15 @@ export class SubagentSweeper {
     const fields = { sessionId: child.sessionId, parentSessionId: child.parentSessionId, expiresAtMs: child.expiresAtMs, lateMs: nowMs - child.expiresAtMs };
     try {
       const selection = this.router.select(ref);
-      const routed = await this.router.call(selection, "subagent", { deadlineMs: Number.POSITIVE_INFINITY, signal: this.stopping.signal }, async (engine, ctx) => {
-        if (!engine.onSubagentEnded || !engine.info().capabilities?.subagents) return {};
-        return engine.onSubagentEnded({ child: ref, reason: SubagentEndReason.SUBAGENT_END_REASON_SWEPT }, ctx);
-      });
+      const routed = await this.router.call(
+        selection,
+        "subagent",
+        { deadlineMs: Number.POSITIVE_INFINITY, signal: this.stopping.signal },
+        async (engine, ctx) => {
+          if (!engine.onSubagentEnded || !engine.info().capabilities?.subagents) return {};
+          return engine.onSubagentEnded({ child: ref, reason: SubagentEndReason.SUBAGENT_END_REASON_SWEPT }, ctx);
+        },
+      );
       this.log.info({ ...fields, engineId: routed.engineId, fallbackReason: routed.fallbackReason || undefined }, "subagent swept: its ttl_ms passed");
     } catch (err) {
       this.log.warn({ ...fields, err: (err as Error).message }, "subagent swept (ttl_ms passed), but its engine could not be told");

@@ -36,7 +36,8 @@ export class Subagents {
     if (parent.sessionId === child.sessionId) throw new InvalidArgumentError("child.session_id must differ from parent.session_id");
     const mode = requireEnum(req.contextMode, SubagentContextMode, "context_mode", true);
     const ttlMs = req.ttlMs;
-    if (!Number.isSafeInteger(ttlMs) || ttlMs < 0 || ttlMs > MAX_TTL_MS) throw new InvalidArgumentError(`ttl_ms ${String(ttlMs)} is out of range (0 for none, at most ${MAX_TTL_MS})`);
+    if (!Number.isSafeInteger(ttlMs) || ttlMs < 0 || ttlMs > MAX_TTL_MS)
+      throw new InvalidArgumentError(`ttl_ms ${String(ttlMs)} is out of range (0 for none, at most ${MAX_TTL_MS})`);
     const view = await this.host.readView(parent);
     const seed: SeedEntry[] = [];
     if (mode === SubagentContextMode.SUBAGENT_CONTEXT_MODE_FORK) {
@@ -54,7 +55,9 @@ export class Subagents {
       }
     }
     const expiresAtMs = ttlMs > 0 ? Date.now() + ttlMs : 0;
-    await this.store.createSession(child.sessionId, { sessionKey: child.sessionKey, agentId: child.agentId, parentSessionId: parent.sessionId }, seed, { expiresAtMs });
+    await this.store.createSession(child.sessionId, { sessionKey: child.sessionKey, agentId: child.agentId, parentSessionId: parent.sessionId }, seed, {
+      expiresAtMs,
+    });
 
     const selection = this.host.router.select(child);
     try {
@@ -99,7 +102,9 @@ export class Subagents {
     const record = await this.host.requireExists(child);
     // Ending a top-level session would delete it (DELETED) or mark it ended: refused, nothing changes.
     if (!record.parentSessionId) {
-      throw new FailedPreconditionError(`child ${quote(child.sessionId)} is not a subagent session (it has no parent); EndSubagent ends only sessions PrepareSubagentSpawn created`);
+      throw new FailedPreconditionError(
+        `child ${quote(child.sessionId)} is not a subagent session (it has no parent); EndSubagent ends only sessions PrepareSubagentSpawn created`,
+      );
     }
     const atMs = Date.now();
     const end = await this.store.endSubagentSession(child.sessionId, req.reason, atMs);

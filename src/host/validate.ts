@@ -72,9 +72,7 @@ export function checkIdempotencyKey(key: string | undefined): string {
 export function validateAppend(messages: Message[], limits: AppendLimits): void {
   if (messages.length === 0) throw new InvalidArgumentError("messages is empty: append at least one message");
   if (messages.length > limits.maxMessagesPerAppend) {
-    throw new ResourceExhaustedError(
-      `messages has ${messages.length} messages, over limits.max_messages_per_append (${limits.maxMessagesPerAppend})`,
-    );
+    throw new ResourceExhaustedError(`messages has ${messages.length} messages, over limits.max_messages_per_append (${limits.maxMessagesPerAppend})`);
   }
   messages.forEach((m, i) => validateMessage(m, `messages[${i}]`, limits.maxMessageBytes));
 }

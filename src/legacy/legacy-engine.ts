@@ -54,9 +54,7 @@ export class LegacyEngine implements ContextEngine {
       keptEntryIds: [],
       estimatedTokens,
       systemPromptAddition: "",
-      promptAuthority: overBudget
-        ? PromptAuthority.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW
-        : PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED,
+      promptAuthority: overBudget ? PromptAuthority.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW : PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED,
     };
   }
 

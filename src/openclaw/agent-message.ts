@@ -145,7 +145,14 @@ function rebuild(m: Message): JsonObject {
       });
     case Role.ROLE_CUSTOM:
     case Role.ROLE_SYSTEM:
-      return compact({ role, customType: m.customType || (m.role === Role.ROLE_SYSTEM ? "contextd.system" : ""), content: content(m), details, timestamp, excludeFromContext });
+      return compact({
+        role,
+        customType: m.customType || (m.role === Role.ROLE_SYSTEM ? "contextd.system" : ""),
+        content: content(m),
+        details,
+        timestamp,
+        excludeFromContext,
+      });
     case Role.ROLE_BASH_EXECUTION:
     case Role.ROLE_BRANCH_SUMMARY:
     case Role.ROLE_COMPACTION_SUMMARY:
@@ -172,7 +179,13 @@ function content(m: Message): Json {
 function usageOf(u: JsonObject): Usage {
   const count = (v: unknown) => (isCount(v) ? v : 0);
   const money = (v: unknown) => (isFiniteNumber(v) ? v : 0);
-  const usage = Usage.fromPartial({ input: count(u.input), output: count(u.output), cacheRead: count(u.cacheRead), cacheWrite: count(u.cacheWrite), total: count(u.totalTokens) });
+  const usage = Usage.fromPartial({
+    input: count(u.input),
+    output: count(u.output),
+    cacheRead: count(u.cacheRead),
+    cacheWrite: count(u.cacheWrite),
+    total: count(u.totalTokens),
+  });
   if (isRecord(u.cost)) {
     const c = u.cost;
     usage.cost = { input: money(c.input), output: money(c.output), cacheRead: money(c.cacheRead), cacheWrite: money(c.cacheWrite), total: money(c.total) };
@@ -194,4 +207,3 @@ function usageJson(u: Usage): JsonObject {
 function str(v: unknown): string {
   return isString(v) ? v : "";
 }
-

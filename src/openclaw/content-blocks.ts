@@ -102,4 +102,3 @@ function parseJson(text: string): Json | undefined {
     return undefined;
   }
 }
-

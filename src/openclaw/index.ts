@@ -6,5 +6,13 @@ export { fromContentBlock, toContentBlock } from "./content-blocks.js";
 export { jsonEqual, type Json, type JsonObject } from "./json.js";
 export { bashExecutionText, branchSummaryText, compactionSummaryText } from "./render.js";
 export { fromTranscriptEntry, toTranscriptEntry } from "./session-entries.js";
-export { isSessionFile, parseSessionFile, READABLE_VERSIONS, serializeSessionFile, SESSION_VERSION, type SessionFile, type SessionFileLine } from "./session-file.js";
+export {
+  isSessionFile,
+  parseSessionFile,
+  READABLE_VERSIONS,
+  serializeSessionFile,
+  SESSION_VERSION,
+  type SessionFile,
+  type SessionFileLine,
+} from "./session-file.js";
 export { activeBranch, type ActiveBranch, type TreeEntry } from "./session-tree.js";

@@ -57,7 +57,10 @@ export function toTranscriptEntry(raw: JsonObject, recognized: boolean, field: s
       }),
     };
   } else if (type === "custom") {
-    entry.entry = { $case: "custom", value: CustomEntry.fromPartial({ customType: isString(raw.customType) ? raw.customType : "", dataJson: toJsonText(raw.data) }) };
+    entry.entry = {
+      $case: "custom",
+      value: CustomEntry.fromPartial({ customType: isString(raw.customType) ? raw.customType : "", dataJson: toJsonText(raw.data) }),
+    };
   } else {
     entry.entry = { $case: "runtime", value: { type } };
   }

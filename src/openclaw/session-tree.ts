@@ -95,7 +95,9 @@ function resetKeptEntries(slice: JsonObject[]): Set<JsonObject> {
   const rows = slice.filter((raw) => raw.type === "message" && isRecord(raw.message));
   const messages = rows.map((raw) => loadedEntry(raw).message as JsonObject);
   const paired = pairedToolResults(messages);
-  return new Set(rows.filter((_, i) => ["user", "assistant"].includes(messages[i].role as string) || (messages[i].role === "toolResult" && paired.has(messages[i]))));
+  return new Set(
+    rows.filter((_, i) => ["user", "assistant"].includes(messages[i].role as string) || (messages[i].role === "toolResult" && paired.has(messages[i]))),
+  );
 }
 
 interface Occurrence {
@@ -143,7 +145,8 @@ function pairedToolResults(messages: JsonObject[]): Set<JsonObject> {
   for (const { occurrences, unclaimed } of records) {
     for (const o of occurrences) if (!o.result || isSyntheticResult(o.result)) unresolved.set(o.id, [...(unresolved.get(o.id) ?? []), o]);
     for (const r of unclaimed) {
-      const candidates = r.id === undefined ? [] : (unresolved.get(r.id) ?? []).filter((o) => !o.result || (isSyntheticResult(o.result) && !isSyntheticResult(r.result)));
+      const candidates =
+        r.id === undefined ? [] : (unresolved.get(r.id) ?? []).filter((o) => !o.result || (isSyntheticResult(o.result) && !isSyntheticResult(r.result)));
       if (candidates.length === 1) Object.assign(candidates[0], { result: r.result, source: r.source });
     }
   }
@@ -156,7 +159,11 @@ const MISSING_RESULT_TEXT = "[openclaw] missing tool result in session history; 
 
 function toolCalls(m: JsonObject): { id: string; name: string | undefined }[] {
   if (!Array.isArray(m.content)) return [];
-  return m.content.flatMap((b) => (isRecord(b) && isString(b.type) && TOOL_CALL_TYPES.has(b.type) && isString(b.id) && b.id !== "" ? [{ id: b.id, name: isString(b.name) ? b.name : undefined }] : []));
+  return m.content.flatMap((b) =>
+    isRecord(b) && isString(b.type) && TOOL_CALL_TYPES.has(b.type) && isString(b.id) && b.id !== ""
+      ? [{ id: b.id, name: isString(b.name) ? b.name : undefined }]
+      : [],
+  );
 }
 
 function resultId(m: JsonObject): string | undefined {

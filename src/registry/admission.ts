@@ -66,7 +66,8 @@ export class Admission {
       return { ok: false, existingOwner, refusal, message, engine: undefined, protocolVersion: 0 };
     };
 
-    if (engineId === LEGACY_ENGINE_ID) return refuse(Refusal.REFUSAL_DEFAULT_SLOT_RESERVED, `"${LEGACY_ENGINE_ID}" is the default slot, owned by core (contextd itself)`, CORE_OWNER);
+    if (engineId === LEGACY_ENGINE_ID)
+      return refuse(Refusal.REFUSAL_DEFAULT_SLOT_RESERVED, `"${LEGACY_ENGINE_ID}" is the default slot, owned by core (contextd itself)`, CORE_OWNER);
     // Reserved ids are decided by the config, before the store: registered or not, no one else gets them.
     const reserved = this.reservations.refusal(engineId, owner);
     if (reserved) return refuse(Refusal.REFUSAL_OWNED_BY_OTHER, reserved.message, reserved.owner);
@@ -78,15 +79,21 @@ export class Admission {
       return refuse(Refusal.REFUSAL_OWNED_BY_OTHER, `engine "${engineId}" is owned by "${holder}"`, holder);
     }
     if (holder !== undefined && !req.allowSameOwnerRefresh) {
-      return refuse(Refusal.REFUSAL_ALREADY_REGISTERED, `engine "${engineId}" is already registered by "${owner}"; set allow_same_owner_refresh to replace it`, owner);
+      return refuse(
+        Refusal.REFUSAL_ALREADY_REGISTERED,
+        `engine "${engineId}" is already registered by "${owner}"; set allow_same_owner_refresh to replace it`,
+        owner,
+      );
     }
     // Resolved and checked here; the engine dials exactly the addresses (or socket) checked.
     const checked = await this.allowList.check(endpoint, Date.now() + this.settings.probeTimeoutMs);
-    if (!checked.ok && checked.unresolved) return refuse(Refusal.REFUSAL_UNREACHABLE, `${quote(endpoint)} is not reachable within the admission deadline (${checked.reason})`);
+    if (!checked.ok && checked.unresolved)
+      return refuse(Refusal.REFUSAL_UNREACHABLE, `${quote(endpoint)} is not reachable within the admission deadline (${checked.reason})`);
     if (!checked.ok) return refuse(Refusal.REFUSAL_ENDPOINT_NOT_ALLOWED, `endpoint ${quote(endpoint)} refused without dialling: ${checked.reason}`);
     const offered = req.protocolVersions.length ? req.protocolVersions : [PROTOCOL_VERSION];
     const version = Math.max(0, ...offered.filter((v) => SUPPORTED_PROTOCOL_VERSIONS.includes(v)));
-    if (!version) return refuse(Refusal.REFUSAL_VERSION_UNSUPPORTED, `protocol_versions [${offered.join(", ")}] has none of [${SUPPORTED_PROTOCOL_VERSIONS.join(", ")}]`);
+    if (!version)
+      return refuse(Refusal.REFUSAL_VERSION_UNSUPPORTED, `protocol_versions [${offered.join(", ")}] has none of [${SUPPORTED_PROTOCOL_VERSIONS.join(", ")}]`);
 
     const remote = new RemoteEngine(endpoint, emptyInfo(engineId), this.settings.credentials, { checker: this.allowList, checked: checked.dial });
     const probe = await this.probe(remote, engineId, version);
@@ -125,7 +132,11 @@ export class Admission {
         const other = claim.holder.owner;
         return other !== owner
           ? refuse(Refusal.REFUSAL_OWNED_BY_OTHER, `engine "${engineId}" is owned by "${other}" (registered at another replica a moment ago)`, other)
-          : refuse(Refusal.REFUSAL_ALREADY_REGISTERED, `engine "${engineId}" was registered by "${owner}" at another replica a moment ago; set allow_same_owner_refresh to replace it`, owner);
+          : refuse(
+              Refusal.REFUSAL_ALREADY_REGISTERED,
+              `engine "${engineId}" was registered by "${owner}" at another replica a moment ago; set allow_same_owner_refresh to replace it`,
+              owner,
+            );
       }
       const replaced = this.registry.get(engineId);
       this.registry.set(engine);
@@ -153,8 +164,12 @@ export class Admission {
       // The transport's text (`connect ENOENT /path`, EACCES, ECONNREFUSED) would tell an owner
       // which files exist: it goes to the debug log only, the caller gets the status name.
       this.log.debug({ engineId, endpoint: quote(remote.endpoint), err: (err as Error).message }, "admission probe: GetInfo failed");
-      if (transient) return { refusal: Refusal.REFUSAL_UNREACHABLE, message: `${quote(remote.endpoint)} is not reachable within the admission deadline (${name})` };
-      return { refusal: Refusal.REFUSAL_CONTRACT_INVALID, message: `GetInfo on ${quote(remote.endpoint)} answered ${name}: ${quote((err as { details?: string }).details ?? "")}` };
+      if (transient)
+        return { refusal: Refusal.REFUSAL_UNREACHABLE, message: `${quote(remote.endpoint)} is not reachable within the admission deadline (${name})` };
+      return {
+        refusal: Refusal.REFUSAL_CONTRACT_INVALID,
+        message: `GetInfo on ${quote(remote.endpoint)} answered ${name}: ${quote((err as { details?: string }).details ?? "")}`,
+      };
     }
     if (!info || !info.id.trim() || !info.name.trim()) {
       return { refusal: Refusal.REFUSAL_CONTRACT_INVALID, message: "GetInfo must answer an EngineInfo with non-empty id and name" };
@@ -163,10 +178,14 @@ export class Admission {
       return { refusal: Refusal.REFUSAL_CONTRACT_INVALID, message: `GetInfo says id "${info.id}", but the registration is for "${engineId}"` };
     }
     if (info.protocolVersions.length && !info.protocolVersions.includes(version)) {
-      return { refusal: Refusal.REFUSAL_VERSION_UNSUPPORTED, message: `the engine speaks protocol [${info.protocolVersions.join(", ")}], contextd [${SUPPORTED_PROTOCOL_VERSIONS.join(", ")}]` };
+      return {
+        refusal: Refusal.REFUSAL_VERSION_UNSUPPORTED,
+        message: `the engine speaks protocol [${info.protocolVersions.join(", ")}], contextd [${SUPPORTED_PROTOCOL_VERSIONS.join(", ")}]`,
+      };
     }
     const health = await remote.checkHealth(this.settings.probeTimeoutMs);
-    if (health === "UNREACHABLE") return { refusal: Refusal.REFUSAL_UNREACHABLE, message: `${quote(remote.endpoint)} is not reachable within the admission deadline (health check)` };
+    if (health === "UNREACHABLE")
+      return { refusal: Refusal.REFUSAL_UNREACHABLE, message: `${quote(remote.endpoint)} is not reachable within the admission deadline (health check)` };
     if (health !== "SERVING") return { refusal: Refusal.REFUSAL_UNREACHABLE, message: `health check answered ${health}` };
     return { message: "", info };
   }
@@ -217,7 +236,12 @@ export class Admission {
  * is checked against this replica's allow list before the first dial (RemoteEngine): stored by
  * another replica, or under another config, it is not trusted as it is.
  */
-export function restoredEngine(r: StoredRegistration, credentials: ChannelCredentials, checker: EndpointChecker, previous?: RegisteredEngine): RegisteredEngine {
+export function restoredEngine(
+  r: StoredRegistration,
+  credentials: ChannelCredentials,
+  checker: EndpointChecker,
+  previous?: RegisteredEngine,
+): RegisteredEngine {
   const remote = new RemoteEngine(r.endpoint, r.info, credentials, { checker });
   return {
     id: r.engineId,

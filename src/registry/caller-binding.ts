@@ -65,10 +65,14 @@ export function checkCaller(grant: { engineId: string; owner: string; binding: C
   }
   const address = peerIp(caller.peer);
   if (grant.binding.kind === "local" && address !== undefined && !isLocalIp(address)) {
-    throw new UnauthenticatedError(`host token of ${engine} presented from ${quote(address)}: the engine is on contextd's host, so its token is valid only from a loopback address or a unix socket`);
+    throw new UnauthenticatedError(
+      `host token of ${engine} presented from ${quote(address)}: the engine is on contextd's host, so its token is valid only from a loopback address or a unix socket`,
+    );
   }
   if (grant.binding.kind === "address" && address !== grant.binding.address) {
-    throw new UnauthenticatedError(`host token of ${engine} presented from ${quote(address ?? "a unix socket")}: it is valid only from the engine's address ${quote(grant.binding.address)}`);
+    throw new UnauthenticatedError(
+      `host token of ${engine} presented from ${quote(address ?? "a unix socket")}: it is valid only from the engine's address ${quote(grant.binding.address)}`,
+    );
   }
 }
 

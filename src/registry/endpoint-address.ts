@@ -99,7 +99,7 @@ export function canonicalIp(address: string): { address: string; family: 4 | 6 }
  * because they can carry an IPv4 address from the ranges above.
  */
 const SPECIAL_RANGES: Array<[label: string, family: "ipv4" | "ipv6", net: string, prefix: number]> = [
-  ["unspecified/\"this network\"", "ipv4", "0.0.0.0", 8],
+  ['unspecified/"this network"', "ipv4", "0.0.0.0", 8],
   ["private", "ipv4", "10.0.0.0", 8],
   ["shared (CGNAT)", "ipv4", "100.64.0.0", 10],
   ["loopback", "ipv4", "127.0.0.0", 8],

@@ -50,7 +50,8 @@ export function allowListEntryProblem(entry: string): string | undefined {
 
 function parseEntry(entry: string): Entry | string {
   if (entry.startsWith("unix:")) {
-    if (/^unix:(\/\/)?\/*$/.test(entry)) return `${quote(entry)} would allow every unix socket on the machine (PostgreSQL's, the Docker daemon's); name the directory engines' sockets are in (unix:/run/contextd-engines/)`;
+    if (/^unix:(\/\/)?\/*$/.test(entry))
+      return `${quote(entry)} would allow every unix socket on the machine (PostgreSQL's, the Docker daemon's); name the directory engines' sockets are in (unix:/run/contextd-engines/)`;
     const p = unixPathProblem(entry);
     if (typeof p === "string") return `${quote(entry)}: ${p}; a unix: entry names the directory engines' sockets are in (unix:/run/contextd-engines/)`;
     return { kind: "unix", path: p.path.replace(/\/+$/, "") };
@@ -126,7 +127,10 @@ export class EndpointAllowList implements EndpointChecker {
     const { host, port, ip } = parsed;
     if (ip) {
       if (!this.covers(host, ip)) return { ok: false, reason: `address ${host} is not in engines.allow_endpoints` };
-      return { ok: true, dial: { target: ip === 4 ? `ipv4:${host}:${port}` : `ipv6:[${host}]:${port}`, options: { "grpc.default_authority": authority(host, port) } } };
+      return {
+        ok: true,
+        dial: { target: ip === 4 ? `ipv4:${host}:${port}` : `ipv6:[${host}]:${port}`, options: { "grpc.default_authority": authority(host, port) } },
+      };
     }
     if (!this.names.has(host)) return { ok: false, reason: `host ${quote(host)} is not in engines.allow_endpoints` };
     const resolved = await this.resolve(host, deadlineMs);
@@ -135,7 +139,10 @@ export class EndpointAllowList implements EndpointChecker {
       if (this.covers(a.address, a.family)) continue;
       const special = specialUse(a.address, a.family);
       if (special) {
-        return { ok: false, reason: `host ${quote(host)} resolves to ${a.address} (${special}), which engines.allow_endpoints does not allow (an IP or CIDR entry would)` };
+        return {
+          ok: false,
+          reason: `host ${quote(host)} resolves to ${a.address} (${special}), which engines.allow_endpoints does not allow (an IP or CIDR entry would)`,
+        };
       }
     }
     // One scheme per target: of a name with IPv4 and IPv6 addresses, the family the resolver put first.
@@ -184,7 +191,10 @@ export class EndpointAllowList implements EndpointChecker {
     let full = await realpathOr(socketPath, undefined);
     if (full === undefined) {
       // No socket there (yet): its directory's real path, unless the name is a dangling symbolic link.
-      const link = await fs.lstat(socketPath).then((s) => s.isSymbolicLink(), () => false);
+      const link = await fs.lstat(socketPath).then(
+        (s) => s.isSymbolicLink(),
+        () => false,
+      );
       const dir = link ? undefined : await realpathOr(path.posix.dirname(socketPath), undefined);
       // In the words admission uses for a socket missing from an existing directory: which
       // directories exist is not the caller's to learn either.

@@ -46,7 +46,12 @@ export class HealthMonitor {
     if (this.running) return;
     this.running = true;
     try {
-      await Promise.all(this.registry.list().filter((e) => e.remote).map((e) => this.check(e)));
+      await Promise.all(
+        this.registry
+          .list()
+          .filter((e) => e.remote)
+          .map((e) => this.check(e)),
+      );
     } finally {
       this.running = false;
     }
@@ -58,7 +63,12 @@ export class HealthMonitor {
     if (refused) return this.refuseEndpoint(engine, refused);
     const answer = await engine.remote!.checkHealth(this.settings.timeoutMs);
     if (this.registry.get(engine.id) !== engine) return;
-    const health = answer === "SERVING" ? EngineHealth.ENGINE_HEALTH_SERVING : answer === "NOT_SERVING" ? EngineHealth.ENGINE_HEALTH_NOT_SERVING : EngineHealth.ENGINE_HEALTH_UNKNOWN;
+    const health =
+      answer === "SERVING"
+        ? EngineHealth.ENGINE_HEALTH_SERVING
+        : answer === "NOT_SERVING"
+          ? EngineHealth.ENGINE_HEALTH_NOT_SERVING
+          : EngineHealth.ENGINE_HEALTH_UNKNOWN;
     if (health !== engine.health) {
       engine.health = health;
       this.log.info({ engineId: engine.id, owner: engine.owner, health: answer }, "engine health changed");

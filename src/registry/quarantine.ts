@@ -54,10 +54,7 @@ export class Quarantine implements FailureObserver {
     r.count++;
     this.rejected.set(engine.id, r);
     if (now - r.loggedAtMs < REJECTION_LOG_INTERVAL_MS) return;
-    this.log.warn(
-      { engineId: engine.id, owner: engine.owner, operation: op, reason, rejected: r.count },
-      "engine at its concurrency limit: calls turned away",
-    );
+    this.log.warn({ engineId: engine.id, owner: engine.owner, operation: op, reason, rejected: r.count }, "engine at its concurrency limit: calls turned away");
     r.count = 0;
     r.loggedAtMs = now;
   }

@@ -63,10 +63,14 @@ export function registryHandlers(
           }
         }
         const unsubscribe = events.subscribe((event) => sink.write({ event }), resolve);
-        sink.closed.addEventListener("abort", () => {
-          unsubscribe();
-          resolve();
-        }, { once: true });
+        sink.closed.addEventListener(
+          "abort",
+          () => {
+            unsubscribe();
+            resolve();
+          },
+          { once: true },
+        );
       }),
   };
 }

@@ -124,7 +124,13 @@ export class RegistrySync {
     const [registrations, quarantines] = await Promise.all([this.store.listRegistrations(), this.store.listQuarantines()]);
     if (this.stopped) return;
     const stored = new Map(registrations.map((r) => [r.engineId, r] as const));
-    const ids = new Set<string>([...stored.keys(), ...this.registry.list().filter((e) => !e.builtin).map((e) => e.id)]);
+    const ids = new Set<string>([
+      ...stored.keys(),
+      ...this.registry
+        .list()
+        .filter((e) => !e.builtin)
+        .map((e) => e.id),
+    ]);
     const deferred: string[] = [];
     for (const id of ids) {
       const start = mark(id);
@@ -179,7 +185,16 @@ export class RegistrySync {
       engine.quarantine = q;
       engine.ejections = q.ejections;
       this.log.warn(
-        { engineId: id, owner: engine.owner, operation: q.operation, reason: q.reason, manual: q.manual, ejections: q.ejections, releaseAtMs: q.releaseAtMs, via },
+        {
+          engineId: id,
+          owner: engine.owner,
+          operation: q.operation,
+          reason: q.reason,
+          manual: q.manual,
+          ejections: q.ejections,
+          releaseAtMs: q.releaseAtMs,
+          via,
+        },
         "engine quarantined at another replica",
       );
       this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_QUARANTINED, engine, `${q.operation}: ${q.reason} (at another replica)`);

@@ -58,7 +58,9 @@ export class RemoteEngine implements ContextEngine {
     if (this.refused) return Promise.reject(new EndpointRefusedError(`${this.endpoint}: not dialled: ${this.refused}`));
     if (this.channel) return Promise.resolve(this.channel);
     this.checking ??= this.applyCheck(Math.min(deadlineMs, Date.now() + FIRST_CHECK_MS))
-      .then((unresolved) => (unresolved && !this.channel && !this.refused ? Promise.reject(new EngineUnreachableError(`${this.endpoint}: ${unresolved}`)) : this.ready(deadlineMs)))
+      .then((unresolved) =>
+        unresolved && !this.channel && !this.refused ? Promise.reject(new EngineUnreachableError(`${this.endpoint}: ${unresolved}`)) : this.ready(deadlineMs),
+      )
       .finally(() => (this.checking = undefined));
     return this.checking;
   }
@@ -99,7 +101,11 @@ export class RemoteEngine implements ContextEngine {
   }
 
   /** `pick` names the method on the client of the moment (the channel may have been replaced). */
-  private async call<Req, Res>(pick: (c: E.ContextEngineServiceClient) => Unary<Req, Res>, req: Req, ctx: Pick<CallContext, "signal" | "deadlineMs" | "trace">): Promise<Res> {
+  private async call<Req, Res>(
+    pick: (c: E.ContextEngineServiceClient) => Unary<Req, Res>,
+    req: Req,
+    ctx: Pick<CallContext, "signal" | "deadlineMs" | "trace">,
+  ): Promise<Res> {
     // The router's own timer enforces the deadline (and names it); the transport deadline is a
     // backstop a little later so the engine is still told when the time is up.
     const deadline = new Date(Number.isFinite(ctx.deadlineMs) ? ctx.deadlineMs + TRANSPORT_DEADLINE_SLACK_MS : Date.now() + 60_000);

@@ -66,7 +66,12 @@ export type EngineCallOutcome = "ok" | FailureKind | "cancelled";
  * the selected engine. The router works without them.
  */
 export interface EngineCallHooks {
-  around<T>(engineId: string, op: EngineOperation, trace: Record<string, string> | undefined, call: (trace: Record<string, string> | undefined) => Promise<T>): Promise<T>;
+  around<T>(
+    engineId: string,
+    op: EngineOperation,
+    trace: Record<string, string> | undefined,
+    call: (trace: Record<string, string> | undefined) => Promise<T>,
+  ): Promise<T>;
   finished(engineId: string, op: EngineOperation, outcome: EngineCallOutcome, seconds: number): void;
   fallback(selectedId: string, op: EngineOperation): void;
 }
@@ -159,7 +164,10 @@ export class Router {
     }
     const release = this.bulkhead.tryAcquire(target.id);
     if (!release) {
-      const key = this.settings.overrides[target.id]?.maxConcurrentCalls !== undefined ? `engines.overrides.${target.id}.max_concurrent_calls` : "engines.max_concurrent_calls";
+      const key =
+        this.settings.overrides[target.id]?.maxConcurrentCalls !== undefined
+          ? `engines.overrides.${target.id}.max_concurrent_calls`
+          : "engines.max_concurrent_calls";
       const reason = `engine "${target.id}" is at its concurrency limit (${this.bulkhead.limitOf(target.id)} calls in flight, ${key})`;
       this.observer?.onRejected(target, op, reason);
       if (this.onFailure(target.id) === "strict") throw new ResourceExhaustedError(`${reason} (on_failure: strict, no fallback)`);
@@ -222,15 +230,24 @@ export class Router {
     const started = performance.now();
     let outcome: EngineCallOutcome = "ok";
     const run = (trace: Record<string, string> | undefined) =>
-      withDeadline(deadlineMs, caller.signal, `engine "${target.id}" ${op}`, (ctx) => fn(target.engine, { ...ctx, host: issued?.host, trace }, target)).then((value) => {
-        if (validate) validate(value, target);
-        return value;
-      });
+      withDeadline(deadlineMs, caller.signal, `engine "${target.id}" ${op}`, (ctx) => fn(target.engine, { ...ctx, host: issued?.host, trace }, target)).then(
+        (value) => {
+          if (validate) validate(value, target);
+          return value;
+        },
+      );
     try {
       const value = this.hooks ? await this.hooks.around(target.id, op, caller.trace, run) : await run(caller.trace);
       return { value, grant: issued?.grant };
     } catch (err) {
-      outcome = err instanceof CancelledError || caller.signal?.aborted ? "cancelled" : err instanceof DeadlineExceededError ? "timeout" : err instanceof ContractViolation ? "contract" : "error";
+      outcome =
+        err instanceof CancelledError || caller.signal?.aborted
+          ? "cancelled"
+          : err instanceof DeadlineExceededError
+            ? "timeout"
+            : err instanceof ContractViolation
+              ? "contract"
+              : "error";
       // Only a deadline that really passed for the runtime is the runtime's; an engine that answers
       // DEADLINE_EXCEEDED early has failed like any other error.
       if (err instanceof DeadlineExceededError && caller.deadlineMs < configuredMs && Date.now() >= caller.deadlineMs - CLOCK_SLACK_MS) {

@@ -72,12 +72,7 @@ export {
 export { delegateCompactionToHost } from "./engine/delegate-compaction.js";
 // Answer an Assemble by the ids of the request messages kept instead of echoing them (engine.proto kept_entry_ids).
 export { keepMessages } from "./engine/kept-messages.js";
-export {
-  HostCallError,
-  type HostCallOptions,
-  type HostClient,
-  type ReadWholeTranscriptOptions,
-} from "./engine/host-client.js";
+export { HostCallError, type HostCallOptions, type HostClient, type ReadWholeTranscriptOptions } from "./engine/host-client.js";
 export { RegistrationError, type RegistrationState, type RegistrationStatus } from "./engine/registration.js";
 
 export {

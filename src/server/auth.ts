@@ -72,9 +72,7 @@ export class Authenticator {
       add(["auth", "owners", owner], secret, { role: "owner", name: owner, owner });
     }
     auth.operators.forEach((op, i) => add(["auth", "operators", i], op, { role: "operator", name: op.name ?? `operators[${i}]` }));
-    auth.runtimes.forEach((rt, i) =>
-      add(["auth", "runtimes", i], rt, { role: "runtime", name: rt.name ?? `runtimes[${i}]`, agents: rt.agents ?? ["*"] }),
-    );
+    auth.runtimes.forEach((rt, i) => add(["auth", "runtimes", i], rt, { role: "runtime", name: rt.name ?? `runtimes[${i}]`, agents: rt.agents ?? ["*"] }));
     const owners = this.credentials.filter((c) => c.role === "owner");
     for (const [i, a] of owners.entries()) {
       const b = owners.slice(0, i).find((o) => o.digest.equals(a.digest));
@@ -177,7 +175,6 @@ export class Authenticator {
     return undefined;
   }
 }
-
 
 /** Whether agent-id patterns (`"*"`, `"team-*"`, exact ids) cover `agentId`. */
 export function agentAllowed(patterns: readonly string[], agentId: string): boolean {

@@ -26,7 +26,10 @@ export function parseMergeValue(value: string): MergeValue | undefined {
   } catch (e) {
     return { problem: `"${MERGE_MARKER}": invalid YAML: ${(e as Error).message.split("\n")[0].replace(/:$/, "")}` };
   }
-  if (!isMapping(parsed)) return { problem: `"${MERGE_MARKER}" needs a YAML mapping after it, e.g. ${MERGE_MARKER} {Team-A: lossless}; got ${parsed == null ? "nothing" : show(parsed)}` };
+  if (!isMapping(parsed))
+    return {
+      problem: `"${MERGE_MARKER}" needs a YAML mapping after it, e.g. ${MERGE_MARKER} {Team-A: lossless}; got ${parsed == null ? "nothing" : show(parsed)}`,
+    };
   return { mapping: parsed };
 }
 

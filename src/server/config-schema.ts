@@ -4,7 +4,23 @@ import { OPENAI_DEFAULTS, type SummarizerConfig } from "../legacy/summarizer/sum
 import { allowListEntryProblem } from "../registry/endpoint-allow-list.js";
 import type { TokenizerName } from "../tokens/tokenizer.js";
 import { formatDuration } from "./duration.js";
-import { address, bool, duration, durationOrZero, envName, filePath, httpUrl, int, number, oneOf, sha256, show, storeUrl, stringMap, text } from "./config-values.js";
+import {
+  address,
+  bool,
+  duration,
+  durationOrZero,
+  envName,
+  filePath,
+  httpUrl,
+  int,
+  number,
+  oneOf,
+  sha256,
+  show,
+  storeUrl,
+  stringMap,
+  text,
+} from "./config-values.js";
 
 /**
  * The config file's schema (SPEC §7), and the config's types derived from it. Every object is
@@ -28,8 +44,7 @@ const auth = z.strictObject({
   owners: z
     .record(
       z.string().refine((k) => k.trim() === k && k !== "" && k !== CORE_OWNER, {
-        error: (iss) =>
-          iss.input === CORE_OWNER ? `owner "${CORE_OWNER}" is reserved for contextd itself` : `${show(iss.input)} is not an owner name`,
+        error: (iss) => (iss.input === CORE_OWNER ? `owner "${CORE_OWNER}" is reserved for contextd itself` : `${show(iss.input)} is not an owner name`),
       }),
       z
         .strictObject({
@@ -46,11 +61,7 @@ const auth = z.strictObject({
   operators: z.array(z.strictObject({ ...secretShape, name: text().optional() }).superRefine(exactlyOneSecret)).prefault([]),
   /** `agents`: agent ids this token may use; `"*"` is any, `"team-*"` a prefix. Default `["*"]`. */
   runtimes: z
-    .array(
-      z
-        .strictObject({ ...secretShape, name: text().optional(), agents: z.array(agentPattern).min(1).prefault(["*"]) })
-        .superRefine(exactlyOneSecret),
-    )
+    .array(z.strictObject({ ...secretShape, name: text().optional(), agents: z.array(agentPattern).min(1).prefault(["*"]) }).superRefine(exactlyOneSecret))
     .prefault([]),
 });
 
@@ -82,14 +93,24 @@ const engines = z.strictObject({
     .strictObject({ interval: duration().prefault("5s"), timeout: duration().prefault("1s"), unhealthy_threshold: int(1).prefault(2) })
     .superRefine((v, ctx) => {
       if (v.timeout > v.interval)
-        ctx.addIssue({ code: "custom", path: ["timeout"], input: v.timeout, message: `${formatDuration(v.timeout)} must not exceed engines.health.interval (${formatDuration(v.interval)})` });
+        ctx.addIssue({
+          code: "custom",
+          path: ["timeout"],
+          input: v.timeout,
+          message: `${formatDuration(v.timeout)} must not exceed engines.health.interval (${formatDuration(v.interval)})`,
+        });
     })
     .prefault({}),
   quarantine: z
     .strictObject({ base_ejection: duration().prefault("30s"), max_ejection: duration().prefault("300s") })
     .superRefine((v, ctx) => {
       if (v.max_ejection < v.base_ejection)
-        ctx.addIssue({ code: "custom", path: ["max_ejection"], input: v.max_ejection, message: `${formatDuration(v.max_ejection)} must be at least engines.quarantine.base_ejection (${formatDuration(v.base_ejection)})` });
+        ctx.addIssue({
+          code: "custom",
+          path: ["max_ejection"],
+          input: v.max_ejection,
+          message: `${formatDuration(v.max_ejection)} must be at least engines.quarantine.base_ejection (${formatDuration(v.base_ejection)})`,
+        });
     })
     .prefault({}),
   on_failure: onFailure.prefault("fallback"),

@@ -13,14 +13,16 @@ export function show(value: unknown): string {
   return s.length > 60 ? `${s.slice(0, 57)}...` : s;
 }
 
-export const expected = (what: string) => (iss: { input?: unknown }) =>
-  iss.input === undefined ? "is required" : `expected ${what}, got ${show(iss.input)}`;
+export const expected = (what: string) => (iss: { input?: unknown }) => (iss.input === undefined ? "is required" : `expected ${what}, got ${show(iss.input)}`);
 
 /** A non-empty trimmed string; YAML numbers are accepted as their text (an engine id `2024`). */
 export const text = (what = "a string") =>
   z.preprocess(
     (v) => (typeof v === "number" ? String(v) : v),
-    z.string({ error: expected(what) }).trim().min(1, { error: "must not be empty", abort: true }),
+    z
+      .string({ error: expected(what) })
+      .trim()
+      .min(1, { error: "must not be empty", abort: true }),
   );
 
 export const int = (min: 0 | 1) => {
@@ -62,8 +64,7 @@ export function addressProblem(addr: string, allowPortZero: boolean): string | u
   const bad = `${show(addr)} is not an address (use host:port, [::1]:port or unix:/path)`;
   if (!m) return addr.split(":").length > 2 && !addr.startsWith("[") ? `${bad}; write IPv6 hosts in brackets` : bad;
   const port = Number(m[2]);
-  if (port > 65535 || (port === 0 && !allowPortZero))
-    return `port ${port} out of range (${allowPortZero ? 0 : 1}..65535)`;
+  if (port > 65535 || (port === 0 && !allowPortZero)) return `port ${port} out of range (${allowPortZero ? 0 : 1}..65535)`;
   return undefined;
 }
 
@@ -93,7 +94,10 @@ export const sha256 = text("64 hex characters")
 
 export const filePath = text("a file path");
 /** A map of strings; YAML numbers and booleans are taken as their text (env values). */
-export const stringMap = z.record(z.string(), z.preprocess((v) => (typeof v === "number" || typeof v === "boolean" ? String(v) : v), z.string({ error: expected("a string") })));
+export const stringMap = z.record(
+  z.string(),
+  z.preprocess((v) => (typeof v === "number" || typeof v === "boolean" ? String(v) : v), z.string({ error: expected("a string") })),
+);
 
 export const number = (min: number, max: number) => {
   const error = expected(`a number from ${min} to ${max}`);

@@ -59,8 +59,7 @@ export function loadConfig(options: LoadConfigOptions = {}): ContextdConfig {
     source = readFileSync(file, "utf8");
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
-    if (explicit !== undefined || err.code !== "ENOENT")
-      throw new ConfigError(`config: cannot read ${file}: ${err.code ?? err.message}`);
+    if (explicit !== undefined || err.code !== "ENOENT") throw new ConfigError(`config: cannot read ${file}: ${err.code ?? err.message}`);
   }
   if (source !== undefined) {
     let doc: unknown;
@@ -70,8 +69,7 @@ export function loadConfig(options: LoadConfigOptions = {}): ContextdConfig {
       throw new ConfigError(`config: ${file}: invalid YAML: ${(e as Error).message.split("\n")[0].replace(/:$/, "")}`);
     }
     if (doc !== null && doc !== undefined) {
-      if (typeof doc !== "object" || Array.isArray(doc))
-        throw new ConfigError(`config: ${file}: the top level must be a mapping of keys, got ${show(doc)}`);
+      if (typeof doc !== "object" || Array.isArray(doc)) throw new ConfigError(`config: ${file}: the top level must be a mapping of keys, got ${show(doc)}`);
       raw = doc as Record<string, unknown>;
     }
   }
@@ -131,8 +129,7 @@ function validate(raw: unknown, origins: Origin[], env: NodeJS.ProcessEnv): Cont
   }
   engineReservations(cfg, fail);
   const s = cfg.compaction.summarizer;
-  if (s.kind === "openai" && !env[s.api_key_env])
-    throw fail(["compaction", "summarizer", "api_key_env"], `environment variable ${s.api_key_env} is not set`);
+  if (s.kind === "openai" && !env[s.api_key_env]) throw fail(["compaction", "summarizer", "api_key_env"], `environment variable ${s.api_key_env} is not set`);
   return cfg;
 }
 
@@ -171,8 +168,7 @@ function applyEnvOverrides(raw: Record<string, unknown>, env: NodeJS.ProcessEnv)
         merged = merge !== undefined;
         return;
       }
-      if (node[key] === undefined || node[key] === null)
-        node[key] = containersAt(path).some((c) => c._zod.def.type === "array") ? [] : {};
+      if (node[key] === undefined || node[key] === null) node[key] = containersAt(path).some((c) => c._zod.def.type === "array") ? [] : {};
       else if (typeof node[key] !== "object")
         throw new ConfigError(`config: ${pathText(path)} (from env ${variable}): is ${show(node[key])} in the file, not a section`);
       node = node[key] as Record<string | number, unknown>;
@@ -216,7 +212,11 @@ function parseEnvValue(value: string): unknown {
 function stripNulls(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(stripNulls);
   if (value === null || typeof value !== "object") return value;
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== null).map(([k, v]) => [k, stripNulls(v)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([, v]) => v !== null)
+      .map(([k, v]) => [k, stripNulls(v)]),
+  );
 }
 
 // ---- error messages ----

@@ -128,13 +128,42 @@ export class Contextd {
     const registry = new EngineRegistry(new LegacyEngine(compactionDeps));
     const events = new EngineEvents();
     const e = config.engines;
-    const quarantine = new Quarantine(registry, store, { baseEjectionMs: e.quarantine.base_ejection, maxEjectionMs: e.quarantine.max_ejection }, events, logger);
-    const monitor = new HealthMonitor(registry, quarantine, events, { intervalMs: e.health.interval, timeoutMs: e.health.timeout, unhealthyThreshold: e.health.unhealthy_threshold }, logger);
+    const quarantine = new Quarantine(
+      registry,
+      store,
+      { baseEjectionMs: e.quarantine.base_ejection, maxEjectionMs: e.quarantine.max_ejection },
+      events,
+      logger,
+    );
+    const monitor = new HealthMonitor(
+      registry,
+      quarantine,
+      events,
+      { intervalMs: e.health.interval, timeoutMs: e.health.timeout, unhealthyThreshold: e.health.unhealthy_threshold },
+      logger,
+    );
     const allowList = new EndpointAllowList(e.allow_endpoints);
-    const admission = new Admission(registry, store, quarantine, allowList, events, { probeTimeoutMs: ADMISSION_PROBE_MS, credentials: engineCredentials(e.tls) }, logger, new EngineReservations(reservedEngines(config)));
+    const admission = new Admission(
+      registry,
+      store,
+      quarantine,
+      allowList,
+      events,
+      { probeTimeoutMs: ADMISSION_PROBE_MS, credentials: engineCredentials(e.tls) },
+      logger,
+      new EngineReservations(reservedEngines(config)),
+    );
     await admission.restore();
     await quarantine.restore();
-    const sync = new RegistrySync(registry, store, quarantine, events, { reconcileIntervalMs: reconcileIntervalMs(config), credentials: engineCredentials(e.tls), allowList }, logger.child({ component: "registry-sync" }), (added) => void monitor.check(added).catch(() => undefined));
+    const sync = new RegistrySync(
+      registry,
+      store,
+      quarantine,
+      events,
+      { reconcileIntervalMs: reconcileIntervalMs(config), credentials: engineCredentials(e.tls), allowList },
+      logger.child({ component: "registry-sync" }),
+      (added) => void monitor.check(added).catch(() => undefined),
+    );
     const grants = new HostGrants(config.host_endpoint);
     const router = new Router(registry, routingSettings(config), grants, quarantine, bare ? undefined : engineCallHooks(metrics, tracing));
     metrics.watchEngines(() => registry.list().map((r) => ({ id: r.id, quarantined: r.quarantine !== undefined, health: HEALTH_VALUE[r.health] ?? -1 })));
@@ -150,7 +179,11 @@ export class Contextd {
     const serverLimits = serverSettings(config);
     const inFlight = new InFlightLimit(serverLimits.max_concurrent_calls);
     metrics.watchInFlight(() => inFlight.active);
-    const shedding = { limit: inFlight, logger, shed: (m: { service: string; name: string }) => metrics.child(metrics.rpcShed, { grpc_service: m.service, grpc_method: m.name }).inc() };
+    const shedding = {
+      limit: inFlight,
+      logger,
+      shed: (m: { service: string; name: string }) => metrics.child(metrics.rpcShed, { grpc_service: m.service, grpc_method: m.name }).inc(),
+    };
     // The middleware chain: interceptors around every RPC of every service (request id, tracing,
     // metrics and access log, load shedding), then each service's authorization rule, signal and
     // error mapping. The bench's bare variant keeps the load shedding: it is not observability.
@@ -163,9 +196,18 @@ export class Contextd {
     const imports = new TranscriptImports(store, tokenizer, limits);
     const exports = new TranscriptExports(store, maxBytes);
     const sessions = sessionHandlers(host, new SessionQueries(host, store, router), new Subagents(host, store), imports, exports, store);
-    server.addService(decodingDefinition(withSplicedMessages(SessionServiceService, "assemble", "response", AssembleResponse, 1)), bindService(SessionServiceService, sessions, { logger, authorize: sessionAuthorization(auth) }));
-    server.addService(decodingDefinition(RegistryServiceService), bindService(RegistryServiceService, registryHandlers(registry, admission, quarantine, events), { logger, authorize: registryAuthorization(auth) }));
-    server.addService(decodingDefinition(HostServiceService), bindService(HostServiceService, hostHandlers(store, compactions, tokenizer, limits, model), { logger, authorize: hostAuthorization(grants) }));
+    server.addService(
+      decodingDefinition(withSplicedMessages(SessionServiceService, "assemble", "response", AssembleResponse, 1)),
+      bindService(SessionServiceService, sessions, { logger, authorize: sessionAuthorization(auth) }),
+    );
+    server.addService(
+      decodingDefinition(RegistryServiceService),
+      bindService(RegistryServiceService, registryHandlers(registry, admission, quarantine, events), { logger, authorize: registryAuthorization(auth) }),
+    );
+    server.addService(
+      decodingDefinition(HostServiceService),
+      bindService(HostServiceService, hostHandlers(store, compactions, tokenizer, limits, model), { logger, authorize: hostAuthorization(grants) }),
+    );
     const health = addStandardServices(server, SERVICE_NAMES);
     const sidecars = new ManagedSidecars(config.engines.managed, auth, logger);
     const storePing = new StorePing(store, health, healthSettings(config), logger.child({ component: "store-ping" }));
@@ -258,7 +300,11 @@ export class Contextd {
   }
 }
 
-const HEALTH_VALUE: Record<number, number> = { [EngineHealth.ENGINE_HEALTH_SERVING]: 1, [EngineHealth.ENGINE_HEALTH_NOT_SERVING]: 0, [EngineHealth.ENGINE_HEALTH_UNKNOWN]: -1 };
+const HEALTH_VALUE: Record<number, number> = {
+  [EngineHealth.ENGINE_HEALTH_SERVING]: 1,
+  [EngineHealth.ENGINE_HEALTH_NOT_SERVING]: 0,
+  [EngineHealth.ENGINE_HEALTH_UNKNOWN]: -1,
+};
 
 /** Resolves after `ms`, or at once when `signal` fires. */
 function delay(ms: number, signal?: AbortSignal): Promise<void> {

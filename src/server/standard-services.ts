@@ -164,7 +164,10 @@ export class StorePing {
     const ping = this.store.ping();
     let timeout: NodeJS.Timeout | undefined;
     const timedOut = new Promise<never>((_, reject) => {
-      timeout = setTimeout(() => reject(new Error(`the store did not answer a ping within ${this.settings.store_ping_timeout} ms`)), this.settings.store_ping_timeout);
+      timeout = setTimeout(
+        () => reject(new Error(`the store did not answer a ping within ${this.settings.store_ping_timeout} ms`)),
+        this.settings.store_ping_timeout,
+      );
     });
     try {
       await Promise.race([ping, timedOut]);

@@ -36,13 +36,7 @@ export interface TranscriptStore {
    * another hash throws AlreadyExistsError naming the key. Keys are scoped to the session and
    * live as long as it does.
    */
-  appendIdempotent(
-    sessionId: string,
-    messages: NewMessage[],
-    create: SessionLabels,
-    key: IdempotencyKey,
-    maxEntries?: number,
-  ): Promise<IdempotentAppend>;
+  appendIdempotent(sessionId: string, messages: NewMessage[], create: SessionLabels, key: IdempotencyKey, maxEntries?: number): Promise<IdempotentAppend>;
   /**
    * Creates a session from a runtime's transcript file, in one transaction: entries keep their ids,
    * parent ids, timestamps and `hidden` flags; the active view is set as `transcript` says. Throws
@@ -179,9 +173,7 @@ export interface IdempotencyKey {
   requestHash: string;
 }
 
-export type IdempotentAppend =
-  | { replayed: false; entries: TranscriptEntry[] }
-  | { replayed: true; entryIds: string[]; tokenCounts: number[] };
+export type IdempotentAppend = { replayed: false; entries: TranscriptEntry[] } | { replayed: true; entryIds: string[]; tokenCounts: number[] };
 
 /** A transcript file as the store imports it (host/import-transcript.ts plans it). */
 export interface ImportedTranscript {

@@ -28,7 +28,10 @@ export function createTokenizer(name: TokenizerName, options: Partial<TokenizerO
       const chars = parts.reduce((n, p) => n + p.chars, 0);
       if (pool && chars >= OFFLOAD_MIN_CHARS) {
         try {
-          const counts = await pool.count(parts.map((p) => p.texts), chars);
+          const counts = await pool.count(
+            parts.map((p) => p.texts),
+            chars,
+          );
           return counts.map((c, i) => c + parts[i].fixed);
         } catch {
           // The thread failed (and a fresh one starts next time): an append never fails for it.

@@ -61,7 +61,12 @@ describe("contextctl against a real contextd", () => {
     expect(run.stderr).toMatch(new RegExp(`contextd ${address}: (UNAVAILABLE|DEADLINE_EXCEEDED)`));
     const json = await contextctl(address, "--timeout", "3000", "--json", "health");
     expect(json.code).toBe(3);
-    expect(JSON.parse(json.stdout)).toMatchObject({ address, status: "UNREACHABLE", serving: false, error: expect.stringMatching(/^(UNAVAILABLE|DEADLINE_EXCEEDED): /) });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      address,
+      status: "UNREACHABLE",
+      serving: false,
+      error: expect.stringMatching(/^(UNAVAILABLE|DEADLINE_EXCEEDED): /),
+    });
   });
 
   it("replay feeds the conversation turn by turn and stays within the budget", async () => {
@@ -83,11 +88,25 @@ describe("contextctl against a real contextd", () => {
     expect(appended).toEqual([...appended].sort((a, b) => a - b));
     expect(appended.at(-1)).toBeGreaterThan(4000); // more than the budget went in ...
     expect(rows.some((r) => r[4].startsWith("yes"))).toBe(true); // ... so something was compacted
-    expect(run.stdout).toMatch(new RegExp(`replayed 41 messages in 10 turns into session ${sessionId}: [\\d,]+ tokens appended, \\d+ compactions?, assembled at most [\\d,]+ of 4,000 tokens\\n$`));
+    expect(run.stdout).toMatch(
+      new RegExp(
+        `replayed 41 messages in 10 turns into session ${sessionId}: [\\d,]+ tokens appended, \\d+ compactions?, assembled at most [\\d,]+ of 4,000 tokens\\n$`,
+      ),
+    );
   });
 
   it("replay --json: one object per turn and a summary, matching the session the server holds", async () => {
-    const run = await contextctl(server.address, "--json", "replay", join(dir, "conversation.jsonl"), "--budget", "4000", "--session", "cli-replay-json", "--batch");
+    const run = await contextctl(
+      server.address,
+      "--json",
+      "replay",
+      join(dir, "conversation.jsonl"),
+      "--budget",
+      "4000",
+      "--session",
+      "cli-replay-json",
+      "--batch",
+    );
     expect(run).toMatchObject({ code: 0, stderr: "" });
     const out = JSON.parse(run.stdout);
     expect(out).toMatchObject({ sessionId: "cli-replay-json", budget: 4000 });

@@ -42,7 +42,25 @@ describe("contextctl conventions", () => {
 
   it("every command's --help exits 0 with an example and the --json option", async () => {
     const names = await commandNames();
-    expect(names).toEqual(expect.arrayContaining(["health", "sessions", "session", "context", "transcript", "compact", "replay", "import", "export", "doctor", "engines", "isolate", "release", "deregister", "migrate-store"]));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        "health",
+        "sessions",
+        "session",
+        "context",
+        "transcript",
+        "compact",
+        "replay",
+        "import",
+        "export",
+        "doctor",
+        "engines",
+        "isolate",
+        "release",
+        "deregister",
+        "migrate-store",
+      ]),
+    );
     for (const name of names) {
       const help = await run([...name.split(" "), "--help"]);
       expect(help.code, name).toBe(0);
@@ -100,7 +118,9 @@ describe("contextctl conventions", () => {
         const r = await contextctl(address, "--timeout", "5000", ...json, ...args);
         expect(r.code, [...json, ...args].join(" ")).toBe(3);
         // The one-line error on stderr (health --json carries it in its answer: status UNREACHABLE).
-        expect(args[0] === "health" && json.length ? JSON.parse(r.stdout).status : r.stderr, args.join(" ")).toMatch(/^contextctl: (UNAVAILABLE|DEADLINE_EXCEEDED)|^contextd .*: (UNAVAILABLE|DEADLINE_EXCEEDED)|^UNREACHABLE$/);
+        expect(args[0] === "health" && json.length ? JSON.parse(r.stdout).status : r.stderr, args.join(" ")).toMatch(
+          /^contextctl: (UNAVAILABLE|DEADLINE_EXCEEDED)|^contextd .*: (UNAVAILABLE|DEADLINE_EXCEEDED)|^UNREACHABLE$/,
+        );
       }
     }
     // Name resolution that fails is unreachable too.

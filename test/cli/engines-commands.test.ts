@@ -69,11 +69,19 @@ function tableRows(out: string): string[][] {
     .split("\n")
     .filter((l) => l.startsWith("│"))
     .slice(1)
-    .map((l) => l.split("│").slice(1, -1).map((c) => c.trim()));
+    .map((l) =>
+      l
+        .split("│")
+        .slice(1, -1)
+        .map((c) => c.trim()),
+    );
 }
 
 const HEAD = ["id", "owner", "endpoint", "state", "health"];
-const row = (out: string, id: string) => tableRows(out).find((r) => r[0] === id)?.slice(0, HEAD.length);
+const row = (out: string, id: string) =>
+  tableRows(out)
+    .find((r) => r[0] === id)
+    ?.slice(0, HEAD.length);
 
 describe("contextctl engines / isolate / release against a real contextd and a Python engine", () => {
   let contextd: ContextdProcess;
@@ -98,7 +106,13 @@ describe("contextctl engines / isolate / release against a real contextd and a P
   it("engines lists legacy and the Python engine SERVING", async () => {
     const run = await contextctl(contextd.address, ["engines"]);
     expect(run).toMatchObject({ code: 0, stderr: "" });
-    expect(run.stdout.split("\n")[1].split("│").slice(1, -1).map((c) => c.trim())).toEqual([...HEAD, "calls", "failures", "fallbacks", "timeouts"]);
+    expect(
+      run.stdout
+        .split("\n")[1]
+        .split("│")
+        .slice(1, -1)
+        .map((c) => c.trim()),
+    ).toEqual([...HEAD, "calls", "failures", "fallbacks", "timeouts"]);
     expect(row(run.stdout, "legacy")).toEqual(["legacy", "core", "(in process)", "active", "SERVING"]);
     expect(row(run.stdout, "py")).toEqual(["py", "team", engine.address, "active", "SERVING"]);
   });
@@ -110,7 +124,13 @@ describe("contextctl engines / isolate / release against a real contextd and a P
     expect(isolate.stdout).toMatch(/^quarantine\s+manual: maint$/m);
     expect(isolate.stdout).toMatch(/^release\s+held until `contextctl release py`$/m);
     // Its health checks still pass: the state column says it is not routed to.
-    expect(row((await contextctl(contextd.address, ["engines"])).stdout, "py")).toEqual(["py", "team", engine.address, "quarantined (manual: maint)", "SERVING"]);
+    expect(row((await contextctl(contextd.address, ["engines"])).stdout, "py")).toEqual([
+      "py",
+      "team",
+      engine.address,
+      "quarantined (manual: maint)",
+      "SERVING",
+    ]);
     const json = JSON.parse((await contextctl(contextd.address, ["--json", "engines"])).stdout);
     const py = json.engines.find((e: { engineId: string }) => e.engineId === "py");
     expect(py.quarantine).toMatchObject({ operation: "manual", reason: "maint", manual: true });

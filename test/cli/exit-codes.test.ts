@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { EXIT, UsageError, exitCodeFor, isUnreachable } from "../../src/cli/exit-codes.js";
 
 /** The one mapping from an error to contextctl's exit code (the process-level codes are in conventions.test.ts). */
-const grpcError = (code: status, details: string) => Object.assign(new Error(`${code} ${status[code]}: ${details}`), { code, details, metadata: new Metadata() });
+const grpcError = (code: status, details: string) =>
+  Object.assign(new Error(`${code} ${status[code]}: ${details}`), { code, details, metadata: new Metadata() });
 
 describe("exitCodeFor", () => {
   it("3 only for errors grpc-js raises when it never got a connection", () => {
@@ -26,7 +27,7 @@ describe("exitCodeFor", () => {
       grpcError(status.UNAVAILABLE, "store unavailable: connect ECONNREFUSED 10.0.0.5:5432"), // the server's own words
       grpcError(status.UNAVAILABLE, "Connection dropped"),
       grpcError(status.DEADLINE_EXCEEDED, "Deadline exceeded after 30.000s,LB pick: 0.002s,remote_addr=127.0.0.1:50051"),
-      grpcError(status.NOT_FOUND, "session \"x\" not found"),
+      grpcError(status.NOT_FOUND, 'session "x" not found'),
       grpcError(status.UNAUTHENTICATED, "missing bearer token"),
       new Error("ENOENT: no such file or directory, open 'x.jsonl'"),
     ];

@@ -56,13 +56,18 @@ describe("contextctl context / transcript / export against a real contextd", () 
   const info = async (sessionId: string) => (await cx.getSession({ session: { sessionId } })).info!;
 
   beforeAll(async () => {
-    server = await startContextd({ config: { slots: { agents: { "cli-agent": "cli-addition" } }, compaction: { reserve_tokens: 100, keep_recent_tokens: 600 } } });
+    server = await startContextd({
+      config: { slots: { agents: { "cli-agent": "cli-addition" } }, compaction: { reserve_tokens: 100, keep_recent_tokens: 600 } },
+    });
     cx = new ContextdClient({ address: server.address });
     dir = mkdtempSync(join(tmpdir(), "contextctl-inspect-"));
     engine = await serveEngine(
       {
         info: { id: "cli-addition", name: "adds a note and a system prompt addition", version: "1.0.0" },
-        assemble: (req) => ({ messages: [...req.messages, textMessage(Role.ROLE_USER, "Engine note: the user prefers short answers.")], systemPromptAddition: ADDITION }),
+        assemble: (req) => ({
+          messages: [...req.messages, textMessage(Role.ROLE_USER, "Engine note: the user prefers short answers.")],
+          systemPromptAddition: ADDITION,
+        }),
         compact: delegateCompactionToHost,
       },
       { registry: server.address, owner: "cli-test", handleSignals: false, logger: pino({ level: "silent" }) },
@@ -96,7 +101,10 @@ describe("contextctl context / transcript / export against a real contextd", () 
     expect(ctx.messages.map((m: { id: string }) => m.id)).toEqual([view.summaryId, ...view.messageIds]);
     expect(ctx.messages[0]).toMatchObject({ index: 1, section: "summary", role: "user", tokensCountedBy: "host" });
     expect(ctx.messages.slice(1).map((m: { tokens: number }) => m.tokens)).toEqual(view.tokens);
-    expect(ctx.messages.filter((m: { section: string }) => m.section === "tool_result").map((m: { role: string }) => m.role)).toEqual(["tool_result", "tool_result"]);
+    expect(ctx.messages.filter((m: { section: string }) => m.section === "tool_result").map((m: { role: string }) => m.role)).toEqual([
+      "tool_result",
+      "tool_result",
+    ]);
     const after = await info("cli-inspect");
     expect(ctx.sections).toEqual(after.overview);
     expect(ctx.estimatedTokens).toBe(after.activeTokens);
@@ -161,7 +169,13 @@ describe("contextctl context / transcript / export against a real contextd", () 
     expect(ctx.systemPromptAddition).toEqual({ text: ADDITION, tokens: overview.systemAdditionTokens });
     expect(overview.systemAdditionTokens).toBeGreaterThan(0);
     const note = ctx.messages.at(-1);
-    expect(note).toMatchObject({ section: "message", role: "user", id: "", tokensCountedBy: "contextctl", text: "Engine note: the user prefers short answers." });
+    expect(note).toMatchObject({
+      section: "message",
+      role: "user",
+      id: "",
+      tokensCountedBy: "contextctl",
+      text: "Engine note: the user prefers short answers.",
+    });
     expect(note.tokens).toBeGreaterThan(4);
     expect(ctx.messages.slice(0, -1).every((m: { tokensCountedBy: string }) => m.tokensCountedBy === "host")).toBe(true);
     // The host counts the engine's message with the same tokenizer (o200k_base) for estimated_tokens.
@@ -192,7 +206,13 @@ describe("contextctl context / transcript / export against a real contextd", () 
     const [rows] = tables(run.stdout);
     const type = (e: TranscriptEntry) => {
       const x = e.entry!;
-      if (x.$case === "message") return e.runtimeType || { 1: "user", 2: "assistant", 3: "tool_result", 4: "system", 5: "custom", 6: "bash_execution", 7: "branch_summary", 8: "compaction_summary" }[x.value.role as number];
+      if (x.$case === "message")
+        return (
+          e.runtimeType ||
+          { 1: "user", 2: "assistant", 3: "tool_result", 4: "system", 5: "custom", 6: "bash_execution", 7: "branch_summary", 8: "compaction_summary" }[
+            x.value.role as number
+          ]
+        );
       return x.$case === "runtime" ? x.value.type : x.$case;
     };
     expect(rows.map((r) => r.slice(0, 6))).toEqual(
@@ -209,7 +229,11 @@ describe("contextctl context / transcript / export against a real contextd", () 
     const hidden = entries.filter((e) => e.hidden).length;
     const messages = entries.filter((e) => e.entry?.$case === "message").length;
     const compactions = entries.filter((e) => e.entry?.$case === "compaction").length;
-    expect(run.stdout).toMatch(new RegExp(`\\n${entries.length} entries: ${messages} messages, ${compactions} compactions, ${hidden} hidden; [\\d,]+ tokens in messages that are not hidden\\n$`));
+    expect(run.stdout).toMatch(
+      new RegExp(
+        `\\n${entries.length} entries: ${messages} messages, ${compactions} compactions, ${hidden} hidden; [\\d,]+ tokens in messages that are not hidden\\n$`,
+      ),
+    );
   });
 
   it("export --json: the file's lines parsed, or with -o the facts about the file written", async () => {
@@ -217,7 +241,12 @@ describe("contextctl context / transcript / export against a real contextd", () 
     const run = await contextctl(server.address, "--json", "export", "cli-sample");
     expect(run).toMatchObject({ code: 0, stderr: "" });
     const out = JSON.parse(run.stdout);
-    expect(out).toEqual({ sessionId: "cli-sample", entries: server_.entries, bytes: server_.jsonl.length, lines: jsonLines(Buffer.from(server_.jsonl).toString()) });
+    expect(out).toEqual({
+      sessionId: "cli-sample",
+      entries: server_.entries,
+      bytes: server_.jsonl.length,
+      lines: jsonLines(Buffer.from(server_.jsonl).toString()),
+    });
     expect(out.lines).toEqual(jsonLines(readFileSync(SAMPLE_V4, "utf8")));
     const file = join(dir, "out.jsonl");
     const written = await contextctl(server.address, "--json", "export", "cli-sample", "-o", file);
@@ -227,7 +256,12 @@ describe("contextctl context / transcript / export against a real contextd", () 
   });
 
   it("an unknown session: exit 1 with NOT_FOUND and nothing on stdout", async () => {
-    for (const args of [["context", "nobody", "--budget", "1000"], ["transcript", "nobody"], ["--json", "transcript", "nobody"], ["export", "nobody"]]) {
+    for (const args of [
+      ["context", "nobody", "--budget", "1000"],
+      ["transcript", "nobody"],
+      ["--json", "transcript", "nobody"],
+      ["export", "nobody"],
+    ]) {
       const run = await contextctl(server.address, ...args);
       expect(run, args.join(" ")).toMatchObject({ code: 1, stdout: "" });
       expect(run.stderr, args.join(" ")).toMatch(/^contextctl: NOT_FOUND: /);

@@ -36,7 +36,11 @@ describe("contextctl replay --agent against a real contextd with a per-agent slo
     server = await startContextd({ config: { slots: { agents: { coder: "legacy" } } }, env: { CONTEXTD_SLOTS__AGENTS: "@merge {Team-A: team-engine}" } });
     cx = new ContextdClient({ address: server.address });
     engine = await serveEngine(
-      { info: { id: "team-engine", name: "passes the view through", version: "1.0.0" }, assemble: (req) => ({ messages: req.messages }), compact: delegateCompactionToHost },
+      {
+        info: { id: "team-engine", name: "passes the view through", version: "1.0.0" },
+        assemble: (req) => ({ messages: req.messages }),
+        compact: delegateCompactionToHost,
+      },
       { registry: server.address, owner: "cli-test", handleSignals: false, logger: pino({ level: "silent" }) },
     );
     await engine.registered;
@@ -55,7 +59,11 @@ describe("contextctl replay --agent against a real contextd with a per-agent slo
   it("the session is created under the agent id and served by the agent's engine; the totals say they are totals", async () => {
     const run = await contextctl(server.address, "replay", file, "--budget", "8000", "--session", "agent-replay", "--agent", "Team-A");
     expect(run).toMatchObject({ code: 0, stderr: "" });
-    const header = run.stdout.split("\n")[1].split("│").slice(1, -1).map((c) => c.trim());
+    const header = run.stdout
+      .split("\n")[1]
+      .split("│")
+      .slice(1, -1)
+      .map((c) => c.trim());
     expect(header).toEqual(["turn", "messages so far", "tokens appended so far", "assembled", "compacted", "engine", "mode"]);
     const rows = tableRows(run.stdout);
     expect(rows.map((r) => [int(r[0]), int(r[1]), r[5], r[6]])).toEqual([
@@ -104,7 +112,9 @@ describe("contextctl replay --agent against a real contextd with a per-agent slo
     const run = await contextctl(server.address, "replay", file, "--budget", "8000", "--session", "no-agent-replay", "--agent", "Team-A");
     expect(run.code).toBe(1);
     expect(run.stdout).toBe("");
-    expect(run.stderr).toBe('contextctl: session "no-agent-replay" exists under agent "", not "Team-A"; --agent applies to a new session (pass another --session)\n');
+    expect(run.stderr).toBe(
+      'contextctl: session "no-agent-replay" exists under agent "", not "Team-A"; --agent applies to a new session (pass another --session)\n',
+    );
     expect((await cx.getSession({ session: { sessionId: "no-agent-replay" } })).info!.messageCount).toBe(before.messageCount);
   });
 });

@@ -51,7 +51,13 @@ export function tables(out: string): string[][][] {
     else if (line.startsWith("└") && current) {
       found.push(current.slice(1));
       current = undefined;
-    } else if (line.startsWith("│") && current) current.push(line.split("│").slice(1, -1).map((c) => c.trim()));
+    } else if (line.startsWith("│") && current)
+      current.push(
+        line
+          .split("│")
+          .slice(1, -1)
+          .map((c) => c.trim()),
+      );
   }
   return found;
 }
@@ -64,6 +70,10 @@ export function tableRows(out: string): string[][] {
 export const int = (cell: string) => Number(cell.replace(/[,~]/g, ""));
 
 /** Parses JSON Lines. */
-export const jsonLines = (out: string) => out.split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as Record<string, unknown>);
+export const jsonLines = (out: string) =>
+  out
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 export const ANSI = /\u001b\[[0-9;]*m/;

@@ -11,10 +11,27 @@ function cliTable3(head: string[], rows: string[][], colAligns: Align[]): string
 
 describe("drawTable", () => {
   const cases: [string, string[], string[][], Align[]][] = [
-    ["numbers right, text left", ["turn", "engine", "tokens"], [["1", "legacy", "1,025"], ["10", "lossless", "12"]], ["right", "left", "right"]],
+    [
+      "numbers right, text left",
+      ["turn", "engine", "tokens"],
+      [
+        ["1", "legacy", "1,025"],
+        ["10", "lossless", "12"],
+      ],
+      ["right", "left", "right"],
+    ],
     ["a header wider than its cells", ["# of things", "x"], [["1", "a"]], ["right", "left"]],
     ["no rows", ["session", "agent"], [], ["left", "left"]],
-    ["colour codes and wide characters", ["n", "name"], [["1", "\u001b[32mgreen\u001b[39m"], ["", "日本語"], ["2", "a → b"]], ["right", "left"]],
+    [
+      "colour codes and wide characters",
+      ["n", "name"],
+      [
+        ["1", "\u001b[32mgreen\u001b[39m"],
+        ["", "日本語"],
+        ["2", "a → b"],
+      ],
+      ["right", "left"],
+    ],
   ];
   for (const [what, head, rows, aligns] of cases) {
     it(`draws what cli-table3 draws: ${what}`, () => {

@@ -95,7 +95,13 @@ function envFromExample(overrides: Record<string, string>): Record<string, strin
 
 function writeEnvFile(name: string, vars: Record<string, string>): string {
   const file = path.join(tmp, name);
-  fs.writeFileSync(file, Object.entries(vars).map(([k, v]) => `${k}=${v}\n`).join(""), { mode: 0o600 });
+  fs.writeFileSync(
+    file,
+    Object.entries(vars)
+      .map(([k, v]) => `${k}=${v}\n`)
+      .join(""),
+    { mode: 0o600 },
+  );
   return file;
 }
 
@@ -220,9 +226,7 @@ describe.sequential("the docker-compose stack, built and run", () => {
   let tornDown = false;
 
   beforeAll(async () => {
-    const out = await timed("prepare (daemon and base images)", () =>
-      run("bash", [PREPARE], { timeoutMs: 15 * 60_000, log: path.join(tmp, "prepare.log") }),
-    );
+    const out = await timed("prepare (daemon and base images)", () => run("bash", [PREPARE], { timeoutMs: 15 * 60_000, log: path.join(tmp, "prepare.log") }));
     prepared = Object.fromEntries(
       out
         .split("\n")
@@ -351,15 +355,19 @@ describe.sequential("the docker-compose stack, built and run", () => {
         // iptables the lookup of the absent contextd-replica-3 takes ~20 s) or bringing the replicas
         // in (rise 1 × inter 250 ms): retry the first call (with an idempotency key: a retry writes nothing twice), each time on a new
         // channel so that grpc-js's reconnect backoff does not stretch the wait.
-        await eventually("the first append through HAProxy", async () => {
-          const first = new ContextdClient({ address: replicasAddress, token: vars.CONTEXTD_RUNTIME_TOKEN });
-          try {
-            await first.appendMessages({ session: replicated, messages: [user(lines[0]!)], idempotencyKey: "first" }, { timeoutMs: 5_000 });
-            return true;
-          } finally {
-            first.close();
-          }
-        }, 120_000);
+        await eventually(
+          "the first append through HAProxy",
+          async () => {
+            const first = new ContextdClient({ address: replicasAddress, token: vars.CONTEXTD_RUNTIME_TOKEN });
+            try {
+              await first.appendMessages({ session: replicated, messages: [user(lines[0]!)], idempotencyKey: "first" }, { timeoutMs: 5_000 });
+              return true;
+            } finally {
+              first.close();
+            }
+          },
+          120_000,
+        );
         // One call each: HAProxy balances calls round robin over the two replicas.
         for (const [i, text] of lines.slice(1).entries()) {
           await cx.appendMessages({ session: replicated, messages: [i % 2 ? user(text) : assistant(text)] });
@@ -378,7 +386,10 @@ describe.sequential("the docker-compose stack, built and run", () => {
       // JSON Lines, one TranscriptEntry (proto JSON) per line, oldest first.
       const entries = out.split("\n").filter((l) => l.trim());
       for (const e of entries) JSON.parse(e);
-      expect(entries.map((e) => lines.find((l) => e.includes(l)) ?? e), replica).toEqual(lines);
+      expect(
+        entries.map((e) => lines.find((l) => e.includes(l)) ?? e),
+        replica,
+      ).toEqual(lines);
     }
   });
 

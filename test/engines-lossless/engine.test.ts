@@ -31,7 +31,8 @@ const compact = async (engine: LosslessEngine, view: Message[], budget: number, 
     await engine.compact(ContextEngineServiceCompactRequest.fromPartial({ session: session(), messages: view, tokenBudget: budget, ...more }), c),
   );
 
-const ingestAll = (engine: LosslessEngine, messages: Message[], c = ctx()) => engine.ingestBatch({ session: session(), messages, isHeartbeat: false, host: undefined }, c);
+const ingestAll = (engine: LosslessEngine, messages: Message[], c = ctx()) =>
+  engine.ingestBatch({ session: session(), messages, isHeartbeat: false, host: undefined }, c);
 
 /** The DAG invariants: roots partition the summarized prefix, children are consecutive and one level down. */
 function checkDag(engine: LosslessEngine, fanout: number) {
@@ -73,7 +74,9 @@ describe("lossless engine", () => {
     expect((await ingestAll(engine, messages)).ingestedCount).toBe(messages.length);
     await ingestAll(engine, messages);
     await engine.ingest({ session: session(), message: messages[0], isHeartbeat: false, host: undefined }, ctx());
-    expect(await engine.ingest({ session: session(), message: hostSummaryMessage("old summary", "c1", 5), isHeartbeat: false, host: undefined }, ctx())).toEqual({ ingested: false });
+    expect(
+      await engine.ingest({ session: session(), message: hostSummaryMessage("old summary", "c1", 5), isHeartbeat: false, host: undefined }, ctx()),
+    ).toEqual({ ingested: false });
     expect(engine.store.allMessages("s1").map((m) => m.entryId)).toEqual(messages.map((m) => m.id));
   });
 
@@ -97,7 +100,9 @@ describe("lossless engine", () => {
     for (const [fact, value] of Object.entries(cs.planted)) expect(text, fact).toContain(value);
     const { roots } = checkDag(engine, 4);
     expect(roots.length).toBeLessThanOrEqual(9);
-    expect(textOf(res.messages[0])).toMatch(/^\[lossless summary S\d+ · depth 2 · covers messages e0001…e\d+ \(\d+ messages, \d+ tokens\)\]\n# Conversation summary/);
+    expect(textOf(res.messages[0])).toMatch(
+      /^\[lossless summary S\d+ · depth 2 · covers messages e0001…e\d+ \(\d+ messages, \d+ tokens\)\]\n# Conversation summary/,
+    );
     // Without a budget everything the DAG holds is returned: roots, then every raw message.
     const all = await assemble(engine, undefined);
     expect(all.messages.length).toBe(roots.length + engine.store.rawMessages("s1").length);
@@ -168,7 +173,10 @@ describe("lossless engine", () => {
 
   it("serializes concurrent calls on one session", async () => {
     const engine = newEngine({ freshTailTokens: 1000, chunkTokens: 1000 });
-    const messages = buildHistory(Array.from({ length: 30 }, () => ({ user: 50, exchanges: [{ assistant: 50, results: [900] }], wrapUp: 50 })), 50);
+    const messages = buildHistory(
+      Array.from({ length: 30 }, () => ({ user: 50, exchanges: [{ assistant: 50, results: [900] }], wrapUp: 50 })),
+      50,
+    );
     const calls: Array<Promise<unknown>> = [];
     for (let i = 0; i < messages.length; i += 5) {
       calls.push(ingestAll(engine, messages.slice(i, i + 5)));
@@ -181,7 +189,10 @@ describe("lossless engine", () => {
 
   it("converges when the fresh tail alone is over the target: the protection shrinks", async () => {
     // Ten 3000-token turns; budget 12000 → target 6000, below the 8000-token fresh tail.
-    const messages = buildHistory(Array.from({ length: 10 }, () => ({ user: 100, exchanges: [{ assistant: 100, results: [2700] }], wrapUp: 100 })), 50);
+    const messages = buildHistory(
+      Array.from({ length: 10 }, () => ({ user: 100, exchanges: [{ assistant: 100, results: [2700] }], wrapUp: 100 })),
+      50,
+    );
     const engine = newEngine({ freshTailTokens: 8000, chunkTokens: 2000 });
     await ingestAll(engine, messages);
     const res = await compact(engine, messages, 12_000);

@@ -43,7 +43,13 @@ export function buildHistory(turns: readonly TurnSpec[], pending: number | null 
     push(user(`request ${ti}: please do task number ${ti}`), t.user);
     for (const x of t.exchanges) {
       const ids = x.results.map(() => `call_${++call}`);
-      push(assistant(`working on ${ti}`, ids.map((id) => toolCall(id, "read_file", { path: `src/f${ti}.ts` }))), x.assistant);
+      push(
+        assistant(
+          `working on ${ti}`,
+          ids.map((id) => toolCall(id, "read_file", { path: `src/f${ti}.ts` })),
+        ),
+        x.assistant,
+      );
       ids.forEach((id, i) => push(toolResult(id, "read_file", `contents of src/f${ti}.ts (${id})`), x.results[i]));
     }
     if (t.wrapUp !== null) push(assistant(`done with ${ti}`), t.wrapUp);

@@ -45,10 +45,14 @@ describe("lossless engine with a real contextd", () => {
       LOSSLESS_DB: dbPath,
     });
     // Registered, at this process's endpoint, and not quarantined.
-    await eventually(async () => {
-      const status = await registry.get("lossless").catch(() => undefined);
-      return status && status.endpoint === p.address && !status.quarantine ? status : undefined;
-    }, 20_000, 100);
+    await eventually(
+      async () => {
+        const status = await registry.get("lossless").catch(() => undefined);
+        return status && status.endpoint === p.address && !status.quarantine ? status : undefined;
+      },
+      20_000,
+      100,
+    );
     return p;
   };
 
@@ -88,7 +92,9 @@ describe("lossless engine with a real contextd", () => {
   const summaryIds = () => {
     const db = new Database(dbPath, { readonly: true, fileMustExist: true });
     try {
-      return (db.prepare("SELECT summary_id FROM summaries WHERE session_id = ?").all(SESSION.sessionId) as Array<{ summary_id: string }>).map((r) => r.summary_id);
+      return (db.prepare("SELECT summary_id FROM summaries WHERE session_id = ?").all(SESSION.sessionId) as Array<{ summary_id: string }>).map(
+        (r) => r.summary_id,
+      );
     } finally {
       db.close();
     }
@@ -199,10 +205,14 @@ describe("lossless engine with a real contextd", () => {
     checkContext(fallback);
 
     engine = await startEngine();
-    const back = await eventually(async () => {
-      const res = await assemble();
-      return res.engineId === "lossless" ? res : undefined;
-    }, 15_000, 200);
+    const back = await eventually(
+      async () => {
+        const res = await assemble();
+        return res.engineId === "lossless" ? res : undefined;
+      },
+      15_000,
+      200,
+    );
     expect(back.mode).toBe(Mode.MODE_NORMAL);
     checkContext(back);
     expectPlantedFacts(back);

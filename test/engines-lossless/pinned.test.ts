@@ -32,7 +32,8 @@ const compact = async (engine: LosslessEngine, view: Message[], budget: number) 
   ContextEngineServiceCompactResponse.fromPartial(
     await engine.compact(ContextEngineServiceCompactRequest.fromPartial({ session: session(), messages: view, tokenBudget: budget }), ctx()),
   );
-const ingestAll = (engine: LosslessEngine, messages: Message[]) => engine.ingestBatch({ session: session(), messages, isHeartbeat: false, host: undefined }, ctx());
+const ingestAll = (engine: LosslessEngine, messages: Message[]) =>
+  engine.ingestBatch({ session: session(), messages, isHeartbeat: false, host: undefined }, ctx());
 
 const START = "SYSTEM-START: you are the payments team's assistant; never print a card number.";
 const MIDDLE = "SYSTEM-MIDDLE: from now on, answer in French.";

@@ -14,7 +14,9 @@ import { Role, type Message } from "../../src/contract/gen/contextd/v1/types.js"
 import { toolPairViolations } from "../helpers/invariants.js";
 import { buildHistory, latestUserIndex, meta, turnSpec } from "./histories.js";
 
-const history = fc.tuple(fc.array(turnSpec(), { minLength: 0, maxLength: 8 }), fc.option(fc.integer({ min: 5, max: 600 }), { nil: null })).map(([turns, pending]) => buildHistory(turns, pending));
+const history = fc
+  .tuple(fc.array(turnSpec(), { minLength: 0, maxLength: 8 }), fc.option(fc.integer({ min: 5, max: 600 }), { nil: null }))
+  .map(([turns, pending]) => buildHistory(turns, pending));
 
 /** The included messages of a plan. */
 function included(messages: Message[], segments: Array<[number, number]>): Message[] {

@@ -7,10 +7,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import {
-  ContextEngineServiceAssembleRequest,
-  ContextEngineServiceAssembleResponse,
-} from "../../src/contract/gen/contextd/v1/engine.js";
+import { ContextEngineServiceAssembleRequest, ContextEngineServiceAssembleResponse } from "../../src/contract/gen/contextd/v1/engine.js";
 import type { Message } from "../../src/contract/gen/contextd/v1/types.js";
 import { summaryMessage as hostSummaryMessage } from "../../src/contract/messages.js";
 import { DEFAULT_LOSSLESS_OPTIONS, losslessOptionsFromEnv, resolveLosslessOptions } from "../../engines/lossless/config.js";
@@ -26,7 +23,8 @@ const assemble = async (engine: LosslessEngine, budget: number, c = ctx(), view:
   ContextEngineServiceAssembleResponse.fromPartial(
     await engine.assemble(ContextEngineServiceAssembleRequest.fromPartial({ session: session(), messages: view, tokenBudget: budget }), c),
   );
-const ingest = (engine: LosslessEngine, messages: Message[], c = ctx()) => engine.ingestBatch({ session: session(), messages, isHeartbeat: false, host: undefined }, c);
+const ingest = (engine: LosslessEngine, messages: Message[], c = ctx()) =>
+  engine.ingestBatch({ session: session(), messages, isHeartbeat: false, host: undefined }, c);
 const ids = (engine: LosslessEngine) => engine.store.allMessages("s1").map((m) => m.entryId);
 
 const dirs: string[] = [];

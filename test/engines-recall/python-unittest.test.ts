@@ -11,7 +11,12 @@ describe("Python unit tests (unittest, /usr/bin/python3)", () => {
   // Without PYTHONPATH: the tests (like main.py) find clients/python by themselves.
   it("engines/recall", async () => {
     requirePythonGrpc();
-    const run = await runPython(["-m", "unittest"], ["discover", "-s", "engines/recall/tests", "-t", "engines/recall", "-v"], {}, { timeoutMs: 150_000, withPackage: false });
+    const run = await runPython(
+      ["-m", "unittest"],
+      ["discover", "-s", "engines/recall/tests", "-t", "engines/recall", "-v"],
+      {},
+      { timeoutMs: 150_000, withPackage: false },
+    );
     const output = run.stderr + run.stdout;
     const ran = /^Ran (\d+) tests? in /m.exec(output);
     expect(ran, `no "Ran N tests" line in the output:\n${output}`).not.toBeNull();

@@ -137,7 +137,10 @@ export async function startWindowEngine(opts: WindowEngineOptions = {}): Promise
           reject(e);
         },
       };
-      const timer = setTimeout(() => w.reject(new Error(`timed out after ${timeoutMs} ms waiting for a window engine log line; output:\n${output}`)), timeoutMs);
+      const timer = setTimeout(
+        () => w.reject(new Error(`timed out after ${timeoutMs} ms waiting for a window engine log line; output:\n${output}`)),
+        timeoutMs,
+      );
       waiters.add(w);
     });
   };

@@ -296,7 +296,8 @@ export async function startContextd(opts: StartContextdOptions = {}): Promise<Co
     exitCode = code;
     exitSignal = signal;
     // Nothing more will be logged: fail whoever still waits for a line.
-    for (const w of waiters.splice(0)) w.reject(new Error(`contextd exited (code ${String(code)}, signal ${String(signal)}) before the awaited log line; output:\n${output}`));
+    for (const w of waiters.splice(0))
+      w.reject(new Error(`contextd exited (code ${String(code)}, signal ${String(signal)}) before the awaited log line; output:\n${output}`));
     return code;
   });
   child.once("exit", (code, signal) => {
@@ -415,9 +416,7 @@ export interface ContextdRunResult {
  * it is SIGKILLed and `code` is null). For "exits non-zero with a one-line reason" tests. With
  * `rawConfig` the file is written verbatim instead of merging over the base config.
  */
-export async function runContextdUntilExit(
-  opts: StartContextdOptions & { rawConfig?: string } = {},
-): Promise<ContextdRunResult> {
+export async function runContextdUntilExit(opts: StartContextdOptions & { rawConfig?: string } = {}): Promise<ContextdRunResult> {
   const { child, configPath, closed } = spawnContextd(opts);
   // Nothing to inspect afterwards but the output: the config dir goes at exit with the others.
   let stdout = "";

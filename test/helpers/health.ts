@@ -61,7 +61,10 @@ export function healthWatch(address: string): HealthWatch {
     ended,
     next(status, from = 0, timeoutMs = 30_000) {
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`health Watch on ${address}: no ${status} within ${timeoutMs} ms (seen ${seen.join(", ")})`)), timeoutMs);
+        const timer = setTimeout(
+          () => reject(new Error(`health Watch on ${address}: no ${status} within ${timeoutMs} ms (seen ${seen.join(", ")})`)),
+          timeoutMs,
+        );
         const look = () => {
           const i = seen.findIndex((s, k) => k >= from && s === status);
           if (i >= 0) {

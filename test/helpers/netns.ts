@@ -88,7 +88,11 @@ function probe(): string | undefined {
   const tag = randomBytes(3).toString("hex");
   const [ns, table, h, n] = [`${PREFIX}-${process.pid}-${tag}`, `${PREFIX}_${process.pid}_${tag}`, `cxh${tag}`, `cxn${tag}`];
   try {
-    for (const args of [["netns", "add", ns], ["link", "add", h, "type", "veth", "peer", "name", n], ["link", "set", n, "netns", ns]]) {
+    for (const args of [
+      ["netns", "add", ns],
+      ["link", "add", h, "type", "veth", "peer", "name", n],
+      ["link", "set", n, "netns", ns],
+    ]) {
       const r = sh("ip", args);
       if (!r.ok) return `\`ip ${args.join(" ")}\` failed: ${r.out}`;
     }
@@ -148,7 +152,8 @@ function installHooks(): void {
  */
 function pruneOrphans(): void {
   const gone = (pid: string) => spawnSync("kill", ["-0", pid]).status !== 0;
-  for (const m of sh("ip", ["netns", "list"]).out.matchAll(new RegExp(`^(${PREFIX}-(\\d+)-[0-9a-f]+)`, "gm"))) if (gone(m[2]!)) sh("ip", ["netns", "del", m[1]!]);
+  for (const m of sh("ip", ["netns", "list"]).out.matchAll(new RegExp(`^(${PREFIX}-(\\d+)-[0-9a-f]+)`, "gm")))
+    if (gone(m[2]!)) sh("ip", ["netns", "del", m[1]!]);
   for (const m of sh("nft", ["list", "tables", "netdev"]).out.matchAll(new RegExp(`table netdev (${PREFIX}_(\\d+)_[0-9a-f]+)`, "g"))) {
     if (gone(m[2]!)) sh("nft", ["delete", "table", "netdev", m[1]!]);
   }
@@ -160,7 +165,7 @@ function pickSubnet(): [string, string] {
   for (let i = 0; i < 50; i++) {
     const b = randomBytes(2);
     const third = b[0]!;
-    const base = (b[1]! & 0xfc) || 4; // not .0/30: keeps the addresses obviously ordinary
+    const base = b[1]! & 0xfc || 4; // not .0/30: keeps the addresses obviously ordinary
     const prefix = `10.213.${third}.`;
     const taken = [...inUse.matchAll(/10\.213\.(\d+)\.(\d+)/g)].some((m) => Number(m[1]) === third && Math.floor(Number(m[2]) / 4) * 4 === base);
     if (!taken) return [`${prefix}${base + 1}`, `${prefix}${base + 2}`];
@@ -183,15 +188,31 @@ export async function createTestHost(): Promise<TestHost> {
   hosts.add(record);
   const [hostIp, nsIp] = pickSubnet();
   try {
-    for (const args of [["netns", "add", name], ["link", "add", hostDev, "type", "veth", "peer", "name", nsDev], ["link", "set", nsDev, "netns", name]]) await run("ip", args);
-    for (const args of [["addr", "add", `${hostIp}/30`, "dev", hostDev], ["link", "set", hostDev, "up"]]) await run("ip", args);
-    for (const args of [["addr", "add", `${nsIp}/30`, "dev", nsDev], ["link", "set", nsDev, "up"], ["link", "set", "lo", "up"]]) await run("ip", ["-n", name, ...args]);
+    for (const args of [
+      ["netns", "add", name],
+      ["link", "add", hostDev, "type", "veth", "peer", "name", nsDev],
+      ["link", "set", nsDev, "netns", name],
+    ])
+      await run("ip", args);
+    for (const args of [
+      ["addr", "add", `${hostIp}/30`, "dev", hostDev],
+      ["link", "set", hostDev, "up"],
+    ])
+      await run("ip", args);
+    for (const args of [
+      ["addr", "add", `${nsIp}/30`, "dev", nsDev],
+      ["link", "set", nsDev, "up"],
+      ["link", "set", "lo", "up"],
+    ])
+      await run("ip", ["-n", name, ...args]);
   } catch (err) {
     destroySync(record);
     throw err;
   }
   // Another run may have picked the same /30 between our check and our `addr add`: then retry.
-  const clash = sh("ip", ["-4", "-o", "addr", "show"]).out.split("\n").filter((l) => l.includes(` ${hostIp}/`) || l.includes(` ${nsIp}/`));
+  const clash = sh("ip", ["-4", "-o", "addr", "show"])
+    .out.split("\n")
+    .filter((l) => l.includes(` ${hostIp}/`) || l.includes(` ${nsIp}/`));
   if (clash.length > 1) {
     destroySync(record);
     return createTestHost();
@@ -232,7 +253,10 @@ export async function createTestHost(): Promise<TestHost> {
 // ---------------------------------------------------------------------------------------------
 
 /** The part of engine-process.ts's EngineProcess that a namespaced engine has. */
-export type NamespacedEngine = Pick<EngineProcess, "engineId" | "address" | "pid" | "control" | "registered" | "events" | "waitForEvent" | "logs" | "exitCode" | "kill9">;
+export type NamespacedEngine = Pick<
+  EngineProcess,
+  "engineId" | "address" | "pid" | "control" | "registered" | "events" | "waitForEvent" | "logs" | "exitCode" | "kill9"
+>;
 
 function parseEvent(line: string): EngineEvent | undefined {
   try {
@@ -264,7 +288,21 @@ export async function startNamespacedEngine(
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("CONTEXTD_")) env[k] = v;
   env.CONTEXTD_LOG_LEVEL = process.env.TEST_ENGINE_LOG_LEVEL ?? "info";
-  const args = [entry, "--engine-id", opts.engineId, "--control", controlPath, "--listen", `${host.nsIp}:0`, "--registry", opts.registry, "--owner", opts.owner, "--parent-pid", String(process.pid)];
+  const args = [
+    entry,
+    "--engine-id",
+    opts.engineId,
+    "--control",
+    controlPath,
+    "--listen",
+    `${host.nsIp}:0`,
+    "--registry",
+    opts.registry,
+    "--owner",
+    opts.owner,
+    "--parent-pid",
+    String(process.pid),
+  ];
   if (opts.heartbeatMs !== undefined) args.push("--heartbeat-ms", String(opts.heartbeatMs));
   const child = host.spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", "pipe"] });
 

@@ -115,7 +115,11 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   };
   await self.start();
   process.once("exit", () => {
-    if (isRunning) spawnSync(asRoot ? "runuser" : path.join(bin, "pg_ctl"), asRoot ? ["-u", "postgres", "--", path.join(bin, "pg_ctl"), "stop", "-D", dataDir, "-m", "immediate"] : ["stop", "-D", dataDir, "-m", "immediate"]);
+    if (isRunning)
+      spawnSync(
+        asRoot ? "runuser" : path.join(bin, "pg_ctl"),
+        asRoot ? ["-u", "postgres", "--", path.join(bin, "pg_ctl"), "stop", "-D", dataDir, "-m", "immediate"] : ["stop", "-D", dataDir, "-m", "immediate"],
+      );
   });
   return self;
 }

@@ -126,7 +126,10 @@ export function runPython(
 
 /** The last line of `stdout` that parses as a JSON object (what the test scripts print). */
 export function lastJsonLine(stdout: string): Record<string, unknown> | undefined {
-  const lines = stdout.split("\n").map((l) => l.trim()).filter(Boolean);
+  const lines = stdout
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean);
   for (let i = lines.length - 1; i >= 0; i--) {
     try {
       const v = JSON.parse(lines[i]!) as unknown;

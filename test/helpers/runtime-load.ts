@@ -61,13 +61,7 @@ const isServiceError = (e: unknown): e is ServiceError => typeof e === "object" 
  * Runs `fn`, retrying UNAVAILABLE answers when `retryable`, until it succeeds or `retryWindowMs`
  * has passed since the first attempt. Counts into `stats`; rethrows the last error.
  */
-export async function withRetries<T>(
-  stats: RuntimeStats,
-  method: string,
-  retryable: boolean,
-  fn: () => Promise<T>,
-  retryWindowMs = 60_000,
-): Promise<T> {
+export async function withRetries<T>(stats: RuntimeStats, method: string, retryable: boolean, fn: () => Promise<T>, retryWindowMs = 60_000): Promise<T> {
   stats.calls++;
   const m = (stats.byMethod[method] ??= { calls: 0, retries: 0 });
   m.calls++;

@@ -13,7 +13,11 @@ const ENGINE = "prompt-engine";
 describe("the prompt an engine gets", () => {
   let f: ContextdWithEngine;
   const session = { sessionId: "prompted" };
-  const prompts = () => f.engine.events().filter((e) => e.event === "assemble_request").map((e) => e.prompt);
+  const prompts = () =>
+    f.engine
+      .events()
+      .filter((e) => e.event === "assemble_request")
+      .map((e) => e.prompt);
 
   beforeAll(async () => {
     f = await startContextdWithEngine(ENGINE);

@@ -52,7 +52,9 @@ describe("bad input gets a clear status, loses nothing, and the server stays up"
   });
 
   it("a tool result without tool_call_id → INVALID_ARGUMENT", async () => {
-    const err = await refusal(cx.appendMessages({ session, messages: [{ role: Role.ROLE_TOOL_RESULT, content: [{ block: { $case: "text", value: { text: "x" } } }] }] }));
+    const err = await refusal(
+      cx.appendMessages({ session, messages: [{ role: Role.ROLE_TOOL_RESULT, content: [{ block: { $case: "text", value: { text: "x" } } }] }] }),
+    );
     expect(err.code).toBe(status.INVALID_ARGUMENT);
     expect(err.details).toContain("tool_call_id");
   });
@@ -91,9 +93,7 @@ describe("bad input gets a clear status, loses nothing, and the server stays up"
     expect((await refusal(cx.getSession({ session: { sessionId: "imp" } }))).code).toBe(status.NOT_FOUND);
     const empty = await refusal(cx.importTranscript({ session: { sessionId: "imp" }, jsonl: Buffer.from("") }));
     expect(empty.code).toBe(status.INVALID_ARGUMENT);
-    const onExisting = await refusal(
-      cx.importTranscript({ session, jsonl: Buffer.from(JSON.stringify({ role: "user", content: "x" })) }),
-    );
+    const onExisting = await refusal(cx.importTranscript({ session, jsonl: Buffer.from(JSON.stringify({ role: "user", content: "x" })) }));
     expect(onExisting.code).toBe(status.ALREADY_EXISTS);
   });
 });
@@ -155,7 +155,15 @@ describe("a runtime token limited to some agents", () => {
 
   beforeAll(async () => {
     contextd = await startContextd({
-      config: { auth: { required: true, runtimes: [{ token_env: "ALICE", agents: ["alice"] }, { token_env: "BOB", agents: ["bob"] }] } },
+      config: {
+        auth: {
+          required: true,
+          runtimes: [
+            { token_env: "ALICE", agents: ["alice"] },
+            { token_env: "BOB", agents: ["bob"] },
+          ],
+        },
+      },
       env: { ALICE: "alice-token", BOB: "bob-token" },
     });
     alice = new ContextdClient({ address: contextd.address, token: "alice-token" });

@@ -53,7 +53,12 @@ afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 /** An env file for `--env-file`: an empty one stands for "no .env", so the file's own defaults apply. */
 function envFile(name: string, vars: Record<string, string>): string {
   const file = path.join(tmp, name);
-  fs.writeFileSync(file, Object.entries(vars).map(([k, v]) => `${k}=${v}\n`).join(""));
+  fs.writeFileSync(
+    file,
+    Object.entries(vars)
+      .map(([k, v]) => `${k}=${v}\n`)
+      .join(""),
+  );
   return file;
 }
 
@@ -505,7 +510,12 @@ describe("Dockerfiles", () => {
     .filter((l) => l && !l.startsWith("#") && !l.startsWith("!"));
   const isIgnored = (p: string) =>
     ignored.some((pat) => {
-      const re = new RegExp(`^${pat.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*\*\//g, "(.*/)?").replace(/\*/g, "[^/]*")}(/.*)?$`);
+      const re = new RegExp(
+        `^${pat
+          .replace(/[.+^${}()|[\]\\]/g, "\\$&")
+          .replace(/\*\*\//g, "(.*/)?")
+          .replace(/\*/g, "[^/]*")}(/.*)?$`,
+      );
       return re.test(p);
     });
 

@@ -31,12 +31,34 @@ function contextctl(address: string, ...args: string[]): Promise<{ code: number 
 const FIXTURES = resolve(import.meta.dirname, "../fixtures/openclaw");
 const SAMPLE_V4 = readFileSync(join(FIXTURES, "sample-v4.jsonl"), "utf8");
 const SAMPLE_V3 = readFileSync(join(FIXTURES, "sample-v3.jsonl"), "utf8");
-const lines = (text: string) => text.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
-const byId = (text: string) => new Map(lines(text).slice(1).map((e) => [e.id as string, e]));
+const lines = (text: string) =>
+  text
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+const byId = (text: string) =>
+  new Map(
+    lines(text)
+      .slice(1)
+      .map((e) => [e.id as string, e]),
+  );
 
 /** The model context OpenClaw 2026.9.6 builds from each sample (its SessionManager, recorded when the samples were made). */
 const OPENCLAW_CONTEXT = {
-  v4: ["compactionSummary", "branchSummary", "user", "assistant", "toolResult", "bashExecution", "custom", "custom", "user", "assistant", "toolResult", "assistant"],
+  v4: [
+    "compactionSummary",
+    "branchSummary",
+    "user",
+    "assistant",
+    "toolResult",
+    "bashExecution",
+    "custom",
+    "custom",
+    "user",
+    "assistant",
+    "toolResult",
+    "assistant",
+  ],
   v3: ["compactionSummary", "branchSummary", "user", "assistant", "toolResult", "bashExecution", "custom", "custom", "user", "assistant", "toolResult"],
 };
 
@@ -47,7 +69,13 @@ function openClawSession(): string {
   const rows = [
     { type: "session", version: 4, id: "oc-1", timestamp: iso(0), cwd: "/repo" },
     { type: "model_change", id: "a1", parentId: null, timestamp: iso(0), provider: "anthropic", modelId: "claude" },
-    { type: "message", id: "m1", parentId: "a1", timestamp: iso(1), message: { role: "user", content: [{ type: "text", text: "List the files in src." }], timestamp: t0 + 1 } },
+    {
+      type: "message",
+      id: "m1",
+      parentId: "a1",
+      timestamp: iso(1),
+      message: { role: "user", content: [{ type: "text", text: "List the files in src." }], timestamp: t0 + 1 },
+    },
     {
       type: "message",
       id: "m2",
@@ -63,14 +91,41 @@ function openClawSession(): string {
         api: "anthropic-messages",
         provider: "anthropic",
         model: "claude",
-        usage: { input: 10, output: 5, cacheRead: 0, cacheWrite: 0, totalTokens: 15, cost: { input: 0.01, output: 0.02, cacheRead: 0, cacheWrite: 0, total: 0.03 } },
+        usage: {
+          input: 10,
+          output: 5,
+          cacheRead: 0,
+          cacheWrite: 0,
+          totalTokens: 15,
+          cost: { input: 0.01, output: 0.02, cacheRead: 0, cacheWrite: 0, total: 0.03 },
+        },
         stopReason: "toolUse",
         timestamp: t0 + 2,
       },
     },
-    { type: "message", id: "m3", parentId: "m2", timestamp: iso(3), message: { role: "toolResult", toolCallId: "call_1", toolName: "bash", content: [{ type: "text", text: "a.ts\nb.ts" }], details: { exitCode: 0 }, isError: false, timestamp: t0 + 3 } },
+    {
+      type: "message",
+      id: "m3",
+      parentId: "m2",
+      timestamp: iso(3),
+      message: {
+        role: "toolResult",
+        toolCallId: "call_1",
+        toolName: "bash",
+        content: [{ type: "text", text: "a.ts\nb.ts" }],
+        details: { exitCode: 0 },
+        isError: false,
+        timestamp: t0 + 3,
+      },
+    },
     { type: "custom", customType: "note", data: { anything: true }, id: "c1", parentId: "m3", timestamp: iso(3) },
-    { type: "message", id: "m4", parentId: "c1", timestamp: iso(4), message: { role: "custom", customType: "ci-watch", content: "CI is green.", display: true, timestamp: t0 + 4 } },
+    {
+      type: "message",
+      id: "m4",
+      parentId: "c1",
+      timestamp: iso(4),
+      message: { role: "custom", customType: "ci-watch", content: "CI is green.", display: true, timestamp: t0 + 4 },
+    },
     { type: "message", id: "m5", parentId: "m4", timestamp: iso(5), message: { role: "user", content: "Thanks!", timestamp: t0 + 5 } },
   ];
   return `${rows.map((l) => JSON.stringify(l)).join("\n")}\n`;
@@ -92,7 +147,10 @@ describe("ImportTranscript / ExportTranscript: OpenClaw session files, entry for
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  for (const [version, file] of [["v4", SAMPLE_V4], ["v3", SAMPLE_V3]] as const) {
+  for (const [version, file] of [
+    ["v4", SAMPLE_V4],
+    ["v3", SAMPLE_V3],
+  ] as const) {
     it(`${version} sample: every entry type, an abandoned branch, a reset and a compaction → the view OpenClaw builds; export reproduces every entry`, async () => {
       const session = { sessionId: `sample-${version}`, agentId: "main" };
       const rows = lines(file);
@@ -132,7 +190,12 @@ describe("ImportTranscript / ExportTranscript: OpenClaw session files, entry for
     const assembled = await cx.assemble({ session, tokenBudget: 200_000 });
     expect(assembled.messages.map((m) => m.id).at(-1)).toBe(appended.entryIds[0]);
     const out = lines(Buffer.from((await cx.exportTranscript({ session })).jsonl).toString("utf8"));
-    expect(out.at(-1)).toMatchObject({ type: "message", id: appended.entryIds[0], parentId: leaf, message: { role: "user", content: [{ type: "text", text: "And now the tests?" }] } });
+    expect(out.at(-1)).toMatchObject({
+      type: "message",
+      id: appended.entryIds[0],
+      parentId: leaf,
+      message: { role: "user", content: [{ type: "text", text: "And now the tests?" }] },
+    });
   });
 
   it("a session begun in contextd exports as a version-4 file: header, message entries in a chain, compactions", async () => {
@@ -164,7 +227,13 @@ describe("ImportTranscript / ExportTranscript: OpenClaw session files, entry for
     const messages = page.entries.flatMap((e) => (e.entry?.$case === "message" ? [e.entry.value] : []));
     expect(messages.map((m) => m.role)).toEqual([Role.ROLE_USER, Role.ROLE_ASSISTANT, Role.ROLE_TOOL_RESULT, Role.ROLE_CUSTOM, Role.ROLE_USER]);
     expect(toolCallIds(messages[1])).toEqual(["call_1"]);
-    expect(messages[1]).toMatchObject({ api: "anthropic-messages", provider: "anthropic", model: "claude", stopReason: "toolUse", usage: { total: 15, cost: { total: 0.03 } } });
+    expect(messages[1]).toMatchObject({
+      api: "anthropic-messages",
+      provider: "anthropic",
+      model: "claude",
+      stopReason: "toolUse",
+      usage: { total: 15, cost: { total: 0.03 } },
+    });
     expect(messages[2]).toMatchObject({ toolCallId: "call_1", toolName: "bash", detailsJson: '{"exitCode":0}' });
     expect(messages[3]).toMatchObject({ customType: "ci-watch", contentIsText: true });
     expect(messageText(messages[4])).toBe("Thanks!");
@@ -186,10 +255,26 @@ describe("ImportTranscript / ExportTranscript: OpenClaw session files, entry for
     const cases: [string, string, string][] = [
       ["not JSON", [...rows.slice(0, 3), "{oops", ...rows.slice(3)].join("\n"), "jsonl line 4: invalid JSON"],
       ["not an object", [...rows, "[1,2]"].join("\n"), `jsonl line ${rows.length + 1}: a line must be a JSON object`],
-      ["no id", [...rows, JSON.stringify({ type: "message", parentId: "m5", message: { role: "user", content: "x" } })].join("\n"), `jsonl line ${rows.length + 1}: an entry needs a non-empty string "id"`],
-      ["a duplicate id", [...rows, JSON.stringify({ type: "label", id: "m2", parentId: "m5", targetId: "m1", label: "x" })].join("\n"), `jsonl line ${rows.length + 1}: entry id "m2" is used on line 4 too`],
-      ["an empty user message", [...rows, JSON.stringify({ type: "message", id: "m6", parentId: "m5", message: { role: "user", content: [], timestamp: 1 } })].join("\n"), `jsonl line ${rows.length + 1}: message.content is empty`],
-      ["an old version", [JSON.stringify({ type: "session", version: 2, id: "x" }), ...rows.slice(1)].join("\n"), "jsonl line 1: session version 2 is not supported"],
+      [
+        "no id",
+        [...rows, JSON.stringify({ type: "message", parentId: "m5", message: { role: "user", content: "x" } })].join("\n"),
+        `jsonl line ${rows.length + 1}: an entry needs a non-empty string "id"`,
+      ],
+      [
+        "a duplicate id",
+        [...rows, JSON.stringify({ type: "label", id: "m2", parentId: "m5", targetId: "m1", label: "x" })].join("\n"),
+        `jsonl line ${rows.length + 1}: entry id "m2" is used on line 4 too`,
+      ],
+      [
+        "an empty user message",
+        [...rows, JSON.stringify({ type: "message", id: "m6", parentId: "m5", message: { role: "user", content: [], timestamp: 1 } })].join("\n"),
+        `jsonl line ${rows.length + 1}: message.content is empty`,
+      ],
+      [
+        "an old version",
+        [JSON.stringify({ type: "session", version: 2, id: "x" }), ...rows.slice(1)].join("\n"),
+        "jsonl line 1: session version 2 is not supported",
+      ],
       ["no header", rows.slice(1).join("\n"), "jsonl line 1"],
     ];
     for (const [what, jsonl, message] of cases) {
@@ -215,7 +300,9 @@ describe("ImportTranscript / ExportTranscript: OpenClaw session files, entry for
       { role: "user", content: "hi" },
       { role: "assistant", content: "hello", tool_calls: [{ id: "c1", name: "ls", arguments: {} }] },
       { role: "tool", tool_call_id: "c1", content: "a.ts" },
-    ].map((l) => JSON.stringify(l)).join("\n");
+    ]
+      .map((l) => JSON.stringify(l))
+      .join("\n");
     const res = await cx.importTranscript({ session: { sessionId: "lines-1" }, jsonl: Buffer.from(jsonl) });
     expect(res).toMatchObject({ importedEntries: 3, activeMessages: 3 });
   });

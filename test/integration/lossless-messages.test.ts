@@ -35,14 +35,20 @@ describe("OpenClaw messages through contextd, append → store → assemble / tr
         for (const t of appended.tokenCounts) expect(t).toBeGreaterThan(0);
         const expected = batch.map(asJson);
 
-        const stored = (await cx.getTranscript({ session, pageSize: 100 })).entries.map((e) => (e.entry?.$case === "message" ? fromContextdMessage(e.entry.value) : undefined));
+        const stored = (await cx.getTranscript({ session, pageSize: 100 })).entries.map((e) =>
+          e.entry?.$case === "message" ? fromContextdMessage(e.entry.value) : undefined,
+        );
         expect(stored).toEqual(expected);
 
         // A message the runtime excluded from context is kept, but never sent to the model.
         const assembled = await cx.assemble({ session, tokenBudget: 1_000_000, autoCompact: false });
         expect(assembled.messages.map(fromContextdMessage)).toEqual(batch.filter((m) => m.excludeFromContext !== true).map(asJson));
 
-        const file = Buffer.from((await cx.exportTranscript({ session })).jsonl).toString("utf8").trim().split("\n").map((l) => JSON.parse(l) as { message?: unknown });
+        const file = Buffer.from((await cx.exportTranscript({ session })).jsonl)
+          .toString("utf8")
+          .trim()
+          .split("\n")
+          .map((l) => JSON.parse(l) as { message?: unknown });
         expect(file.slice(1).map((e) => e.message)).toEqual(expected);
       }),
       { numRuns: 40, ...(seed === undefined ? {} : { seed }) },

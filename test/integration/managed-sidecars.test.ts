@@ -19,7 +19,10 @@ function alive(pid: number): boolean {
 describe("managed sidecars (engines.managed)", () => {
   let contextd: ContextdProcess;
   const startedPids = (): number[] =>
-    contextd.logLines().filter((l) => l.msg === "managed sidecar started" && l.sidecar === "nf").map((l) => l.pid as number);
+    contextd
+      .logLines()
+      .filter((l) => l.msg === "managed sidecar started" && l.sidecar === "nf")
+      .map((l) => l.pid as number);
 
   beforeAll(async () => {
     contextd = await startContextd({

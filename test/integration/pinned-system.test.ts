@@ -41,7 +41,8 @@ const sum = (messages: Message[]) => messages.reduce((n, m) => n + m.tokenCount,
  */
 function spawnWindow(registry: string): { child: ChildProcess; output: () => string; stop: () => Promise<void> } {
   const env = pythonEnv({ CONTEXTD_REGISTRY: registry, CONTEXTD_OWNER: "team", CONTEXTD_ENGINE_LISTEN: "127.0.0.1:0", WINDOW_PARENT_PID: String(process.pid) });
-  for (const k of Object.keys(env)) if (k.startsWith("CONTEXTD_") && !["CONTEXTD_REGISTRY", "CONTEXTD_OWNER", "CONTEXTD_ENGINE_LISTEN"].includes(k)) delete env[k];
+  for (const k of Object.keys(env))
+    if (k.startsWith("CONTEXTD_") && !["CONTEXTD_REGISTRY", "CONTEXTD_OWNER", "CONTEXTD_ENGINE_LISTEN"].includes(k)) delete env[k];
   const child = spawn(PYTHON, ["engines/window/main.py"], { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   child.stdout!.setEncoding("utf8").on("data", (c: string) => (output += c));
@@ -86,11 +87,15 @@ describe("pinned system messages through a real contextd, legacy, lossless and w
     requirePythonGrpc();
     windowEngine = spawnWindow(cd.address);
     for (const id of ["lossless", "window"]) {
-      await eventually(async () => {
-        if (windowEngine.child.exitCode !== null) throw new Error(`the window engine exited:\n${windowEngine.output()}`);
-        const status = await registry.get(id).catch(() => undefined);
-        return status && !status.quarantine ? status : undefined;
-      }, 30_000, 100);
+      await eventually(
+        async () => {
+          if (windowEngine.child.exitCode !== null) throw new Error(`the window engine exited:\n${windowEngine.output()}`);
+          const status = await registry.get(id).catch(() => undefined);
+          return status && !status.quarantine ? status : undefined;
+        },
+        30_000,
+        100,
+      );
     }
   }, 90_000);
 

@@ -63,12 +63,16 @@ describe("quick start: npm start, then contextctl", () => {
   });
 
   it("`contextctl engines` lists legacy, lossless, window and recall SERVING within a few seconds", async () => {
-    const rows = await eventually(async () => {
-      const { stdout } = await contextctl("--address", address, "--json", "engines");
-      const { engines } = JSON.parse(stdout) as { engines: EngineRow[] };
-      const serving = engines.filter((e) => e.health === "ENGINE_HEALTH_SERVING" || e.health === 1 || e.health === "SERVING");
-      return serving.length === 4 ? engines : undefined;
-    }, 20_000, 300);
+    const rows = await eventually(
+      async () => {
+        const { stdout } = await contextctl("--address", address, "--json", "engines");
+        const { engines } = JSON.parse(stdout) as { engines: EngineRow[] };
+        const serving = engines.filter((e) => e.health === "ENGINE_HEALTH_SERVING" || e.health === 1 || e.health === "SERVING");
+        return serving.length === 4 ? engines : undefined;
+      },
+      20_000,
+      300,
+    );
     expect(rows.map((e) => e.engineId).sort()).toEqual(["legacy", "lossless", "recall", "window"]);
   });
 
@@ -77,11 +81,15 @@ describe("quick start: npm start, then contextctl", () => {
     const [first] = started();
     process.kill(first.pid as number, "SIGKILL");
     await eventually(async () => started().length >= 2, 10_000);
-    await eventually(async () => {
-      const { stdout } = await contextctl("--address", address, "--json", "engines");
-      const { engines } = JSON.parse(stdout) as { engines: (EngineRow & { quarantine?: unknown })[] };
-      const window = engines.find((e) => e.engineId === "window");
-      return window && !window.quarantine && (window.health === "ENGINE_HEALTH_SERVING" || window.health === 1 || window.health === "SERVING");
-    }, 20_000, 300);
+    await eventually(
+      async () => {
+        const { stdout } = await contextctl("--address", address, "--json", "engines");
+        const { engines } = JSON.parse(stdout) as { engines: (EngineRow & { quarantine?: unknown })[] };
+        const window = engines.find((e) => e.engineId === "window");
+        return window && !window.quarantine && (window.health === "ENGINE_HEALTH_SERVING" || window.health === 1 || window.health === "SERVING");
+      },
+      20_000,
+      300,
+    );
   });
 });

@@ -19,7 +19,11 @@ describe("server reflection", () => {
   beforeAll(async () => {
     contextd = await startContextd();
     const pkg = loadPackageDefinition(loadSync(REFLECTION_PROTO, { keepCase: false })) as unknown as {
-      grpc: { reflection: { v1: { ServerReflection: new (address: string, creds: ReturnType<typeof credentials.createInsecure>) => { serverReflectionInfo(): typeof stream } } } };
+      grpc: {
+        reflection: {
+          v1: { ServerReflection: new (address: string, creds: ReturnType<typeof credentials.createInsecure>) => { serverReflectionInfo(): typeof stream } };
+        };
+      };
     };
     const client = new pkg.grpc.reflection.v1.ServerReflection(contextd.address, credentials.createInsecure());
     stream = client.serverReflectionInfo();
@@ -39,7 +43,13 @@ describe("server reflection", () => {
   it("lists the contextd services and grpc.health.v1", async () => {
     const res = await ask({ listServices: "" });
     const names = res.listServicesResponse!.service.map((s) => s.name);
-    for (const name of ["contextd.v1.SessionService", "contextd.v1.RegistryService", "contextd.v1.HostService", "contextd.v1.ContextEngineService", "grpc.health.v1.Health"]) {
+    for (const name of [
+      "contextd.v1.SessionService",
+      "contextd.v1.RegistryService",
+      "contextd.v1.HostService",
+      "contextd.v1.ContextEngineService",
+      "grpc.health.v1.Health",
+    ]) {
       expect(names).toContain(name);
     }
   });

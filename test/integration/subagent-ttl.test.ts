@@ -52,7 +52,9 @@ describe("subagent TTL on one contextd (SQLite)", () => {
     expect(spawn).toMatchObject({ engineId: ENGINE, mode: Mode.MODE_NORMAL });
     await cx.prepareSubagentSpawn({ parent, child: { sessionId: "no-ttl", agentId: "coder" }, contextMode: ISOLATED });
     await cx.prepareSubagentSpawn({ parent, child: { sessionId: "ended-first", agentId: "coder" }, contextMode: ISOLATED, ttlMs: 300 });
-    expect(await cx.endSubagent({ child: { sessionId: "ended-first", agentId: "coder" }, reason: SubagentEndReason.SUBAGENT_END_REASON_COMPLETED })).toMatchObject({ engineId: ENGINE });
+    expect(
+      await cx.endSubagent({ child: { sessionId: "ended-first", agentId: "coder" }, reason: SubagentEndReason.SUBAGENT_END_REASON_COMPLETED }),
+    ).toMatchObject({ engineId: ENGINE });
 
     const event = await swept("ttl-1");
     expect(event.reason).toBe("SUBAGENT_END_REASON_SWEPT");

@@ -45,7 +45,9 @@ describe("subagent sessions", () => {
   });
 
   it("a child id that exists is refused, and ending a child with DELETED removes it", async () => {
-    const dup = (await cx.prepareSubagentSpawn({ parent, child: { sessionId: "child-fork" }, contextMode: SubagentContextMode.SUBAGENT_CONTEXT_MODE_ISOLATED }).catch((e) => e)) as ServiceError;
+    const dup = (await cx
+      .prepareSubagentSpawn({ parent, child: { sessionId: "child-fork" }, contextMode: SubagentContextMode.SUBAGENT_CONTEXT_MODE_ISOLATED })
+      .catch((e) => e)) as ServiceError;
     expect(dup.code).toBe(status.ALREADY_EXISTS);
     await cx.endSubagent({ child: { sessionId: "child-fork" }, reason: SubagentEndReason.SUBAGENT_END_REASON_DELETED });
     const gone = (await cx.getSession({ session: { sessionId: "child-fork" } }).catch((e) => e)) as ServiceError;

@@ -142,7 +142,15 @@ describe.each(kinds)("%s misbehaving engine", (kind) => {
     const host = await startServer(HostServiceService, {
       delegateCompaction: (c: ServerUnaryCall<DelegateCompactionRequest, unknown>, cb: sendUnaryData<DelegateCompactionResponse>) => {
         hostCalls.push({ req: c.request, auth: String(c.metadata.get("authorization")[0] ?? "") });
-        cb(null, DelegateCompactionResponse.fromPartial({ ok: true, compacted: true, reason: "host compacted", result: { summary: "host summary", firstKeptEntryId: "a2" } }));
+        cb(
+          null,
+          DelegateCompactionResponse.fromPartial({
+            ok: true,
+            compacted: true,
+            reason: "host compacted",
+            result: { summary: "host summary", firstKeptEntryId: "a2" },
+          }),
+        );
       },
     });
     hostAddress = host.address;
@@ -211,9 +219,10 @@ describe.each(kinds)("%s misbehaving engine", (kind) => {
 
   it("throw: answers INTERNAL", async () => {
     engine.control({ assemble: "throw" });
-    await expect(
-      call(client.assemble, ContextEngineServiceAssembleRequest.fromPartial({ messages: conversation(), tokenBudget: 100 })),
-    ).rejects.toMatchObject({ code: status.INTERNAL, details: expect.stringContaining("told to throw") });
+    await expect(call(client.assemble, ContextEngineServiceAssembleRequest.fromPartial({ messages: conversation(), tokenBudget: 100 }))).rejects.toMatchObject({
+      code: status.INTERNAL,
+      details: expect.stringContaining("told to throw"),
+    });
   });
 
   it("garbage: Assemble goes over the budget, Compact names an unknown entry", async () => {
@@ -259,10 +268,16 @@ describe.each(kinds)("%s misbehaving engine", (kind) => {
     const abort = new AbortController();
     setTimeout(() => abort.abort(), 100);
     await expect(
-      callUnary(client, client.compact as never, ContextEngineServiceCompactRequest.fromPartial({ messages: conversation() }), { address: engine.address }, {
-        timeoutMs: 5_000,
-        signal: abort.signal,
-      }),
+      callUnary(
+        client,
+        client.compact as never,
+        ContextEngineServiceCompactRequest.fromPartial({ messages: conversation() }),
+        { address: engine.address },
+        {
+          timeoutMs: 5_000,
+          signal: abort.signal,
+        },
+      ),
     ).rejects.toMatchObject({ code: status.CANCELLED });
     const cancelled = await engine.waitForEvent((e, i) => i >= before && e.event === "cancelled" && e.op === "compact", 3_000);
     expect(cancelled.reason).toBe("cancelled");
@@ -278,7 +293,12 @@ describe.each(kinds)("%s misbehaving engine", (kind) => {
     // Still serving other calls meanwhile.
     expect(await healthCheck(engine.address)).toBe("SERVING");
     await engine.waitForEvent((e, i) => i >= before && e.event === "answered_late" && e.op === "assemble", 3_000);
-    expect(engine.events().slice(before).map((e) => e.event)).not.toContain("cancelled");
+    expect(
+      engine
+        .events()
+        .slice(before)
+        .map((e) => e.event),
+    ).not.toContain("cancelled");
   });
 
   it("health follows the control file", async () => {
@@ -393,7 +413,10 @@ describe.each(kinds)("%s misbehaving engine: optional RPCs, wire faults, GetInfo
     expect(spawn.rollbackHandle).toBe("mb-child-1");
     await call(client.rollbackSubagentSpawn, ContextEngineServiceRollbackSubagentSpawnRequest.fromPartial({ child: { sessionId: "child-1" } }));
     await call(client.onSubagentEnded, OnSubagentEndedRequest.fromPartial({ child: { sessionId: "child-1" } }));
-    const ops = engine.events().filter((e) => e.event === "call").map((e) => e.op);
+    const ops = engine
+      .events()
+      .filter((e) => e.event === "call")
+      .map((e) => e.op);
     expect(ops).toEqual(expect.arrayContaining(["bootstrap", "ingest", "after_turn", "maintain", "subagent"]));
 
     engine.control({ after_turn: "throw", subagent: "throw", bootstrap: "throw" });
@@ -410,7 +433,9 @@ describe.each(kinds)("%s misbehaving engine: optional RPCs, wire faults, GetInfo
   it("garbage_bytes: the answer is bytes no protobuf message decodes from", async () => {
     engine.control({ assemble: "garbage_bytes", get_info: "garbage_bytes", health: "garbage_bytes" });
     const parseError = { code: status.INTERNAL, details: expect.stringContaining("parsing error") };
-    await expect(call(client.assemble, ContextEngineServiceAssembleRequest.fromPartial({ messages: conversation(), tokenBudget: 100 }))).rejects.toMatchObject(parseError);
+    await expect(call(client.assemble, ContextEngineServiceAssembleRequest.fromPartial({ messages: conversation(), tokenBudget: 100 }))).rejects.toMatchObject(
+      parseError,
+    );
     await expect(call(client.getInfo, GetInfoRequest.fromPartial({}))).rejects.toMatchObject(parseError);
     await expect(healthCheck(engine.address)).rejects.toMatchObject(parseError);
     engine.control({});
@@ -419,11 +444,18 @@ describe.each(kinds)("%s misbehaving engine: optional RPCs, wire faults, GetInfo
   it("late: ignores cancellation and answers after the deadline, which goes nowhere", async () => {
     engine.control({ assemble: "late", late_ms: 100 });
     const before = engine.events().length;
-    await expect(call(client.assemble, ContextEngineServiceAssembleRequest.fromPartial({ messages: conversation(), tokenBudget: 100 }), 200)).rejects.toMatchObject({
+    await expect(
+      call(client.assemble, ContextEngineServiceAssembleRequest.fromPartial({ messages: conversation(), tokenBudget: 100 }), 200),
+    ).rejects.toMatchObject({
       code: status.DEADLINE_EXCEEDED,
     });
     await engine.waitForEvent((e, i) => i >= before && e.event === "answered_late" && e.op === "assemble", 3_000);
-    expect(engine.events().slice(before).map((e) => e.event)).not.toContain("cancelled");
+    expect(
+      engine
+        .events()
+        .slice(before)
+        .map((e) => e.event),
+    ).not.toContain("cancelled");
     engine.control({});
   });
 
@@ -435,10 +467,16 @@ describe.each(kinds)("%s misbehaving engine: optional RPCs, wire faults, GetInfo
     );
     expect(padded.messages.at(-1)?.id).toBe("garbage-padding");
     engine.control({ assemble: "unknown_entry" });
-    const made = await call<unknown, { messages: Message[] }>(client.assemble, ContextEngineServiceAssembleRequest.fromPartial({ messages: conversation(), tokenBudget: 100 }));
+    const made = await call<unknown, { messages: Message[] }>(
+      client.assemble,
+      ContextEngineServiceAssembleRequest.fromPartial({ messages: conversation(), tokenBudget: 100 }),
+    );
     expect(made.messages[0]?.id).toBe("no-such-entry");
     engine.control({ compact: "unknown_entry" });
-    const unknown = await call<unknown, { result?: { firstKeptEntryId: string } }>(client.compact, ContextEngineServiceCompactRequest.fromPartial({ messages: conversation() }));
+    const unknown = await call<unknown, { result?: { firstKeptEntryId: string } }>(
+      client.compact,
+      ContextEngineServiceCompactRequest.fromPartial({ messages: conversation() }),
+    );
     expect(unknown.result?.firstKeptEntryId).toBe("no-such-entry");
     engine.control({});
   });
@@ -448,7 +486,10 @@ describe.each(kinds)("%s misbehaving engine: optional RPCs, wire faults, GetInfo
     await expect(
       call(
         client.maintain,
-        ContextEngineServiceMaintainRequest.fromPartial({ session: { sessionId: "s-m" }, host: { endpoint: hostAddress, token: "t-m", expiresAtMs: Date.now() + 5_000 } }),
+        ContextEngineServiceMaintainRequest.fromPartial({
+          session: { sessionId: "s-m" },
+          host: { endpoint: hostAddress, token: "t-m", expiresAtMs: Date.now() + 5_000 },
+        }),
       ),
     ).rejects.toMatchObject({ code: status.NOT_FOUND });
     expect(rewrites.at(-1)).toEqual({ entryIds: ["no-such-entry"], auth: "Bearer t-m" });

@@ -61,11 +61,14 @@ describe("Prometheus metrics", () => {
     expect(compacted.compacted).toBe(true);
 
     const samples = await scrape();
-    const rpc = (method: string, code = "OK") => sampleValue(samples, "grpc_server_handled_total", { grpc_service: "contextd.v1.SessionService", grpc_method: method, grpc_code: code });
+    const rpc = (method: string, code = "OK") =>
+      sampleValue(samples, "grpc_server_handled_total", { grpc_service: "contextd.v1.SessionService", grpc_method: method, grpc_code: code });
     expect(rpc("AppendMessages")).toBe(2);
     expect(rpc("Assemble")).toBe(2);
     expect(rpc("Compact")).toBe(1);
-    expect(sampleValue(samples, "grpc_server_handled_total", { grpc_service: "contextd.v1.RegistryService", grpc_method: "RegisterEngine", grpc_code: "OK" })).toBe(1);
+    expect(
+      sampleValue(samples, "grpc_server_handled_total", { grpc_service: "contextd.v1.RegistryService", grpc_method: "RegisterEngine", grpc_code: "OK" }),
+    ).toBe(1);
     expect(sampleValue(samples, "grpc_server_handling_seconds_count", { grpc_service: "contextd.v1.SessionService", grpc_method: "Assemble" })).toBe(2);
     expect(sampleValue(samples, "grpc_server_handling_seconds_sum", { grpc_method: "Assemble" })).toBeGreaterThan(0);
 
@@ -86,7 +89,9 @@ describe("Prometheus metrics", () => {
     expect(sampleValue(samples, "contextd_compaction_duration_seconds_count", { engine: "legacy" })).toBe(1);
 
     expect(sampleValue(samples, "contextd_appended_messages_total")).toBe(conversation.length + 1);
-    expect(sampleValue(samples, "contextd_appended_tokens_total")).toBe(appended.tokenCounts.reduce((a, b) => a + b, 0) + (await cx.getSession({ session: { sessionId: "metered-session-2" } })).info!.totalTokens);
+    expect(sampleValue(samples, "contextd_appended_tokens_total")).toBe(
+      appended.tokenCounts.reduce((a, b) => a + b, 0) + (await cx.getSession({ session: { sessionId: "metered-session-2" } })).info!.totalTokens,
+    );
     expect(sampleValue(samples, "contextd_store_operation_duration_seconds_count", { operation: "appendMessages" })).toBe(2);
     expect(sampleValue(samples, "contextd_store_operation_duration_seconds_count", { operation: "readActiveView" })).toBeGreaterThanOrEqual(3);
     // Counted at most every 2 s: an earlier scrape may still be cached.

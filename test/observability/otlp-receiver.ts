@@ -80,7 +80,10 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       if (hit) return Promise.resolve(hit);
       return new Promise((resolve, reject) => {
         const w = { pred, resolve: (s: ReceivedSpan) => (clearTimeout(timer), resolve(s)) };
-        const timer = setTimeout(() => (waiters.delete(w), reject(new Error(`no such span within ${timeoutMs} ms; got: ${received.map((s) => s.name).join(", ")}`))), timeoutMs);
+        const timer = setTimeout(
+          () => (waiters.delete(w), reject(new Error(`no such span within ${timeoutMs} ms; got: ${received.map((s) => s.name).join(", ")}`))),
+          timeoutMs,
+        );
         waiters.add(w);
       });
     },

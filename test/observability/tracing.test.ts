@@ -34,7 +34,10 @@ describe("a trace spans runtime → contextd → sidecar → HostService callbac
 
   beforeAll(async () => {
     receiver = await startOtlpReceiver();
-    fixture = await startContextdWithEngine(ENGINE, { tracing: { otlp_endpoint: receiver.endpoint, service_name: "contextd-under-test" }, compaction: { keep_recent_tokens: 200 } });
+    fixture = await startContextdWithEngine(ENGINE, {
+      tracing: { otlp_endpoint: receiver.endpoint, service_name: "contextd-under-test" },
+      compaction: { keep_recent_tokens: 200 },
+    });
     ({ engine, cx } = fixture);
     await cx.appendMessages({ session, messages: codingSession({ turns: 4, seed: 9 }).messages });
   });
@@ -49,7 +52,13 @@ describe("a trace spans runtime → contextd → sidecar → HostService callbac
 
     const rpc = await receiver.waitForSpan((s) => s.name === "contextd.v1.SessionService/Compact" && s.traceId === TRACE_ID);
     expect(rpc).toMatchObject({ parentSpanId: RUNTIME_SPAN, kind: 2, service: "contextd-under-test" });
-    expect(rpc.attributes).toMatchObject({ "rpc.system": "grpc", "rpc.service": "contextd.v1.SessionService", "rpc.method": "Compact", "contextd.engine_id": ENGINE, "contextd.mode": "NORMAL" });
+    expect(rpc.attributes).toMatchObject({
+      "rpc.system": "grpc",
+      "rpc.service": "contextd.v1.SessionService",
+      "rpc.method": "Compact",
+      "contextd.engine_id": ENGINE,
+      "contextd.mode": "NORMAL",
+    });
 
     const call = await receiver.waitForSpan((s) => s.name === `engine ${ENGINE} compact` && s.traceId === TRACE_ID);
     expect(call).toMatchObject({ parentSpanId: rpc.spanId, kind: 3 });
@@ -63,7 +72,9 @@ describe("a trace spans runtime → contextd → sidecar → HostService callbac
     engine.control({ assemble: "throw" });
     const res = await cx.assemble({ session, tokenBudget: 50_000 }, { metadata: traceparent() });
     expect(res.engineId).toBe("legacy");
-    const rpc = await receiver.waitForSpan((s) => s.name === "contextd.v1.SessionService/Assemble" && s.traceId === TRACE_ID && s.attributes["contextd.mode"] === "FALLBACK");
+    const rpc = await receiver.waitForSpan(
+      (s) => s.name === "contextd.v1.SessionService/Assemble" && s.traceId === TRACE_ID && s.attributes["contextd.mode"] === "FALLBACK",
+    );
     expect(String(rpc.attributes["contextd.fallback_reason"])).toContain("failed on assemble");
     const failed = await receiver.waitForSpan((s) => s.name === `engine ${ENGINE} assemble` && s.parentSpanId === rpc.spanId);
     expect(failed.status?.code).toBe(2);
@@ -80,10 +91,20 @@ describe("the Python sample engine (window) hands the trace on to its HostServic
 
   beforeAll(async () => {
     receiver = await startOtlpReceiver();
-    contextd = await startContextd({ config: { slots: { context_engine: "window" }, tracing: { otlp_endpoint: receiver.endpoint }, compaction: { keep_recent_tokens: 200 } } });
+    contextd = await startContextd({
+      config: { slots: { context_engine: "window" }, tracing: { otlp_endpoint: receiver.endpoint }, compaction: { keep_recent_tokens: 200 } },
+    });
     cx = new ContextdClient({ address: contextd.address, timeoutMs: 60_000 });
     window = await startWindowEngine({ registry: contextd.address, owner: "team" });
-    await eventually(async () => (await registryClient(contextd.address).get("window").catch(() => undefined))?.endpoint === window.address, 30_000);
+    await eventually(
+      async () =>
+        (
+          await registryClient(contextd.address)
+            .get("window")
+            .catch(() => undefined)
+        )?.endpoint === window.address,
+      30_000,
+    );
   });
   afterAll(async () => {
     cx?.close();

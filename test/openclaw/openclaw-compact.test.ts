@@ -62,7 +62,10 @@ describe("OpenClaw's /compact through the Gateway compacts in contextd", () => {
     const n = model.requests().length;
     const next = await home.cli(["agent", "--session-key", "compact-me", "--json", "-m", "Turn 4 SAY:reply-4"]);
     expect(next.code, `${next.stdout}\n${next.stderr}`).toBe(0);
-    const sent = model.requests().slice(n).find((r) => r.answer === "reply")!;
+    const sent = model
+      .requests()
+      .slice(n)
+      .find((r) => r.answer === "reply")!;
     expect(model.textOf(sent)).toContain("compacted into the following summary");
     // Five OpenClaw processes and a Gateway under Node 24: ~100 s alone on 2 cores, more in the suite.
   }, 300_000);

@@ -77,7 +77,10 @@ describe("OpenClaw 2026.9.6 runs its agent turns on contextd", () => {
     await cx.appendMessages({ session: { sessionId }, messages: [textMessage(Role.ROLE_USER, "Remember the codeword ZEBRA-42.")] });
     const before = model.requests().length;
     ok(await home.turn("main-1", "Turn 3 SAY:reply-3"));
-    const sent = model.requests().slice(before).filter((r) => r.answer === "reply");
+    const sent = model
+      .requests()
+      .slice(before)
+      .filter((r) => r.answer === "reply");
     expect(sent.length).toBeGreaterThan(0);
     expect(model.textOf(sent[0])).toContain("ZEBRA-42");
     expect(model.textOf(sent[0])).toContain("Turn 2");
@@ -93,7 +96,10 @@ describe("OpenClaw 2026.9.6 runs its agent turns on contextd", () => {
     expect(await transcriptTexts(sessionId)).toEqual(before);
     const n = model.requests().length;
     ok(await home.turn("main-1", "Turn 4 SAY:reply-4"));
-    const sent = model.requests().slice(n).find((r) => r.answer === "reply")!;
+    const sent = model
+      .requests()
+      .slice(n)
+      .find((r) => r.answer === "reply")!;
     for (const turn of ["Turn 1", "Turn 2", "Turn 3", "ZEBRA-42"]) expect(model.textOf(sent)).toContain(turn);
     const after = await transcriptTexts(sessionId);
     expect(after.slice(0, before.length)).toEqual(before);
@@ -124,8 +130,14 @@ describe("OpenClaw 2026.9.6 runs its agent turns on contextd", () => {
     expect(order.every((i) => i >= 0)).toBe(true);
     expect([...order].sort((a, b) => a - b)).toEqual(order);
     for (let i = 1; i <= 7; i++) {
-      expect(texts.filter((x) => x.includes(`Turn ${i} `)), `Turn ${i}`).toHaveLength(1);
-      expect(texts.filter((x) => x === `${Role.ROLE_ASSISTANT}:reply-${i}`), `reply-${i}`).toHaveLength(1);
+      expect(
+        texts.filter((x) => x.includes(`Turn ${i} `)),
+        `Turn ${i}`,
+      ).toHaveLength(1);
+      expect(
+        texts.filter((x) => x === `${Role.ROLE_ASSISTANT}:reply-${i}`),
+        `reply-${i}`,
+      ).toHaveLength(1);
     }
   });
 
@@ -169,7 +181,10 @@ describe("OpenClaw 2026.9.6 runs its agent turns on contextd", () => {
       expect(imported.some((e) => e.text.includes("Old turn A"))).toBe(true);
       expect(imported.some((e) => e.text === "old-b")).toBe(true);
       expect(entries.filter((e) => e.text.includes("New turn C"))).toHaveLength(1);
-      const sent = model.requests().slice(n).find((r) => r.answer === "reply")!;
+      const sent = model
+        .requests()
+        .slice(n)
+        .find((r) => r.answer === "reply")!;
       expect(model.textOf(sent)).toContain("Old turn A");
     } finally {
       earlier.cleanup();
@@ -192,7 +207,11 @@ describe("OpenClaw 2026.9.6 runs its agent turns on contextd", () => {
       // contextd has turn 9 already; OpenClaw believes it is not committed and retries it before turn 10.
       ok(await home.turn("main-1", "Turn 10 SAY:reply-10"));
       const texts = await transcriptTexts(sessionId);
-      for (const t of ["Turn 9 ", "Turn 10 "]) expect(texts.filter((x) => x.includes(t)), t).toHaveLength(1);
+      for (const t of ["Turn 9 ", "Turn 10 "])
+        expect(
+          texts.filter((x) => x.includes(t)),
+          t,
+        ).toHaveLength(1);
       expect(texts.filter((x) => x === `${Role.ROLE_ASSISTANT}:reply-9`)).toHaveLength(1);
       expect(texts.findIndex((x) => x.includes("Turn 9 "))).toBeLessThan(texts.findIndex((x) => x.includes("Turn 10 ")));
     } finally {
@@ -201,4 +220,3 @@ describe("OpenClaw 2026.9.6 runs its agent turns on contextd", () => {
     }
   });
 });
-

@@ -49,7 +49,19 @@ describe("the OpenClaw plugin's engine against a real contextd", () => {
       ownsCompaction: true,
       transcriptSemantics: { currentTurnFence: "before-current-turn-entry-v1", turnAdvancementIdempotency: "atomic-idempotent-v1" },
     });
-    for (const m of ["bootstrap", "ingest", "ingestBatch", "commitTurn", "assemble", "compact", "afterTurn", "maintain", "prepareSubagentSpawn", "onSubagentEnded", "dispose"] as const) {
+    for (const m of [
+      "bootstrap",
+      "ingest",
+      "ingestBatch",
+      "commitTurn",
+      "assemble",
+      "compact",
+      "afterTurn",
+      "maintain",
+      "prepareSubagentSpawn",
+      "onSubagentEnded",
+      "dispose",
+    ] as const) {
       expect(typeof engine[m]).toBe("function");
     }
   });
@@ -98,7 +110,10 @@ describe("the OpenClaw plugin's engine against a real contextd", () => {
 
   it("compact goes to contextd's Compact; OpenClaw's abort signal cancels it", async () => {
     const s = { sessionId: "plug-4", sessionKey: "agent:main:plug-4" };
-    const turns = Array.from({ length: 12 }, (_, i) => [user(`question ${i} ${"detail ".repeat(30)}`, 4000 + 2 * i), assistant(`answer ${i}`, 4001 + 2 * i)]).flat();
+    const turns = Array.from({ length: 12 }, (_, i) => [
+      user(`question ${i} ${"detail ".repeat(30)}`, 4000 + 2 * i),
+      assistant(`answer ${i}`, 4001 + 2 * i),
+    ]).flat();
     await engine.commitTurn({ ...s, advancementKey: "t", messages: turns });
     const res = await engine.compact({ ...s, tokenBudget: 20_000, force: true, compactionTarget: "threshold" });
     expect(res).toMatchObject({ ok: true, compacted: true, result: { summary: expect.stringContaining("question 0") } });
@@ -111,14 +126,31 @@ describe("the OpenClaw plugin's engine against a real contextd", () => {
   });
 
   it("subagent hooks: a forked child starts with the parent's view; rollback removes it; onSubagentEnded ends it", async () => {
-    await engine.commitTurn({ sessionId: "parent-1", sessionKey: "agent:main:parent-1", advancementKey: "p", messages: [user("parent", 5000), assistant("ok", 5001)] });
-    const prepared = await engine.prepareSubagentSpawn({ parentSessionKey: "agent:main:parent-1", parentSessionId: "parent-1", childSessionKey: "agent:main:child-1", childSessionId: "child-1", contextMode: "fork" });
+    await engine.commitTurn({
+      sessionId: "parent-1",
+      sessionKey: "agent:main:parent-1",
+      advancementKey: "p",
+      messages: [user("parent", 5000), assistant("ok", 5001)],
+    });
+    const prepared = await engine.prepareSubagentSpawn({
+      parentSessionKey: "agent:main:parent-1",
+      parentSessionId: "parent-1",
+      childSessionKey: "agent:main:child-1",
+      childSessionId: "child-1",
+      contextMode: "fork",
+    });
     expect(prepared).toBeDefined();
     expect((await cx.getSession({ session: { sessionId: "child-1" } })).info!).toMatchObject({ messageCount: 2, parentSessionId: "parent-1" });
     await prepared!.rollback();
     await expect(cx.getSession({ session: { sessionId: "child-1" } })).rejects.toMatchObject({ code: 5 });
 
-    const again = await engine.prepareSubagentSpawn({ parentSessionKey: "agent:main:parent-1", parentSessionId: "parent-1", childSessionKey: "agent:main:child-2", childSessionId: "child-2", contextMode: "isolated" });
+    const again = await engine.prepareSubagentSpawn({
+      parentSessionKey: "agent:main:parent-1",
+      parentSessionId: "parent-1",
+      childSessionKey: "agent:main:child-2",
+      childSessionId: "child-2",
+      contextMode: "isolated",
+    });
     expect(again).toBeDefined();
     await engine.onSubagentEnded({ childSessionKey: "agent:main:child-2", reason: "completed" });
     expect(SubagentEndReason.SUBAGENT_END_REASON_COMPLETED).toBeGreaterThan(0);
@@ -128,7 +160,10 @@ describe("the OpenClaw plugin's engine against a real contextd", () => {
   it("maintain answers contextd's result, and bootstrap says when contextd already has the session", async () => {
     const res = await engine.maintain({ sessionId: "plug-1", sessionKey: "agent:main:plug-1" });
     expect(res).toMatchObject({ changed: false, bytesFreed: 0, rewrittenEntries: 0 });
-    expect(await engine.bootstrap({ sessionId: "plug-1", sessionKey: "agent:main:plug-1" })).toMatchObject({ bootstrapped: false, reason: "contextd already has this session" });
+    expect(await engine.bootstrap({ sessionId: "plug-1", sessionKey: "agent:main:plug-1" })).toMatchObject({
+      bootstrapped: false,
+      reason: "contextd already has this session",
+    });
     await engine.dispose();
     // The shared channel survives dispose: OpenClaw disposes an engine after every turn.
     expect((await cx.getSession({ session: { sessionId: "plug-1" } })).info!.messageCount).toBe(2);

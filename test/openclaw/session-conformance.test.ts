@@ -99,7 +99,11 @@ class Oracle {
     return new Promise((resolve) => {
       this.waiting.set(id, resolve);
       // Node 24's readline also ends lines at U+2028/U+2029, which JSON.stringify leaves raw.
-      this.child.stdin!.write(`${JSON.stringify({ id, jsonl }).replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029")}\n`);
+      this.child.stdin!.write(
+        `${JSON.stringify({ id, jsonl })
+          .replace(/\u2028/g, "\\u2028")
+          .replace(/\u2029/g, "\\u2029")}\n`,
+      );
     });
   }
 
@@ -111,7 +115,11 @@ class Oracle {
   }
 }
 
-const lines = (text: string) => text.trim().split("\n").map((l) => JSON.parse(l) as Row);
+const lines = (text: string) =>
+  text
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as Row);
 const asJson = (v: unknown) => JSON.parse(JSON.stringify(v)) as unknown;
 
 describe("OpenClaw 2026.9.6 session files: contextd shows the model what OpenClaw builds, and exports what it imported", () => {
@@ -164,7 +172,13 @@ describe("OpenClaw 2026.9.6 session files: contextd shows the model what OpenCla
         const got = await throughContextd(text);
         const why = `\nfile:\n${text}`;
         const opaque = new Set(oc.opaque);
-        expect(rows.slice(1).filter((r) => isRecognizedEntry(r as JsonObject) === opaque.has(r.id as string)).map((r) => r.id), `rows contextd and OpenClaw classify differently${why}`).toEqual([]);
+        expect(
+          rows
+            .slice(1)
+            .filter((r) => isRecognizedEntry(r as JsonObject) === opaque.has(r.id as string))
+            .map((r) => r.id),
+          `rows contextd and OpenClaw classify differently${why}`,
+        ).toEqual([]);
         expect(got.messages, `context${why}`).toEqual(oc.messages);
         expect(got.imported.leafEntryId, `leaf${why}`).toBe(oc.leafId ?? "");
         expect(got.imported.activeMessages).toBe(oc.messages.length);
@@ -180,14 +194,36 @@ describe("OpenClaw 2026.9.6 session files: contextd shows the model what OpenCla
   describe("contextd's documented refusals: OpenClaw loads these files; contextd answers INVALID_ARGUMENT naming the line", () => {
     const t = (n: number) => new Date(Date.UTC(2026, 8, 8, 9, 0, n)).toISOString();
     const header = { type: "session", version: 4, id: "refused", timestamp: t(0), cwd: "/w" };
-    const user = (id: string, parentId: string | null, content: unknown, extra: Row = {}) => ({ type: "message", id, parentId, timestamp: t(1), ...extra, message: { role: "user", content, timestamp: 1_780_000_000_000 } });
+    const user = (id: string, parentId: string | null, content: unknown, extra: Row = {}) => ({
+      type: "message",
+      id,
+      parentId,
+      timestamp: t(1),
+      ...extra,
+      message: { role: "user", content, timestamp: 1_780_000_000_000 },
+    });
     const cases: [string, Row[], number, string][] = [
-      ["an entry without an id", [header, user("a", null, "hi"), { type: "message", parentId: "a", timestamp: t(2), message: { role: "user", content: "no id", timestamp: 1 } }], 3, 'needs a non-empty string "id"'],
-      ["an unrecognised row without an id", [header, user("a", null, "hi"), { type: "x-note", parentId: "a" }, user("b", "a", "more")], 3, 'needs a non-empty string "id"'],
+      [
+        "an entry without an id",
+        [header, user("a", null, "hi"), { type: "message", parentId: "a", timestamp: t(2), message: { role: "user", content: "no id", timestamp: 1 } }],
+        3,
+        'needs a non-empty string "id"',
+      ],
+      [
+        "an unrecognised row without an id",
+        [header, user("a", null, "hi"), { type: "x-note", parentId: "a" }, user("b", "a", "more")],
+        3,
+        'needs a non-empty string "id"',
+      ],
       ["an id used twice", [header, user("a", null, "hi"), user("b", "a", "one"), user("b", "a", "two")], 4, 'entry id "b" is used on line 3 too'],
       ["an empty user message", [header, user("a", null, "hi"), user("b", "a", [])], 3, "message.content is empty"],
       // b's parent c comes later; c does not move the leaf (side), so the active branch is b → c → a.
-      ["a child before its parent on the active branch", [header, user("a", null, "hi"), user("b", "c", "child"), user("c", "a", "parent", { appendMode: "side" })], 3, 'entry "b" comes before its parent'],
+      [
+        "a child before its parent on the active branch",
+        [header, user("a", null, "hi"), user("b", "c", "child"), user("c", "a", "parent", { appendMode: "side" })],
+        3,
+        'entry "b" comes before its parent',
+      ],
     ];
     for (const [what, rows, line, reason] of cases) {
       it(what, async () => {
@@ -217,7 +253,10 @@ describe("OpenClaw 2026.9.6 session files: contextd shows the model what OpenCla
                 ? [[{ type: "custom", customType: "again", id: twin, parentId: tail, timestamp: t(1) }], `entry id "${twin}" is used on line`]
                 : kind === "emptyUser"
                   ? [[user("empty", tail, [])], "message.content is empty"]
-                  : [[user("child", "late-parent", "child"), user("late-parent", tail, "parent", { appendMode: "side" })], 'entry "child" comes before its parent'];
+                  : [
+                      [user("child", "late-parent", "child"), user("late-parent", tail, "parent", { appendMode: "side" })],
+                      'entry "child" comes before its parent',
+                    ];
           const text = serialize([...rows, ...bad]);
           const oc = await oracle.load(text);
           expect(oc.ok, oc.error).toBe(true);
@@ -238,7 +277,14 @@ describe("OpenClaw 2026.9.6 session files: contextd shows the model what OpenCla
     const long = (n: number, what: string) => `${what} ${n}: ` + "the invoice total is off by one cent when VAT is rounded per line; ".repeat(6);
     const turn = (n: number): Message[] => [
       textMessage(Role.ROLE_USER, long(n, "Please check")),
-      { ...textMessage(Role.ROLE_ASSISTANT, long(n, "Looking")), content: [thinkingBlock(`plan ${n}`, `sig-${n}`), textBlock(long(n, "Looking")), toolCallBlock(`call_${n}`, "bash", JSON.stringify({ command: `grep -n total src/invoice${n}.ts` }))] },
+      {
+        ...textMessage(Role.ROLE_ASSISTANT, long(n, "Looking")),
+        content: [
+          thinkingBlock(`plan ${n}`, `sig-${n}`),
+          textBlock(long(n, "Looking")),
+          toolCallBlock(`call_${n}`, "bash", JSON.stringify({ command: `grep -n total src/invoice${n}.ts` })),
+        ],
+      },
       textMessage(Role.ROLE_TOOL_RESULT, long(n, "src/invoice.ts:12"), { toolCallId: `call_${n}`, toolName: "bash" }),
       textMessage(Role.ROLE_ASSISTANT, long(n, "Fixed")),
     ];
@@ -287,8 +333,10 @@ function tally(stats: Record<string, number>, rows: Row[], oc: OracleAnswer): vo
   for (const role of new Set(roles)) add(`context with ${role}`);
   if (oc.entries.length > oc.branch.length) add("abandoned branches");
   if (boundaries.length > 1) add("several boundaries on the path");
-  if (last?.type === "compaction") add(at(last.firstKeptEntryId) >= 0 && at(last.firstKeptEntryId) < at(last.id) ? "compaction keeping entries" : "compaction keeping nothing");
-  if (last?.type === "reset") add(at(last.firstKeptEntryId) >= 0 && at(last.firstKeptEntryId) < at(last.id) ? "reset keeping entries" : "reset keeping nothing");
+  if (last?.type === "compaction")
+    add(at(last.firstKeptEntryId) >= 0 && at(last.firstKeptEntryId) < at(last.id) ? "compaction keeping entries" : "compaction keeping nothing");
+  if (last?.type === "reset")
+    add(at(last.firstKeptEntryId) >= 0 && at(last.firstKeptEntryId) < at(last.id) ? "reset keeping entries" : "reset keeping nothing");
   if (rows.some((r) => r.type === "leaf" && oc.branch.includes(r.targetId as string))) add("a leaf row moving the leaf");
   if (oc.leafId === null) add("no leaf");
   if (onBranch.some((r) => r.appendMode === "side")) add("side rows on the path");
@@ -302,5 +350,9 @@ function textOf(m: Row): string {
   if (typeof m.summary === "string") return m.summary;
   if (typeof m.content === "string") return m.content;
   if (!Array.isArray(m.content)) return "";
-  return (m.content as Row[]).map((b) => (b.type === "text" ? b.text : b.type === "thinking" ? b.thinking : b.type === "toolCall" ? `${String(b.name)}(${JSON.stringify(b.arguments)})` : "")).join("\n");
+  return (m.content as Row[])
+    .map((b) =>
+      b.type === "text" ? b.text : b.type === "thinking" ? b.thinking : b.type === "toolCall" ? `${String(b.name)}(${JSON.stringify(b.arguments)})` : "",
+    )
+    .join("\n");
 }

@@ -78,11 +78,16 @@ describe("pip install ./clients/python (offline, into a venv)", () => {
       expect(fs.existsSync(path.join(PYTHON_PACKAGE_DIR, leftover)), leftover).toBe(false);
     }
 
-    const probe = await runPython(["-c", PROBE], [cd.address], { CONTEXTD_RUNTIME_TOKEN: TOKEN }, {
-      python: path.join(venv, "bin", "python"),
-      cwd: tmp,
-      withPackage: false,
-    });
+    const probe = await runPython(
+      ["-c", PROBE],
+      [cd.address],
+      { CONTEXTD_RUNTIME_TOKEN: TOKEN },
+      {
+        python: path.join(venv, "bin", "python"),
+        cwd: tmp,
+        withPackage: false,
+      },
+    );
     expect(probe.code, probe.stderr + probe.stdout).toBe(0);
     const r = lastJsonLine(probe.stdout)!;
     expect(r.file as string).toMatch(new RegExp(`^${venv.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}/lib/python3[.0-9]*/site-packages/contextd/__init__\\.py$`));

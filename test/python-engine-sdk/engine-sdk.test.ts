@@ -90,7 +90,14 @@ describe("an engine built on the Python engine SDK, behind a real contextd", () 
       return got.health === EngineHealth.ENGINE_HEALTH_SERVING ? got : undefined;
     }, 10_000);
     expect(s).toMatchObject({ engineId: ENGINE, owner: "team", endpoint: engine.address });
-    expect(s.info).toMatchObject({ id: ENGINE, name: "SDK probe", version: "1.0.0", ownsCompaction: false, protocolVersions: [1], hostRequirements: ["host-compaction"] });
+    expect(s.info).toMatchObject({
+      id: ENGINE,
+      name: "SDK probe",
+      version: "1.0.0",
+      ownsCompaction: false,
+      protocolVersions: [1],
+      hostRequirements: ["host-compaction"],
+    });
     expect(s.info!.capabilities).toEqual({ bootstrap: false, ingestBatch: false, afterTurn: false, maintain: false, subagents: false, dispose: false });
     const registered = await engine.waitForLog((l) => l.msg === "registered with the registry");
     expect(registered).toMatchObject({ level: "info", engine: ENGINE, endpoint: engine.address, owner: "team", protocol_version: 1 });
@@ -178,7 +185,10 @@ describe("an engine built on the Python engine SDK, behind a real contextd", () 
     expect(err?.code).toBe(status.NOT_FOUND);
     const msgs = engine.logLines().map((l) => l.msg);
     const order = ["signal received: deregistering and draining", "deregistered from the registry", "engine stopped"].map((m) => msgs.indexOf(m));
-    expect(order.every((i) => i >= 0), msgs.join("\n")).toBe(true);
+    expect(
+      order.every((i) => i >= 0),
+      msgs.join("\n"),
+    ).toBe(true);
     expect(order).toEqual([...order].sort((a, b) => a - b));
   });
 });

@@ -78,7 +78,8 @@ describe("the README, run as written", () => {
   it("has the blocks this test knows how to run, and skips only CI itself", () => {
     expect(blocks.length).toBeGreaterThanOrEqual(10);
     for (const b of blocks) {
-      if (b.lang !== "sh" && !b.file && b.skip === undefined) throw new Error(`README line ${b.line}: a ${b.lang} block needs a readme-test file or skip directive`);
+      if (b.lang !== "sh" && !b.file && b.skip === undefined)
+        throw new Error(`README line ${b.line}: a ${b.lang} block needs a readme-test file or skip directive`);
     }
     const skipped = blocks.filter((b) => b.skip !== undefined).map((b) => b.text.trim().split("\n")[0]);
     expect(skipped).toContain("npm ci && npm test         # builds, type-checks, and runs every test (real processes, real sockets)");
@@ -99,42 +100,46 @@ describe("the README, run as written", () => {
   for (const block of blocks) {
     const title = `line ${block.line} (${block.heading}): ${block.file ? `file ${block.file}` : block.text.trim().split("\n")[0].slice(0, 70)}`;
     const run = block.skip !== undefined ? it.skip : it;
-    run(title, async () => {
-      if (block.heading !== heading) {
-        heading = block.heading;
-        cwd = checkout; // every section starts from the checkout, as the README's prose does
-      }
-      if (block.file) {
-        fs.writeFileSync(path.join(cwd, block.file), block.text);
-        return;
-      }
-      if (block.background) {
-        const replaced = block.background.replaces;
-        if (replaced) {
-          const old = background.filter((b) => b.block.text.includes(replaced));
-          expect(old.length, `nothing running replaces "${replaced}"`).toBeGreaterThan(0);
-          await Promise.all(old.map(stop));
+    run(
+      title,
+      async () => {
+        if (block.heading !== heading) {
+          heading = block.heading;
+          cwd = checkout; // every section starts from the checkout, as the README's prose does
         }
-        const started = startBackground(block);
-        background.push(started);
-        await waitFor(started, block.background.readyAt, 120_000);
-        return;
-      }
-      const deadline = Date.now() + (block.retry?.ms ?? 0);
-      for (;;) {
-        const result = await runForeground(block.text);
-        if (process.env.README_TEST_VERBOSE) console.log(`README line ${block.line} (exit ${result.code}):\n${result.output}`);
-        const matches = !block.retry || block.retry.until.test(result.output);
-        if ((result.code === 0 && matches) || Date.now() > deadline) {
-          expect(result.code, `exit code of README line ${block.line}; output:\n${result.output}`).toBe(0);
-          if (block.retry) expect(result.output).toMatch(block.retry.until);
-          if (block.expect) expect(result.output).toMatch(block.expect);
-          cwd = result.cwd;
+        if (block.file) {
+          fs.writeFileSync(path.join(cwd, block.file), block.text);
           return;
         }
-        await new Promise((r) => setTimeout(r, 1000)); // a retry directive: poll as the reader would
-      }
-    }, 240_000);
+        if (block.background) {
+          const replaced = block.background.replaces;
+          if (replaced) {
+            const old = background.filter((b) => b.block.text.includes(replaced));
+            expect(old.length, `nothing running replaces "${replaced}"`).toBeGreaterThan(0);
+            await Promise.all(old.map(stop));
+          }
+          const started = startBackground(block);
+          background.push(started);
+          await waitFor(started, block.background.readyAt, 120_000);
+          return;
+        }
+        const deadline = Date.now() + (block.retry?.ms ?? 0);
+        for (;;) {
+          const result = await runForeground(block.text);
+          if (process.env.README_TEST_VERBOSE) console.log(`README line ${block.line} (exit ${result.code}):\n${result.output}`);
+          const matches = !block.retry || block.retry.until.test(result.output);
+          if ((result.code === 0 && matches) || Date.now() > deadline) {
+            expect(result.code, `exit code of README line ${block.line}; output:\n${result.output}`).toBe(0);
+            if (block.retry) expect(result.output).toMatch(block.retry.until);
+            if (block.expect) expect(result.output).toMatch(block.expect);
+            cwd = result.cwd;
+            return;
+          }
+          await new Promise((r) => setTimeout(r, 1000)); // a retry directive: poll as the reader would
+        }
+      },
+      240_000,
+    );
   }
 
   function runForeground(text: string): Promise<{ code: number | null; output: string; cwd: string }> {

@@ -120,13 +120,17 @@ describe("compaction through a sidecar engine", () => {
     await cx.appendMessages({ session: mine, messages });
     await cx.appendMessages({ session: { sessionId: "someone-else" }, messages: messages.slice(0, 4) });
     const inFlight = cx.assemble({ session: mine, tokenBudget: 16_000 });
-    const leaked = await eventually(async () => {
-      try {
-        return JSON.parse(readFileSync(leak, "utf8")) as { token: string; expires_at_ms: number; session_id: string };
-      } catch {
-        return undefined;
-      }
-    }, 5_000, 20);
+    const leaked = await eventually(
+      async () => {
+        try {
+          return JSON.parse(readFileSync(leak, "utf8")) as { token: string; expires_at_ms: number; session_id: string };
+        } catch {
+          return undefined;
+        }
+      },
+      5_000,
+      20,
+    );
     expect(leaked.session_id).toBe("token-scope");
     const host = hostClient(contextd.address);
     try {

@@ -11,7 +11,12 @@ import { startContextd, type ContextdProcess } from "../helpers/contextd-process
 import { startPythonEngine, type EngineProcess } from "../helpers/engine-process.js";
 import { eventually } from "../helpers/registry-client.js";
 
-function hostCall<Req, Res>(client: H.HostServiceClient, method: (r: Req, m: Metadata, o: object, cb: (e: ServiceError | null, r: Res) => void) => unknown, req: Req, token: string): Promise<Res> {
+function hostCall<Req, Res>(
+  client: H.HostServiceClient,
+  method: (r: Req, m: Metadata, o: object, cb: (e: ServiceError | null, r: Res) => void) => unknown,
+  req: Req,
+  token: string,
+): Promise<Res> {
   const md = new Metadata();
   md.set("authorization", `Bearer ${token}`);
   return new Promise((resolve, reject) => method.call(client, req, md, { deadline: new Date(Date.now() + 5_000) }, (e, r) => (e ? reject(e) : resolve(r))));
@@ -30,18 +35,27 @@ describe("HostService, called with the token of an engine call in progress", () 
     const leak = path.join(mkdtempSync(path.join(tmpdir(), "contextd-host-")), "host.json");
     // A token is valid only while its engine call is in progress: keep one Assemble in flight (the
     // engine is told to take 15 s) and use the token it carries.
-    engine = await startPythonEngine({ engineId: "py", registry: contextd.address, owner: "team", control: { assemble: "slow", slow_ms: 15_000, leak_host_token_to: leak } });
+    engine = await startPythonEngine({
+      engineId: "py",
+      registry: contextd.address,
+      owner: "team",
+      control: { assemble: "slow", slow_ms: 15_000, leak_host_token_to: leak },
+    });
     expect((await engine.registered).ok).toBe(true);
     cx = new ContextdClient({ address: contextd.address });
     await cx.appendMessages({ session, messages: [user("first draft with a typo"), user("second message")] });
     void cx.assemble({ session, tokenBudget: 10_000 }).catch(() => undefined);
-    token = await eventually(async () => {
-      try {
-        return (JSON.parse(readFileSync(leak, "utf8")) as { token: string }).token;
-      } catch {
-        return undefined;
-      }
-    }, 5_000, 20);
+    token = await eventually(
+      async () => {
+        try {
+          return (JSON.parse(readFileSync(leak, "utf8")) as { token: string }).token;
+        } catch {
+          return undefined;
+        }
+      },
+      5_000,
+      20,
+    );
     host = new H.HostServiceClient(contextd.address, credentials.createInsecure());
   });
   afterAll(async () => {

@@ -15,7 +15,9 @@ describe("registry restart", () => {
 
   beforeAll(async () => {
     listen = `127.0.0.1:${await getFreePort()}`;
-    processes.push(await startContextd({ config: { listen, slots: { context_engine: "ts-engine" }, engines: { health: { interval: "300ms", timeout: "200ms" } } } }));
+    processes.push(
+      await startContextd({ config: { listen, slots: { context_engine: "ts-engine" }, engines: { health: { interval: "300ms", timeout: "200ms" } } } }),
+    );
   });
   afterAll(async () => {
     await sdkEngine?.stop().catch(() => undefined);
@@ -44,11 +46,15 @@ describe("registry restart", () => {
       // The manual quarantine was persisted and restored.
       expect((await after.get("py-engine")).quarantine).toMatchObject({ manual: true, reason: "kept across restarts" });
       // The SDK engine notices the restart (heartbeat) and is routable again.
-      await eventually(async () => {
-        await cx.appendMessages({ session: { sessionId: "after-restart" }, messages: [user("hello again")] });
-        const res = await cx.assemble({ session: { sessionId: "after-restart" }, tokenBudget: 4_000 });
-        return res.engineId === "ts-engine" && res.mode === Mode.MODE_NORMAL;
-      }, 20_000, 300);
+      await eventually(
+        async () => {
+          await cx.appendMessages({ session: { sessionId: "after-restart" }, messages: [user("hello again")] });
+          const res = await cx.assemble({ session: { sessionId: "after-restart" }, tokenBudget: 4_000 });
+          return res.engineId === "ts-engine" && res.mode === Mode.MODE_NORMAL;
+        },
+        20_000,
+        300,
+      );
       const status = await after.get("ts-engine");
       expect(status.endpoint).toBe(sdkEngine.address);
     } finally {

@@ -57,7 +57,10 @@ async function crashLoop(store: string | undefined, prefix: string): Promise<voi
   let killedMidCompaction = 0;
   for (let k = 0; k < KILLS; k++) {
     const target = load.acked() + 8 + Math.floor(Math.random() * 25);
-    await load.until(() => load.acked() >= target && load.compactionsInFlight() > 0, `${target} appends are acknowledged and a compaction is in flight (kill ${k + 1})`);
+    await load.until(
+      () => load.acked() >= target && load.compactionsInFlight() > 0,
+      `${target} appends are acknowledged and a compaction is in flight (kill ${k + 1})`,
+    );
     killedMidCompaction += load.compactionsInFlight() > 0 ? 1 : 0;
     await cd.kill9();
     cd = await cd.restart();
@@ -76,8 +79,14 @@ async function crashLoop(store: string | undefined, prefix: string): Promise<voi
   for (const sessionId of load.sessionIds) figures.push(await verifySession(reader, load, sessionId));
   const replayed = load.writers.reduce((n, w) => n + w.acked.filter((a) => a.replayed).length, 0);
   expect(killedMidCompaction).toBe(KILLS);
-  expect(figures.every((f) => f.compactions > 0), "every session was compacted").toBe(true);
-  expect(figures.some((f) => f.pointers > 0), "some compactions kept messages (their first-kept pointers were checked)").toBe(true);
+  expect(
+    figures.every((f) => f.compactions > 0),
+    "every session was compacted",
+  ).toBe(true);
+  expect(
+    figures.some((f) => f.pointers > 0),
+    "some compactions kept messages (their first-kept pointers were checked)",
+  ).toBe(true);
   console.info(
     `[crash-safety ${prefix}] ${KILLS} kills (all with a compaction in flight); ${load.acked()} appends acknowledged (${replayed} answered as replays), ` +
       `${load.compactionsAcked()} compactions acknowledged, ${figures.reduce((n, f) => n + f.compactions, 0)} committed (${figures.reduce((n, f) => n + f.pointers, 0)} keeping messages); ${load.stats.retries} retries`,
@@ -112,7 +121,8 @@ describe("a sidecar engine SIGKILLed mid-Compact", () => {
     await cd?.cleanup();
   });
 
-  const compactions = (entries: TranscriptEntry[]) => entries.flatMap((e) => (e.entry?.$case === "compaction" ? [{ id: e.id, seq: e.seq, ...e.entry.value }] : []));
+  const compactions = (entries: TranscriptEntry[]) =>
+    entries.flatMap((e) => (e.entry?.$case === "compaction" ? [{ id: e.id, seq: e.seq, ...e.entry.value }] : []));
 
   /** Whole: a summary, and a first-kept pointer to an earlier message of the session. */
   function expectWhole(entries: TranscriptEntry[]): void {
@@ -127,14 +137,22 @@ describe("a sidecar engine SIGKILLed mid-Compact", () => {
   async function scenario(engineId: string, agentId: string, strict: boolean): Promise<void> {
     const listen = `127.0.0.1:${await getFreePort()}`;
     const start = async () => {
-      const e = await startTsEngine({ engineId, listen, registry: cd.address, owner: "team", ownsCompaction: true, control: { compact: "slow", slow_ms: 60_000 } });
+      const e = await startTsEngine({
+        engineId,
+        listen,
+        registry: cd.address,
+        owner: "team",
+        ownsCompaction: true,
+        control: { compact: "slow", slow_ms: 60_000 },
+      });
       engines.push(e);
       expect((await e.registered).ok).toBe(true);
       return e;
     };
     const engine = await start();
     const session = { sessionId: `mid-compact-${engineId}`, agentId };
-    for (let i = 0; i < 6; i++) await cx.appendMessages({ session, messages: [user(`question ${i} about src/file${i}.ts`), assistant(longAnswer(i))], idempotencyKey: `t${i}` });
+    for (let i = 0; i < 6; i++)
+      await cx.appendMessages({ session, messages: [user(`question ${i} about src/file${i}.ts`), assistant(longAnswer(i))], idempotencyKey: `t${i}` });
 
     const answer: Promise<{ res?: CompactResponse; err?: ServiceError }> = cx.compact({ session, tokenBudget: 4_000, force: true }).then(
       (res) => ({ res }),
@@ -155,7 +173,9 @@ describe("a sidecar engine SIGKILLed mid-Compact", () => {
       const res = outcome.res!;
       expect(res, JSON.stringify(outcome)).toMatchObject({ engineId: "legacy", mode: Mode.MODE_FALLBACK, compacted: true });
       expect(res.fallbackReason).toContain(`engine "${engineId}" failed on compact`);
-      expect(compactions(entries).map((c) => [c.engineId, c.summary, c.firstKeptEntryId])).toEqual([["legacy", res.result!.summary, res.result!.firstKeptEntryId]]);
+      expect(compactions(entries).map((c) => [c.engineId, c.summary, c.firstKeptEntryId])).toEqual([
+        ["legacy", res.result!.summary, res.result!.firstKeptEntryId],
+      ]);
     }
 
     // The failed call quarantined it (so that its admission below is what ends the quarantine).
@@ -165,7 +185,11 @@ describe("a sidecar engine SIGKILLed mid-Compact", () => {
     const again = await start();
     again.control({});
     const status_ = await registry.get(engineId);
-    expect({ health: status_.health, quarantine: status_.quarantine, endpoint: status_.endpoint }).toEqual({ health: EngineHealth.ENGINE_HEALTH_SERVING, quarantine: undefined, endpoint: listen });
+    expect({ health: status_.health, quarantine: status_.quarantine, endpoint: status_.endpoint }).toEqual({
+      health: EngineHealth.ENGINE_HEALTH_SERVING,
+      quarantine: undefined,
+      endpoint: listen,
+    });
     const res = await cx.compact({ session, tokenBudget: 4_000, force: true });
     expect(res).toMatchObject({ engineId, mode: Mode.MODE_NORMAL, compacted: true, fallbackReason: "" });
     const after = await readEntries(cx, session.sessionId);
@@ -183,7 +207,10 @@ describe("a sidecar engine SIGKILLed mid-Compact", () => {
     cd = await startContextd({
       config: {
         compaction: { keep_recent_tokens: 20, reserve_tokens: 0 },
-        slots: { context_engine: "legacy", agents: { fallback: "owner-fb", strict: "owner-strict", delegating: "delegate-fb", "delegating-strict": "delegate-strict" } },
+        slots: {
+          context_engine: "legacy",
+          agents: { fallback: "owner-fb", strict: "owner-strict", delegating: "delegate-fb", "delegating-strict": "delegate-strict" },
+        },
         engines: { overrides: { "owner-strict": { on_failure: "strict" }, "delegate-strict": { on_failure: "strict" } } },
       },
     });
@@ -200,7 +227,8 @@ describe("a sidecar engine SIGKILLed mid-Compact", () => {
     engines.push(engine);
     expect((await engine.registered).ok).toBe(true);
     const session = { sessionId: "killed-after-delegating", agentId: "delegating" };
-    for (let i = 0; i < 6; i++) await cx.appendMessages({ session, messages: [user(`question ${i} about src/file${i}.ts`), assistant(longAnswer(i))], idempotencyKey: `t${i}` });
+    for (let i = 0; i < 6; i++)
+      await cx.appendMessages({ session, messages: [user(`question ${i} about src/file${i}.ts`), assistant(longAnswer(i))], idempotencyKey: `t${i}` });
     const res = await cx.compact({ session, tokenBudget: 4_000, force: true });
     await engine.waitForEvent((e) => e.event === "crashing_after" && e.op === "compact");
     const entries = await readEntries(cx, session.sessionId);
@@ -216,11 +244,15 @@ describe("a sidecar engine SIGKILLed mid-Compact", () => {
 
     // Strict: the call fails, and its status names the compaction that landed all the same.
     const strictSession = { sessionId: "killed-after-delegating-strict", agentId: "delegating-strict" };
-    for (let i = 0; i < 6; i++) await cx.appendMessages({ session: strictSession, messages: [user(`q ${i} about src/f${i}.ts`), assistant(longAnswer(i))], idempotencyKey: `t${i}` });
+    for (let i = 0; i < 6; i++)
+      await cx.appendMessages({ session: strictSession, messages: [user(`q ${i} about src/f${i}.ts`), assistant(longAnswer(i))], idempotencyKey: `t${i}` });
     const strictEngine = await startTsEngine({ engineId: "delegate-strict", registry: cd.address, owner: "team", control: { compact: "crash_after" } });
     engines.push(strictEngine);
     expect((await strictEngine.registered).ok).toBe(true);
-    const failed = await cx.compact({ session: strictSession, tokenBudget: 4_000, force: true }).then(() => undefined, (e: ServiceError) => e);
+    const failed = await cx.compact({ session: strictSession, tokenBudget: 4_000, force: true }).then(
+      () => undefined,
+      (e: ServiceError) => e,
+    );
     const landed = compactions(await readEntries(cx, strictSession.sessionId));
     expect(landed.map((c) => c.engineId)).toEqual(["delegate-strict"]);
     expect(failed?.code).toBe(status.UNAVAILABLE);

@@ -42,18 +42,7 @@ import { watchEngines, type EngineWatch } from "./helpers/engine-watch.js";
 // The table
 // ---------------------------------------------------------------------------------------------
 
-const FAULTS = [
-  "hang",
-  "crash",
-  "error",
-  "garbage_bytes",
-  "failing_health",
-  "ignores_cancel",
-  "late",
-  "over_budget",
-  "unknown_entry",
-  "restart",
-] as const;
+const FAULTS = ["hang", "crash", "error", "garbage_bytes", "failing_health", "ignores_cancel", "late", "over_budget", "unknown_entry", "restart"] as const;
 type Fault = (typeof FAULTS)[number];
 
 /**
@@ -134,7 +123,10 @@ const uid = (prefix: string) => `${prefix}-${++seq}-${randomUUID().slice(0, 6)}`
 
 async function newSession(cd: Cd, row: Row, messages = 3): Promise<Session> {
   const s: Session = { ref: { sessionId: uid(row.id), agentId: row.id }, texts: [], n: 0 };
-  const batch = [user(`${s.ref.sessionId}: fix the failing test`), assistant(`${s.ref.sessionId}: looking at it`), user(`${s.ref.sessionId}: thanks`)].slice(0, messages);
+  const batch = [user(`${s.ref.sessionId}: fix the failing test`), assistant(`${s.ref.sessionId}: looking at it`), user(`${s.ref.sessionId}: thanks`)].slice(
+    0,
+    messages,
+  );
   if (batch.length) {
     await cd.cx.appendMessages({ session: s.ref, messages: batch, idempotencyKey: randomUUID() });
     s.texts.push(...batch.map(messageText));
@@ -205,7 +197,7 @@ const ROWS: Row[] = [
     op: "ingest",
     kind: "ts",
     quiet: true,
-  durable: true,
+    durable: true,
     prepare: (cd) => newSession(cd, ROWS_BY_ID["f-ingest"]!),
     act: (cd, s, opts) => append(cd, s, 1, opts),
     cells: routed(),
@@ -240,7 +232,7 @@ const ROWS: Row[] = [
     kind: "ts",
     capabilities: ["bootstrap"],
     quiet: true,
-  durable: true,
+    durable: true,
     // Bootstrap comes with a session's first routed call: the session starts with the act.
     prepare: async (_cd) => ({ ref: { sessionId: uid("f-bootstrap"), agentId: "f-bootstrap" }, texts: [], n: 0 }),
     act: (cd, s, opts) => append(cd, s, 1, opts),
@@ -271,7 +263,9 @@ const ROWS: Row[] = [
       s.handles = [];
       for (let i = 0; i < 3; i++) {
         const child = { sessionId: `${s.ref.sessionId}-child-${i}`, agentId: s.ref.agentId };
-        s.handles.push((await cd.cx.prepareSubagentSpawn({ parent: s.ref, child, contextMode: SubagentContextMode.SUBAGENT_CONTEXT_MODE_ISOLATED })).rollbackHandle);
+        s.handles.push(
+          (await cd.cx.prepareSubagentSpawn({ parent: s.ref, child, contextMode: SubagentContextMode.SUBAGENT_CONTEXT_MODE_ISOLATED })).rollbackHandle,
+        );
       }
       return s;
     },
@@ -396,7 +390,13 @@ const rowSpec = new Map<string, { kind: "ts" | "python"; capabilities?: EngineCa
 
 async function startCd(name: Cd["name"]): Promise<Cd> {
   const proc = await startContextd({ config: config(name) });
-  return { name, proc, cx: new ContextdClient({ address: proc.address, timeoutMs: 15_000 }), reg: registryClient(proc.address), watch: await watchEngines(proc.address) };
+  return {
+    name,
+    proc,
+    cx: new ContextdClient({ address: proc.address, timeoutMs: 15_000 }),
+    reg: registryClient(proc.address),
+    watch: await watchEngines(proc.address),
+  };
 }
 
 async function register(cd: Cd, id: string): Promise<void> {
@@ -422,7 +422,10 @@ async function startRowEngine(id: string): Promise<EngineProcess> {
 const rowLocks = new Map<string, Promise<unknown>>();
 function inRow<T>(id: string, fn: () => Promise<T>): Promise<T> {
   const run = (rowLocks.get(id) ?? Promise.resolve()).then(fn, fn);
-  rowLocks.set(id, run.catch(() => undefined));
+  rowLocks.set(
+    id,
+    run.catch(() => undefined),
+  );
   return run;
 }
 
@@ -480,7 +483,12 @@ afterAll(async () => {
 type Counters = Pick<EngineStatus, "calls" | "failures" | "fallbacks" | "timeouts">;
 const counters = (s: EngineStatus): Counters => ({ calls: s.calls, failures: s.failures, fallbacks: s.fallbacks, timeouts: s.timeouts });
 function delta(before: EngineStatus, after: EngineStatus): Counters {
-  return { calls: after.calls - before.calls, failures: after.failures - before.failures, fallbacks: after.fallbacks - before.fallbacks, timeouts: after.timeouts - before.timeouts };
+  return {
+    calls: after.calls - before.calls,
+    failures: after.failures - before.failures,
+    fallbacks: after.fallbacks - before.fallbacks,
+    timeouts: after.timeouts - before.timeouts,
+  };
 }
 
 /** Every appended message exactly once, in order; no compaction by the faulty engine or naming unknown entries. */
@@ -561,7 +569,8 @@ async function faultCell(row: Row, fault: Fault, outcome: "timeout" | "error" | 
   const next = await row.act(cd, s);
   await expectFellBack(row, next, "quarantined");
   expect(counters(await cd.reg.get(row.id))).toEqual(counters(after));
-  if (fault === "hang") expect(["cancelled", "deadline"]).toContain((await engine.waitForEvent((e, i) => i >= n && e.event === "cancelled" && e.op === row.op)).reason);
+  if (fault === "hang")
+    expect(["cancelled", "deadline"]).toContain((await engine.waitForEvent((e, i) => i >= n && e.event === "cancelled" && e.op === row.op)).reason);
   if (fault === "late") await engine.waitForEvent((e, i) => i >= n && e.event === "answered_late" && e.op === row.op);
   await expectIntact(cd, row, s);
 
@@ -709,7 +718,14 @@ async function getInfoCell(fault: Fault, expected: Special): Promise<void> {
   expect(res.ok).toBe(false);
   expect(res.refusal).toBe(expected === "contract_invalid" ? Refusal.REFUSAL_CONTRACT_INVALID : Refusal.REFUSAL_UNREACHABLE);
   expect(res.message).toMatch(
-    { hang: /deadline/, late: /deadline/, crash: /not reachable within the admission deadline/, error: /INTERNAL/, garbage_bytes: /parsing/, failing_health: /NOT_SERVING/ }[fault as string] ?? /./,
+    {
+      hang: /deadline/,
+      late: /deadline/,
+      crash: /not reachable within the admission deadline/,
+      error: /INTERNAL/,
+      garbage_bytes: /parsing/,
+      failing_health: /NOT_SERVING/,
+    }[fault as string] ?? /./,
   );
   // A refused refresh leaves the registration as it was.
   const after = await cd.reg.get(id);
@@ -787,7 +803,17 @@ describe.concurrent("engine fault matrix (fallback mode)", () => {
     for (const fault of FAULTS) {
       const spec = row.cells[fault];
       if (typeof spec !== "string") continue;
-      const name = cellName(row.title, fault, spec === "accepted" ? "accepted, served by the engine" : spec === "caller_cancel" ? "the runtime's cancellation is not held against it" : spec === "restart" ? "falls back while down, back without re-registering" : `${spec} → quarantined, answered by legacy, recovers`);
+      const name = cellName(
+        row.title,
+        fault,
+        spec === "accepted"
+          ? "accepted, served by the engine"
+          : spec === "caller_cancel"
+            ? "the runtime's cancellation is not held against it"
+            : spec === "restart"
+              ? "falls back while down, back without re-registering"
+              : `${spec} → quarantined, answered by legacy, recovers`,
+      );
       it(name, () =>
         inRow(row.id, () => {
           switch (spec) {
@@ -821,7 +847,9 @@ describe.concurrent("engine fault matrix (strict mode)", () => {
       const spec = row.cells[fault];
       if (code === undefined || (spec !== "timeout" && spec !== "error" && spec !== "contract")) continue;
       const expectedCode = spec === "timeout" ? status.DEADLINE_EXCEEDED : status.UNAVAILABLE;
-      it(cellName(row.title, fault, row.durable ? "append answered, engine quarantined" : status[expectedCode]), () => inRow(row.id, () => strictCell(row, fault, expectedCode)));
+      it(cellName(row.title, fault, row.durable ? "append answered, engine quarantined" : status[expectedCode]), () =>
+        inRow(row.id, () => strictCell(row, fault, expectedCode)),
+      );
     }
   }
 });

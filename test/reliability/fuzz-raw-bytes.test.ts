@@ -62,7 +62,10 @@ const varint = (n: bigint): Buffer => {
   return Buffer.from(out);
 };
 const tag = (field: number, wire: number) => varint(BigInt((field << 3) | wire));
-const varintValue = fc.oneof(fc.constantFrom(0n, 1n, 2n ** 31n, 2n ** 32n - 1n, 2n ** 53n + 1n, 2n ** 63n, 2n ** 64n - 1n, -1n), fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }));
+const varintValue = fc.oneof(
+  fc.constantFrom(0n, 1n, 2n ** 31n, 2n ** 32n - 1n, 2n ** 53n + 1n, 2n ** 63n, 2n ** 64n - 1n, -1n),
+  fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
+);
 /** Text as UTF-8, and byte strings that are not UTF-8 (an encoded surrogate, an overlong NUL, 0xFF). */
 const textBytes = fc.oneof(
   A.adversarialString({ maxLength: 30 }).map((s) => Buffer.from(s, "utf8")),
@@ -78,10 +81,15 @@ const { message: protobufish } = fc.letrec<{ message: Buffer; field: Buffer }>((
     fc.tuple(fc.integer({ min: 1, max: 20 }), textBytes).map(([f, b]) => Buffer.concat([tag(f, 2), varint(BigInt(b.length)), b])),
     fc.tuple(fc.integer({ min: 1, max: 20 }), tie("message")).map(([f, b]) => Buffer.concat([tag(f, 2), varint(BigInt(b.length)), b])),
     fc.tuple(fc.integer({ min: 1, max: 20 }), fc.uint8Array({ minLength: 8, maxLength: 8 })).map(([f, b]) => Buffer.concat([tag(f, 1), Buffer.from(b)])),
-    fc.tuple(fc.integer({ min: 1, max: 20 }), fc.integer({ min: 3, max: 7 }), fc.uint8Array({ maxLength: 6 })).map(([f, w, b]) => Buffer.concat([tag(f, w), Buffer.from(b)])),
+    fc
+      .tuple(fc.integer({ min: 1, max: 20 }), fc.integer({ min: 3, max: 7 }), fc.uint8Array({ maxLength: 6 }))
+      .map(([f, w, b]) => Buffer.concat([tag(f, w), Buffer.from(b)])),
   ),
 }));
-const payload = fc.oneof(protobufish, fc.uint8Array({ maxLength: 2048 }).map((b) => Buffer.from(b)));
+const payload = fc.oneof(
+  protobufish,
+  fc.uint8Array({ maxLength: 2048 }).map((b) => Buffer.from(b)),
+);
 
 const frame = (flag: number, body: Buffer, length = body.length) => {
   const head = Buffer.alloc(5);
@@ -89,22 +97,55 @@ const frame = (flag: number, body: Buffer, length = body.length) => {
   head.writeUInt32BE(length >>> 0, 1);
   return Buffer.concat([head, body]);
 };
-type Shape = "framed" | "compressed-flag-no-encoding" | "gzip" | "gzip-garbage" | "length-over" | "length-under" | "huge-length" | "bare" | "empty" | "two-messages" | "split";
-const SHAPES: Shape[] = ["framed", "compressed-flag-no-encoding", "gzip", "gzip-garbage", "length-over", "length-under", "huge-length", "bare", "empty", "two-messages", "split"];
+type Shape =
+  | "framed"
+  | "compressed-flag-no-encoding"
+  | "gzip"
+  | "gzip-garbage"
+  | "length-over"
+  | "length-under"
+  | "huge-length"
+  | "bare"
+  | "empty"
+  | "two-messages"
+  | "split";
+const SHAPES: Shape[] = [
+  "framed",
+  "compressed-flag-no-encoding",
+  "gzip",
+  "gzip-garbage",
+  "length-over",
+  "length-under",
+  "huge-length",
+  "bare",
+  "empty",
+  "two-messages",
+  "split",
+];
 
 /** The body's chunks (each one write) and the grpc-encoding header it needs, for a shape. */
 function body(shape: Shape, p: Buffer, k: number): { chunks: Buffer[]; encoding?: string } {
   switch (shape) {
-    case "framed": return { chunks: [frame(0, p)] };
-    case "compressed-flag-no-encoding": return { chunks: [frame(1, p)] };
-    case "gzip": return { chunks: [frame(1, gzipSync(p))], encoding: "gzip" };
-    case "gzip-garbage": return { chunks: [frame(1, p)], encoding: "gzip" };
-    case "length-over": return { chunks: [frame(0, p, p.length + 1 + k)] };
-    case "length-under": return { chunks: [frame(0, p, Math.max(0, p.length - 1 - k))] };
-    case "huge-length": return { chunks: [frame(0, p, 0xffffffff)] };
-    case "bare": return { chunks: [p] };
-    case "empty": return { chunks: [] };
-    case "two-messages": return { chunks: [frame(0, p), frame(0, p)] };
+    case "framed":
+      return { chunks: [frame(0, p)] };
+    case "compressed-flag-no-encoding":
+      return { chunks: [frame(1, p)] };
+    case "gzip":
+      return { chunks: [frame(1, gzipSync(p))], encoding: "gzip" };
+    case "gzip-garbage":
+      return { chunks: [frame(1, p)], encoding: "gzip" };
+    case "length-over":
+      return { chunks: [frame(0, p, p.length + 1 + k)] };
+    case "length-under":
+      return { chunks: [frame(0, p, Math.max(0, p.length - 1 - k))] };
+    case "huge-length":
+      return { chunks: [frame(0, p, 0xffffffff)] };
+    case "bare":
+      return { chunks: [p] };
+    case "empty":
+      return { chunks: [] };
+    case "two-messages":
+      return { chunks: [frame(0, p), frame(0, p)] };
     case "split": {
       const whole = frame(0, p);
       const cut = Math.min(whole.length, 1 + (k % Math.max(1, whole.length)));
@@ -125,9 +166,20 @@ interface Answer {
 }
 
 /** One request on `session`: the headers, the chunks, END_STREAM; resolves with the status it got. */
-function send(session: http2.ClientHttp2Session, method: { path: string; streams: boolean }, token: string | undefined, b: ReturnType<typeof body>): Promise<Answer> {
+function send(
+  session: http2.ClientHttp2Session,
+  method: { path: string; streams: boolean },
+  token: string | undefined,
+  b: ReturnType<typeof body>,
+): Promise<Answer> {
   return new Promise((resolve) => {
-    const headers: http2.OutgoingHttpHeaders = { ":method": "POST", ":path": method.path, "content-type": "application/grpc", te: "trailers", "grpc-timeout": method.streams ? "300m" : "20S" };
+    const headers: http2.OutgoingHttpHeaders = {
+      ":method": "POST",
+      ":path": method.path,
+      "content-type": "application/grpc",
+      te: "trailers",
+      "grpc-timeout": method.streams ? "300m" : "20S",
+    };
     if (token !== undefined) headers.authorization = `Bearer ${token}`;
     if (b.encoding) headers["grpc-encoding"] = b.encoding;
     const req = session.request(headers);
@@ -162,7 +214,12 @@ describe("raw bytes at every RPC path", () => {
   beforeAll(async () => {
     contextd = await startContextd({
       config: {
-        auth: { required: true, owners: { fuzz: { token_env: "FUZZ_OWNER" } }, operators: [{ token_env: "FUZZ_OPERATOR" }], runtimes: [{ token_env: "FUZZ_RUNTIME", agents: ["*"] }] },
+        auth: {
+          required: true,
+          owners: { fuzz: { token_env: "FUZZ_OWNER" } },
+          operators: [{ token_env: "FUZZ_OPERATOR" }],
+          runtimes: [{ token_env: "FUZZ_RUNTIME", agents: ["*"] }],
+        },
         limits: { max_message_bytes: 64 * 1024 },
       },
       env: { FUZZ_OWNER: TOKENS.owner, FUZZ_OPERATOR: TOKENS.operator, FUZZ_RUNTIME: TOKENS.runtime },
@@ -176,7 +233,15 @@ describe("raw bytes at every RPC path", () => {
 
   it("covers every service that server reflection lists", async () => {
     const proto = path.join(REPO_ROOT, "node_modules/@grpc/reflection/build/proto/grpc/reflection/v1/reflection.proto");
-    const pkg = loadPackageDefinition(loadSync(proto)) as unknown as { grpc: { reflection: { v1: { ServerReflection: new (a: string, c: unknown) => { serverReflectionInfo(): NodeJS.ReadWriteStream & { write(m: object): boolean } ; close(): void } } } } };
+    const pkg = loadPackageDefinition(loadSync(proto)) as unknown as {
+      grpc: {
+        reflection: {
+          v1: {
+            ServerReflection: new (a: string, c: unknown) => { serverReflectionInfo(): NodeJS.ReadWriteStream & { write(m: object): boolean }; close(): void };
+          };
+        };
+      };
+    };
     const client = new pkg.grpc.reflection.v1.ServerReflection(contextd.address, credentials.createInsecure());
     const stream = client.serverReflectionInfo();
     const listed = await new Promise<string[]>((resolve, reject) => {
@@ -195,11 +260,17 @@ describe("raw bytes at every RPC path", () => {
     let decodeRefusals = 0;
     const request = fc.record({
       // Mostly well-framed bodies to the paths contextd serves, so that most reach a handler.
-      method: fc.oneof({ arbitrary: fc.constantFrom(...METHODS.filter((m) => SERVED.test(m.path))), weight: 3 }, { arbitrary: fc.constantFrom(...METHODS), weight: 1 }),
+      method: fc.oneof(
+        { arbitrary: fc.constantFrom(...METHODS.filter((m) => SERVED.test(m.path))), weight: 3 },
+        { arbitrary: fc.constantFrom(...METHODS), weight: 1 },
+      ),
       shape: fc.oneof({ arbitrary: fc.constant<Shape>("framed"), weight: SHAPES.length }, { arbitrary: fc.constantFrom(...SHAPES), weight: SHAPES.length }),
       payload,
       k: fc.nat({ max: 64 }),
-      token: fc.oneof(fc.constantFrom(TOKENS.runtime, TOKENS.runtime, TOKENS.operator, TOKENS.owner, undefined), fc.string({ unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)), minLength: 1, maxLength: 20 })),
+      token: fc.oneof(
+        fc.constantFrom(TOKENS.runtime, TOKENS.runtime, TOKENS.operator, TOKENS.owner, undefined),
+        fc.string({ unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)), minLength: 1, maxLength: 20 }),
+      ),
     });
     await fc.assert(
       fc.asyncProperty(request, async ({ method, shape, payload: p, k, token }) => {

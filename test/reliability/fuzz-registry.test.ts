@@ -71,7 +71,11 @@ describe("RegistryService under bad input", () => {
     });
     registry = registryClient(contextd.address);
     engine = await serveEngine(
-      { info: { id: "fuzz-engine", name: "fuzz engine", version: "1.0.0" }, assemble: (req) => ({ messages: req.messages }), compact: delegateCompactionToHost },
+      {
+        info: { id: "fuzz-engine", name: "fuzz engine", version: "1.0.0" },
+        assemble: (req) => ({ messages: req.messages }),
+        compact: delegateCompactionToHost,
+      },
       { registry: "", listen: "127.0.0.1:0", handleSignals: false, logger: pino({ level: "silent" }), env: {} },
     );
     engine.setHealth(true);
@@ -96,12 +100,30 @@ describe("RegistryService under bad input", () => {
     { arbitrary: fc.constantFrom("fz-a", "fz-b", "fz-a ", "legacy", " legacy", "LEGACY", "core"), weight: 4 },
     { arbitrary: A.adversarialString({ long: 2000 }), weight: 3 },
   );
-  const ownerArb = fc.oneof({ arbitrary: fc.constantFrom("team-a", "team-b", " team-a ", "core", ""), weight: 3 }, { arbitrary: A.adversarialString({ long: 500 }), weight: 1 });
+  const ownerArb = fc.oneof(
+    { arbitrary: fc.constantFrom("team-a", "team-b", " team-a ", "core", ""), weight: 3 },
+    { arbitrary: A.adversarialString({ long: 500 }), weight: 1 },
+  );
   /** The live engine's endpoint in the forms a registration may spell it, and endpoints that are not it. */
   const endpointArb = () =>
     fc.oneof(
-      { arbitrary: fc.constantFrom(engine.endpoint, ` ${engine.endpoint} `, `dns:///${engine.endpoint}`, engine.endpoint.replace("127.0.0.1", "localhost")), weight: 6 },
-      { arbitrary: fc.constantFrom("127.0.0.1:0", "127.0.0.1:99999", "unix:/nonexistent/engine.sock", "unix:", "10.0.0.1:80", "example.com:443", "127.0.0.1", ":50051"), weight: 2 },
+      {
+        arbitrary: fc.constantFrom(engine.endpoint, ` ${engine.endpoint} `, `dns:///${engine.endpoint}`, engine.endpoint.replace("127.0.0.1", "localhost")),
+        weight: 6,
+      },
+      {
+        arbitrary: fc.constantFrom(
+          "127.0.0.1:0",
+          "127.0.0.1:99999",
+          "unix:/nonexistent/engine.sock",
+          "unix:",
+          "10.0.0.1:80",
+          "example.com:443",
+          "127.0.0.1",
+          ":50051",
+        ),
+        weight: 2,
+      },
       // Allowed but closed: dialled, and refused UNREACHABLE.
       { arbitrary: fc.constantFrom(`127.0.0.1:${closedPort}`, "[::1]:1"), weight: 2 },
       { arbitrary: A.adversarialString({ long: 1000 }), weight: 2 },
@@ -117,9 +139,28 @@ describe("RegistryService under bad input", () => {
 
   const op = () =>
     fc.oneof(
-      { arbitrary: fc.record({ rpc: fc.constant("register" as const), engineId: idArb, owner: ownerArb, endpoint: endpointArb(), refresh: fc.boolean(), versions, answersId: fc.oneof({ arbitrary: fc.constant(true), weight: 5 }, { arbitrary: fc.constant(false), weight: 1 }), token: tokenArb, junk }), weight: 5 },
-      { arbitrary: fc.record({ rpc: fc.constantFrom("deregister" as const, "get" as const, "clear" as const), engineId: idArb, token: tokenArb, junk }), weight: 3 },
-      { arbitrary: fc.record({ rpc: fc.constant("quarantine" as const), engineId: idArb, reason: A.adversarialString({ long: 5000 }), token: tokenArb, junk }), weight: 2 },
+      {
+        arbitrary: fc.record({
+          rpc: fc.constant("register" as const),
+          engineId: idArb,
+          owner: ownerArb,
+          endpoint: endpointArb(),
+          refresh: fc.boolean(),
+          versions,
+          answersId: fc.oneof({ arbitrary: fc.constant(true), weight: 5 }, { arbitrary: fc.constant(false), weight: 1 }),
+          token: tokenArb,
+          junk,
+        }),
+        weight: 5,
+      },
+      {
+        arbitrary: fc.record({ rpc: fc.constantFrom("deregister" as const, "get" as const, "clear" as const), engineId: idArb, token: tokenArb, junk }),
+        weight: 3,
+      },
+      {
+        arbitrary: fc.record({ rpc: fc.constant("quarantine" as const), engineId: idArb, reason: A.adversarialString({ long: 5000 }), token: tokenArb, junk }),
+        weight: 2,
+      },
     );
 
   /** The registry as ListEngines says: legacy built in, unique ids, and the others exactly as modelled. */
@@ -134,7 +175,12 @@ describe("RegistryService under bad input", () => {
   }
 
   type Auth = { token: TokenChoice; junk: string };
-  type Op = Auth & ({ rpc: "register"; engineId: string; owner: string; endpoint: string; refresh: boolean; versions: number[]; answersId: boolean } | { rpc: "deregister" | "get" | "clear"; engineId: string } | { rpc: "quarantine"; engineId: string; reason: string });
+  type Op = Auth &
+    (
+      | { rpc: "register"; engineId: string; owner: string; endpoint: string; refresh: boolean; versions: number[]; answersId: boolean }
+      | { rpc: "deregister" | "get" | "clear"; engineId: string }
+      | { rpc: "quarantine"; engineId: string; reason: string }
+    );
 
   /** The status the credential rules answer before the handler runs (SPEC §3, §5; src/server/auth.ts), or OK. */
   function authStatus(o: Op & { token: TokenKind }): status {
@@ -166,7 +212,12 @@ describe("RegistryService under bad input", () => {
       const owner = wire(o.owner);
       // GetInfo answers the id being registered (or, now and then, another one).
       (engine.info as { id: string }).id = o.answersId ? id : `${id}-not`;
-      const res = await A.settle(registry.register({ engineId: o.engineId, owner: o.owner, endpoint: o.endpoint, allowSameOwnerRefresh: o.refresh, protocolVersions: o.versions }, token));
+      const res = await A.settle(
+        registry.register(
+          { engineId: o.engineId, owner: o.owner, endpoint: o.endpoint, allowSameOwnerRefresh: o.refresh, protocolVersions: o.versions },
+          token,
+        ),
+      );
       if (!res.ok) {
         A.expectNamedRefusal(res.err, what);
         // Past the credential rules, only a missing or malformed id (over 128 characters, control
@@ -176,7 +227,11 @@ describe("RegistryService under bad input", () => {
         return;
       }
       const r = res.value;
-      expect({ gate, id: validEngineId(id), endpoint: Boolean(wire(o.endpoint)) }, `${what}: refused by the credential rules, or a missing field`).toEqual({ gate: status.OK, id: true, endpoint: true });
+      expect({ gate, id: validEngineId(id), endpoint: Boolean(wire(o.endpoint)) }, `${what}: refused by the credential rules, or a missing field`).toEqual({
+        gate: status.OK,
+        id: true,
+        endpoint: true,
+      });
       if (!r.ok) {
         expect(r.refusal, what).not.toBe(Refusal.REFUSAL_NONE);
         expect(Refusal[r.refusal], what).toBeDefined();
@@ -184,10 +239,13 @@ describe("RegistryService under bad input", () => {
       }
       const refusal = Refusal[r.refusal];
       outcomes.set(refusal, (outcomes.get(refusal) ?? 0) + 1);
-      if (id === "legacy") expect({ refusal, existingOwner: r.existingOwner }, what).toEqual({ refusal: "REFUSAL_DEFAULT_SLOT_RESERVED", existingOwner: "core" });
-      else if (held && held.owner !== owner) expect({ refusal, existingOwner: r.existingOwner }, what).toEqual({ refusal: "REFUSAL_OWNED_BY_OTHER", existingOwner: held.owner });
+      if (id === "legacy")
+        expect({ refusal, existingOwner: r.existingOwner }, what).toEqual({ refusal: "REFUSAL_DEFAULT_SLOT_RESERVED", existingOwner: "core" });
+      else if (held && held.owner !== owner)
+        expect({ refusal, existingOwner: r.existingOwner }, what).toEqual({ refusal: "REFUSAL_OWNED_BY_OTHER", existingOwner: held.owner });
       else if (held && !o.refresh) expect(refusal, what).toBe("REFUSAL_ALREADY_REGISTERED");
-      else if (wire(o.endpoint) === engine.endpoint && o.answersId && (o.versions.length === 0 || o.versions.includes(1))) expect({ ok: r.ok, refusal }, `${what}: ${r.message}`).toEqual({ ok: true, refusal: "REFUSAL_NONE" });
+      else if (wire(o.endpoint) === engine.endpoint && o.answersId && (o.versions.length === 0 || o.versions.includes(1)))
+        expect({ ok: r.ok, refusal }, `${what}: ${r.message}`).toEqual({ ok: true, refusal: "REFUSAL_NONE" });
       if (r.ok) {
         expect(r.engine, what).toMatchObject({ engineId: id, owner, endpoint: wire(o.endpoint) });
         model.set(id, { owner, endpoint: wire(o.endpoint) });
@@ -195,11 +253,25 @@ describe("RegistryService under bad input", () => {
       return;
     }
     const call =
-      o.rpc === "quarantine" ? registry.isolate(o.engineId, o.reason, token) : o.rpc === "deregister" ? registry.deregister(o.engineId, token) : o.rpc === "get" ? registry.get(o.engineId, token) : registry.clear(o.engineId, token);
+      o.rpc === "quarantine"
+        ? registry.isolate(o.engineId, o.reason, token)
+        : o.rpc === "deregister"
+          ? registry.deregister(o.engineId, token)
+          : o.rpc === "get"
+            ? registry.get(o.engineId, token)
+            : registry.clear(o.engineId, token);
     const res = await A.settle<unknown>(call);
     // What the rules say, for each kind of id: empty, the built-in one, unknown, registered; and
     // only the engine's owner or an operator deregisters it.
-    const byId = !id ? status.INVALID_ARGUMENT : id === "legacy" ? (o.rpc === "get" ? status.OK : status.FAILED_PRECONDITION) : held ? status.OK : status.NOT_FOUND;
+    const byId = !id
+      ? status.INVALID_ARGUMENT
+      : id === "legacy"
+        ? o.rpc === "get"
+          ? status.OK
+          : status.FAILED_PRECONDITION
+        : held
+          ? status.OK
+          : status.NOT_FOUND;
     const mayDeregister = o.token === "operator" || OWNER_OF[o.token] === held?.owner;
     const expected = gate !== status.OK ? gate : byId === status.OK && o.rpc === "deregister" && !mayDeregister ? status.PERMISSION_DENIED : byId;
     expect(res.ok ? status.OK : res.err.code, `${what}${res.ok ? "" : `: ${res.err.details}`}`).toBe(expected);
@@ -225,7 +297,16 @@ describe("RegistryService under bad input", () => {
     console.info(`[fuzz] registrations: ${JSON.stringify(Object.fromEntries(outcomes))}; registered at the end: ${model.size}`);
     // Fewer runs (FC_RUNS) may not reach every refusal.
     if (runs.numRuns! >= 100) {
-      for (const r of ["NONE", "DEFAULT_SLOT_RESERVED", "OWNED_BY_OTHER", "ALREADY_REGISTERED", "CONTRACT_INVALID", "UNREACHABLE", "VERSION_UNSUPPORTED", "ENDPOINT_NOT_ALLOWED"]) {
+      for (const r of [
+        "NONE",
+        "DEFAULT_SLOT_RESERVED",
+        "OWNED_BY_OTHER",
+        "ALREADY_REGISTERED",
+        "CONTRACT_INVALID",
+        "UNREACHABLE",
+        "VERSION_UNSUPPORTED",
+        "ENDPOINT_NOT_ALLOWED",
+      ]) {
         expect(outcomes.get(`REFUSAL_${r}`) ?? 0, `no registration was answered REFUSAL_${r}`).toBeGreaterThan(0);
       }
     }

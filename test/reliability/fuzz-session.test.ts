@@ -43,7 +43,8 @@ const decodable = (m: Partial<Message>) => {
     return undefined;
   }
 };
-const userText = (text: string) => wireMessage({ role: Role.ROLE_USER, content: [{ block: { $case: "text", value: { text, signature: "", extraJson: "" } } }] });
+const userText = (text: string) =>
+  wireMessage({ role: Role.ROLE_USER, content: [{ block: { $case: "text", value: { text, signature: "", extraJson: "" } } }] });
 
 /**
  * What a request with a definite fault must be refused naming, in the order the server checks
@@ -142,7 +143,10 @@ describe("SessionService under bad input", () => {
       .map((r) => S.AppendMessagesRequest.fromPartial(r));
     const step = fc.oneof(
       { arbitrary: request.map((req) => ({ kind: "fresh" as const, req })), weight: 4 },
-      { arbitrary: fc.record({ kind: fc.constant("repeat" as const), pick: fc.nat(), change: fc.constantFrom("none", "none", "heartbeat", "messages") }), weight: 2 },
+      {
+        arbitrary: fc.record({ kind: fc.constant("repeat" as const), pick: fc.nat(), change: fc.constantFrom("none", "none", "heartbeat", "messages") }),
+        weight: 2,
+      },
     );
 
     /** How the appends were answered: each outcome must have been seen for the run to mean anything. */
@@ -181,7 +185,10 @@ describe("SessionService under bad input", () => {
         return;
       }
       const added = await entriesAfter(req.session!.sessionId, before.kind === "exists" ? before.lastSeq : 0);
-      expect(added.map((e) => e.id), what).toEqual(res.value.entryIds);
+      expect(
+        added.map((e) => e.id),
+        what,
+      ).toEqual(res.value.entryIds);
       expect(new Set(res.value.entryIds).size, `${what}: entry ids are unique`).toBe(sent.length);
       expect(after.kind === "exists" && after.entryCount, what).toBe((before.kind === "exists" ? before.entryCount : 0) + sent.length);
       added.forEach((entry, i) => {
@@ -216,7 +223,8 @@ describe("SessionService under bad input", () => {
       );
       console.info(`[fuzz] appends: ${JSON.stringify(seen)}`);
       // Fewer runs (FC_RUNS) may not reach every outcome.
-      if (runs.numRuns! >= 100) for (const [outcome, n] of Object.entries(seen)) expect(n, `no append was ${outcome}: the fuzz did not reach it`).toBeGreaterThan(0);
+      if (runs.numRuns! >= 100)
+        for (const [outcome, n] of Object.entries(seen)) expect(n, `no append was ${outcome}: the fuzz did not reach it`).toBeGreaterThan(0);
     });
   });
 
@@ -228,8 +236,15 @@ describe("SessionService under bad input", () => {
     const named = fc.oneof({ arbitrary: fc.constantFrom(...pool), weight: 6 }, { arbitrary: A.adversarialString({ long: 300 }), weight: 1 });
     const ref = named.map((sessionId) => ({ sessionId }));
     /** Names a session that may not exist yet: for calls that create one. */
-    const fresh = fc.oneof(ref, fc.nat({ max: 60 }).map((n) => ({ sessionId: `new-${n}` })));
-    const pageToken = fc.oneof(fc.constant(""), A.adversarialString(), fc.oneof(A.adversarialString(), fc.integer().map(String)).map((p) => Buffer.from(`v1:${p}`).toString("base64url")));
+    const fresh = fc.oneof(
+      ref,
+      fc.nat({ max: 60 }).map((n) => ({ sessionId: `new-${n}` })),
+    );
+    const pageToken = fc.oneof(
+      fc.constant(""),
+      A.adversarialString(),
+      fc.oneof(A.adversarialString(), fc.integer().map(String)).map((p) => Buffer.from(`v1:${p}`).toString("base64url")),
+    );
     const jsonl = fc.oneof(
       { arbitrary: A.sessionFile(agentMessage), weight: 4 },
       { arbitrary: A.sessionFile(fc.json({ maxDepth: 2 }).map((j) => JSON.parse(j) as unknown)), weight: 1 },
@@ -247,11 +262,42 @@ describe("SessionService under bad input", () => {
     const op = fc.oneof(
       call("appendMessages", fc.record({ session: fresh, messages: A.conversation }), 6),
       call("appendMessages", fc.record({ session: ref, messages: fc.array(A.message(2000), { minLength: 1, maxLength: 4 }) })),
-      call("assemble", fc.record({ session: ref, tokenBudget: A.u32, prompt: A.adversarialString(), availableTools: fc.array(A.adversarialString(), { maxLength: 3 }), model: A.adversarialString(), autoCompact: fc.option(fc.boolean(), { nil: undefined }) }), 3),
-      call("compact", fc.record({ session: ref, tokenBudget: A.u32, force: fc.boolean(), compactionTarget: A.compactionTargetValue, customInstructions: A.adversarialString({ long: 3000 }), currentTokenCount: A.u32 }), 3),
+      call(
+        "assemble",
+        fc.record({
+          session: ref,
+          tokenBudget: A.u32,
+          prompt: A.adversarialString(),
+          availableTools: fc.array(A.adversarialString(), { maxLength: 3 }),
+          model: A.adversarialString(),
+          autoCompact: fc.option(fc.boolean(), { nil: undefined }),
+        }),
+        3,
+      ),
+      call(
+        "compact",
+        fc.record({
+          session: ref,
+          tokenBudget: A.u32,
+          force: fc.boolean(),
+          compactionTarget: A.compactionTargetValue,
+          customInstructions: A.adversarialString({ long: 3000 }),
+          currentTokenCount: A.u32,
+        }),
+        3,
+      ),
       call("afterTurn", fc.record({ session: ref, prePromptMessageCount: A.u32, autoCompactionSummary: A.adversarialString(), tokenBudget: A.u32 })),
       call("maintain", fc.record({ session: ref })),
-      call("prepareSubagentSpawn", fc.record({ parent: ref, child: fresh, contextMode: A.contextModeValue, ttlMs: fc.oneof({ arbitrary: A.u64Safe, weight: 8 }, { arbitrary: A.u64Unsafe, weight: 1 }) }), 3),
+      call(
+        "prepareSubagentSpawn",
+        fc.record({
+          parent: ref,
+          child: fresh,
+          contextMode: A.contextModeValue,
+          ttlMs: fc.oneof({ arbitrary: A.u64Safe, weight: 8 }, { arbitrary: A.u64Unsafe, weight: 1 }),
+        }),
+        3,
+      ),
       call("rollbackSubagentSpawn", fc.record({ rollbackHandle: handle })),
       call("endSubagent", fc.record({ child: fresh, reason: A.endReasonValue })),
       call("getSession", fc.record({ session: ref }), 1),
@@ -265,16 +311,22 @@ describe("SessionService under bad input", () => {
     const refsOf = (req: Record<string, unknown>) => [req.session, req.parent, req.child].filter((r): r is { sessionId: string } => Boolean(r));
     /** Entry counts of the sessions a request names (undefined: absent or refused id). */
     const counts = (req: Record<string, unknown>) =>
-      Promise.all(refsOf(req).map(async (r) => {
-        const info = await A.settle(cx.getSession({ session: r }));
-        return info.ok ? info.value.info!.entryCount : undefined;
-      }));
+      Promise.all(
+        refsOf(req).map(async (r) => {
+          const info = await A.settle(cx.getSession({ session: r }));
+          return info.ok ? info.value.info!.entryCount : undefined;
+        }),
+      );
 
     /** Every read a runtime makes still answers for the sessions a call touched. */
     async function stillReadable(req: Record<string, unknown>, what: string): Promise<void> {
       for (const r of refsOf(req)) {
         if (!(await A.settle(cx.getSession({ session: r }))).ok) continue;
-        const reads = { GetTranscript: () => cx.getTranscript({ session: r, pageSize: 50 }), ExportTranscript: () => cx.exportTranscript({ session: r }), Assemble: () => cx.assemble({ session: r, tokenBudget: 200_000 }) };
+        const reads = {
+          GetTranscript: () => cx.getTranscript({ session: r, pageSize: 50 }),
+          ExportTranscript: () => cx.exportTranscript({ session: r }),
+          Assemble: () => cx.assemble({ session: r, tokenBudget: 200_000 }),
+        };
         for (const [name, read] of Object.entries(reads)) {
           const res = await A.settle<unknown>(read());
           if (!res.ok) A.expectNamedRefusal(res.err, `${what}, then ${name} of ${JSON.stringify(r.sessionId)}`);
@@ -304,7 +356,9 @@ describe("SessionService under bad input", () => {
         runs,
       );
       console.info(`[fuzz] answered OK: ${JSON.stringify(Object.fromEntries(answered))}`);
-      if (runs.numRuns! >= 100) for (const rpc of Object.keys(S.SessionServiceService)) expect(answered.get(rpc) ?? 0, `${rpc} was never answered OK: the fuzz did not reach it`).toBeGreaterThan(0);
+      if (runs.numRuns! >= 100)
+        for (const rpc of Object.keys(S.SessionServiceService))
+          expect(answered.get(rpc) ?? 0, `${rpc} was never answered OK: the fuzz did not reach it`).toBeGreaterThan(0);
       expect(await healthCheck(contextd.address)).toBe("SERVING");
       expect(contextd.exitCode()).toBeUndefined();
     });

@@ -19,7 +19,14 @@
 import { credentials, status, type ServiceError } from "@grpc/grpc-js";
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AppendMessagesRequest, AssembleRequest, SessionServiceClient, type AppendMessagesResponse, type AssembleResponse, type DeepPartial } from "../../src/contract/gen/contextd/v1/session.js";
+import {
+  AppendMessagesRequest,
+  AssembleRequest,
+  SessionServiceClient,
+  type AppendMessagesResponse,
+  type AssembleResponse,
+  type DeepPartial,
+} from "../../src/contract/gen/contextd/v1/session.js";
 import { messageText } from "../../src/contract/messages.js";
 import { CHANNEL_OPTIONS, callUnary, type UnaryMethod } from "../../src/contract/client-call.js";
 import { ContextdClient } from "../../src/sdk/runtime-client.js";
@@ -48,8 +55,10 @@ function connection(address: string) {
   const raw = new SessionServiceClient(address, credentials.createInsecure(), { ...CHANNEL_OPTIONS, "grpc.use_local_subchannel_pool": 1 });
   const defaults = { address, timeoutMs: 20_000 };
   return {
-    append: (req: DeepPartial<AppendMessagesRequest>) => callUnary(raw, raw.appendMessages as UnaryMethod<AppendMessagesRequest, AppendMessagesResponse>, AppendMessagesRequest.fromPartial(req), defaults),
-    assemble: (req: DeepPartial<AssembleRequest>, signal?: AbortSignal) => callUnary(raw, raw.assemble as UnaryMethod<AssembleRequest, AssembleResponse>, AssembleRequest.fromPartial(req), defaults, { signal }),
+    append: (req: DeepPartial<AppendMessagesRequest>) =>
+      callUnary(raw, raw.appendMessages as UnaryMethod<AppendMessagesRequest, AppendMessagesResponse>, AppendMessagesRequest.fromPartial(req), defaults),
+    assemble: (req: DeepPartial<AssembleRequest>, signal?: AbortSignal) =>
+      callUnary(raw, raw.assemble as UnaryMethod<AssembleRequest, AssembleResponse>, AssembleRequest.fromPartial(req), defaults, { signal }),
     close: () => raw.close(),
   };
 }
@@ -150,7 +159,9 @@ describe("overload: server-level load shedding", () => {
       acked.set(sessionId, texts);
       for (let r = 0; r < ROUNDS; r++) {
         const text = `${sessionId} round ${r}: ${"lorem ipsum ".repeat(8)}`;
-        const appended = await untilAdmitted(outcomes, () => c.append({ session: { sessionId, agentId: "storm" }, messages: [user(text)], idempotencyKey: `${sessionId}-${r}` }));
+        const appended = await untilAdmitted(outcomes, () =>
+          c.append({ session: { sessionId, agentId: "storm" }, messages: [user(text)], idempotencyKey: `${sessionId}-${r}` }),
+        );
         if (!appended) {
           abandoned.set(sessionId, text); // the runtime gives up; appends stay in order, so the session stops
           return;
@@ -171,13 +182,26 @@ describe("overload: server-level load shedding", () => {
     for (const w of watches) w.close();
     for (const c of conns) c.close();
 
-    const report = { stormMs: Math.round(stormMs), attempts: outcomes.total, outcomes: outcomes.summary(), abandoned: abandoned.size, baselineMb, peakMb, healthChecks: health.length, healthMaxMs: Math.round(Math.max(...health.map((h) => h.ms))) };
+    const report = {
+      stormMs: Math.round(stormMs),
+      attempts: outcomes.total,
+      outcomes: outcomes.summary(),
+      abandoned: abandoned.size,
+      baselineMb,
+      peakMb,
+      healthChecks: health.length,
+      healthMaxMs: Math.round(Math.max(...health.map((h) => h.ms))),
+    };
     console.log(`overload storm: ${JSON.stringify(report)}`);
 
     // Every call ended OK or shed — nothing UNAVAILABLE, INTERNAL, DEADLINE_EXCEEDED (hung) or other.
-    expect([...outcomes.byCode.keys()].filter((c) => c !== status.OK && c !== status.RESOURCE_EXHAUSTED), JSON.stringify(report)).toEqual([]);
+    expect(
+      [...outcomes.byCode.keys()].filter((c) => c !== status.OK && c !== status.RESOURCE_EXHAUSTED),
+      JSON.stringify(report),
+    ).toEqual([]);
     expect(outcomes.count(status.RESOURCE_EXHAUSTED), "the limit was reached").toBeGreaterThan(0);
-    for (const d of outcomes.details.get(status.RESOURCE_EXHAUSTED) ?? []) expect(d).toContain(`limit of ${LIMIT} concurrent calls (server.max_concurrent_calls)`);
+    for (const d of outcomes.details.get(status.RESOURCE_EXHAUSTED) ?? [])
+      expect(d).toContain(`limit of ${LIMIT} concurrent calls (server.max_concurrent_calls)`);
     expect(outcomes.count(status.OK)).toBeGreaterThanOrEqual(SESSIONS); // most of the work got through
     expect(outcomes.total).toBeGreaterThan(2_000);
 
@@ -196,7 +220,9 @@ describe("overload: server-level load shedding", () => {
     // Shed calls are counted (and logged, at most once a second); no slot was leaked.
     const samples = await scrape();
     expect(sampleValue(samples, "contextd_rpc_shed_total")).toBe(outcomes.count(status.RESOURCE_EXHAUSTED));
-    expect(sampleValue(samples, "grpc_server_handled_total", { grpc_service: "contextd.v1.SessionService", grpc_code: "RESOURCE_EXHAUSTED" })).toBe(outcomes.count(status.RESOURCE_EXHAUSTED));
+    expect(sampleValue(samples, "grpc_server_handled_total", { grpc_service: "contextd.v1.SessionService", grpc_code: "RESOURCE_EXHAUSTED" })).toBe(
+      outcomes.count(status.RESOURCE_EXHAUSTED),
+    );
     expect(sampleValue(samples, "contextd_rpc_in_flight")).toBe(0);
     const warning = await contextd.waitForLog((l) => l.msg === "server at its concurrency limit: calls shed");
     expect(warning).toMatchObject({ level: 40, limit: LIMIT, key: "server.max_concurrent_calls" });
@@ -241,9 +267,12 @@ describe("overload: server-level load shedding", () => {
     await eventually(async () => sampleValue(await scrape(), "contextd_rpc_in_flight") === 0, 10_000);
     engine.control({});
     // The full limit is available again, and the refused append wrote nothing.
-    const again = await Promise.allSettled(Array.from({ length: LIMIT }, (_, i) => cx.appendMessages({ session: { sessionId: `after-${i}` }, messages: [user("again")] })));
+    const again = await Promise.allSettled(
+      Array.from({ length: LIMIT }, (_, i) => cx.appendMessages({ session: { sessionId: `after-${i}` }, messages: [user("again")] })),
+    );
     expect(again.filter((r) => r.status === "rejected")).toEqual([]);
-    expect((await cx.getSession({ session: { sessionId: "at-the-limit" } }).catch((e: ServiceError) => e)) as ServiceError).toMatchObject({ code: status.NOT_FOUND });
+    expect((await cx.getSession({ session: { sessionId: "at-the-limit" } }).catch((e: ServiceError) => e)) as ServiceError).toMatchObject({
+      code: status.NOT_FOUND,
+    });
   });
 });
-

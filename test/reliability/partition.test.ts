@@ -111,7 +111,10 @@ describe.skipIf(unsupported)("a sidecar engine behind a network partition", () =
   it("serves both sessions through the veth before the cut", async () => {
     await append("fix the failing test");
     await cx.appendMessages({ session: strict, messages: [user("and the other one")] });
-    for (const [session, id] of [[fb, FB], [strict, STRICT]] as const) {
+    for (const [session, id] of [
+      [fb, FB],
+      [strict, STRICT],
+    ] as const) {
       expect(engines[id]!.address.startsWith(`${host.nsIp}:`)).toBe(true);
       expect(await assemble(session)).toMatchObject({ engineId: id, mode: Mode.MODE_NORMAL });
       before[id] = await reg.get(id);
@@ -127,7 +130,12 @@ describe.skipIf(unsupported)("a sidecar engine behind a network partition", () =
     const strictInFlight = timed(assemble(strict));
     // The `count`th event `event` of engine `id` since `n`.
     const nth = (id: string, event: string, count: number) =>
-      engines[id]!.waitForEvent((_, i) => engines[id]!.events().slice(n[id], i + 1).filter((e) => e.event === event && e.mode === "slow").length >= count);
+      engines[id]!.waitForEvent(
+        (_, i) =>
+          engines[id]!.events()
+            .slice(n[id], i + 1)
+            .filter((e) => e.event === event && e.mode === "slow").length >= count,
+      );
     // Cut once every one of them has reached its engine (which answers SLOW_MS later: too late).
     await Promise.all([nth(FB, "call", 3), nth(STRICT, "call", 1)]);
     cutMark = watch.mark();
@@ -149,7 +157,11 @@ describe.skipIf(unsupported)("a sidecar engine behind a network partition", () =
     }
     // The engine answered the calls in flight in time (`answered`, not `answered_late`); the partition lost the answers.
     await nth(FB, "answered", 3);
-    expect(engines[FB]!.events().slice(n[FB]).filter((e) => e.event === "answered_late")).toEqual([]);
+    expect(
+      engines[FB]!.events()
+        .slice(n[FB])
+        .filter((e) => e.event === "answered_late"),
+    ).toEqual([]);
 
     const s = await strictInFlight;
     expect(s.error?.code, String(s.error)).toBe(status.DEADLINE_EXCEEDED);
@@ -180,8 +192,16 @@ describe.skipIf(unsupported)("a sidecar engine behind a network partition", () =
     // Hold the cut: health checks keep failing long after the 1 s ejection, and nothing releases
     // the engines (waiting on contextd's log lines, each a failed check).
     const target = { [FB]: failedChecks(FB) + 3, [STRICT]: failedChecks(STRICT) + 3 };
-    await cd.waitForLog(() => Date.now() - cutAt >= PARTITION_MS && failedChecks(FB) >= target[FB]! && failedChecks(STRICT) >= target[STRICT]!, PARTITION_MS + 15_000);
-    expect(watch.events().slice(cutMark).filter((e) => e.type === EngineEventType.ENGINE_EVENT_TYPE_RELEASED)).toEqual([]);
+    await cd.waitForLog(
+      () => Date.now() - cutAt >= PARTITION_MS && failedChecks(FB) >= target[FB]! && failedChecks(STRICT) >= target[STRICT]!,
+      PARTITION_MS + 15_000,
+    );
+    expect(
+      watch
+        .events()
+        .slice(cutMark)
+        .filter((e) => e.type === EngineEventType.ENGINE_EVENT_TYPE_RELEASED),
+    ).toEqual([]);
 
     // Meanwhile the runtime is answered at once, by legacy, without a call to the engine…
     const calls = (await reg.get(FB)).calls;
@@ -214,7 +234,12 @@ describe.skipIf(unsupported)("a sidecar engine behind a network partition", () =
     // its own connection back to contextd — which must not be stuck in the partition's TCP backoff.
     const compact = await cx.compact({ session: fb, tokenBudget: 4_000, force: true });
     expect(compact, compact.fallbackReason).toMatchObject({ engineId: FB, mode: Mode.MODE_NORMAL });
-    expect(cd.logLines().slice(logMark).some((l) => l.method === "DelegateCompaction" && l.msg === "ok")).toBe(true);
+    expect(
+      cd
+        .logLines()
+        .slice(logMark)
+        .some((l) => l.method === "DelegateCompaction" && l.msg === "ok"),
+    ).toBe(true);
     expect(await assemble(fb)).toMatchObject({ engineId: FB, mode: Mode.MODE_NORMAL });
     expect(await assemble(strict)).toMatchObject({ engineId: STRICT, mode: Mode.MODE_NORMAL });
     await append("after the partition");

@@ -64,10 +64,7 @@ describe("an engine restarted at the same address", () => {
   async function killAndLetBackoffGrow(engine: EngineProcess, n = 4): Promise<void> {
     const before = failedChecks();
     await engine.kill9();
-    await contextd.waitForLog(
-      () => failedChecks() >= before + n,
-      n * HEALTH_INTERVAL_MS + 10_000,
-    );
+    await contextd.waitForLog(() => failedChecks() >= before + n, n * HEALTH_INTERVAL_MS + 10_000);
   }
 
   it("admission: registering again right away is admitted, not refused UNREACHABLE", async () => {
@@ -96,7 +93,10 @@ describe("an engine restarted at the same address", () => {
     // One of the next rounds of checks after the restart must pass. The reconnect backoff alone
     // was up to 2 s, ten rounds; the round in flight when the engine came up may still fail, and
     // one more on a loaded machine (150 ms per check).
-    await contextd.waitForLog((l) => l.msg === "engine health changed" && l.engineId === "restarter" && l.health === "SERVING" && contextd.logLines().indexOf(l) >= linesBefore, 10_000);
+    await contextd.waitForLog(
+      (l) => l.msg === "engine health changed" && l.engineId === "restarter" && l.health === "SERVING" && contextd.logLines().indexOf(l) >= linesBefore,
+      10_000,
+    );
     expect(failedChecks() - failedBefore).toBeLessThanOrEqual(3);
   });
 

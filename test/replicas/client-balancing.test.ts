@@ -40,7 +40,9 @@ describe("grpc-js round_robin over two replicas", () => {
 
   const append = (req: AppendMessagesRequest) =>
     new Promise<AppendMessagesResponse>((resolve, reject) =>
-      channel.appendMessages(req, new Metadata(), { deadline: new Date(Date.now() + 15_000) }, (err: ServiceError | null, res) => (err ? reject(err) : resolve(res))),
+      channel.appendMessages(req, new Metadata(), { deadline: new Date(Date.now() + 15_000) }, (err: ServiceError | null, res) =>
+        err ? reject(err) : resolve(res),
+      ),
     );
   const answered = (r: Replica) => r.history.reduce((n, p) => n + p.logLines().filter((l) => l.method === "AppendMessages" && l.msg === "ok").length, 0);
 
@@ -51,7 +53,11 @@ describe("grpc-js round_robin over two replicas", () => {
     const step = async () => {
       const key = `rr-${n}`;
       const texts = [`rr-${n++} hello`];
-      const req = AppendMessagesRequest.fromPartial({ session: { sessionId: "rr" }, messages: texts.map((t) => textMessage(Role.ROLE_USER, t)), idempotencyKey: key });
+      const req = AppendMessagesRequest.fromPartial({
+        session: { sessionId: "rr" },
+        messages: texts.map((t) => textMessage(Role.ROLE_USER, t)),
+        idempotencyKey: key,
+      });
       const res = await withRetries(stats, "AppendMessages", true, () => append(req));
       acked.push({ key, texts, entryIds: res.entryIds, replayed: res.replayed });
     };

@@ -82,7 +82,11 @@ describe("contextd on SIGTERM", () => {
     // 4. A clean exit, after the calls finished.
     expect(await exited).toBe(0);
     const msgs = cd.logLines().map((l) => l.msg);
-    const order = ["contextd draining: health NOT_SERVING", "contextd stopped taking new calls; waiting for the calls in flight", "contextd stopped taking calls; the calls in flight finished"];
+    const order = [
+      "contextd draining: health NOT_SERVING",
+      "contextd stopped taking new calls; waiting for the calls in flight",
+      "contextd stopped taking calls; the calls in flight finished",
+    ];
     expect(order.map((m) => msgs.indexOf(m))).toEqual([...order.map((m) => msgs.indexOf(m))].sort((a, b) => a - b));
     for (const m of order) expect(msgs).toContain(m);
     expect(msgs).not.toContain("health.shutdown_grace expired: calls still in flight were cancelled");

@@ -138,7 +138,16 @@ describe("HAProxy in front of three replicas (docs/deploy/haproxy.cfg)", () => {
       });
     }
     const replayed = writers.reduce((n, w) => n + w.acked.filter((a) => a.replayed).length, 0);
-    console.log(JSON.stringify({ test: "haproxy rolling restart", restarts: measured, load: stats.summary(), assembles: writers.reduce((n, w) => n + w.assembles, 0), appends: acked(), replayed_appends: replayed }));
+    console.log(
+      JSON.stringify({
+        test: "haproxy rolling restart",
+        restarts: measured,
+        load: stats.summary(),
+        assembles: writers.reduce((n, w) => n + w.assembles, 0),
+        appends: acked(),
+        replayed_appends: replayed,
+      }),
+    );
 
     expect(stats.failures, JSON.stringify(stats.summary())).toEqual([]);
     // Read back directly from one replica (not through the proxy).

@@ -69,7 +69,10 @@ describe("three replicas on one PostgreSQL database", () => {
     const texts = messageTexts(entries);
     clients.forEach((_, w) => {
       const expected = Array.from({ length: ROUNDS }, (_, i) => Array.from({ length: 1 + ((i + w) % 3) }, (_, j) => `w${w}-${i}.${j}`)).flat();
-      expect(texts.filter((t) => t.startsWith(`w${w}-`)), `writer ${w}'s order`).toEqual(expected);
+      expect(
+        texts.filter((t) => t.startsWith(`w${w}-`)),
+        `writer ${w}'s order`,
+      ).toEqual(expected);
     });
     // A batch is contiguous: nothing of another writer inside it.
     for (let k = 1; k < texts.length; k++) {
@@ -136,7 +139,9 @@ describe("three replicas on one PostgreSQL database", () => {
     const keptSeq = byId.get(latest.entry.value.firstKeptEntryId)!.seq;
     const expectedView = [
       messageText(summaryMessage(latest.entry.value.summary)),
-      ...entries.filter((e) => e.seq >= keptSeq && e.entry?.$case === "message").map((e) => messageText((e.entry as { $case: "message"; value: Message }).value)),
+      ...entries
+        .filter((e) => e.seq >= keptSeq && e.entry?.$case === "message")
+        .map((e) => messageText((e.entry as { $case: "message"; value: Message }).value)),
     ];
     const contexts = await Promise.all(clients.map((cx) => cx.assemble({ session: ref(sessionId), tokenBudget: 100_000, autoCompact: false })));
     for (const ctx of contexts) expect(ctx.messages.map(messageText)).toEqual(expectedView);
@@ -147,7 +152,10 @@ describe("three replicas on one PostgreSQL database", () => {
     for (let n = 0; n < 30; n++) {
       await clients[n % 3]!.appendMessages({
         session: ref(sessionId),
-        messages: [user(`Question ${n}: what does src/app${n}.ts export? ${"Some context to make it longer. ".repeat(5)}`), textMessage(Role.ROLE_ASSISTANT, `It exports handler${n}(). ${"Details. ".repeat(10)}`)],
+        messages: [
+          user(`Question ${n}: what does src/app${n}.ts export? ${"Some context to make it longer. ".repeat(5)}`),
+          textMessage(Role.ROLE_ASSISTANT, `It exports handler${n}(). ${"Details. ".repeat(10)}`),
+        ],
       });
     }
     // A budget small enough that Assemble must auto-compact: the first replica to assemble commits

@@ -72,7 +72,10 @@ describe("registry state shared by replicas on one PostgreSQL database", () => {
     let seen = 0;
     return named(name).current.waitForLog((l) => l.msg === msg && l.engineId === ENGINE && seen++ >= from, 5_000);
   }
-  const count = (name: string, msg: string) => named(name).current.logLines().filter((l) => l.msg === msg && l.engineId === ENGINE).length;
+  const count = (name: string, msg: string) =>
+    named(name)
+      .current.logLines()
+      .filter((l) => l.msg === msg && l.engineId === ENGINE).length;
   const assemble = (name: string, sessionId: string) => cx(name).assemble({ session: { sessionId }, tokenBudget: 200_000 });
 
   beforeAll(async () => {
@@ -195,10 +198,20 @@ describe("registry state shared by replicas on one PostgreSQL database", () => {
 
   it("a missed notification is repaired: by the periodic reconcile, and by the LISTEN connection's reconnection", async () => {
     // A record written without NOTIFY (as if the notification were lost): C's reconcile applies it.
-    const q = QuarantineState.fromPartial({ operation: "manual", reason: "written behind the replicas' backs", failedAtMs: Date.now(), ejections: 1, manual: true });
+    const q = QuarantineState.fromPartial({
+      operation: "manual",
+      reason: "written behind the replicas' backs",
+      failedAtMs: Date.now(),
+      ejections: 1,
+      manual: true,
+    });
     const markC = watch("r3").mark();
     const before = count("r3", "engine quarantined at another replica");
-    await admin.query("INSERT INTO engine_quarantines (engine_id, payload, updated_at_ms) VALUES ($1, $2, $3)", [ENGINE, Buffer.from(QuarantineState.encode(q).finish()), Date.now()]);
+    await admin.query("INSERT INTO engine_quarantines (engine_id, payload, updated_at_ms) VALUES ($1, $2, $3)", [
+      ENGINE,
+      Buffer.from(QuarantineState.encode(q).finish()),
+      Date.now(),
+    ]);
     const applied = await watch("r3").next(markC, "QUARANTINED", ENGINE, 5_000);
     expect(applied.engine?.quarantine?.reason).toBe("written behind the replicas' backs");
     expect((await logOf("r3", "engine quarantined at another replica", before)).via).toBe("reconcile");
@@ -209,9 +222,16 @@ describe("registry state shared by replicas on one PostgreSQL database", () => {
     // Kill every replica's LISTEN connection, then change the registry at once.
     const listeners = (await admin.query<{ pid: number }>(LISTENERS, [db.name])).rows;
     expect(listeners.length).toBe(3);
-    const reconnects = ["r1", "r2", "r3"].map((n) => named(n).current.logLines().filter((l) => l.msg === "registry listener reconnected").length);
+    const reconnects = ["r1", "r2", "r3"].map(
+      (n) =>
+        named(n)
+          .current.logLines()
+          .filter((l) => l.msg === "registry listener reconnected").length,
+    );
     const markB = watch("r2").mark();
-    await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name = 'contextd registry listener'", [db.name]);
+    await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name = 'contextd registry listener'", [
+      db.name,
+    ]);
     await reg("r1").isolate(ENGINE, "while nobody listened");
     const late = await watch("r2").next(markB, "QUARANTINED", ENGINE, 10_000);
     expect(late.engine?.quarantine?.reason).toBe("while nobody listened");

@@ -27,7 +27,10 @@ describe("subagent TTL with two replicas on PostgreSQL", () => {
 
   beforeAll(async () => {
     db = await createScratchDatabase();
-    replicas = await startReplicas(2, { store: db.url({ pool_max: 3 }), config: { slots: { context_engine: ENGINE }, subagents: { sweep_interval: "100ms" } } });
+    replicas = await startReplicas(2, {
+      store: db.url({ pool_max: 3 }),
+      config: { slots: { context_engine: ENGINE }, subagents: { sweep_interval: "100ms" } },
+    });
     clients = replicas.map((r) => new ContextdClient({ address: r.address, timeoutMs: 30_000 }));
     const watchB = await watchEngines(replicas[1]!.address);
     try {
@@ -61,7 +64,12 @@ describe("subagent TTL with two replicas on PostgreSQL", () => {
     for (const sessionId of ids) await engine.waitForEvent((e) => e.event === "subagent_ended" && e.session_id === sessionId, 20_000);
 
     // A barrier child, swept well after every other child: sweeps at both replicas ran meanwhile.
-    await clients[1]!.prepareSubagentSpawn({ parent, child: { sessionId: "barrier", agentId: "coder" }, contextMode: SubagentContextMode.SUBAGENT_CONTEXT_MODE_ISOLATED, ttlMs: 500 });
+    await clients[1]!.prepareSubagentSpawn({
+      parent,
+      child: { sessionId: "barrier", agentId: "coder" },
+      contextMode: SubagentContextMode.SUBAGENT_CONTEXT_MODE_ISOLATED,
+      ttlMs: 500,
+    });
     await engine.waitForEvent((e) => e.event === "subagent_ended" && e.session_id === "barrier", 20_000);
 
     // EndSubagent at the replica that did not sweep it (or did: either way) tells the engine nothing.
@@ -74,11 +82,19 @@ describe("subagent TTL with two replicas on PostgreSQL", () => {
 
     const ended = engine.events().filter((e) => e.event === "subagent_ended");
     for (const sessionId of [...ids, "barrier"]) {
-      expect(ended.filter((e) => e.session_id === sessionId).map((e) => e.reason), sessionId).toEqual(["SUBAGENT_END_REASON_SWEPT"]);
+      expect(
+        ended.filter((e) => e.session_id === sessionId).map((e) => e.reason),
+        sessionId,
+      ).toEqual(["SUBAGENT_END_REASON_SWEPT"]);
     }
     expect(ended.length).toBe(CHILDREN + 1);
 
-    const sweptBy = replicas.map((r) => r.current.logLines().filter((l) => l.msg === "subagent swept: its ttl_ms passed").map((l) => l.sessionId as string));
+    const sweptBy = replicas.map((r) =>
+      r.current
+        .logLines()
+        .filter((l) => l.msg === "subagent swept: its ttl_ms passed")
+        .map((l) => l.sessionId as string),
+    );
     expect(sweptBy.flat().sort()).toEqual([...ids, "barrier"].sort());
     console.log(JSON.stringify({ test: "subagent TTL sweep across replicas", swept_by_replica: sweptBy.map((s) => s.length) }));
 

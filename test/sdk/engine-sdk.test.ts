@@ -2,16 +2,7 @@ import { newestFirst } from "../../engines/newest-first/main.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import {
-  credentials,
-  makeGenericClientConstructor,
-  Metadata,
-  Server,
-  ServerCredentials,
-  status,
-  type Client,
-  type ServiceError,
-} from "@grpc/grpc-js";
+import { credentials, makeGenericClientConstructor, Metadata, Server, ServerCredentials, status, type Client, type ServiceError } from "@grpc/grpc-js";
 import { service as healthService } from "grpc-health-check";
 import pino from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -119,7 +110,13 @@ async function healthOf(address: string): Promise<string> {
   const client = new HealthClient(address, credentials.createInsecure()) as Client & Record<string, unknown>;
   clients.push(client);
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const res = await callUnary<{ service: string }, { status: string | number }>(client, client.check as any, { service: "" }, { address }, { timeoutMs: 5_000 });
+  const res = await callUnary<{ service: string }, { status: string | number }>(
+    client,
+    client.check as any,
+    { service: "" },
+    { address },
+    { timeoutMs: 5_000 },
+  );
   return typeof res.status === "number" ? ["UNKNOWN", "SERVING", "NOT_SERVING"][res.status] : res.status;
 }
 
@@ -285,7 +282,9 @@ describe("serveEngine: ContextEngineService", () => {
     );
     const client = engineClient(engine.address);
     const result = new Promise<ServiceError | null>((resolve) => {
-      const c = client.assemble(E.ContextEngineServiceAssembleRequest.fromPartial({}), new Metadata(), { deadline: Date.now() + 30_000 }, (err) => resolve(err));
+      const c = client.assemble(E.ContextEngineServiceAssembleRequest.fromPartial({}), new Metadata(), { deadline: Date.now() + 30_000 }, (err) =>
+        resolve(err),
+      );
       void inside.then(() => c.cancel());
     });
     const err = await result;
@@ -424,7 +423,8 @@ async function startFakeHost(token: string) {
       if (!record("ReadTranscript", c)) return cb(unauth, null);
       const req = c.request as ReadTranscriptRequest;
       const page = Number(req.pageToken || "0");
-      const entry = (n: number) => TranscriptEntry.fromPartial({ id: `e${n}`, seq: n, entry: { $case: "message" as const, value: msg(Role.ROLE_USER, `m${n}`, 1, `e${n}`) } });
+      const entry = (n: number) =>
+        TranscriptEntry.fromPartial({ id: `e${n}`, seq: n, entry: { $case: "message" as const, value: msg(Role.ROLE_USER, `m${n}`, 1, `e${n}`) } });
       cb(null, { entries: [entry(page * 2 + 1), entry(page * 2 + 2)], nextPageToken: page < 2 ? String(page + 1) : "" });
     },
     rewriteTranscriptEntries: (c, cb) => (record("RewriteTranscriptEntries", c) ? cb(null, { rewrittenEntries: 1, bytesFreed: 10 }) : cb(unauth, null)),
@@ -518,7 +518,12 @@ describe("serveEngine: HostClient", () => {
       }),
     );
     const before = Date.now();
-    await call(engineClient(engine.address), "assemble", { session: { sessionId: "s" }, host: { endpoint: host.endpoint, token: "t", expiresAtMs: Date.now() + 600_000 } }, 3_000);
+    await call(
+      engineClient(engine.address),
+      "assemble",
+      { session: { sessionId: "s" }, host: { endpoint: host.endpoint, token: "t", expiresAtMs: Date.now() + 600_000 } },
+      3_000,
+    );
     expect(host.seen[0].deadlineMs).toBeLessThanOrEqual(before + 3_100);
   });
 
@@ -532,10 +537,7 @@ describe("serveEngine: HostClient", () => {
 describe("the README example (engines/newest-first/main.ts)", () => {
   it("keeps the pinned messages, then the newest messages that fit, and never starts with a tool result", async () => {
     // engines/newest-first/main.ts itself (README.md shows the same object: test/readme checks it).
-    const engine = await serveEngine(
-      newestFirst,
-      { registry: "", handleSignals: false, logger },
-    );
+    const engine = await serveEngine(newestFirst, { registry: "", handleSignals: false, logger });
     running.push(engine);
     const messages = [
       msg(Role.ROLE_USER, "please read the file", 10, "e1"),

@@ -57,7 +57,11 @@ describe("finding: allow-list bypasses — re-checked when a name's address chan
     monitor = new HealthMonitor(registry, quarantine, events, { intervalMs: 60_000, timeoutMs: 2_000, unhealthyThreshold: 3 }, log);
     const info = EngineInfo.fromPartial({ id: "rebound", name: "rebound", protocolVersions: [1] });
     // As a registration read from the store (another replica's, or from before a restart).
-    engine = restoredEngine({ engineId: "rebound", owner: "acme", endpoint: `engine.test:${port}`, info, protocolVersion: 1, registeredAtMs: Date.now() }, credentials.createInsecure(), allowList);
+    engine = restoredEngine(
+      { engineId: "rebound", owner: "acme", endpoint: `engine.test:${port}`, info, protocolVersion: 1, registeredAtMs: Date.now() },
+      credentials.createInsecure(),
+      allowList,
+    );
     registry.set(engine);
   });
   afterAll(async () => {

@@ -95,12 +95,18 @@ describe("finding: allow-list bypasses — a listed name resolving to a disallow
     "pods.example": ["10.1.2.3", "10.1.2.4"],
     "ula.example": ["fd12::1"],
   });
-  const list = new EndpointAllowList(["engines.example", "rebind.example", "metadata.example", "mixed.example", "mapped.example", "pods.example", "ula.example", "10.1.0.0/16"], dns);
+  const list = new EndpointAllowList(
+    ["engines.example", "rebind.example", "metadata.example", "mixed.example", "mapped.example", "pods.example", "ula.example", "10.1.0.0/16"],
+    dns,
+  );
 
   it("a listed name is dialled at its checked addresses, keeping the name for :authority and TLS", async () => {
     expect(await list.check("engines.example:443")).toEqual({
       ok: true,
-      dial: { target: "ipv4:93.184.216.34:443", options: { "grpc.default_authority": "engines.example:443", "grpc.ssl_target_name_override": "engines.example" } },
+      dial: {
+        target: "ipv4:93.184.216.34:443",
+        options: { "grpc.default_authority": "engines.example:443", "grpc.ssl_target_name_override": "engines.example" },
+      },
     });
     expect(await list.check("pods.example:50051")).toMatchObject({ ok: true, dial: { target: "ipv4:10.1.2.3:50051,10.1.2.4:50051" } });
   });
@@ -144,7 +150,7 @@ describe("finding: allow-list bypasses — dns://AUTHORITY/, ports over 65535 an
   });
 
   it("a port outside 1..65535 is refused naming the port", async () => {
-    expect(await refusedFor(list, "127.0.0.1:70000")).toContain("port \"70000\" is not in 1..65535");
+    expect(await refusedFor(list, "127.0.0.1:70000")).toContain('port "70000" is not in 1..65535');
     expect(await refusedFor(list, "localhost:0")).toContain("1..65535");
   });
 

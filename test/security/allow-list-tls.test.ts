@@ -32,7 +32,14 @@ describe("finding: allow-list bypasses — dialling checked addresses keeps TLS 
 
   const remoteAt = (endpoint: string, allowList: EndpointAllowList) =>
     restoredEngine(
-      { engineId: "tls-named", owner: "team", endpoint, info: EngineInfo.fromPartial({ id: "tls-named", name: "tls-named" }), protocolVersion: 1, registeredAtMs: 0 },
+      {
+        engineId: "tls-named",
+        owner: "team",
+        endpoint,
+        info: EngineInfo.fromPartial({ id: "tls-named", name: "tls-named" }),
+        protocolVersion: 1,
+        registeredAtMs: 0,
+      },
       tls,
       allowList,
     ).remote!;

@@ -51,12 +51,12 @@ const VICTIM = "matrix-victim";
 // prettier-ignore
 //                                                  none    wrong   runtime owner   otherOwner operator liveHost expiredHost
 const SESSION = (right: string): string[] =>       [UNAUTH, UNAUTH, right,  DENIED, DENIED,    DENIED,  UNAUTH,  UNAUTH];
-const READER =                                     [UNAUTH, UNAUTH, OK,     OK,     OK,        OK,      UNAUTH,  UNAUTH];
-const OPERATOR =                                   [UNAUTH, UNAUTH, DENIED, DENIED, DENIED,    OK,      UNAUTH,  UNAUTH];
-const HOST = (right: string): string[] =>          [UNAUTH, UNAUTH, UNAUTH, UNAUTH, UNAUTH,    UNAUTH,  right,   UNAUTH];
+const READER = [UNAUTH, UNAUTH, OK, OK, OK, OK, UNAUTH, UNAUTH];
+const OPERATOR = [UNAUTH, UNAUTH, DENIED, DENIED, DENIED, OK, UNAUTH, UNAUTH];
+const HOST = (right: string): string[] => [UNAUTH, UNAUTH, UNAUTH, UNAUTH, UNAUTH, UNAUTH, right, UNAUTH];
 // Registering names owner "acme" (the `owner` column) and no endpoint: past the owner check, the handler refuses it.
-const REGISTER =                                   [UNAUTH, UNAUTH, DENIED, INVALID, DENIED,   DENIED,  UNAUTH,  UNAUTH];
-const DEREGISTER =                                 [UNAUTH, UNAUTH, DENIED, OK,     DENIED,    OK,      UNAUTH,  UNAUTH];
+const REGISTER = [UNAUTH, UNAUTH, DENIED, INVALID, DENIED, DENIED, UNAUTH, UNAUTH];
+const DEREGISTER = [UNAUTH, UNAUTH, DENIED, OK, DENIED, OK, UNAUTH, UNAUTH];
 
 interface Row {
   request: () => unknown;
@@ -101,7 +101,9 @@ const MATRIX: Record<string, Row> = {
 
 const SERVICES = { SessionService: S.SessionServiceService, RegistryService: R.RegistryServiceService, HostService: H.HostServiceService };
 const METHODS = new Map<string, MethodDef>(
-  Object.values(SERVICES).flatMap((def) => Object.values(def).map((m): [string, MethodDef] => [m.path.slice("/contextd.v1.".length), m as unknown as MethodDef])),
+  Object.values(SERVICES).flatMap((def) =>
+    Object.values(def).map((m): [string, MethodDef] => [m.path.slice("/contextd.v1.".length), m as unknown as MethodDef]),
+  ),
 );
 
 let contextd: ContextdProcess;
@@ -115,12 +117,22 @@ let heldAssemble: Promise<unknown>;
 /** The engine the registry rows may deregister and quarantine, put back before each such cell. */
 const victim = {
   async register(): Promise<void> {
-    const res = await rawCall(client, METHODS.get("RegistryService/RegisterEngine")!, R.RegisterEngineRequest.fromPartial({ engineId: VICTIM, owner: "acme", endpoint: victimEngine.address, allowSameOwnerRefresh: true }), TOKENS.acme);
+    const res = await rawCall(
+      client,
+      METHODS.get("RegistryService/RegisterEngine")!,
+      R.RegisterEngineRequest.fromPartial({ engineId: VICTIM, owner: "acme", endpoint: victimEngine.address, allowSameOwnerRefresh: true }),
+      TOKENS.acme,
+    );
     expect(res.code).toBe(OK);
   },
   async quarantined(): Promise<void> {
     await victim.register();
-    const res = await rawCall(client, METHODS.get("RegistryService/QuarantineEngine")!, R.QuarantineEngineRequest.fromPartial({ engineId: VICTIM, reason: "setup" }), TOKENS.operator);
+    const res = await rawCall(
+      client,
+      METHODS.get("RegistryService/QuarantineEngine")!,
+      R.QuarantineEngineRequest.fromPartial({ engineId: VICTIM, reason: "setup" }),
+      TOKENS.operator,
+    );
     expect(res.code).toBe(OK);
   },
 };

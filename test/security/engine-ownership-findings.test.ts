@@ -101,7 +101,7 @@ describe("finding: with auth.required, a slot naming an id that no owner reserve
 
   it.each([
     ["slots.context_engine", { auth: AUTH, slots: { context_engine: "nobodys" } }],
-    ['slots.agents.bob', { auth: AUTH, slots: { agents: { bob: "nobodys" } } }],
+    ["slots.agents.bob", { auth: AUTH, slots: { agents: { bob: "nobodys" } } }],
   ])("%s → exit 2 naming the key and auth.owners.<owner>.engines", async (key, config) => {
     const out = await run(config);
     expect(out.code).toBe(2);
@@ -121,7 +121,11 @@ describe("finding: with auth.required, a slot naming an id that no owner reserve
 
   it("a managed sidecar reserves its own id, so a slot may route to it", async () => {
     const cd = await startContextd({
-      config: { auth: AUTH, slots: { context_engine: "side" }, engines: { managed: [{ id: "side", command: [process.execPath, "-e", "setInterval(() => {}, 1000)"] }] } },
+      config: {
+        auth: AUTH,
+        slots: { context_engine: "side" },
+        engines: { managed: [{ id: "side", command: [process.execPath, "-e", "setInterval(() => {}, 1000)"] }] },
+      },
       env: ENV,
     });
     await cd.cleanup();

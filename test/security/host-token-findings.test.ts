@@ -38,11 +38,19 @@ function steal(address: string, creds: ChannelCredentials = credentials.createIn
   return {
     read: (sessionId: string, token: string) => call(client.readTranscript, H.ReadTranscriptRequest.fromPartial({ session: { sessionId } }), token),
     rewrite: (sessionId: string, entryId: string, text: string, token: string) =>
-      call(client.rewriteTranscriptEntries, H.RewriteTranscriptEntriesRequest.fromPartial({ session: { sessionId }, rewrites: [{ entryId, message: user(text) }] }), token),
+      call(
+        client.rewriteTranscriptEntries,
+        H.RewriteTranscriptEntriesRequest.fromPartial({ session: { sessionId }, rewrites: [{ entryId, message: user(text) }] }),
+        token,
+      ),
     close: () => client.close(),
   };
 }
-const refused = (p: Promise<unknown>) => p.then(() => ({ code: status.OK, details: "" }) as ServiceError, (e: ServiceError) => e);
+const refused = (p: Promise<unknown>) =>
+  p.then(
+    () => ({ code: status.OK, details: "" }) as ServiceError,
+    (e: ServiceError) => e,
+  );
 
 /** A session routed to `engine`, with two messages, and an Assemble held open by the engine. */
 async function holdCall(cx: ContextdClient, engine: ScopedHostEngine, sessionId: string, agentId: string, more: string[] = []) {
@@ -55,7 +63,10 @@ async function holdCall(cx: ContextdClient, engine: ScopedHostEngine, sessionId:
 }
 
 const texts = async (cx: ContextdClient, sessionId: string) =>
-  (await cx.getTranscript({ session: { sessionId } })).entries.map((e) => ({ text: e.entry?.$case === "message" ? messageText(e.entry.value) : "", revision: e.revision }));
+  (await cx.getTranscript({ session: { sessionId } })).entries.map((e) => ({
+    text: e.entry?.$case === "message" ? messageText(e.entry.value) : "",
+    revision: e.revision,
+  }));
 
 describe("host tokens on the engine's own host (loopback, no mTLS)", () => {
   let cd: ContextdProcess;
@@ -66,7 +77,11 @@ describe("host tokens on the engine's own host (loopback, no mTLS)", () => {
 
   beforeAll(async () => {
     cd = await startContextd({
-      config: { slots: { agents: { bare: "bare-engine", rw: "rw-engine" } }, engines: { timeouts: { assemble: "30s" } }, compaction: { keep_recent_tokens: 1 } },
+      config: {
+        slots: { agents: { bare: "bare-engine", rw: "rw-engine" } },
+        engines: { timeouts: { assemble: "30s" } },
+        compaction: { keep_recent_tokens: 1 },
+      },
     });
     cx = new ContextdClient({ address: cd.address, timeoutMs: 30_000 });
     other = steal(cd.address);
@@ -117,7 +132,10 @@ describe("host tokens on the engine's own host (loopback, no mTLS)", () => {
     // Enough history that the host's native compaction makes progress.
     const long = Array.from({ length: 6 }, (_, i) => `message ${i}: ${"lorem ipsum dolor sit amet ".repeat(40)}`);
     const { entryIds, answered } = await holdCall(cx, rw, "declared", "rw", long);
-    expect(await rw.host("declared", "rewrite", { entryId: entryIds[0], text: "fixed by rw-engine" })).toMatchObject({ code: status.OK, value: { rewrittenEntries: 1 } });
+    expect(await rw.host("declared", "rewrite", { entryId: entryIds[0], text: "fixed by rw-engine" })).toMatchObject({
+      code: status.OK,
+      value: { rewrittenEntries: 1 },
+    });
     const delegated = await rw.host("declared", "delegate");
     expect(delegated, JSON.stringify(delegated.value)).toMatchObject({ code: status.OK, value: { compacted: true } });
     await rw.release("declared");
@@ -203,7 +221,13 @@ describe("host tokens of an engine at another address", () => {
       },
     });
     cx = new ContextdClient({ address: `127.0.0.1:${port}`, timeoutMs: 30_000 });
-    engine = await startScopedHostEngine({ engineId: "remote-engine", registry: `${otherAddress}:${port}`, owner: "team", requirements: ["transcript-rewrite"], listen: `${otherAddress}:0` });
+    engine = await startScopedHostEngine({
+      engineId: "remote-engine",
+      registry: `${otherAddress}:${port}`,
+      owner: "team",
+      requirements: ["transcript-rewrite"],
+      listen: `${otherAddress}:0`,
+    });
     expect(await engine.registered, engine.logs()).toMatchObject({ ok: true });
   }, 60_000);
 
@@ -262,7 +286,13 @@ describe("host tokens under mTLS (tls.require_client_cert)", () => {
     });
     cx = new ContextdClient({ address: cd.address, timeoutMs: 30_000, credentials: creds("runtime") });
     const team = client("team");
-    engine = await startScopedHostEngine({ engineId: "mtls-engine", registry: cd.address, owner: "team", requirements: ["transcript-rewrite"], tls: { ca: ca.cert, ...team } });
+    engine = await startScopedHostEngine({
+      engineId: "mtls-engine",
+      registry: cd.address,
+      owner: "team",
+      requirements: ["transcript-rewrite"],
+      tls: { ca: ca.cert, ...team },
+    });
     expect(await engine.registered, engine.logs()).toMatchObject({ ok: true });
   }, 60_000);
 

@@ -41,12 +41,19 @@ function healthLoop(address: string): HealthLoop {
       const started = performance.now();
       // The deadline is far above the bound so a stall shows as a long latency, not an error.
       const deadline = Date.now() + 60_000;
-      client.makeUnaryRequest("/grpc.health.v1.Health/Check", () => Buffer.alloc(0), (b: Buffer) => b, {}, { deadline }, (err) => {
-        if (err) return reject(err);
-        latencies.push(performance.now() - started);
-        for (const w of waiters.splice(0)) w();
-        resolve();
-      });
+      client.makeUnaryRequest(
+        "/grpc.health.v1.Health/Check",
+        () => Buffer.alloc(0),
+        (b: Buffer) => b,
+        {},
+        { deadline },
+        (err) => {
+          if (err) return reject(err);
+          latencies.push(performance.now() - started);
+          for (const w of waiters.splice(0)) w();
+          resolve();
+        },
+      );
     });
   const done = (async () => {
     while (running) await check();
@@ -94,7 +101,9 @@ describe("security: one large ImportTranscript must not stall the server", () =>
     const latencies = await health.stop();
     const during = latencies.slice(before);
     const worst = Math.max(...during);
-    console.log(`import of ${jsonl.length} bytes, ${file.entries} entries: ${Math.round(importMs)} ms; ${during.length} health checks, slowest ${Math.round(worst)} ms`);
+    console.log(
+      `import of ${jsonl.length} bytes, ${file.entries} entries: ${Math.round(importMs)} ms; ${during.length} health checks, slowest ${Math.round(worst)} ms`,
+    );
 
     expect(res.importedEntries).toBe(file.entries);
     const info = (await cx.getSession({ session: { sessionId: "big-import" } })).info!;

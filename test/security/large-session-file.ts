@@ -24,7 +24,28 @@ export function largeSessionFile(targetBytes: number, seed = 1): LargeSessionFil
     return (state >>> 0) / 0x1_0000_0000;
   };
   const pick = <T>(items: T[]): T => items[Math.floor(random() * items.length)];
-  const words = ["the", "invoice", "rounding", "test", "fails", "because", "src", "total", "line", "we", "should", "check", "function", "returns", "value", "cents", "vat", "fix", "module", "error"];
+  const words = [
+    "the",
+    "invoice",
+    "rounding",
+    "test",
+    "fails",
+    "because",
+    "src",
+    "total",
+    "line",
+    "we",
+    "should",
+    "check",
+    "function",
+    "returns",
+    "value",
+    "cents",
+    "vat",
+    "fix",
+    "module",
+    "error",
+  ];
   const prose = (n: number): string => Array.from({ length: n }, () => pick(words)).join(" ");
   const t0 = Date.parse("2026-09-08T09:12:03.114Z");
   let clock = 0;
@@ -63,14 +84,32 @@ export function largeSessionFile(targetBytes: number, seed = 1): LargeSessionFil
           api: "anthropic-messages",
           provider: "anthropic",
           model: "claude-sonnet-4-5",
-          usage: { input: 2870, output: 24, cacheRead: 0, cacheWrite: 0, totalTokens: 2894, cost: { input: 0.00861, output: 0.00036, cacheRead: 0, cacheWrite: 0, total: 0.00897 } },
+          usage: {
+            input: 2870,
+            output: 24,
+            cacheRead: 0,
+            cacheWrite: 0,
+            totalTokens: 2894,
+            cost: { input: 0.00861, output: 0.00036, cacheRead: 0, cacheWrite: 0, total: 0.00897 },
+          },
           stopReason: "toolUse",
           timestamp: t0 + clock,
         },
       });
       // Most tool output is a line or two; now and then a file dump of a few KB.
       const output = random() < 0.05 ? prose(300 + Math.floor(random() * 600)) : prose(3 + Math.floor(random() * 25));
-      push({ type: "message", message: { role: "toolResult", toolCallId: callId, toolName: "bash", content: [{ type: "text", text: output }], details: { exitCode: 0 }, isError: false, timestamp: t0 + clock } });
+      push({
+        type: "message",
+        message: {
+          role: "toolResult",
+          toolCallId: callId,
+          toolName: "bash",
+          content: [{ type: "text", text: output }],
+          details: { exitCode: 0 },
+          isError: false,
+          timestamp: t0 + clock,
+        },
+      });
     }
     push({
       type: "message",
@@ -80,7 +119,14 @@ export function largeSessionFile(targetBytes: number, seed = 1): LargeSessionFil
         api: "anthropic-messages",
         provider: "anthropic",
         model: "claude-sonnet-4-5",
-        usage: { input: 3100, output: 80, cacheRead: 2048, cacheWrite: 0, totalTokens: 5228, cost: { input: 0.0093, output: 0.0012, cacheRead: 0.0006, cacheWrite: 0, total: 0.0111 } },
+        usage: {
+          input: 3100,
+          output: 80,
+          cacheRead: 2048,
+          cacheWrite: 0,
+          totalTokens: 5228,
+          cost: { input: 0.0093, output: 0.0012, cacheRead: 0.0006, cacheWrite: 0, total: 0.0111 },
+        },
         stopReason: "stop",
         timestamp: t0 + clock,
       },

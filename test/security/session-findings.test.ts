@@ -102,7 +102,11 @@ describe("SessionService red-team findings", () => {
         alice.exportTranscript({ session }),
         alice.deleteSession({ session }),
         alice.endSubagent({ child: session, reason: SubagentEndReason.SUBAGENT_END_REASON_DELETED }),
-        alice.prepareSubagentSpawn({ parent: session, child: { sessionId: `${id}-child`, agentId: "alice" }, contextMode: SubagentContextMode.SUBAGENT_CONTEXT_MODE_FORK }),
+        alice.prepareSubagentSpawn({
+          parent: session,
+          child: { sessionId: `${id}-child`, agentId: "alice" },
+          contextMode: SubagentContextMode.SUBAGENT_CONTEXT_MODE_FORK,
+        }),
         alice.rollbackSubagentSpawn({ rollbackHandle: Buffer.from(JSON.stringify({ c: id, e: "" })).toString("base64url") }),
       ];
     };
@@ -113,7 +117,10 @@ describe("SessionService red-team findings", () => {
       expect(theirs.map((o) => o.details.replaceAll("bob-1", "ID"))).toEqual(missing.map((o) => o.details.replaceAll("no-such-id", "ID")));
     }
     // The agent a request claims is checked first, before any store read: the same answer either way.
-    const claimed = [await outcome(alice.getSession({ session: { sessionId: "bob-1", agentId: "bob" } })), await outcome(alice.getSession({ session: { sessionId: "no-such-id", agentId: "bob" } }))];
+    const claimed = [
+      await outcome(alice.getSession({ session: { sessionId: "bob-1", agentId: "bob" } })),
+      await outcome(alice.getSession({ session: { sessionId: "no-such-id", agentId: "bob" } })),
+    ];
     expect(claimed.map((o) => o.code)).toEqual([status.PERMISSION_DENIED, status.PERMISSION_DENIED]);
     expect(claimed[0].details).toBe(claimed[1].details);
 
@@ -121,11 +128,15 @@ describe("SessionService red-team findings", () => {
     for (const call of [
       alice.appendMessages({ session: { sessionId: "bob-1", agentId: "alice" }, messages: [user("intrusion")] }),
       alice.importTranscript({ session: { sessionId: "bob-1", agentId: "alice" }, jsonl: Buffer.from(JSON.stringify({ role: "user", content: "x" })) }),
-      alice.prepareSubagentSpawn({ parent: { sessionId: "alice-1" }, child: { sessionId: "bob-1", agentId: "alice" }, contextMode: SubagentContextMode.SUBAGENT_CONTEXT_MODE_ISOLATED }),
+      alice.prepareSubagentSpawn({
+        parent: { sessionId: "alice-1" },
+        child: { sessionId: "bob-1", agentId: "alice" },
+        contextMode: SubagentContextMode.SUBAGENT_CONTEXT_MODE_ISOLATED,
+      }),
     ].map(outcome)) {
       const o = await call;
       expect(o.code).toBe(status.ALREADY_EXISTS);
-      expect(o.details).not.toContain("bob\"");
+      expect(o.details).not.toContain('bob"');
     }
     const info = (await bob.getSession({ session: { sessionId: "bob-1" } })).info!;
     expect([info.messageCount, info.session!.agentId]).toEqual([1, "bob"]);
@@ -134,7 +145,9 @@ describe("SessionService red-team findings", () => {
   });
 
   it('an unknown session without `agent_id` answers `PERMISSION_DENIED … agent ""` (should be `NOT_FOUND`)', async () => {
-    for (const call of [alice.getSession({ session: { sessionId: "ghost" } }), alice.assemble({ session: { sessionId: "ghost" }, tokenBudget: 100 })].map(outcome)) {
+    for (const call of [alice.getSession({ session: { sessionId: "ghost" } }), alice.assemble({ session: { sessionId: "ghost" }, tokenBudget: 100 })].map(
+      outcome,
+    )) {
       const o = await call;
       expect(o).toEqual({ code: status.NOT_FOUND, details: 'session "ghost" not found' });
     }
@@ -167,7 +180,10 @@ describe("SessionService red-team findings", () => {
     const session = { sessionId: "alice-1" };
     const cases: [Promise<Outcome>, string][] = [
       [outcome(alice.compact({ session, tokenBudget: 1000, compactionTarget: 99 as CompactionTarget })), "compaction_target"],
-      [outcome(alice.prepareSubagentSpawn({ parent: session, child: { sessionId: "enum-child", agentId: "alice" }, contextMode: 99 as SubagentContextMode })), "context_mode"],
+      [
+        outcome(alice.prepareSubagentSpawn({ parent: session, child: { sessionId: "enum-child", agentId: "alice" }, contextMode: 99 as SubagentContextMode })),
+        "context_mode",
+      ],
       [outcome(alice.endSubagent({ child: session, reason: 99 as SubagentEndReason })), "reason"],
       [outcome(alice.appendMessages({ session, messages: [{ ...user("x"), role: 99 as Role }] })), "messages[0].role"],
     ];
@@ -192,7 +208,8 @@ describe("SessionService red-team findings", () => {
   });
 
   it("two invalid-UTF-8 session ids collapse into one session", async () => {
-    const append = (id: Buffer) => message(bytes(1, message(bytes(1, id), bytes(3, "alice"))), bytes(2, message(int(2, 1n), bytes(3, message(bytes(1, message(bytes(1, "hi"))))))));
+    const append = (id: Buffer) =>
+      message(bytes(1, message(bytes(1, id), bytes(3, "alice"))), bytes(2, message(int(2, 1n), bytes(3, message(bytes(1, message(bytes(1, "hi"))))))));
     for (const id of [Buffer.from([0x61, 0xff]), Buffer.from([0x61, 0xfe])]) {
       const o = await rawSessionCall(contextd.address, "AppendMessages", append(id), "alice-token");
       expect(o.code).toBe(status.INVALID_ARGUMENT);
@@ -232,7 +249,12 @@ describe("SessionService red-team findings", () => {
     }
     // A refused call is in the access log: wait for this one's line, then look at every line.
     await contextd.waitForLog((l) => String(l.reason ?? "").includes("page_token is 1048576 characters"));
-    const longest = Math.max(...contextd.logs().split("\n").map((l) => Buffer.byteLength(l)));
+    const longest = Math.max(
+      ...contextd
+        .logs()
+        .split("\n")
+        .map((l) => Buffer.byteLength(l)),
+    );
     expect(longest).toBeLessThanOrEqual(4096);
   });
 });

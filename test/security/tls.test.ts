@@ -90,7 +90,8 @@ describe("contextd requiring client certificates (mTLS)", () => {
   it("mTLS: a client certificate whose CN is an owner registers that owner's engine without a bearer token, and proves no other owner", async () => {
     const client = new Client(contextd.address, trusting(acme));
     try {
-      const register = (owner: string) => R.RegisterEngineRequest.fromPartial({ engineId: "cert-owned", owner, endpoint: engine.address, allowSameOwnerRefresh: true });
+      const register = (owner: string) =>
+        R.RegisterEngineRequest.fromPartial({ engineId: "cert-owned", owner, endpoint: engine.address, allowSameOwnerRefresh: true });
       expect(await rawCall(client, REGISTER, register("acme"))).toEqual({ code: "OK", details: "" });
       const other = await rawCall(client, REGISTER, register("globex"));
       expect(other.code).toBe("UNAUTHENTICATED");

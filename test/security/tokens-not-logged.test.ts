@@ -66,7 +66,14 @@ describe("tokens are never logged", () => {
         slots: { agents: { [HOSTED.agentId]: "leak-engine" } },
         engines: {
           timeouts: { assemble: "60s" },
-          managed: [{ id: "leak-sidecar", owner: "sidecars", command: [process.execPath, entry, "--engine-id", "leak-sidecar", "--managed", "--owner-token-file", runTokenFile], env: { CONTEXTD_LOG_LEVEL: "trace" } }],
+          managed: [
+            {
+              id: "leak-sidecar",
+              owner: "sidecars",
+              command: [process.execPath, entry, "--engine-id", "leak-sidecar", "--managed", "--owner-token-file", runTokenFile],
+              env: { CONTEXTD_LOG_LEVEL: "trace" },
+            },
+          ],
         },
       },
       env: { LEAK_ACME: TOKENS.acme, LEAK_OPERATOR: TOKENS.operator, LEAK_RUNTIME: TOKENS.runtime },
@@ -87,15 +94,45 @@ describe("tokens are never logged", () => {
     try {
       // Refused: a wrong token at every service, the runtime's at the registry's owner check.
       await call(S.SessionServiceService, "getSession", S.GetSessionRequest.fromPartial({ session: HOSTED }), TOKENS.wrong, "UNAUTHENTICATED");
-      await call(R.RegistryServiceService, "registerEngine", R.RegisterEngineRequest.fromPartial({ engineId: "x", owner: "acme", endpoint: "127.0.0.1:1" }), TOKENS.wrong, "UNAUTHENTICATED");
-      await call(R.RegistryServiceService, "registerEngine", R.RegisterEngineRequest.fromPartial({ engineId: "x", owner: "acme", endpoint: "127.0.0.1:1" }), TOKENS.runtime, "PERMISSION_DENIED");
-      await call(R.RegistryServiceService, "quarantineEngine", R.QuarantineEngineRequest.fromPartial({ engineId: "leak-sidecar" }), TOKENS.wrong, "UNAUTHENTICATED");
+      await call(
+        R.RegistryServiceService,
+        "registerEngine",
+        R.RegisterEngineRequest.fromPartial({ engineId: "x", owner: "acme", endpoint: "127.0.0.1:1" }),
+        TOKENS.wrong,
+        "UNAUTHENTICATED",
+      );
+      await call(
+        R.RegistryServiceService,
+        "registerEngine",
+        R.RegisterEngineRequest.fromPartial({ engineId: "x", owner: "acme", endpoint: "127.0.0.1:1" }),
+        TOKENS.runtime,
+        "PERMISSION_DENIED",
+      );
+      await call(
+        R.RegistryServiceService,
+        "quarantineEngine",
+        R.QuarantineEngineRequest.fromPartial({ engineId: "leak-sidecar" }),
+        TOKENS.wrong,
+        "UNAUTHENTICATED",
+      );
       await call(H.HostServiceService, "readTranscript", H.ReadTranscriptRequest.fromPartial({ session: HOSTED }), TOKENS.wrong, "UNAUTHENTICATED");
       // The run token, proving its own owner and (refused) another one.
       await call(R.RegistryServiceService, "getEngine", R.GetEngineRequest.fromPartial({ engineId: "leak-sidecar" }), runToken, "OK");
-      await call(R.RegistryServiceService, "registerEngine", R.RegisterEngineRequest.fromPartial({ engineId: "x", owner: "acme", endpoint: "127.0.0.1:1" }), runToken, "PERMISSION_DENIED");
+      await call(
+        R.RegistryServiceService,
+        "registerEngine",
+        R.RegisterEngineRequest.fromPartial({ engineId: "x", owner: "acme", endpoint: "127.0.0.1:1" }),
+        runToken,
+        "PERMISSION_DENIED",
+      );
       // The operator.
-      await call(R.RegistryServiceService, "quarantineEngine", R.QuarantineEngineRequest.fromPartial({ engineId: "leak-sidecar", reason: "leak test" }), TOKENS.operator, "OK");
+      await call(
+        R.RegistryServiceService,
+        "quarantineEngine",
+        R.QuarantineEngineRequest.fromPartial({ engineId: "leak-sidecar", reason: "leak test" }),
+        TOKENS.operator,
+        "OK",
+      );
       await call(R.RegistryServiceService, "clearQuarantine", R.ClearQuarantineRequest.fromPartial({ engineId: "leak-sidecar" }), TOKENS.operator, "OK");
       // The runtime, and the host token of the engine call it causes, live and then ended.
       await runtime.appendMessages({ session: HOSTED, messages: [user("hello")] });
@@ -103,14 +140,33 @@ describe("tokens are never logged", () => {
       const host = await engine.nextHostContext();
       hostTokens.push(host.token);
       await call(H.HostServiceService, "readTranscript", H.ReadTranscriptRequest.fromPartial({ session: HOSTED }), host.token, "OK");
-      await call(H.HostServiceService, "readTranscript", H.ReadTranscriptRequest.fromPartial({ session: { sessionId: "another" } }), host.token, "PERMISSION_DENIED");
-      await call(H.HostServiceService, "rewriteTranscriptEntries", H.RewriteTranscriptEntriesRequest.fromPartial({ session: HOSTED, rewrites: [{ entryId: "nope", message: user("x") }] }), host.token, "INVALID_ARGUMENT");
+      await call(
+        H.HostServiceService,
+        "readTranscript",
+        H.ReadTranscriptRequest.fromPartial({ session: { sessionId: "another" } }),
+        host.token,
+        "PERMISSION_DENIED",
+      );
+      await call(
+        H.HostServiceService,
+        "rewriteTranscriptEntries",
+        H.RewriteTranscriptEntriesRequest.fromPartial({ session: HOSTED, rewrites: [{ entryId: "nope", message: user("x") }] }),
+        host.token,
+        "INVALID_ARGUMENT",
+      );
       await call(H.HostServiceService, "complete", H.CompleteRequest.fromPartial({ session: HOSTED, system: "hi" }), host.token, "FAILED_PRECONDITION");
       await engine.release(host.token);
       await assembled;
       await call(H.HostServiceService, "readTranscript", H.ReadTranscriptRequest.fromPartial({ session: HOSTED }), host.token, "UNAUTHENTICATED");
       // A malformed authorization header with a token inside it (not "Bearer <token>").
-      const malformed = await rawCall(client, m(S.SessionServiceService, "getSession"), S.GetSessionRequest.fromPartial({ session: HOSTED }), undefined, 10_000, `Basic ${TOKENS.runtime}`);
+      const malformed = await rawCall(
+        client,
+        m(S.SessionServiceService, "getSession"),
+        S.GetSessionRequest.fromPartial({ session: HOSTED }),
+        undefined,
+        10_000,
+        `Basic ${TOKENS.runtime}`,
+      );
       expect(malformed.code).toBe("UNAUTHENTICATED");
     } finally {
       client.close();
@@ -134,7 +190,11 @@ describe("tokens are never logged", () => {
     const secrets: Record<string, string> = { ...TOKENS, runToken, ...Object.fromEntries(hostTokens.map((t, i) => [`host${i}`, t])) };
     // A host token's leading parts name the issuing process and endpoint (not secret); its random part is.
     hostTokens.forEach((t, i) => (secrets[`host${i}Random`] = t.slice(t.lastIndexOf(".") + 1)));
-    const found = Object.entries(secrets).flatMap(([name, token]) => leakForms(token).filter((form) => logs.includes(form)).map(() => name));
+    const found = Object.entries(secrets).flatMap(([name, token]) =>
+      leakForms(token)
+        .filter((form) => logs.includes(form))
+        .map(() => name),
+    );
     expect(found).toEqual([]);
   });
 
@@ -154,7 +214,10 @@ describe("the Authenticator compares against every credential, without early exi
       required: true,
       owners: { a: { token_env: "O1", engines: [] }, b: { token_env: "O2", engines: [] } },
       operators: [{ token_env: "OP" }],
-      runtimes: [{ token_env: "RT1", agents: ["*"] }, { token_env: "RT2", agents: ["*"] }],
+      runtimes: [
+        { token_env: "RT1", agents: ["*"] },
+        { token_env: "RT2", agents: ["*"] },
+      ],
     },
     env,
   );

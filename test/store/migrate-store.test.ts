@@ -85,7 +85,9 @@ describe("contextctl migrate-store FROM TO", () => {
     const again = await contextctl("migrate-store", from, to);
     expect(again.code).toBe(1);
     expect(again.stdout).toBe("");
-    expect(again.stderr).toMatch(/^contextctl: migrate-store: PostgreSQL store at 127\.0\.0\.1:5432\/contextd_test_\w+ is not empty \(5 sessions, \d+ entries, 2 entryRevisions, 2 idempotencyKeys, 2 registrations, 1 quarantines\); copy into an empty database\n$/);
+    expect(again.stderr).toMatch(
+      /^contextctl: migrate-store: PostgreSQL store at 127\.0\.0\.1:5432\/contextd_test_\w+ is not empty \(5 sessions, \d+ entries, 2 entryRevisions, 2 idempotencyKeys, 2 registrations, 1 quarantines\); copy into an empty database\n$/,
+    );
     expect((await target.countRows()).sessions).toBe(5);
 
     // And back: PostgreSQL into a new SQLite file gives the same store again.
@@ -103,11 +105,16 @@ describe("contextctl migrate-store FROM TO", () => {
     const db = await scratch();
     const ok = await contextctl("migrate-store", from, db.url());
     expect(ok.code).toBe(0);
-    expect(ok.stdout).toMatch(/^copied 5 sessions \(\d+ entries, 2 revisions, 2 idempotency keys\), 2 engine registrations and 1 quarantine records from sqlite:.* to postgres:.* in \d+\.\d s\n$/);
+    expect(ok.stdout).toMatch(
+      /^copied 5 sessions \(\d+ entries, 2 revisions, 2 idempotency keys\), 2 engine registrations and 1 quarantine records from sqlite:.* to postgres:.* in \d+\.\d s\n$/,
+    );
 
     const missing = await contextctl("migrate-store", "sqlite:/nonexistent/dir/contextd.db", db.url(), "--json");
     expect(missing.code).toBe(1);
-    expect(JSON.parse(missing.stdout)).toMatchObject({ ok: false, error: "source sqlite:/nonexistent/dir/contextd.db: /nonexistent/dir/contextd.db does not exist" });
+    expect(JSON.parse(missing.stdout)).toMatchObject({
+      ok: false,
+      error: "source sqlite:/nonexistent/dir/contextd.db: /nonexistent/dir/contextd.db does not exist",
+    });
 
     const down = await contextctl("migrate-store", from, "postgres://postgres:hunter2@127.0.0.1:1/contextd");
     expect(down.code).toBe(1);

@@ -63,7 +63,9 @@ describe("PostgresStore across replicas (separate pools on one database)", () =>
     );
     const entries = await stores[0].readEntries("shared", 0, 10_000);
     expectOneChain(entries);
-    const expected = stores.map((_, w) => Array.from({ length: ROUNDS }, (_, i) => Array.from({ length: 1 + ((i + w) % 3) }, (_, j) => `w${w}-${i}.${j}`)).flat());
+    const expected = stores.map((_, w) =>
+      Array.from({ length: ROUNDS }, (_, i) => Array.from({ length: 1 + ((i + w) % 3) }, (_, j) => `w${w}-${i}.${j}`)).flat(),
+    );
     const seen = byWriter(entries);
     stores.forEach((_, w) => expect(seen.get(`w${w}`)).toEqual(expected[w]));
     // Batches are contiguous: no other writer's entry inside one.
@@ -81,7 +83,9 @@ describe("PostgresStore across replicas (separate pools on one database)", () =>
       if (sessionId === "existing") await stores[0].appendMessages(sessionId, [message("x-0")], LABELS);
       for (let k = 0; k < 5; k++) {
         const key = { key: `key-${k}`, requestHash: `hash-${k}` };
-        const results: IdempotentAppend[] = await Promise.all(stores.map((s) => s.appendIdempotent(sessionId, [message(`k${k}-a`), message(`k${k}-b`)], LABELS, key)));
+        const results: IdempotentAppend[] = await Promise.all(
+          stores.map((s) => s.appendIdempotent(sessionId, [message(`k${k}-a`), message(`k${k}-b`)], LABELS, key)),
+        );
         const writes = results.filter((r) => !r.replayed);
         expect(writes).toHaveLength(1);
         const ids = writes[0].replayed ? [] : writes[0].entries.map((e) => e.id);

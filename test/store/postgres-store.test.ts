@@ -113,7 +113,9 @@ describe("PostgresStore: connection failures are UNAVAILABLE", () => {
     const writer = await store.beginRawWrite();
     const [{ pid }] = await sql<{ pid: number }>(db, "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND state = 'idle in transaction'", [db.name]);
     await sql(db, "SELECT pg_terminate_backend($1)", [pid]);
-    const err = await writer.writeRegistry({ registrations: [], quarantines: [{ engineId: "x", payload: new Uint8Array(), updatedAtMs: 1 }] }).catch((x: unknown) => x);
+    const err = await writer
+      .writeRegistry({ registrations: [], quarantines: [{ engineId: "x", payload: new Uint8Array(), updatedAtMs: 1 }] })
+      .catch((x: unknown) => x);
     expect(err).toBeInstanceOf(UnavailableError);
     expect((err as Error).message).toMatch(/PostgreSQL store at .* is unavailable: .*(terminat|Connection)/i);
     expect((await store.countRows()).quarantines).toBe(0);
@@ -124,11 +126,15 @@ describe("PostgresStore: connection failures are UNAVAILABLE", () => {
     const db = await scratch();
     const store = await open(db.url({ pool_max: 4 }));
     await Promise.all(["a", "b", "c", "d"].map((s) => store.appendMessages(s, [{ message: textMessage(Role.ROLE_USER, s), tokenCount: 1 }], LABELS)));
-    const killed = await sql<{ ok: boolean }>(db, "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE datname = $1 AND application_name = 'contextd'", [db.name]);
+    const killed = await sql<{ ok: boolean }>(
+      db,
+      "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE datname = $1 AND application_name = 'contextd'",
+      [db.name],
+    );
     expect(killed.length).toBeGreaterThan(0);
     // Reads retry on a fresh connection; a write that had not committed runs again.
     expect((await store.getSession("a"))?.messageCount).toBe(1);
-    await store.appendMessages("a", [{ message: textMessage(Role.ROLE_USER, "again") , tokenCount: 1 }], LABELS);
+    await store.appendMessages("a", [{ message: textMessage(Role.ROLE_USER, "again"), tokenCount: 1 }], LABELS);
     expect((await store.readEntries("a", 0, 10)).length).toBe(2);
   });
 });

@@ -46,7 +46,9 @@ function recorder() {
 async function listeners(db: ScratchDatabase): Promise<number[]> {
   const c = await db.client();
   try {
-    const { rows } = await c.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'contextd registry listener'", [db.name]);
+    const { rows } = await c.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'contextd registry listener'", [
+      db.name,
+    ]);
     return rows.map((r) => r.pid);
   } finally {
     await c.end();
@@ -74,7 +76,10 @@ describe("PostgresStore.watchRegistry", () => {
     cleanup.push(() => db.drop());
     const a = await openStore(db.url());
     const b = await openStore(db.url());
-    cleanup.push(() => a.close(), () => b.close());
+    cleanup.push(
+      () => a.close(),
+      () => b.close(),
+    );
     return { db, a, b };
   }
 

@@ -15,7 +15,8 @@ import { textMessage } from "../../src/contract/messages.js";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 
 const LABELS = { sessionKey: "", agentId: "a" };
-const batch = (session: string, n: number) => Array.from({ length: n }, (_, i) => ({ message: textMessage(Role.ROLE_USER, `${session} m${i}`), tokenCount: 5 }));
+const batch = (session: string, n: number) =>
+  Array.from({ length: n }, (_, i) => ({ message: textMessage(Role.ROLE_USER, `${session} m${i}`), tokenCount: 5 }));
 
 let dir: string;
 let store: SqliteStore;
@@ -45,7 +46,12 @@ describe("SQLite group commit", () => {
     const answers = await Promise.all(sessions.map((s, i) => store.appendMessages(s, batch(s, 1 + (i % 3)), LABELS)));
     answers.forEach((entries, i) => {
       expect(entries).toHaveLength(1 + (i % 3));
-      for (const e of entries) expect(e.entry?.$case === "message" && e.entry.value.content[0].block?.$case === "text" && e.entry.value.content[0].block.value.text.startsWith(`${sessions[i]} `)).toBe(true);
+      for (const e of entries)
+        expect(
+          e.entry?.$case === "message" &&
+            e.entry.value.content[0].block?.$case === "text" &&
+            e.entry.value.content[0].block.value.text.startsWith(`${sessions[i]} `),
+        ).toBe(true);
     });
     expect(committed()).toEqual(Object.fromEntries(sessions.map((s, i) => [s, 1 + (i % 3)])));
   });
@@ -65,7 +71,9 @@ describe("SQLite group commit", () => {
   it("appends of one session in one group keep their order and their seqs", async () => {
     await Promise.all([0, 1, 2, 3].map((k) => store.appendMessages("same", batch(`same-${k}`, 2), LABELS)));
     const entries = await store.readEntries("same", 0, 100);
-    const texts = entries.map((e) => (e.entry?.$case === "message" && e.entry.value.content[0].block?.$case === "text" ? e.entry.value.content[0].block.value.text : ""));
+    const texts = entries.map((e) =>
+      e.entry?.$case === "message" && e.entry.value.content[0].block?.$case === "text" ? e.entry.value.content[0].block.value.text : "",
+    );
     expect(texts).toEqual([0, 1, 2, 3].flatMap((k) => [`same-${k} m0`, `same-${k} m1`]));
     expect(entries.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
   });

@@ -48,8 +48,7 @@ describe("schema migrations 1 → 2 → 3 → 4 → 5", () => {
     const v1 = new Database(dbPath);
     migrate(v1, 1);
     expect(v1.pragma("user_version", { simple: true })).toBe(1);
-    const tables = () =>
-      (v1.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((t) => t.name);
+    const tables = () => (v1.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((t) => t.name);
     expect(tables()).toEqual(["entries", "sessions"]);
     const entry = TranscriptEntry.fromPartial({
       id: "00000000000000a1",
@@ -113,7 +112,9 @@ describe("schema migrations 1 → 2 → 3 → 4 → 5", () => {
     const pinnedView = (await store.readActiveView("old"))!;
     expect(pinnedView.pinnedCount).toBe(1);
     expect(pinnedView.messages.map((m) => m.entryId)).toEqual([sys, after[2].id]);
-    const indexes = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'entries' ORDER BY name").all() as { name: string }[]).map((i) => i.name);
+    const indexes = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'entries' ORDER BY name").all() as { name: string }[]).map(
+      (i) => i.name,
+    );
     expect(indexes).toContain("entries_pinned");
 
     // Opening it again does not migrate twice.

@@ -25,7 +25,15 @@ describe("ChatCompletionsClient over a real socket", () => {
 
   const client = (o: Partial<ChatCompletionsOptions> = {}) =>
     new ChatCompletionsClient({ baseUrl: server.baseUrl, model: "test-model", apiKey: KEY, timeoutMs: 5_000, maxRetries: 3, retryBaseDelayMs: 5, ...o });
-  const ask = (c: ChatCompletionsClient, signal?: AbortSignal) => c.complete({ messages: [{ role: "system", content: "be brief" }, { role: "user", content: "hello" }], maxTokens: 64, signal });
+  const ask = (c: ChatCompletionsClient, signal?: AbortSignal) =>
+    c.complete({
+      messages: [
+        { role: "system", content: "be brief" },
+        { role: "user", content: "hello" },
+      ],
+      maxTokens: 64,
+      signal,
+    });
   const failure = async (p: Promise<unknown>): Promise<ModelError> => {
     const err = await p.then(
       () => undefined,
@@ -44,7 +52,16 @@ describe("ChatCompletionsClient over a real socket", () => {
     expect(req.path).toBe("/v1/chat/completions");
     expect(req.headers.authorization).toBe(`Bearer ${KEY}`);
     expect(req.headers["content-type"]).toBe("application/json");
-    expect(req.body).toEqual({ model: "test-model", messages: [{ role: "system", content: "be brief" }, { role: "user", content: "hello" }], stream: false, max_tokens: 64, temperature: 0.2 });
+    expect(req.body).toEqual({
+      model: "test-model",
+      messages: [
+        { role: "system", content: "be brief" },
+        { role: "user", content: "hello" },
+      ],
+      stream: false,
+      max_tokens: 64,
+      temperature: 0.2,
+    });
   });
 
   it("sends max_completion_tokens when configured, and no Authorization header without a key", async () => {
@@ -56,7 +73,21 @@ describe("ChatCompletionsClient over a real socket", () => {
   });
 
   it("accepts content as a list of text parts", async () => {
-    server.script({ json: { choices: [{ message: { role: "assistant", content: [{ type: "text", text: "part one, " }, { type: "text", text: "part two" }] } }] } });
+    server.script({
+      json: {
+        choices: [
+          {
+            message: {
+              role: "assistant",
+              content: [
+                { type: "text", text: "part one, " },
+                { type: "text", text: "part two" },
+              ],
+            },
+          },
+        ],
+      },
+    });
     expect((await ask(client())).text).toBe("part one, part two");
   });
 
@@ -183,7 +214,11 @@ describe("ChatCompletionsClient over a real socket", () => {
     const gone = await startChatServer();
     const baseUrl = gone.baseUrl;
     await gone.close();
-    const err = await failure(new ChatCompletionsClient({ baseUrl, model: "m", apiKey: KEY, timeoutMs: 2_000, maxRetries: 1, retryBaseDelayMs: 1 }).complete({ messages: [{ role: "user", content: "x" }] }));
+    const err = await failure(
+      new ChatCompletionsClient({ baseUrl, model: "m", apiKey: KEY, timeoutMs: 2_000, maxRetries: 1, retryBaseDelayMs: 1 }).complete({
+        messages: [{ role: "user", content: "x" }],
+      }),
+    );
     expect(err).toBeInstanceOf(ModelUnavailableError);
     expect(err.message).toMatch(/network error: .*ECONNREFUSED.*\(after 2 attempts\)$/);
   });

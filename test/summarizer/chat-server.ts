@@ -78,7 +78,12 @@ export function completion(text: string, usage = { prompt_tokens: 120, completio
 
 /** The user message of a recorded request (the summary prompt). */
 export function promptOf(req: RecordedRequest): string {
-  return req.body?.messages.filter((m) => m.role === "user").map((m) => m.content).join("\n") ?? "";
+  return (
+    req.body?.messages
+      .filter((m) => m.role === "user")
+      .map((m) => m.content)
+      .join("\n") ?? ""
+  );
 }
 
 export const defaultResponder = (req: RecordedRequest): Reply => completion(`## Goal\n- summary written by the test model for request ${req.index}`);
@@ -102,7 +107,16 @@ export async function startChatServer(): Promise<ChatServer> {
       } catch {
         body = undefined;
       }
-      const rec: RecordedRequest = { index: requests.length, method: req.method ?? "", path: req.url ?? "", headers: req.headers, body, rawBody, receivedAtMs: Date.now(), aborted: false };
+      const rec: RecordedRequest = {
+        index: requests.length,
+        method: req.method ?? "",
+        path: req.url ?? "",
+        headers: req.headers,
+        body,
+        rawBody,
+        receivedAtMs: Date.now(),
+        aborted: false,
+      };
       requests.push(rec);
       res.on("close", () => {
         if (!res.writableFinished) {
@@ -133,7 +147,11 @@ export async function startChatServer(): Promise<ChatServer> {
       };
       const timer = setTimeout(() => {
         waiters.delete(check);
-        reject(new Error(`chat server: condition not met within ${timeoutMs} ms; ${requests.length} request(s): ${requests.map((r) => `#${r.index}${r.aborted ? " aborted" : ""}`).join(", ")}`));
+        reject(
+          new Error(
+            `chat server: condition not met within ${timeoutMs} ms; ${requests.length} request(s): ${requests.map((r) => `#${r.index}${r.aborted ? " aborted" : ""}`).join(", ")}`,
+          ),
+        );
       }, timeoutMs);
       waiters.add(check);
       check();

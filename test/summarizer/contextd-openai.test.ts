@@ -29,14 +29,31 @@ function shortHistory(turns = 40) {
     assistant(`I will start from ${p.filePath} and keep the payments API unchanged.`),
   ];
   for (let i = 1; i <= turns; i++) {
-    messages.push(user(`Step ${i}: check the ledger batch ${1000 + i} and tell me whether its totals match the invoice export for region ${i % 7}; list any mismatch you find with the entry ids and the amounts involved.`));
-    messages.push(assistant(`Batch ${1000 + i} checked: the totals match the export for region ${i % 7} except entry L-${i * 17} (expected 1${i}.00 EUR, found 1${i}.50 EUR), which I flagged for review in the reconciliation report.`));
+    messages.push(
+      user(
+        `Step ${i}: check the ledger batch ${1000 + i} and tell me whether its totals match the invoice export for region ${i % 7}; list any mismatch you find with the entry ids and the amounts involved.`,
+      ),
+    );
+    messages.push(
+      assistant(
+        `Batch ${1000 + i} checked: the totals match the export for region ${i % 7} except entry L-${i * 17} (expected 1${i}.00 EUR, found 1${i}.50 EUR), which I flagged for review in the reconciliation report.`,
+      ),
+    );
   }
   return messages;
 }
 
 function summarizerConfig(baseUrl: string, more: Record<string, unknown> = {}) {
-  return { kind: "openai", base_url: baseUrl, model: "contextd-test-model", api_key_env: "TEST_SUMMARIZER_KEY", timeout: `${MODEL_TIMEOUT_MS}ms`, max_retries: 2, retry_base_delay: "1ms", ...more };
+  return {
+    kind: "openai",
+    base_url: baseUrl,
+    model: "contextd-test-model",
+    api_key_env: "TEST_SUMMARIZER_KEY",
+    timeout: `${MODEL_TIMEOUT_MS}ms`,
+    max_retries: 2,
+    retry_base_delay: "1ms",
+    ...more,
+  };
 }
 
 describe("contextd with the openai summarizer", () => {
@@ -84,7 +101,14 @@ describe("contextd with the openai summarizer", () => {
     expect(res.compacted).toBe(true);
     expect(res.engineId).toBe("legacy");
     expect(res.result!.summary).toBe(`## Goal\n- Fix ${PLANTED_FACTS.functionName} in ${PLANTED_FACTS.filePath}`);
-    expect(res.result!.details).toMatchObject({ summarizer: "openai", summarizer_model: "test-model-2024", summarizer_requests: 1, summarizer_chunks: 1, summarizer_input_tokens: 120, summarizer_output_tokens: 30 });
+    expect(res.result!.details).toMatchObject({
+      summarizer: "openai",
+      summarizer_model: "test-model-2024",
+      summarizer_requests: 1,
+      summarizer_chunks: 1,
+      summarizer_input_tokens: 120,
+      summarizer_output_tokens: 30,
+    });
     const [entry] = await compactionEntries(session);
     expect(entry.summary).toBe(res.result!.summary);
     expect(entry.details).toEqual(res.result!.details);
@@ -158,7 +182,10 @@ describe("contextd with the openai summarizer", () => {
     const session = await filledSession();
     server.respond = () => HANG;
     const res = await compact(session);
-    expect(res.result!.details).toMatchObject({ summarizer: "extractive", summarizer_fallback_reason: `${server.baseUrl}/chat/completions: no answer within ${MODEL_TIMEOUT_MS / 1000}s` });
+    expect(res.result!.details).toMatchObject({
+      summarizer: "extractive",
+      summarizer_fallback_reason: `${server.baseUrl}/chat/completions: no answer within ${MODEL_TIMEOUT_MS / 1000}s`,
+    });
     await server.waitForAbort(0);
     expect(server.requests).toHaveLength(1);
   });
@@ -188,7 +215,12 @@ describe("contextd with the openai summarizer", () => {
       const leak = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "contextd-complete-")), "host.json");
       // A host token lives while its engine call does: keep one Assemble in flight (the engine is
       // told to take a minute) and call Complete with the token it carries.
-      engine = await startTsEngine({ engineId: "complete-engine", registry: contextd.address, owner: "team", control: { assemble: "slow", slow_ms: 60_000, leak_host_token_to: leak } });
+      engine = await startTsEngine({
+        engineId: "complete-engine",
+        registry: contextd.address,
+        owner: "team",
+        control: { assemble: "slow", slow_ms: 60_000, leak_host_token_to: leak },
+      });
       expect((await engine.registered).ok).toBe(true);
       await cx.appendMessages({ session, messages: [user("hello")] });
       void cx.assemble({ session, tokenBudget: 100_000 }, { timeoutMs: 90_000 }).catch(() => undefined);
@@ -206,12 +238,18 @@ describe("contextd with the openai summarizer", () => {
       md.set("authorization", `Bearer ${token}`);
       let cancel = () => {};
       const done = new Promise<H.CompleteResponse>((resolve, reject) => {
-        const call = host.complete(H.CompleteRequest.fromPartial({ session, ...req }), md, { deadline: new Date(Date.now() + timeoutMs) }, (e, r) => (e ? reject(e) : resolve(r)));
+        const call = host.complete(H.CompleteRequest.fromPartial({ session, ...req }), md, { deadline: new Date(Date.now() + timeoutMs) }, (e, r) =>
+          e ? reject(e) : resolve(r),
+        );
         cancel = () => call.cancel();
       });
       return { done, cancel };
     }
-    const refused = (req: H.DeepPartial<H.CompleteRequest>, timeoutMs?: number) => complete(req, timeoutMs).done.then(() => Promise.reject(new Error("expected an error")), (e: ServiceError) => e);
+    const refused = (req: H.DeepPartial<H.CompleteRequest>, timeoutMs?: number) =>
+      complete(req, timeoutMs).done.then(
+        () => Promise.reject(new Error("expected an error")),
+        (e: ServiceError) => e,
+      );
 
     it("answers with the model's text and usage, sending the system prompt and messages", async () => {
       server.script(completion("42.", { prompt_tokens: 17, completion_tokens: 2, total_tokens: 19 }));
@@ -280,7 +318,9 @@ describe("contextd with the openai summarizer", () => {
 
 describe("openai summarizer configuration errors", () => {
   it("a missing API key variable stops contextd with one line naming the key", async () => {
-    const run = await runContextdUntilExit({ config: { compaction: { summarizer: summarizerConfig("http://127.0.0.1:9/v1", { api_key_env: "SUMMARIZER_KEY_NOT_SET" }) } } });
+    const run = await runContextdUntilExit({
+      config: { compaction: { summarizer: summarizerConfig("http://127.0.0.1:9/v1", { api_key_env: "SUMMARIZER_KEY_NOT_SET" }) } },
+    });
     expect(run.code).toBe(2);
     expect(run.stderr).toBe("contextd: config: compaction.summarizer.api_key_env: environment variable SUMMARIZER_KEY_NOT_SET is not set\n");
   });
@@ -304,15 +344,24 @@ describe("openai summarizer configuration errors", () => {
     expect(problem({ max_output_tokens: 3_000, context_window_tokens: 4_096 })).toBe(
       "config: compaction.summarizer.max_output_tokens: max_output_tokens (3000) must be at most half of context_window_tokens (4096), to leave room for the history",
     );
-    expect(problem({ context_window_tokens: 1_000 })).toBe("config: compaction.summarizer.context_window_tokens: 1000 is too small for a summary prompt (at least 2048)");
+    expect(problem({ context_window_tokens: 1_000 })).toBe(
+      "config: compaction.summarizer.context_window_tokens: 1000 is too small for a summary prompt (at least 2048)",
+    );
     expect(problem({ timeout: 30 })).toBe("config: compaction.summarizer.timeout: 30 is not a duration (use 500ms, 2s, 3m)");
     expect(problem({ max_retries: -1 })).toBe("config: compaction.summarizer.max_retries: expected a non-negative integer, got -1");
     expect(problem({ max_retries: 50 })).toBe("config: compaction.summarizer.max_retries: 50 is too many (at most 10)");
     expect(problem({ temperature: 3 })).toBe("config: compaction.summarizer.temperature: expected a number from 0 to 2, got 3");
-    expect(problem({ max_tokens_param: "max_output" })).toBe('config: compaction.summarizer.max_tokens_param: "max_output" is not one of max_tokens, max_completion_tokens');
-    expect(problem({ api_key: "sk-plain" })).toBe('config: unknown key "compaction.summarizer.api_key" (no plain-text secrets: use token_env / token_sha256, or api_key_env)');
+    expect(problem({ max_tokens_param: "max_output" })).toBe(
+      'config: compaction.summarizer.max_tokens_param: "max_output" is not one of max_tokens, max_completion_tokens',
+    );
+    expect(problem({ api_key: "sk-plain" })).toBe(
+      'config: unknown key "compaction.summarizer.api_key" (no plain-text secrets: use token_env / token_sha256, or api_key_env)',
+    );
 
-    const cfg = load({ timeout: null, max_tokens_param: "max_completion_tokens" }, { CONTEXTD_COMPACTION__SUMMARIZER__TIMEOUT: "5s", CONTEXTD_COMPACTION__SUMMARIZER__CONTEXT_WINDOW_TOKENS: "128000" });
+    const cfg = load(
+      { timeout: null, max_tokens_param: "max_completion_tokens" },
+      { CONTEXTD_COMPACTION__SUMMARIZER__TIMEOUT: "5s", CONTEXTD_COMPACTION__SUMMARIZER__CONTEXT_WINDOW_TOKENS: "128000" },
+    );
     expect(cfg.compaction.summarizer).toEqual({
       kind: "openai",
       base_url: "http://127.0.0.1:9/v1",

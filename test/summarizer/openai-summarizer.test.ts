@@ -38,7 +38,15 @@ describe("the openai summarizer against a chat-completions server", () => {
 
   const summarizer = (o: Partial<OpenAISummarizerOptions> = {}, c: Partial<ChatCompletionsOptions> = {}) =>
     createOpenAISummarizer({
-      client: new ChatCompletionsClient({ baseUrl: server.baseUrl, model: "test-model", apiKey: "k-123456", timeoutMs: 5_000, maxRetries: 2, retryBaseDelayMs: 1, ...c }),
+      client: new ChatCompletionsClient({
+        baseUrl: server.baseUrl,
+        model: "test-model",
+        apiKey: "k-123456",
+        timeoutMs: 5_000,
+        maxRetries: 2,
+        retryBaseDelayMs: 1,
+        ...c,
+      }),
       contextWindowTokens: 32_000,
       maxOutputTokens: 4096,
       countTokens,
@@ -80,7 +88,17 @@ describe("the openai summarizer against a chat-completions server", () => {
         "[Assistant]: The test fails with ENOENT: config.yaml; I will add a default.",
       ].join("\n\n"),
     );
-    for (const heading of ["## Goal", "## Constraints & Preferences", "### Done", "### In Progress", "### Blocked", "## Key Decisions", "## Next Steps", "## Critical Context", "## Identifiers"]) {
+    for (const heading of [
+      "## Goal",
+      "## Constraints & Preferences",
+      "### Done",
+      "### In Progress",
+      "### Blocked",
+      "## Key Decisions",
+      "## Next Steps",
+      "## Critical Context",
+      "## Identifiers",
+    ]) {
       expect(prompt).toContain(heading);
     }
     expect(prompt).toContain("Update that summary");
@@ -103,7 +121,9 @@ describe("the openai summarizer against a chat-completions server", () => {
     expect(historyTokens).toBeGreaterThan(15_000);
     server.respond = (req) => completion(`## Goal\n- running summary after part ${req.index + 1}\n## Identifiers\n- ${PLANTED_FACTS.filePath}`);
     const window = 4096;
-    const out = asSummaryResult(await summarizer({ contextWindowTokens: window, maxOutputTokens: 512 }).summarize({ previousSummary: "", messages: long, maxChars: 1500 }));
+    const out = asSummaryResult(
+      await summarizer({ contextWindowTokens: window, maxOutputTokens: 512 }).summarize({ previousSummary: "", messages: long, maxChars: 1500 }),
+    );
 
     const reqs: RecordedRequest[] = server.requests;
     expect(reqs.length).toBeGreaterThanOrEqual(4);
@@ -148,14 +168,24 @@ describe("the openai summarizer against a chat-completions server", () => {
     expect(malformed.details).toMatchObject({ summarizer: "extractive", summarizer_fallback_reason: expect.stringContaining("malformed JSON: not json") });
     server.script(completion("<think>only thoughts</think>"));
     const empty = asSummaryResult(await summarizer().summarize(input()));
-    expect(empty.details).toMatchObject({ summarizer: "extractive", summarizer_fallback_reason: expect.stringContaining("no summary once its reasoning block is removed") });
+    expect(empty.details).toMatchObject({
+      summarizer: "extractive",
+      summarizer_fallback_reason: expect.stringContaining("no summary once its reasoning block is removed"),
+    });
   });
 
   it("does not ask the model again once it failed earlier in the same compaction", async () => {
     const out = asSummaryResult(
-      await summarizer().summarize(input({ priorAttempt: { summarizer: "extractive", summarizer_fallback_from: "openai", summarizer_fallback_reason: "HTTP 503" } })),
+      await summarizer().summarize(
+        input({ priorAttempt: { summarizer: "extractive", summarizer_fallback_from: "openai", summarizer_fallback_reason: "HTTP 503" } }),
+      ),
     );
-    expect(out.details).toMatchObject({ summarizer: "extractive", summarizer_fallback_reason: "HTTP 503", summarizer_requests: 0, summarizer_model_skipped: true });
+    expect(out.details).toMatchObject({
+      summarizer: "extractive",
+      summarizer_fallback_reason: "HTTP 503",
+      summarizer_requests: 0,
+      summarizer_model_skipped: true,
+    });
     expect(server.requests).toHaveLength(0);
   });
 
@@ -180,7 +210,14 @@ describe("the openai summarizer against a chat-completions server", () => {
     server.respond = () => completion("## Goal\n- Fix the reconciler");
     const ok = await run(summarizer());
     expect(ok.result!.summary).toBe("## Goal\n- Fix the reconciler");
-    expect(ok.result!.details).toMatchObject({ summarizer: "openai", summarizer_model: "test-model-2024", summarizer_requests: server.requests.length, summarizer_chunks: server.requests.length, cut: "turn", iterations: 1 });
+    expect(ok.result!.details).toMatchObject({
+      summarizer: "openai",
+      summarizer_model: "test-model-2024",
+      summarizer_requests: server.requests.length,
+      summarizer_chunks: server.requests.length,
+      cut: "turn",
+      iterations: 1,
+    });
 
     server.reset();
     server.respond = () => HANG;
@@ -203,13 +240,26 @@ describe("the openai summarizer against a chat-completions server", () => {
       { summarizer: summarizer(), tokenizer, settings: { reserveTokens: 0, keepRecentTokens: 20_000, summaryMaxChars: 16_000 } },
     );
     expect(out.compacted).toBe(true);
-    expect(out.result!.details).toMatchObject({ summarizer: "extractive", iterations: 3, summarizer_fallback_reason: `${server.baseUrl}/chat/completions: HTTP 503 (after 3 attempts)`, summarizer_requests: 3, summarizer_model_skipped: true });
+    expect(out.result!.details).toMatchObject({
+      summarizer: "extractive",
+      iterations: 3,
+      summarizer_fallback_reason: `${server.baseUrl}/chat/completions: HTTP 503 (after 3 attempts)`,
+      summarizer_requests: 3,
+      summarizer_model_skipped: true,
+    });
     // One failed attempt with its retries; the later summaries did not wait for the model again.
     expect(server.requests).toHaveLength(3);
   });
 
   it("createSummarizer builds it from the config, reading the key from the named variable", async () => {
-    const config = { kind: "openai" as const, base_url: `${server.baseUrl}/`, model: "cfg-model", api_key_env: "TEST_SUMMARY_KEY", max_retries: 0, timeout: 2_000 };
+    const config = {
+      kind: "openai" as const,
+      base_url: `${server.baseUrl}/`,
+      model: "cfg-model",
+      api_key_env: "TEST_SUMMARY_KEY",
+      max_retries: 0,
+      timeout: 2_000,
+    };
     expect(() => createChatModel(config, { env: {} })).toThrow("compaction.summarizer.api_key_env: environment variable TEST_SUMMARY_KEY is not set");
     const s = createSummarizer(config, { env: { TEST_SUMMARY_KEY: "from-env-456" }, countTokens });
     expect(s.kind).toBe("openai");

@@ -86,7 +86,9 @@ describe("codingSession fixture", () => {
     expect(Math.max(...sizes)).toBeLessThanOrEqual(8_000);
     expect(sizes.filter((s) => s >= 1_000).length).toBeGreaterThanOrEqual(20);
     for (const m of results) {
-      const lines = textOf(m).split("\n").filter((l) => l.trim());
+      const lines = textOf(m)
+        .split("\n")
+        .filter((l) => l.trim());
       if (lines.length < 20) continue;
       expect(new Set(lines).size / lines.length).toBeGreaterThan(0.6);
       const words = textOf(m).split(/\W+/).filter(Boolean);

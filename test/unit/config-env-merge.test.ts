@@ -27,7 +27,8 @@ function problem(yaml: string, env: NodeJS.ProcessEnv): string {
 }
 
 // auth off: with auth required, a slot may name only engine ids some owner reserves.
-const FILE = "auth: { required: false }\nslots:\n  agents: { coder: window }\nengines:\n  overrides:\n    Team-A: { on_failure: strict, timeouts: { compact: 5m } }\n";
+const FILE =
+  "auth: { required: false }\nslots:\n  agents: { coder: window }\nengines:\n  overrides:\n    Team-A: { on_failure: strict, timeouts: { compact: 5m } }\n";
 
 describe("env overrides for map keys that are not upper-case-safe", () => {
   it("a new key from a name is lower-cased with _ kept: it cannot be Team-A", () => {
@@ -76,13 +77,25 @@ describe("env overrides for map keys that are not upper-case-safe", () => {
 
   it("bad @merge forms are one line naming the variable", () => {
     const cases: Array<[NodeJS.ProcessEnv, string]> = [
-      [{ CONTEXTD_SLOTS__AGENTS: "@merge" }, 'config: CONTEXTD_SLOTS__AGENTS: "@merge" needs a YAML mapping after it, e.g. @merge {Team-A: lossless}; got nothing'],
-      [{ CONTEXTD_SLOTS__AGENTS: "@merge [a, b]" }, 'config: CONTEXTD_SLOTS__AGENTS: "@merge" needs a YAML mapping after it, e.g. @merge {Team-A: lossless}; got ["a","b"]'],
-      [{ CONTEXTD_SLOTS__AGENTS: "@merge lossless" }, 'config: CONTEXTD_SLOTS__AGENTS: "@merge" needs a YAML mapping after it, e.g. @merge {Team-A: lossless}; got "lossless"'],
+      [
+        { CONTEXTD_SLOTS__AGENTS: "@merge" },
+        'config: CONTEXTD_SLOTS__AGENTS: "@merge" needs a YAML mapping after it, e.g. @merge {Team-A: lossless}; got nothing',
+      ],
+      [
+        { CONTEXTD_SLOTS__AGENTS: "@merge [a, b]" },
+        'config: CONTEXTD_SLOTS__AGENTS: "@merge" needs a YAML mapping after it, e.g. @merge {Team-A: lossless}; got ["a","b"]',
+      ],
+      [
+        { CONTEXTD_SLOTS__AGENTS: "@merge lossless" },
+        'config: CONTEXTD_SLOTS__AGENTS: "@merge" needs a YAML mapping after it, e.g. @merge {Team-A: lossless}; got "lossless"',
+      ],
       [{ CONTEXTD_SLOTS__AGENTS: "@merge {Team-A: lossless" }, expect.stringMatching(/^config: CONTEXTD_SLOTS__AGENTS: "@merge": invalid YAML: .+[^:]$/)],
       [{ CONTEXTD_SLOTS__AGENTS: "@merge{Team-A: lossless}" }, 'config: CONTEXTD_SLOTS__AGENTS: write "@merge" then a space, then a YAML mapping'],
       [{ CONTEXTD_LISTEN: "@merge {a: 1}" }, 'config: CONTEXTD_LISTEN: "@merge" needs a section or a map, and listen is a single value'],
-      [{ CONTEXTD_ENGINES__ALLOW_ENDPOINTS: "@merge {a: 1}" }, 'config: CONTEXTD_ENGINES__ALLOW_ENDPOINTS: "@merge" needs a section or a map, and engines.allow_endpoints is a list (set it whole, or an item by index)'],
+      [
+        { CONTEXTD_ENGINES__ALLOW_ENDPOINTS: "@merge {a: 1}" },
+        'config: CONTEXTD_ENGINES__ALLOW_ENDPOINTS: "@merge" needs a section or a map, and engines.allow_endpoints is a list (set it whole, or an item by index)',
+      ],
     ];
     for (const [env, message] of cases) expect(problem(FILE, env)).toEqual(message);
     expect(problem("auth: { required: false }\nslots: { agents: oops }\n", { CONTEXTD_SLOTS__AGENTS: "@merge {a: b}" })).toBe(

@@ -316,7 +316,9 @@ describe("environment overrides", () => {
     expect(problem("", { CONTEXTD_SLOTS__CONTXT_ENGINE: "x" })).toBe(
       'config: unknown key "slots.contxt_engine" (did you mean "context_engine"?) (from env CONTEXTD_SLOTS__CONTXT_ENGINE)',
     );
-    expect(problem("", { CONTEXTD_ENGINES__TIMEOUTS__NAP: "1s" })).toBe('config: unknown key "engines.timeouts.nap" (from env CONTEXTD_ENGINES__TIMEOUTS__NAP)');
+    expect(problem("", { CONTEXTD_ENGINES__TIMEOUTS__NAP: "1s" })).toBe(
+      'config: unknown key "engines.timeouts.nap" (from env CONTEXTD_ENGINES__TIMEOUTS__NAP)',
+    );
     expect(problem("", { CONTEXTD_STORE__PATH: "x" })).toBe('config: unknown key "store.path" (from env CONTEXTD_STORE__PATH)');
     expect(problem("", { CONTEXTD_ENGINES__TIMEOUTS: "{compct: 2s}" })).toBe(
       'config: unknown key "engines.timeouts.compct" (did you mean "compact"?) (from env CONTEXTD_ENGINES__TIMEOUTS)',
@@ -345,14 +347,20 @@ describe("one-line problems", () => {
     ["engines: { timeouts: { compact: 180 } }", "config: engines.timeouts.compact: 180 is not a duration (use 500ms, 2s, 3m)"],
     ["engines: { timeouts: { compact: 0s } }", 'config: engines.timeouts.compact: "0s" must be longer than 0'],
     ["engines: { timeouts: { compact: 1000h } }", 'config: engines.timeouts.compact: "1000h" is too long (at most 596h)'],
-    ["engines: { overrides: { x: { timeouts: { compact: soon } } } }", 'config: engines.overrides.x.timeouts.compact: "soon" is not a duration (use 500ms, 2s, 3m)'],
+    [
+      "engines: { overrides: { x: { timeouts: { compact: soon } } } }",
+      'config: engines.overrides.x.timeouts.compact: "soon" is not a duration (use 500ms, 2s, 3m)',
+    ],
     ["engines: { overrides: { x: { retries: 3 } } }", 'config: unknown key "engines.overrides.x.retries"'],
     ["engines: { on_failure: panic }", 'config: engines.on_failure: "panic" is not one of fallback, strict'],
     ["engines: { max_concurrent_calls: 0 }", "config: engines.max_concurrent_calls: expected a positive integer, got 0"],
     ["engines: { overrides: { x: { max_concurrent_calls: 2.5 } } }", "config: engines.overrides.x.max_concurrent_calls: expected a positive integer, got 2.5"],
     ["engines: { health: { timeout: 6s } }", "config: engines.health.timeout: 6s must not exceed engines.health.interval (5s)"],
     ["engines: { health: { unhealthy_threshold: 0 } }", "config: engines.health.unhealthy_threshold: expected a positive integer, got 0"],
-    ["engines: { quarantine: { base_ejection: 60s, max_ejection: 30s } }", "config: engines.quarantine.max_ejection: 30s must be at least engines.quarantine.base_ejection (1m)"],
+    [
+      "engines: { quarantine: { base_ejection: 60s, max_ejection: 30s } }",
+      "config: engines.quarantine.max_ejection: 30s must be at least engines.quarantine.base_ejection (1m)",
+    ],
     ["engines: { managed: [ { id: a, command: [] } ] }", "config: engines.managed[0].command: must name a program: [program, ...args]"],
     ["engines: { managed: [ { command: [x] } ] }", "config: engines.managed[0].id: is required"],
     ["engines: { managed: [ { id: a, command: [x] }, { id: a, command: [y] } ] }", 'config: engines.managed[1].id: engine "a" is listed twice'],
@@ -373,14 +381,20 @@ describe("one-line problems", () => {
     ["image_tokens: -1", "config: image_tokens: expected a non-negative integer, got -1"],
     ["limits: { max_message_bytes: 1.5 }", "config: limits.max_message_bytes: expected a positive integer, got 1.5"],
     ["limits: { max_message_bytes: '4MiB' }", 'config: limits.max_message_bytes: expected a positive integer, got "4MiB"'],
-    ["limits: { max_message_bytes: -1, max_messages_per_append: 0 }", "config: limits.max_message_bytes: expected a positive integer, got -1 (and 1 more problem)"],
+    [
+      "limits: { max_message_bytes: -1, max_messages_per_append: 0 }",
+      "config: limits.max_message_bytes: expected a positive integer, got -1 (and 1 more problem)",
+    ],
     ["auth: { required: yes }", 'config: auth.required: expected true or false, got "yes"'],
     ["auth: { owners: { acme: { token_sha256: abc } } }", 'config: auth.owners.acme.token_sha256: "abc" is not a sha256 hex digest (64 hex characters)'],
     [`auth: { owners: { acme: { token_env: A, token_sha256: ${HASH} } } }`, "config: auth.owners.acme: set exactly one of token_env or token_sha256"],
     ["auth: { owners: { acme: {} } }", "config: auth.owners.acme: set exactly one of token_env or token_sha256"],
     ["auth: { owners: { core: { token_env: A } } }", 'config: auth.owners.core: owner "core" is reserved for contextd itself'],
     ["auth: { owners: { acme: { token_env: 'not a name' } } }", 'config: auth.owners.acme.token_env: "not a name" is not an environment variable name'],
-    ["auth: { runtimes: [ { token: abc } ] }", 'config: unknown key "auth.runtimes[0].token" (no plain-text secrets: use token_env / token_sha256, or api_key_env) (and 1 more problem)'],
+    [
+      "auth: { runtimes: [ { token: abc } ] }",
+      'config: unknown key "auth.runtimes[0].token" (no plain-text secrets: use token_env / token_sha256, or api_key_env) (and 1 more problem)',
+    ],
     ["auth: { runtimes: [ { token_env: A, agents: [] } ] }", "config: auth.runtimes[0].agents: must list at least 1"],
     ["auth: { runtimes: [ { token_env: A, agents: ['a*b'] } ] }", 'config: auth.runtimes[0].agents[0]: "a*b": "*" may only end a pattern ("*", "team-*")'],
     ["auth: { operators: {} }", "config: auth.operators: expected a list, got {}"],
@@ -388,8 +402,14 @@ describe("one-line problems", () => {
     ["tls: { cert_file: /x, key_file: /y, require_client_cert: true }", "config: tls.client_ca_file: is required when require_client_cert is true"],
     ["compaction: { summarizer: { kind: foo } }", 'config: compaction.summarizer.kind: "foo" is not one of extractive, openai'],
     ["compaction: { summarizer: { kind: openai } }", "config: compaction.summarizer.base_url: is required (and 2 more problems)"],
-    ["compaction: { summarizer: { kind: openai, base_url: 'ftp://x', model: m, api_key_env: K } }", 'config: compaction.summarizer.base_url: "ftp://x" is not an http(s) URL'],
-    ["compaction: { summarizer: { kind: openai, base_url: 'http://x', model: m, api_key_env: NOPE_KEY } }", "config: compaction.summarizer.api_key_env: environment variable NOPE_KEY is not set"],
+    [
+      "compaction: { summarizer: { kind: openai, base_url: 'ftp://x', model: m, api_key_env: K } }",
+      'config: compaction.summarizer.base_url: "ftp://x" is not an http(s) URL',
+    ],
+    [
+      "compaction: { summarizer: { kind: openai, base_url: 'http://x', model: m, api_key_env: NOPE_KEY } }",
+      "config: compaction.summarizer.api_key_env: environment variable NOPE_KEY is not set",
+    ],
     ["compaction: { summarizer: { kind: extractive, model: m } }", 'config: unknown key "compaction.summarizer.model"'],
     ["compaction: { reserve_tokens: many }", 'config: compaction.reserve_tokens: expected a non-negative integer, got "many"'],
     ["slots: { agents: { coder: '' } }", "config: slots.agents.coder: must not be empty"],
@@ -401,7 +421,9 @@ describe("one-line problems", () => {
 
   it("YAML syntax errors and a non-mapping top level", () => {
     const bad = file("a: 1\n b: [\n");
-    expect(() => loadConfig({ file: bad, env: {} })).toThrow(new ConfigError(`config: ${bad}: invalid YAML: Nested mappings are not allowed in compact mappings at line 1, column 4`));
+    expect(() => loadConfig({ file: bad, env: {} })).toThrow(
+      new ConfigError(`config: ${bad}: invalid YAML: Nested mappings are not allowed in compact mappings at line 1, column 4`),
+    );
     const dup = file("listen: a:1\nlisten: b:2\n");
     expect(() => loadConfig({ file: dup, env: {} })).toThrow(/^config: .*: invalid YAML: Map keys must be unique at line 2, column 1$/);
     const list = file("- listen\n");

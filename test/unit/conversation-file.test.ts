@@ -22,7 +22,13 @@ describe("parseConversation", () => {
       ),
     );
     expect(messages.map((m) => m.role)).toEqual([
-      Role.ROLE_SYSTEM, Role.ROLE_USER, Role.ROLE_ASSISTANT, Role.ROLE_ASSISTANT, Role.ROLE_TOOL_RESULT, Role.ROLE_TOOL_RESULT, Role.ROLE_ASSISTANT,
+      Role.ROLE_SYSTEM,
+      Role.ROLE_USER,
+      Role.ROLE_ASSISTANT,
+      Role.ROLE_ASSISTANT,
+      Role.ROLE_TOOL_RESULT,
+      Role.ROLE_TOOL_RESULT,
+      Role.ROLE_ASSISTANT,
     ]);
     expect(messageText(messages[1])).toBe("Read a.ts");
     expect(toolCallIds(messages[2])).toEqual(["c1"]);
@@ -43,11 +49,18 @@ describe("parseConversation", () => {
           id: "e2",
           message: {
             role: "assistant",
-            content: [{ type: "thinking", thinking: "hmm", thinkingSignature: "sig" }, { type: "toolCall", id: "t1", name: "bash", arguments: { cmd: "ls" } }],
+            content: [
+              { type: "thinking", thinking: "hmm", thinkingSignature: "sig" },
+              { type: "toolCall", id: "t1", name: "bash", arguments: { cmd: "ls" } },
+            ],
             usage: { input: 10, output: 5, cacheRead: 0, cacheWrite: 0, totalTokens: 15 },
           },
         },
-        { type: "message", id: "e3", message: { role: "toolResult", toolCallId: "t1", toolName: "bash", isError: true, content: [{ type: "text", text: "boom" }] } },
+        {
+          type: "message",
+          id: "e3",
+          message: { role: "toolResult", toolCallId: "t1", toolName: "bash", isError: true, content: [{ type: "text", text: "boom" }] },
+        },
         { type: "compaction", summary: "old", firstKeptEntryId: "e2", tokensBefore: 100 },
         { type: "custom", customType: "x", data: {} },
       ),
@@ -76,7 +89,9 @@ describe("parseConversation", () => {
   });
 
   it("skips blank lines and accepts mixed forms", () => {
-    const messages = parseConversation(`\n${jsonl({ role: "user", content: "a" })}\n\n   \n${jsonl({ type: "message", message: { role: "assistant", content: [{ type: "text", text: "b" }] } })}\n`);
+    const messages = parseConversation(
+      `\n${jsonl({ role: "user", content: "a" })}\n\n   \n${jsonl({ type: "message", message: { role: "assistant", content: [{ type: "text", text: "b" }] } })}\n`,
+    );
     expect(messages.map(messageText)).toEqual(["a", "b"]);
   });
 
@@ -86,7 +101,9 @@ describe("parseConversation", () => {
     expect(() => parseConversation(`${good}\n${jsonl({ role: "robot", content: "x" })}`)).toThrow(/:2: unknown role "robot"/);
     expect(() => parseConversation(jsonl({ role: "tool", content: "x" }))).toThrow(/:1: a tool result needs a tool call id/);
     expect(() => parseConversation(jsonl({ role: "ROLE_NOPE" }))).toThrow(/:1: the message has no valid role/);
-    expect(() => parseConversation(jsonl({ type: "message", message: { role: "bogus" } }))).toThrow(/:1: message\.role "bogus" is not an OpenClaw message role/);
+    expect(() => parseConversation(jsonl({ type: "message", message: { role: "bogus" } }))).toThrow(
+      /:1: message\.role "bogus" is not an OpenClaw message role/,
+    );
     expect(() => parseConversation("[1,2]")).toThrow(/:1: a line must be a JSON object/);
     expect(() => parseConversation(jsonl({ role: "assistant", tool_calls: [{ name: "f" }] }))).toThrow(/:1: a tool call needs an id/);
   });

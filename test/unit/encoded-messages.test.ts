@@ -11,24 +11,28 @@ import { CompactionEntry, Message, Role, TranscriptEntry } from "../../src/contr
 import { textBlock, toolCallBlock } from "../../src/contract/messages.js";
 
 const text = fc.string({ unit: "binary", maxLength: 300 });
-const message = fc.record({
-  id: fc.oneof(fc.constant(""), fc.stringMatching(/^[0-9a-f]{16}$/)),
-  role: fc.constantFrom(Role.ROLE_USER, Role.ROLE_ASSISTANT, Role.ROLE_TOOL_RESULT, Role.ROLE_SYSTEM),
-  texts: fc.array(text, { maxLength: 4 }),
-  call: fc.option(fc.record({ id: fc.string({ maxLength: 20 }), name: fc.string({ maxLength: 20 }), json: fc.json() })),
-  timestampMs: fc.integer({ min: 0, max: 2 ** 50 }),
-  toolCallId: fc.string({ maxLength: 30 }),
-  metadata: fc.dictionary(fc.string({ maxLength: 8 }), fc.string({ maxLength: 20 }), { maxKeys: 3 }),
-  tokenCount: fc.nat({ max: 2 ** 31 }),
-}).map((r): Message => Message.fromPartial({
-  id: r.id,
-  role: r.role,
-  content: [...r.texts.map(textBlock), ...(r.call ? [toolCallBlock(r.call.id, r.call.name, r.call.json)] : [])],
-  timestampMs: r.timestampMs,
-  toolCallId: r.toolCallId,
-  metadata: r.metadata,
-  tokenCount: r.tokenCount,
-}));
+const message = fc
+  .record({
+    id: fc.oneof(fc.constant(""), fc.stringMatching(/^[0-9a-f]{16}$/)),
+    role: fc.constantFrom(Role.ROLE_USER, Role.ROLE_ASSISTANT, Role.ROLE_TOOL_RESULT, Role.ROLE_SYSTEM),
+    texts: fc.array(text, { maxLength: 4 }),
+    call: fc.option(fc.record({ id: fc.string({ maxLength: 20 }), name: fc.string({ maxLength: 20 }), json: fc.json() })),
+    timestampMs: fc.integer({ min: 0, max: 2 ** 50 }),
+    toolCallId: fc.string({ maxLength: 30 }),
+    metadata: fc.dictionary(fc.string({ maxLength: 8 }), fc.string({ maxLength: 20 }), { maxKeys: 3 }),
+    tokenCount: fc.nat({ max: 2 ** 31 }),
+  })
+  .map((r): Message =>
+    Message.fromPartial({
+      id: r.id,
+      role: r.role,
+      content: [...r.texts.map(textBlock), ...(r.call ? [toolCallBlock(r.call.id, r.call.name, r.call.json)] : [])],
+      timestampMs: r.timestampMs,
+      toolCallId: r.toolCallId,
+      metadata: r.metadata,
+      tokenCount: r.tokenCount,
+    }),
+  );
 
 /** What the store does for a view message: decode the entry, set id and count, remember the body. */
 function viewMessage(payload: Uint8Array, entryId: string, tokenCount: number): Message {
@@ -45,25 +49,44 @@ const serialize = splicingSerializer(AssembleResponse, 1);
 describe("stored messages spliced into answers", () => {
   it("decode exactly as the host's copy would have encoded, whatever the message and entry", () => {
     fc.assert(
-      fc.property(message, fc.stringMatching(/^[0-9a-f-]{1,32}$/), fc.nat({ max: 2 ** 31 }), fc.string({ maxLength: 40 }), fc.nat(), (stored, entryId, count, extra, seq) => {
-        const payload = TranscriptEntry.encode(
-          TranscriptEntry.fromPartial({ id: entryId, parentId: "p", seq, timestampMs: 7, entry: { $case: "message", value: stored }, extraJson: extra, revision: 2 }),
-        ).finish();
-        const view = viewMessage(payload, entryId, count);
-        const made = Message.fromPartial({ role: Role.ROLE_ASSISTANT, content: [textBlock("made by an engine")] });
-        const answer = { ...AssembleResponse.fromPartial({ estimatedTokens: 3, systemPromptAddition: "x", engineId: "e" }), messages: [made, view] };
-        const spliced = AssembleResponse.decode(serialize(answer));
-        expect(spliced).toEqual(AssembleResponse.decode(AssembleResponse.encode(answer).finish()));
-        expect(spliced.messages[1]).toEqual({ ...stored, id: entryId, tokenCount: count });
-      }),
+      fc.property(
+        message,
+        fc.stringMatching(/^[0-9a-f-]{1,32}$/),
+        fc.nat({ max: 2 ** 31 }),
+        fc.string({ maxLength: 40 }),
+        fc.nat(),
+        (stored, entryId, count, extra, seq) => {
+          const payload = TranscriptEntry.encode(
+            TranscriptEntry.fromPartial({
+              id: entryId,
+              parentId: "p",
+              seq,
+              timestampMs: 7,
+              entry: { $case: "message", value: stored },
+              extraJson: extra,
+              revision: 2,
+            }),
+          ).finish();
+          const view = viewMessage(payload, entryId, count);
+          const made = Message.fromPartial({ role: Role.ROLE_ASSISTANT, content: [textBlock("made by an engine")] });
+          const answer = { ...AssembleResponse.fromPartial({ estimatedTokens: 3, systemPromptAddition: "x", engineId: "e" }), messages: [made, view] };
+          const spliced = AssembleResponse.decode(serialize(answer));
+          expect(spliced).toEqual(AssembleResponse.decode(AssembleResponse.encode(answer).finish()));
+          expect(spliced.messages[1]).toEqual({ ...stored, id: entryId, tokenCount: count });
+        },
+      ),
       { numRuns: 300 },
     );
   });
 
   it("an entry with no message, or the field twice, has no stored body: the message is encoded anew", () => {
-    const compaction = TranscriptEntry.encode(TranscriptEntry.fromPartial({ id: "c", entry: { $case: "compaction", value: CompactionEntry.fromPartial({ summary: "s" }) } })).finish();
+    const compaction = TranscriptEntry.encode(
+      TranscriptEntry.fromPartial({ id: "c", entry: { $case: "compaction", value: CompactionEntry.fromPartial({ summary: "s" }) } }),
+    ).finish();
     expect(entryMessageBytes(compaction)).toBeUndefined();
-    const once = TranscriptEntry.encode(TranscriptEntry.fromPartial({ id: "m", entry: { $case: "message", value: Message.fromPartial({ role: Role.ROLE_USER }) } })).finish();
+    const once = TranscriptEntry.encode(
+      TranscriptEntry.fromPartial({ id: "m", entry: { $case: "message", value: Message.fromPartial({ role: Role.ROLE_USER }) } }),
+    ).finish();
     const twice = new Uint8Array([...once, ...once.slice(once.indexOf(0x2a))]);
     expect(entryMessageBytes(once)).toBeDefined();
     expect(entryMessageBytes(twice)).toBeUndefined();
@@ -71,7 +94,12 @@ describe("stored messages spliced into answers", () => {
   });
 
   it("a stored message cannot be edited in place (its bytes would be stale); a copy is encoded anew", () => {
-    const payload = TranscriptEntry.encode(TranscriptEntry.fromPartial({ id: "e1", entry: { $case: "message", value: Message.fromPartial({ role: Role.ROLE_USER, content: [textBlock("stored")] }) } })).finish();
+    const payload = TranscriptEntry.encode(
+      TranscriptEntry.fromPartial({
+        id: "e1",
+        entry: { $case: "message", value: Message.fromPartial({ role: Role.ROLE_USER, content: [textBlock("stored")] }) },
+      }),
+    ).finish();
     const view = viewMessage(payload, "e1", 4);
     expect(() => {
       (view as { tokenCount: number }).tokenCount = 9;

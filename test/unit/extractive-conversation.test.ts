@@ -89,7 +89,15 @@ describe("filler", () => {
   const mel = names("Caroline", "Melanie");
 
   it("recognises greetings, thanks, agreement and laughter, with names and short forms of them", () => {
-    for (const s of ["Thanks, Mel!", "Hey Caroline! Good to see you!", "Sounds great, Mel!", "Totally agree, Mel.", "Haha, yeah! 😂", "Wow, that's so cool!", "Glad you had fun :)"]) {
+    for (const s of [
+      "Thanks, Mel!",
+      "Hey Caroline! Good to see you!",
+      "Sounds great, Mel!",
+      "Totally agree, Mel.",
+      "Haha, yeah! 😂",
+      "Wow, that's so cool!",
+      "Glad you had fun :)",
+    ]) {
       expect(isFiller(s, mel), s).toBe(true);
     }
     for (const s of ["I ran a charity race", "Thanks for the 3 books", "We met Anna in Lisbon", "That charity race sounds great, Mel!"]) {
@@ -108,10 +116,7 @@ describe("filler", () => {
 describe("fact extraction", () => {
   it("keeps who said what with the date, drops small talk and questions", () => {
     const n = names("Caroline", "Melanie");
-    const facts = factsOf(
-      "[1:56 pm on 8 May, 2023] Melanie: Haha, thanks Caroline! Yeah, I painted that lake sunrise last year! How was the group?",
-      n,
-    );
+    const facts = factsOf("[1:56 pm on 8 May, 2023] Melanie: Haha, thanks Caroline! Yeah, I painted that lake sunrise last year! How was the group?", n);
     expect(facts).toEqual(["[8 May 2023] Melanie: I painted that lake sunrise last year (2022)!"]);
   });
 

@@ -47,7 +47,11 @@ function firstTurns(): Message[] {
         `The renderer lives in ${PLANTED.path} and the report is at ${PLANTED.url}. ${PLANTED.constraint}`,
     ),
     assistant("Let me look at the renderer first.", [toolCall("c1", "read_file", { path: PLANTED.path })]),
-    toolResult("c1", "read_file", "export function renderInvoice(inv: Invoice) {\n  return inv.lines.map(renderInvoiceLine);\n}\n// UNIQUE_BULK_SENTINEL_7781\n"),
+    toolResult(
+      "c1",
+      "read_file",
+      "export function renderInvoice(inv: Invoice) {\n  return inv.lines.map(renderInvoiceLine);\n}\n// UNIQUE_BULK_SENTINEL_7781\n",
+    ),
     assistant("Running the billing tests.", [toolCall("c2", "bash", { command: "npx vitest run test/billing" })]),
     toolResult(
       "c2",
@@ -69,11 +73,7 @@ function unrelatedTurns(round: number, turns: number): Message[] {
     const tag = `r${round}t${i}`;
     const file = `packages/search/src/index-${tag}/query-planner-${tag}.ts`;
     out.push(user(`Next, look at ${file} and the handler in lib/${tag}/router.go; tracked as SRCH-${round * 1000 + i}.`));
-    out.push(
-      assistant(`I'll open ${file} and check planQuery_${tag}() before touching the cache layer.`, [
-        toolCall(`x${tag}`, "read_file", { path: file }),
-      ]),
-    );
+    out.push(assistant(`I'll open ${file} and check planQuery_${tag}() before touching the cache layer.`, [toolCall(`x${tag}`, "read_file", { path: file })]));
     out.push(toolResult(`x${tag}`, "read_file", `// ${file}\n${"export const filler = 'lorem ipsum dolor sit amet';\n".repeat(40)}`));
     out.push(assistant("Running its tests.", [toolCall(`y${tag}`, "bash", { command: `go test ./lib/${tag}/...` })]));
     out.push(toolResult(`y${tag}`, "bash", `--- FAIL: TestPlanner_${tag}\nRangeError: index ${i} out of bounds in planner ${tag}\nFAIL lib/${tag}`, true));
@@ -182,7 +182,12 @@ describe("extractive summarizer", () => {
   it("keeps the latest user request verbatim, multi-line, and caps a huge one at head and tail", async () => {
     const request = "Please now:\n1. rename `fooBar()` to `fooBaz()`\n2. update docs/api.md\n\n```ts\nconst x = fooBaz(1);\n```";
     const out = await summarize({ messages: [...firstTurns(), user(request)] });
-    expect(section(out, "Latest user request").join("\n")).toBe(request.split("\n").filter((l) => l.trim()).join("\n"));
+    expect(section(out, "Latest user request").join("\n")).toBe(
+      request
+        .split("\n")
+        .filter((l) => l.trim())
+        .join("\n"),
+    );
     expect(out).toContain(request);
 
     const huge = `HEAD_MARK ${"word ".repeat(40_000)} TAIL_MARK`;
@@ -261,7 +266,7 @@ describe("extractive summarizer", () => {
         toolResult(
           "b",
           "bash",
-          'Traceback (most recent call last):\n  File "manage.py", line 22, in <module>\n    main()\nModuleNotFoundError: No module named \'django_extensions\'',
+          "Traceback (most recent call last):\n  File \"manage.py\", line 22, in <module>\n    main()\nModuleNotFoundError: No module named 'django_extensions'",
         ),
       ],
     });
@@ -285,16 +290,19 @@ describe("extractive summarizer", () => {
     const messages: Message[] = [];
     for (let i = 0; i < 30; i++) {
       messages.push(user(`Step ${i}: update src/mod${i}/index.ts so handler${i} validates input; it must not log secrets (OPS-${100 + i}).`));
-      messages.push(assistant(`I'll read src/mod${i}/index.ts and switch to zod instead of manual checks.`, [toolCall(`r${i}`, "read_file", { path: `src/mod${i}/index.ts` })]));
-      const body = Array.from({ length: 190 }, (_, j) => `  const v${j} = compute${j % 7}(input.field${j}, opts); // see src/mod${i}/util${j % 5}.ts`).join("\n");
+      messages.push(
+        assistant(`I'll read src/mod${i}/index.ts and switch to zod instead of manual checks.`, [
+          toolCall(`r${i}`, "read_file", { path: `src/mod${i}/index.ts` }),
+        ]),
+      );
+      const body = Array.from({ length: 190 }, (_, j) => `  const v${j} = compute${j % 7}(input.field${j}, opts); // see src/mod${i}/util${j % 5}.ts`).join(
+        "\n",
+      );
       messages.push(toolResult(`r${i}`, "read_file", `export function handler${i}(input: Input) {\n${body}\n}`));
       messages.push(assistant("Running the tests.", [toolCall(`b${i}`, "bash", { command: `npx vitest run test/mod${i}.test.ts` })]));
       messages.push(toolResult(`b${i}`, "bash", ` FAIL test/mod${i}.test.ts > validates\nAssertionError: expected 'a' to be 'b'\n Tests 1 failed | 9 passed`));
     }
-    const tokens = messages.reduce(
-      (n, m) => n + m.content.reduce((k, b) => k + (b.block?.$case === "text" ? countTokens(b.block.value.text) : 0), 0),
-      0,
-    );
+    const tokens = messages.reduce((n, m) => n + m.content.reduce((k, b) => k + (b.block?.$case === "text" ? countTokens(b.block.value.text) : 0), 0), 0);
     expect(messages).toHaveLength(150);
     expect(tokens).toBeGreaterThan(120_000);
     summarizeExtractive({ previousSummary: "", messages: messages.slice(0, 10), maxChars: 16_000 }); // warm up
@@ -356,7 +364,9 @@ describe("extractive summarizer", () => {
       for (let s = 0; s < 30; s++) {
         const date = `${(s % 28) + 1} June, 2023`;
         const messages = Array.from({ length: 20 }, (_, i) =>
-          (i % 2 ? assistant : user)(`[10:00 am on ${date}] ${i % 2 ? "Melanie" : "Caroline"}: Session ${s} turn ${i}: we visited Lisbon and Porto with Anna on Friday.`),
+          (i % 2 ? assistant : user)(
+            `[10:00 am on ${date}] ${i % 2 ? "Melanie" : "Caroline"}: Session ${s} turn ${i}: we visited Lisbon and Porto with Anna on Friday.`,
+          ),
         );
         summary = await summarize({ previousSummary: summary, messages, maxChars: 6000 });
         expect(summary.length).toBeLessThanOrEqual(6000);

@@ -18,13 +18,23 @@ describe("token counting off the event loop", () => {
 
   it("a thread counts each message's texts exactly as inline counting does", async () => {
     const parts = messages.map((m) => messageParts(m, 1200));
-    const counts = await pool.count(parts.map((p) => p.texts), 0);
+    const counts = await pool.count(
+      parts.map((p) => p.texts),
+      0,
+    );
     expect(counts.map((c, i) => c + parts[i].fixed)).toEqual(messages.map((m) => inline.countMessage(m)));
   });
 
   it("jobs spread over the threads answer in any order, each with its own counts", async () => {
     const batches = [0, 1, 2, 3, 4, 5].map((k) => messages.slice(k * 5, k * 5 + 20));
-    const answers = await Promise.all(batches.map((b) => pool.count(b.map((m) => messageParts(m, 1200).texts), 1000)));
+    const answers = await Promise.all(
+      batches.map((b) =>
+        pool.count(
+          b.map((m) => messageParts(m, 1200).texts),
+          1000,
+        ),
+      ),
+    );
     answers.forEach((counts, k) => {
       const parts = batches[k].map((m) => messageParts(m, 1200));
       expect(counts.map((c, i) => c + parts[i].fixed)).toEqual(batches[k].map((m) => inline.countMessage(m)));

@@ -26,7 +26,13 @@ export interface PluginConfig {
   compactTimeoutMs: number;
 }
 
-const DEFAULTS = { address: "127.0.0.1:50051", tokenEnv: "CONTEXTD_RUNTIME_TOKEN", defaultTokenBudget: 128_000, callTimeoutMs: 10_000, compactTimeoutMs: 180_000 };
+const DEFAULTS = {
+  address: "127.0.0.1:50051",
+  tokenEnv: "CONTEXTD_RUNTIME_TOKEN",
+  defaultTokenBudget: 128_000,
+  callTimeoutMs: 10_000,
+  compactTimeoutMs: 180_000,
+};
 
 export function parseConfig(raw: Record<string, unknown> | undefined): PluginConfig {
   const c = raw ?? {};
@@ -59,7 +65,9 @@ export async function clientFor(config: PluginConfig, openclawConfig: unknown, e
   let client = clients.get(key);
   if (!client) {
     const read = (f?: string) => (f ? readFileSync(f) : undefined);
-    const credentials = config.tls ? tlsCredentials({ ca: read(config.tls.caFile), cert: read(config.tls.certFile), key: read(config.tls.keyFile) }) : undefined;
+    const credentials = config.tls
+      ? tlsCredentials({ ca: read(config.tls.caFile), cert: read(config.tls.certFile), key: read(config.tls.keyFile) })
+      : undefined;
     client = new ContextdClient({ address: config.address, token: token || undefined, credentials, timeoutMs: config.callTimeoutMs });
     clients.set(key, client);
   }

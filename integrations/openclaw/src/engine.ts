@@ -1,4 +1,13 @@
-import { CompactionTarget, PromptAuthority, status, SubagentContextMode, SubagentEndReason, type ContextdClient, type ServiceError, type SessionRef } from "contextd/client";
+import {
+  CompactionTarget,
+  PromptAuthority,
+  status,
+  SubagentContextMode,
+  SubagentEndReason,
+  type ContextdClient,
+  type ServiceError,
+  type SessionRef,
+} from "contextd/client";
 import { fromContextdMessage, toContextdMessage, type AgentMessage } from "contextd/openclaw";
 import { keyFor, missingFromContextd, turnKey } from "./catch-up.js";
 import type { PluginConfig } from "./config.js";
@@ -128,7 +137,12 @@ export function createEngine(cx: ContextdClient, config: PluginConfig, log: Plug
       const session = ref(p.sessionId, p.sessionKey, p.sessionTarget);
       const fresh = p.messages.slice(p.prePromptMessageCount).filter((m) => m.role !== "compactionSummary" && m.role !== "branchSummary");
       await append(session, fresh, keyFor("after-turn", p.sessionId, fresh), p.isHeartbeat === true);
-      await cx.afterTurn({ session, prePromptMessageCount: p.prePromptMessageCount, autoCompactionSummary: p.autoCompactionSummary ?? "", tokenBudget: p.tokenBudget ?? 0 });
+      await cx.afterTurn({
+        session,
+        prePromptMessageCount: p.prePromptMessageCount,
+        autoCompactionSummary: p.autoCompactionSummary ?? "",
+        tokenBudget: p.tokenBudget ?? 0,
+      });
     },
 
     async maintain(p) {
@@ -197,7 +211,17 @@ async function compact(cx: ContextdClient, config: PluginConfig, session: Sessio
     if (!res.compacted || !res.result) return { ok: res.ok, compacted: false, reason: res.reason || undefined };
     const r = res.result;
     // The first kept entry is a contextd entry id, which means nothing in OpenClaw's transcript.
-    return { ok: true, compacted: true, reason: res.reason || undefined, result: { summary: r.summary, tokensBefore: r.tokensBefore, tokensAfter: r.tokensAfter, details: { contextd: { engineId: res.engineId, ...(r.details ?? {}) } } } };
+    return {
+      ok: true,
+      compacted: true,
+      reason: res.reason || undefined,
+      result: {
+        summary: r.summary,
+        tokensBefore: r.tokensBefore,
+        tokensAfter: r.tokensAfter,
+        details: { contextd: { engineId: res.engineId, ...(r.details ?? {}) } },
+      },
+    };
   } catch (err) {
     if (code(err) === status.NOT_FOUND) return { ok: true, compacted: false, reason: "contextd has no history of this session yet" };
     return { ok: false, compacted: false, reason: `contextd Compact failed: ${describe(err)}` };

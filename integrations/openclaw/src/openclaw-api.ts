@@ -23,7 +23,10 @@ export interface PluginApi {
   config: unknown;
   pluginConfig?: Record<string, unknown>;
   logger: PluginLogger;
-  registerContextEngine(id: string, factory: (ctx: { config?: unknown; agentDir?: string; workspaceDir?: string }) => ContextEngine | Promise<ContextEngine>): void;
+  registerContextEngine(
+    id: string,
+    factory: (ctx: { config?: unknown; agentDir?: string; workspaceDir?: string }) => ContextEngine | Promise<ContextEngine>,
+  ): void;
 }
 
 export interface SessionTarget {
@@ -90,7 +93,15 @@ export interface ContextEngine {
   maintain(params: SessionParams): Promise<MaintenanceResult>;
   ingest(params: { sessionId: string; sessionKey?: string; message: AgentMessage; isHeartbeat?: boolean }): Promise<{ ingested: boolean }>;
   ingestBatch(params: { sessionId: string; sessionKey?: string; messages: AgentMessage[]; isHeartbeat?: boolean }): Promise<{ ingestedCount: number }>;
-  afterTurn(params: SessionParams & { messages: AgentMessage[]; prePromptMessageCount: number; autoCompactionSummary?: string; isHeartbeat?: boolean; tokenBudget?: number }): Promise<void>;
+  afterTurn(
+    params: SessionParams & {
+      messages: AgentMessage[];
+      prePromptMessageCount: number;
+      autoCompactionSummary?: string;
+      isHeartbeat?: boolean;
+      tokenBudget?: number;
+    },
+  ): Promise<void>;
   commitTurn(params: {
     advancementKey: string;
     messages: AgentMessage[];

@@ -1,7 +1,12 @@
 // OpenClaw resolves `openclaw/plugin-sdk/*` for the plugins it loads. These declare the functions
 // the plugin uses (openclaw 2026.9.x); the plugin loads them lazily and copes without them.
 declare module "openclaw/plugin-sdk/secret-input-runtime" {
-  export function resolveConfiguredSecretInputString(params: { config: unknown; env: NodeJS.ProcessEnv; value: unknown; path: string }): Promise<{ value?: string; unresolvedRefReason?: string }>;
+  export function resolveConfiguredSecretInputString(params: {
+    config: unknown;
+    env: NodeJS.ProcessEnv;
+    value: unknown;
+    path: string;
+  }): Promise<{ value?: string; unresolvedRefReason?: string }>;
 }
 declare module "openclaw/plugin-sdk/session-transcript-runtime" {
   /** The session's transcript as raw rows: its header, then every entry (the JSONL lines). */

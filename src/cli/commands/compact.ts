@@ -25,7 +25,7 @@ export function registerCompact(program: Command): void {
     .option("--threshold", "threshold target: compact older history, keep recent tokens verbatim, no hard budget")
     .addHelpText(
       "after",
-      "\nExit 1 when the engine answers not ok; \"nothing to compact\" is ok (exit 0, compacted: no).\n" +
+      '\nExit 1 when the engine answers not ok; "nothing to compact" is ok (exit 0, compacted: no).\n' +
         "With --json: the CompactResponse (proto JSON).\n" +
         examples("contextctl compact chat-42 --budget 32000", "contextctl compact chat-42 --budget 8000 --force"),
     )

@@ -36,7 +36,10 @@ export function registerContext(program: Command): void {
     .argument("<id>", "session id")
     .requiredOption("--budget <tokens>", "token budget of the turn", positiveInt)
     .option("--compact", "let contextd compact first when over the budget, as a real turn would (changes the session)")
-    .option("--prompt <text>", "the runtime's prompt for the turn (AssembleRequest.prompt; some engines retrieve by it); default: the latest user message; \"\" for none")
+    .option(
+      "--prompt <text>",
+      'the runtime\'s prompt for the turn (AssembleRequest.prompt; some engines retrieve by it); default: the latest user message; "" for none',
+    )
     .option("--model <name>", "the model the turn is for (AssembleRequest.model)")
     .option("--agent <id>", "route as this agent id (default: the session's own)")
     .option("--full", "print every message in full instead of a one-line preview per message")
@@ -51,7 +54,11 @@ export function registerContext(program: Command): void {
         '"estimatedTokens", "compaction", "systemPromptAddition": {"text", "tokens"}, "messages": [{"index", "section",\n' +
         '"role", "id", "tokens", "tokensCountedBy", "text", "message"}], "sections": {"summaryTokens", "messageTokens",\n' +
         '"toolResultTokens", "systemAdditionTokens", "totalTokens"}} (sections named as GetSession\'s overview).\n' +
-        examples("contextctl context chat-42 --budget 32000", "contextctl context chat-42 --budget 8000 --full | less", "contextctl --json context chat-42 --budget 32000 | jq .sections"),
+        examples(
+          "contextctl context chat-42 --budget 32000",
+          "contextctl context chat-42 --budget 8000 --full | less",
+          "contextctl --json context chat-42 --budget 32000 | jq .sections",
+        ),
     )
     .action(
       action(async (id: string, opts: ContextOptions, cmd: Command) => {
@@ -144,13 +151,18 @@ function itemTable(ctx: AssembledContext, raw: Message[], width: number | undefi
   if (rows.length === 0) return "no messages";
   const max = width ?? lastColumnWidth(head, rows, PREVIEW_CHARS);
   const aligns = ["left", "left", "left", "left", "right", "left"] as const;
-  return table(head, rows.map((r, i) => [...r, oneLine(texts[i], max)]), [...aligns]);
+  return table(
+    head,
+    rows.map((r, i) => [...r, oneLine(texts[i], max)]),
+    [...aligns],
+  );
 }
 
 /** Every message in full, each under a rule naming its position, section, role, id and tokens. */
 function fullText(ctx: AssembledContext): string {
   const blocks: string[] = [];
-  if (ctx.systemPromptAddition.text) blocks.push(`${bold(`── system addition · ${num(ctx.systemPromptAddition.tokens)} tokens`)}\n${ctx.systemPromptAddition.text}`);
+  if (ctx.systemPromptAddition.text)
+    blocks.push(`${bold(`── system addition · ${num(ctx.systemPromptAddition.tokens)} tokens`)}\n${ctx.systemPromptAddition.text}`);
   for (const m of ctx.messages) {
     const tokens = `${m.tokensCountedBy === "host" ? "" : "~"}${num(m.tokens)} tokens`;
     blocks.push(`${bold(`── ${m.index} · ${SECTION_NAMES[m.section]} · ${m.role} · ${m.id || "-"} · ${tokens}`)}\n${m.text}`);

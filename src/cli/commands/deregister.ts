@@ -24,7 +24,7 @@ export function registerDeregister(program: Command): void {
         "An engine that heartbeats its registration (the TypeScript SDK's default, the window engine) registers again\n" +
         "within seconds while it runs: stop it first. To stop calls to it at once instead, `contextctl isolate ID`.\n" +
         'With --json: {"engineId", "deregistered": true}.\n' +
-        examples("contextctl deregister lossless", "contextctl --token \"$ACME_ENGINE_TOKEN\" deregister acme-summarizer"),
+        examples("contextctl deregister lossless", 'contextctl --token "$ACME_ENGINE_TOKEN" deregister acme-summarizer'),
     )
     .action(
       action(async (id: string, _opts: unknown, cmd: Command) => {

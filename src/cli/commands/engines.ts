@@ -54,7 +54,7 @@ export function registerEngines(program: Command): void {
     .option("--current", "first one REGISTERED event per known engine, then live events")
     .addHelpText(
       "after",
-      "\nOne line per event: ISO-TIME TYPE ID owner=OWNER health=HEALTH quarantine=none|\"OPERATION: REASON\" message=\"...\"\n" +
+      '\nOne line per event: ISO-TIME TYPE ID owner=OWNER health=HEALTH quarantine=none|"OPERATION: REASON" message="..."\n' +
         "(logfmt: values with spaces are JSON-quoted). With --json, one EngineEvent as JSON per line.\n" +
         "Ctrl-C cancels the stream and exits 0; if the server ends the stream with an error, exits 1 with its status\n" +
         "(3 when contextd cannot be reached).\n" +

@@ -50,7 +50,11 @@ export function registerExport(program: Command): void {
           return;
         }
         if (g.json) {
-          const lines = jsonl.toString("utf8").split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as unknown);
+          const lines = jsonl
+            .toString("utf8")
+            .split("\n")
+            .filter((l) => l.trim() !== "")
+            .map((l) => JSON.parse(l) as unknown);
           return printJson({ ...facts, lines });
         }
         await writeOut(jsonl);

@@ -35,7 +35,7 @@ export async function copyStore(source: ContextdStore, target: ContextdStore, on
     onProgress({ sessionsDone: copied.sessions, sessionsTotal: expected.sessions, entriesDone: copied.entries, entriesTotal: expected.entries });
   try {
     progress();
-    for (let after = ""; ; ) {
+    for (let after = ""; ;) {
       const ids = await source.listSessionIds(after, PAGE);
       if (ids.length === 0) break;
       for (const id of ids) {
@@ -56,14 +56,14 @@ export async function copyStore(source: ContextdStore, target: ContextdStore, on
         if (entries !== session.entryCount || lastSeq !== session.lastSeq) {
           throw changed(`session ${id} has ${entries} entries up to seq ${lastSeq}, its row says ${session.entryCount} up to seq ${session.lastSeq}`);
         }
-        for (let from: { entryId: string; revision: number } | null = null; ; ) {
+        for (let from: { entryId: string; revision: number } | null = null; ;) {
           const page = await source.readRawRevisions(id, from, PAGE);
           if (page.length === 0) break;
           await writer.writeRevisions(id, page);
           copied.entryRevisions += page.length;
           from = page[page.length - 1];
         }
-        for (let from = ""; ; ) {
+        for (let from = ""; ;) {
           const page = await source.readRawIdempotencyKeys(id, from, PAGE);
           if (page.length === 0) break;
           await writer.writeIdempotencyKeys(id, page);

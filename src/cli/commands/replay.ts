@@ -58,10 +58,10 @@ export function registerReplay(program: Command): void {
     .option("--batch", "append each turn in one AppendMessages call instead of one call per message")
     .addHelpText(
       "after",
-      "\n\"messages so far\" and \"tokens appended so far\" are running totals over the turns replayed so far; \"assembled\"\n" +
-        "and \"compacted\" are the turn's own. --agent applies to a new session: replaying into an existing session of\n" +
+      '\n"messages so far" and "tokens appended so far" are running totals over the turns replayed so far; "assembled"\n' +
+        'and "compacted" are the turn\'s own. --agent applies to a new session: replaying into an existing session of\n' +
         "another agent fails (exit 1), as that session keeps its own agent's engine.\n" +
-        "A progress bar on stderr when it is a terminal. With --json: {\"sessionId\", \"agentId\"?, \"budget\", \"turns\": [{\"turn\",\n" +
+        'A progress bar on stderr when it is a terminal. With --json: {"sessionId", "agentId"?, "budget", "turns": [{"turn",\n' +
         '"messagesSoFar", "tokensAppendedSoFar", "kept", "compacted", "tokensBefore"?, "tokensAfter"?, "engine", "mode",\n' +
         '"fallbackReason"?, "messages", "tokensAppended"}], "summary"} ("messages" and "tokensAppended": the running totals\n' +
         "under their older names).\n" +
@@ -168,7 +168,9 @@ async function checkAgent(client: ContextdClient, sessionId: string, agentId: st
     throw err;
   }
   if (stored !== agentId)
-    throw new Error(`session ${JSON.stringify(sessionId)} exists under agent ${JSON.stringify(stored)}, not ${JSON.stringify(agentId)}; --agent applies to a new session (pass another --session)`);
+    throw new Error(
+      `session ${JSON.stringify(sessionId)} exists under agent ${JSON.stringify(stored)}, not ${JSON.stringify(agentId)}; --agent applies to a new session (pass another --session)`,
+    );
 }
 
 function summarize(sessionId: string, agentId: string | undefined, budget: number, results: TurnResult[]) {

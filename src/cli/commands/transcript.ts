@@ -51,7 +51,11 @@ export function registerTranscript(program: Command): void {
           // is the progress bar's total.
           const total = (await client.getSession({ session: { sessionId: id } })).info?.entryCount ?? 0;
           // Not while JSON lines stream to the same terminal (redirected to a file, the bar shows).
-          const bar = progress({ format: `transcript ${id} [{bar}] {value}/{total} entries`, total: Math.max(1, total), enabled: !(g.json && process.stdout.isTTY) });
+          const bar = progress({
+            format: `transcript ${id} [{bar}] {value}/{total} entries`,
+            total: Math.max(1, total),
+            enabled: !(g.json && process.stdout.isTTY),
+          });
           try {
             let lines: string[] = [];
             for await (const e of client.transcript(id, opts.pageSize)) {
@@ -67,7 +71,9 @@ export function registerTranscript(program: Command): void {
                 if (e.hidden) stats.hidden += 1;
                 if (tokens !== undefined && !e.hidden) stats.tokens += tokens;
                 const shade = e.hidden ? dim : (t: string) => t;
-                rows.push([e.seq, e.id, e.parentId || "-", entryType(e), e.hidden ? "yes" : "no", tokens ?? ""].map((c) => (typeof c === "string" ? shade(c) : c)));
+                rows.push(
+                  [e.seq, e.id, e.parentId || "-", entryType(e), e.hidden ? "yes" : "no", tokens ?? ""].map((c) => (typeof c === "string" ? shade(c) : c)),
+                );
                 texts.push(entryPreview(e, 10_000));
                 hidden.push(e.hidden);
               }
@@ -81,7 +87,11 @@ export function registerTranscript(program: Command): void {
         if (g.json) return;
         if (rows.length === 0) return void process.stdout.write("no entries\n");
         const max = opts.width ?? lastColumnWidth(head, rows, PREVIEW_CHARS);
-        const out = table(head, rows.map((r, i) => [...r, hidden[i] ? dim(oneLine(texts[i], max)) : oneLine(texts[i], max)]), ["right", "left", "left", "left", "left", "right", "left"]);
+        const out = table(
+          head,
+          rows.map((r, i) => [...r, hidden[i] ? dim(oneLine(texts[i], max)) : oneLine(texts[i], max)]),
+          ["right", "left", "left", "left", "left", "right", "left"],
+        );
         const summary =
           `${num(stats.entries)} entries: ${num(stats.messages)} messages, ${num(stats.compactions)} compactions, ` +
           `${num(stats.hidden)} hidden; ${num(stats.tokens)} tokens in messages that are not hidden`;

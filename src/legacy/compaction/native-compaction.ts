@@ -1,9 +1,5 @@
 import { InvalidArgumentError } from "../../contract/errors.js";
-import {
-  CompactionTarget,
-  type CompactionResult,
-  type Message,
-} from "../../contract/gen/contextd/v1/types.js";
+import { CompactionTarget, type CompactionResult, type Message } from "../../contract/gen/contextd/v1/types.js";
 import type { Tokenizer } from "../../tokens/tokenizer.js";
 import { asSummaryResult, type Summarizer, type SummaryDetails } from "../summarizer/summarizer.js";
 import { analyzeCutPoints, chooseCut, chooseFillingCut, type Cut } from "./cut-points.js";
@@ -106,10 +102,7 @@ const ESTIMATED_CHARS_PER_TOKEN = 4;
 /** Safety margin applied when turning a token target into a character cap. */
 const SHRINK_MARGIN = 0.9;
 
-export async function compactNative(
-  input: NativeCompactionInput,
-  deps: NativeCompactionDeps,
-): Promise<NativeCompactionOutcome> {
+export async function compactNative(input: NativeCompactionInput, deps: NativeCompactionDeps): Promise<NativeCompactionOutcome> {
   const { summarizer, tokenizer, settings } = deps;
   const { signal } = input;
   if (!(Number.isFinite(input.tokenBudget) && input.tokenBudget > 0)) {
@@ -150,8 +143,13 @@ export async function compactNative(
   // With no message to fold in, re-summarizing the previous summary only makes sense to fit a budget.
   const summaryOnlyOverBudget = foldableCount === 0 && hasPrevious && !threshold && total > budget;
   if (foldableCount === 0 && !summaryOnlyOverBudget) {
-    if (hasPrevious) return noop("nothing to compact: only the previous summary is active" + (pinnedMessages > 0 ? " (and pinned system messages, which are never summarized)" : ""));
-    return noop(pinnedMessages > 0 ? "nothing to compact: the view holds only system messages, which are never summarized" : "nothing to compact: the view is empty");
+    if (hasPrevious)
+      return noop(
+        "nothing to compact: only the previous summary is active" + (pinnedMessages > 0 ? " (and pinned system messages, which are never summarized)" : ""),
+      );
+    return noop(
+      pinnedMessages > 0 ? "nothing to compact: the view holds only system messages, which are never summarized" : "nothing to compact: the view is empty",
+    );
   }
 
   let iterations = 0;
@@ -177,7 +175,9 @@ export async function compactNative(
     );
     throwIfAborted(signal);
     reported = answer.details;
-    const written = quote ? withRequest(capChars(answer.summary, chars - quote.length), rest[latest], quote) : { summary: capChars(answer.summary, chars), quoted: false };
+    const written = quote
+      ? withRequest(capChars(answer.summary, chars - quote.length), rest[latest], quote)
+      : { summary: capChars(answer.summary, chars), quoted: false };
     quoted = written.quoted;
     return written.summary;
   };

@@ -18,7 +18,16 @@
  * - Failures are typed (model-errors.ts); messages name the endpoint (without credentials), the
  *   HTTP status, the attempts and a short excerpt of what the server said, scrubbed of the key.
  */
-import { abortError, ModelRateLimitedError, ModelRejectedError, ModelResponseError, ModelTimeoutError, ModelUnavailableError, type ModelError, type ModelFailure } from "./model-errors.js";
+import {
+  abortError,
+  ModelRateLimitedError,
+  ModelRejectedError,
+  ModelResponseError,
+  ModelTimeoutError,
+  ModelUnavailableError,
+  type ModelError,
+  type ModelFailure,
+} from "./model-errors.js";
 
 export interface ChatCompletionsOptions {
   /** e.g. `https://api.openai.com/v1`; `/chat/completions` is appended. */
@@ -128,7 +137,13 @@ export class ChatCompletionsClient {
       const retryable = outcome.failure === "rate_limited" || outcome.failure === "unavailable";
       if (!retryable || attempt > o.maxRetries) throw this.error(outcome, attempt);
       if (outcome.retryAfterMs !== undefined && outcome.retryAfterMs > MAX_RETRY_AFTER_MS) {
-        throw this.error({ ...outcome, why: `${outcome.why}; the server asked to retry after ${seconds(outcome.retryAfterMs)}, longer than contextd waits (${seconds(MAX_RETRY_AFTER_MS)})` }, attempt);
+        throw this.error(
+          {
+            ...outcome,
+            why: `${outcome.why}; the server asked to retry after ${seconds(outcome.retryAfterMs)}, longer than contextd waits (${seconds(MAX_RETRY_AFTER_MS)})`,
+          },
+          attempt,
+        );
       }
       const delayMs = outcome.retryAfterMs ?? Math.random() * Math.min(RETRY_DELAY_CAP_MS, o.retryBaseDelayMs * 2 ** (attempt - 1));
       o.onRetry?.({ attempt, delayMs: Math.round(delayMs), reason: outcome.why });

@@ -12,7 +12,10 @@ export function chatMessages(system: string, messages: readonly Message[]): Chat
   const out: ChatMessage[] = [];
   if (system.trim()) out.push({ role: "system", content: system });
   for (const m of messages) {
-    const text = m.content.map((c) => (c.block?.$case === "text" ? c.block.value.text : "")).filter(Boolean).join("\n");
+    const text = m.content
+      .map((c) => (c.block?.$case === "text" ? c.block.value.text : ""))
+      .filter(Boolean)
+      .join("\n");
     const plain = m.content.every((c) => c.block?.$case === "text");
     if (plain && text && m.role === Role.ROLE_USER) out.push({ role: "user", content: text });
     else if (plain && text && m.role === Role.ROLE_SYSTEM) out.push({ role: "system", content: text });

@@ -44,7 +44,13 @@ export function createChatModel(config: SummarizerConfig, deps: SummarizerDeps =
     retryBaseDelayMs: config.retry_base_delay ?? d.retry_base_delay,
     maxTokensParam: config.max_tokens_param ?? d.max_tokens_param,
     temperature: config.temperature,
-    onRetry: deps.log && ((r) => deps.log!.warn({ endpoint: client.endpoint, model: config.model, attempt: r.attempt, retry_in_ms: r.delayMs, reason: r.reason }, "chat completion failed; retrying")),
+    onRetry:
+      deps.log &&
+      ((r) =>
+        deps.log!.warn(
+          { endpoint: client.endpoint, model: config.model, attempt: r.attempt, retry_in_ms: r.delayMs, reason: r.reason },
+          "chat completion failed; retrying",
+        )),
   });
   return {
     client,
@@ -63,6 +69,9 @@ export function createSummarizer(config: SummarizerConfig, deps: SummarizerDeps 
     contextWindowTokens: model.contextWindowTokens,
     maxOutputTokens: model.maxOutputTokens,
     countTokens: deps.countTokens ?? ((text) => Math.ceil(text.length / 4)),
-    onFallback: deps.log && ((reason) => deps.log!.warn({ endpoint: model.client.endpoint, model: config.model, reason }, "summarizer model failed; compacting with the extractive summarizer")),
+    onFallback:
+      deps.log &&
+      ((reason) =>
+        deps.log!.warn({ endpoint: model.client.endpoint, model: config.model, reason }, "summarizer model failed; compacting with the extractive summarizer")),
   });
 }

@@ -95,9 +95,7 @@ export class MessageClock {
   }
 }
 
-const NUMBER_WORDS = new Map(
-  "one two three four five six seven eight nine ten eleven twelve".split(" ").map((w, i) => [w, i + 1] as const),
-);
+const NUMBER_WORDS = new Map("one two three four five six seven eight nine ten eleven twelve".split(" ").map((w, i) => [w, i + 1] as const));
 NUMBER_WORDS.set("a", 1).set("an", 1);
 
 function countOf(word: string): number | undefined {

@@ -24,10 +24,12 @@ const MIN_FACT = 12;
 /** `Name: ` right after a leading `[date]` (one or two capitalized words). */
 const LEAD_SPEAKER = /^([A-Z][\w'.-]{0,30}(?: [A-Z][\w'.-]{0,30})?):\s+/;
 
-const MONTH_WORD = /\b(?:January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\b/;
+const MONTH_WORD =
+  /\b(?:January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\b/;
 const WEEKDAY_WORD = /\b(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)s?\b/;
 const YEAR = /\b(?:19|20)\d{2}s?\b/;
-const RELATIVE = /\b(?:yesterday|today|tonight|tomorrow|(?:last|next|this|past) (?:week|weekend|month|year|night|summer|winter|spring|fall|autumn|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|\w+ (?:days?|weeks?|months?|years?) ago)\b/i;
+const RELATIVE =
+  /\b(?:yesterday|today|tonight|tomorrow|(?:last|next|this|past) (?:week|weekend|month|year|night|summer|winter|spring|fall|autumn|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|\w+ (?:days?|weeks?|months?|years?) ago)\b/i;
 const NUMBER = /\b\d+(?:[.,:]\d+)?\b|\b(?:two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|hundred|thousand|dozen)\b/i;
 const ACTIVITY =
   /\b(?:went|visited|joined|attended|started|signed up|took up|bought|adopt(?:ed|ing|ion)?|painted|volunteer(?:ed|ing)?|celebrated|moved|travel(?:l)?ed|graduated|married|won|lost|made|met|favou?rite|hobby|class(?:es)?|course|workshop|festival|concert|parade|trip|vacation|camping|hiking|running|riding|swimming|dancing|cooking|baking|writing|pottery|museum|conference|competition|group|club|book|movie|game|show|team|job|school|college|studying|reading|playing|learning|kids?|husband|wife|partner|dog|cat|pets?|birthday|wedding|house|store|business|studio|car)\b/i;
@@ -37,9 +39,11 @@ const SELF = /\b(?:I|I'm|I've|I'd|I was|we|we're|we've|my|our)\b/;
 const CAPTION_OPENING = /\[shares an? (?:photo|image|picture): (?:an? )?(?:photo|photography|picture|image) of /gi;
 /** Sentence-start words and pronouns that are capitalized without being names. */
 const NOT_NAMES = new Set(
-  ("I I'm I've I'd I'll OK Ok Okay Hey Hi Hello Yes No Oh Wow Thanks Thank Sure Yeah Yep Nope Cool Great Nice Awesome Aww Haha Lol " +
+  (
+    "I I'm I've I'd I'll OK Ok Okay Hey Hi Hello Yes No Oh Wow Thanks Thank Sure Yeah Yep Nope Cool Great Nice Awesome Aww Haha Lol " +
     "The A An And But So Or If When What Who Why How Where Which That This These Those It It's Its My Your Our Their His Her " +
-    "We You They He She Me Mr Mrs Ms Dr").split(" "),
+    "We You They He She Me Mr Mrs Ms Dr"
+  ).split(" "),
 );
 
 export interface FactContext {

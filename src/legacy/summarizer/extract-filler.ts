@@ -45,8 +45,7 @@ const SMALL_TALK = new Set(
 
 /** Interjections that may open a sentence before its content ("Wow, …", "Haha! …", "Hey Mel, …"). */
 const OPENERS = new Set(
-  "hey hi hello wow whoa oh ooh aww aw ah haha hahaha hehe lol omg yeah yes yep yup ok okay so well um hmm honestly totally gosh geez man dude"
-    .split(" "),
+  "hey hi hello wow whoa oh ooh aww aw ah haha hahaha hehe lol omg yeah yes yep yup ok okay so well um hmm honestly totally gosh geez man dude".split(" "),
 );
 
 const EMOJI = /[\p{Extended_Pictographic}\u{1F1E6}-\u{1F1FF}\u{FE0F}\u{200D}]/gu;
@@ -55,7 +54,12 @@ const EMOTICON = /(?:^|\s)(?:[:;=]-?[)(DPp/\\|]|<3|\^_\^|xD)(?=\s|$)/g;
 
 /** `text` without emoji and emoticons, whitespace tidied. */
 export function stripEmoji(text: string): string {
-  return text.replace(EMOJI, "").replace(EMOTICON, " ").replace(/\s{2,}/g, " ").replace(/\s+([,.!?])/g, "$1").trim();
+  return text
+    .replace(EMOJI, "")
+    .replace(EMOTICON, " ")
+    .replace(/\s{2,}/g, " ")
+    .replace(/\s+([,.!?])/g, "$1")
+    .trim();
 }
 
 function bare(word: string): string {

@@ -21,18 +21,7 @@ import { TimelineParser, renderTimeline } from "./extract-timeline.js";
 export const SUMMARY_TITLE = "# Conversation summary (contextd extractive v1)";
 
 export type SectionId =
-  | "focus"
-  | "goals"
-  | "latest"
-  | "requests"
-  | "decisions"
-  | "errors"
-  | "identifiers"
-  | "facts"
-  | "notes"
-  | "progress"
-  | "tools"
-  | "earlier";
+  "focus" | "goals" | "latest" | "requests" | "decisions" | "errors" | "identifiers" | "facts" | "notes" | "progress" | "tools" | "earlier";
 
 /** Sections in render order, with their headings. */
 export const SECTIONS: ReadonlyArray<{ id: SectionId; heading: string; block?: boolean }> = [
@@ -119,7 +108,10 @@ export function parseSummary(text: string): SummaryDoc | undefined {
   const start = text.indexOf(SUMMARY_TITLE);
   if (start < 0) return undefined;
   const doc = emptyDoc();
-  const lines = text.slice(start + SUMMARY_TITLE.length).replace(/\r\n?/g, "\n").split("\n");
+  const lines = text
+    .slice(start + SUMMARY_TITLE.length)
+    .replace(/\r\n?/g, "\n")
+    .split("\n");
   let current: (typeof SECTIONS)[number] | undefined;
   let block: string[] = [];
   const timeline = new TimelineParser();

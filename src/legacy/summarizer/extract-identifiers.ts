@@ -51,7 +51,8 @@ const UNIX_PATH = /^(?:~|\.{1,2})?\/?(?:[\w@+.-]+\/)*[\w@+.-]*$/;
 const URL = /^(?:https?|wss?|ftp|file|ssh|git):\/\/\S+$/i;
 const TICKET = /^(?:CVE-\d{4}-\d{4,7}|[A-Z][A-Z0-9]{1,9}-\d{1,6}|#\d{1,7})$/;
 const TICKET_STOP = new Set(["UTF", "SHA", "ISO", "AES", "RSA", "MD", "ES", "TLS", "SSL", "HTTP", "IPV", "X", "COVID", "GPT", "P", "Q", "TOP", "K"]);
-const VERSION = /^(?:v\d+(?:\.\d+){1,3}(?:-[0-9A-Za-z.]+)?|\d+\.\d+\.\d+(?:\.\d+)?(?:-[0-9A-Za-z.]+)?|@?[\w.-]+(?:\/[\w.-]+)?@[\^~]?\d+(?:\.[\dx*]+)*(?:-[0-9A-Za-z.]+)?)$/;
+const VERSION =
+  /^(?:v\d+(?:\.\d+){1,3}(?:-[0-9A-Za-z.]+)?|\d+\.\d+\.\d+(?:\.\d+)?(?:-[0-9A-Za-z.]+)?|@?[\w.-]+(?:\/[\w.-]+)?@[\^~]?\d+(?:\.[\dx*]+)*(?:-[0-9A-Za-z.]+)?)$/;
 const ENV = /^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$/;
 const CAMEL = /^[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*$/;
 const NOT_SYMBOLS = new Set(["iPhone", "iPad", "iCloud", "iTunes", "macOS", "watchOS", "tvOS", "eBay", "eCommerce"]);
@@ -170,7 +171,8 @@ export function extractIdentifiers(text: string, opts: IdOptions): Identifier[] 
 }
 
 /** Tokens that may be a path, URL or ticket: they hold a slash, a backslash after a drive, or look like a ticket. */
-const PATHISH = /(?<![\w.@~+:/\\-])(?:[a-z][\w+.-]*:\/\/[^\s"'`<>()[\]{}]+|[A-Za-z]:\\[^\s"'<>|*?]+|[\w.@~+-]*\/[\w.@+/-]*[\w@+-]|(?<![\w-])(?:[A-Z][A-Z0-9]{1,9}-\d{1,6}|#\d{1,7})(?![\w-]))/gi;
+const PATHISH =
+  /(?<![\w.@~+:/\\-])(?:[a-z][\w+.-]*:\/\/[^\s"'`<>()[\]{}]+|[A-Za-z]:\\[^\s"'<>|*?]+|[\w.@~+-]*\/[\w.@+/-]*[\w@+-]|(?<![\w-])(?:[A-Z][A-Z0-9]{1,9}-\d{1,6}|#\d{1,7})(?![\w-]))/gi;
 const PATHISH_TICKET = /^(?:[A-Z][A-Z0-9]{1,9}-\d{1,6}|#\d{1,7})$/;
 
 /**

@@ -112,7 +112,10 @@ export function focusKeywords(instructions: string | undefined): string[] {
   if (!instructions) return [];
   const out: string[] = [];
   const seen = new Set<string>();
-  for (const m of instructions.slice(0, 2000).toLowerCase().matchAll(/[\p{L}\p{N}_][\p{L}\p{N}_./-]*/gu)) {
+  for (const m of instructions
+    .slice(0, 2000)
+    .toLowerCase()
+    .matchAll(/[\p{L}\p{N}_][\p{L}\p{N}_./-]*/gu)) {
     const w = m[0].replace(/[./-]+$/, "");
     if (w.length < 3 || STOPWORDS.has(w) || seen.has(w)) continue;
     seen.add(w);

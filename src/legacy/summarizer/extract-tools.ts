@@ -38,7 +38,7 @@ export function describeToolCall(name: string, argumentsJson: string): ToolCallS
   if (args && typeof args === "object" && !Array.isArray(args)) {
     for (const [key, value] of Object.entries(args as Record<string, unknown>)) {
       if (COMMAND_KEY.test(key)) {
-        const cmd = Array.isArray(value) ? strings(value).join(" ") : strings(value)[0] ?? "";
+        const cmd = Array.isArray(value) ? strings(value).join(" ") : (strings(value)[0] ?? "");
         if (!cmd) continue;
         parts.push(clip(oneLine(cmd), 160));
         ids.push(...extractPaths(cmd.slice(0, 4000)).filter((i) => i.kind !== "ticket"));

@@ -161,7 +161,10 @@ function merge(prev: SummaryDoc, c: Collected, hadPrevious: boolean, instruction
     ...requests.slice(task.length > 0 || (!hadPrevious && !firstIsTask) ? 1 : 0, -1),
   ].map((r) => clip(oneLine(r), REQUEST_CAP));
   const latestKey = dedupeKey(clip(oneLine(doc.latest), REQUEST_CAP));
-  doc.requests = newest(unique(earlierRequests).filter((r) => dedupeKey(r) !== latestKey), KEEP.requests);
+  doc.requests = newest(
+    unique(earlierRequests).filter((r) => dedupeKey(r) !== latestKey),
+    KEEP.requests,
+  );
 
   doc.decisions = unique([...prev.decisions, ...c.decisions].map((d) => clip(oneLine(d), ITEM_CAP)));
   doc.errors = unique([...prev.errors, ...c.errors].map((e) => clip(oneLine(e), ITEM_CAP)));
@@ -169,7 +172,10 @@ function merge(prev: SummaryDoc, c: Collected, hadPrevious: boolean, instruction
   doc.tools = newest(mergeRuns([...prev.tools, ...c.tools].map((t) => clip(oneLine(t), 240))), KEEP.tools);
 
   const taken = new Set([...doc.goals, ...doc.decisions, ...doc.progress].map(dedupeKey));
-  doc.notes = newest(unique([...prev.notes, ...c.notes]).filter((n) => !taken.has(dedupeKey(n))), KEEP.notes);
+  doc.notes = newest(
+    unique([...prev.notes, ...c.notes]).filter((n) => !taken.has(dedupeKey(n))),
+    KEEP.notes,
+  );
   doc.earlier = prev.earlier;
   // Facts: the previous summary's (oldest first), then new ones; a clause already kept elsewhere is not repeated.
   const said = new Set([...doc.goals, ...doc.decisions, ...doc.progress, ...doc.notes].map(dedupeKey));

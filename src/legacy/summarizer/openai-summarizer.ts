@@ -58,7 +58,13 @@ export function createOpenAISummarizer(options: OpenAISummarizerOptions): Summar
     const summary = await fallback.summarize(input);
     return {
       summary,
-      details: { summarizer: fallback.kind, summarizer_fallback_from: OPENAI_KIND, summarizer_fallback_reason: reason, summarizer_model: client.model, ...extra },
+      details: {
+        summarizer: fallback.kind,
+        summarizer_fallback_from: OPENAI_KIND,
+        summarizer_fallback_reason: reason,
+        summarizer_model: client.model,
+        ...extra,
+      },
     };
   };
 
@@ -68,7 +74,12 @@ export function createOpenAISummarizer(options: OpenAISummarizerOptions): Summar
       const prior = input.priorAttempt;
       if (prior?.summarizer_fallback_from === OPENAI_KIND) {
         // The same failure explains this summary too (and the requests it took are still all there were).
-        return fallBack(input, String(prior.summarizer_fallback_reason ?? "the model failed"), { summarizer_requests: Number(prior.summarizer_requests ?? 0), summarizer_model_skipped: true }, false);
+        return fallBack(
+          input,
+          String(prior.summarizer_fallback_reason ?? "the model failed"),
+          { summarizer_requests: Number(prior.summarizer_requests ?? 0), summarizer_model_skipped: true },
+          false,
+        );
       }
       const progress = { requests: 0 };
       try {
@@ -87,7 +98,8 @@ async function summarizeWithModel(input: SummarizeInput, o: OpenAISummarizerOpti
   // Enough output for maxChars of prose, never more than configured.
   const maxTokens = Math.max(1, Math.min(o.maxOutputTokens, Math.ceil(maxChars / SUMMARY_CHARS_PER_TOKEN) + 256));
   const chunks = chunkHistory(input, o, maxChars, maxTokens, previous);
-  if (chunks.length === 0) return { summary: "", details: { summarizer: OPENAI_KIND, summarizer_model: o.client.model, summarizer_requests: 0, summarizer_chunks: 0 } };
+  if (chunks.length === 0)
+    return { summary: "", details: { summarizer: OPENAI_KIND, summarizer_model: o.client.model, summarizer_requests: 0, summarizer_chunks: 0 } };
 
   let running = previous;
   let inputTokens = 0;

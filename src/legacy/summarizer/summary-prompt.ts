@@ -79,7 +79,9 @@ export function summaryInstructions(o: PromptOptions): string {
     );
   }
   lines.push("", "Use exactly this format (keep every heading):", "", FORMAT, "", ...RULES.map((r) => `- ${r}`));
-  lines.push(`- The whole summary must be at most ${o.maxChars} characters; when space is short, drop the least important details first and keep the identifiers the remaining work needs.`);
+  lines.push(
+    `- The whole summary must be at most ${o.maxChars} characters; when space is short, drop the least important details first and keep the identifiers the remaining work needs.`,
+  );
   const focus = o.customInstructions?.trim();
   if (focus) lines.push("", `Additional focus for this summary (from the runtime): ${focus}`);
   return lines.join("\n");

@@ -134,10 +134,7 @@ export interface EngineDefinition {
   ingestBatch?(req: IngestBatchRequest, ctx: EngineCallContext): Reply<IngestBatchResponse>;
   afterTurn?(req: ContextEngineServiceAfterTurnRequest, ctx: EngineCallContext): EmptyReply<ContextEngineServiceAfterTurnResponse>;
   maintain?(req: ContextEngineServiceMaintainRequest, ctx: EngineCallContext): Reply<ContextEngineServiceMaintainResponse>;
-  prepareSubagentSpawn?(
-    req: ContextEngineServicePrepareSubagentSpawnRequest,
-    ctx: EngineCallContext,
-  ): Reply<ContextEngineServicePrepareSubagentSpawnResponse>;
+  prepareSubagentSpawn?(req: ContextEngineServicePrepareSubagentSpawnRequest, ctx: EngineCallContext): Reply<ContextEngineServicePrepareSubagentSpawnResponse>;
   rollbackSubagentSpawn?(
     req: ContextEngineServiceRollbackSubagentSpawnRequest,
     ctx: EngineCallContext,
@@ -198,10 +195,7 @@ export function validateDefinition(def: unknown): asserts def is EngineDefinitio
   ) {
     fail('`info.turnMaintenanceMode` must be "foreground", "background" or a TurnMaintenanceMode value');
   }
-  if (
-    info.hostRequirements !== undefined &&
-    !(Array.isArray(info.hostRequirements) && info.hostRequirements.every((r) => typeof r === "string" && r.trim()))
-  ) {
+  if (info.hostRequirements !== undefined && !(Array.isArray(info.hostRequirements) && info.hostRequirements.every((r) => typeof r === "string" && r.trim()))) {
     fail("`info.hostRequirements` must be an array of non-empty strings");
   }
   for (const name of REQUIRED_METHODS) {
@@ -231,10 +225,7 @@ export function deriveCapabilities(def: EngineDefinition): EngineCapabilities {
     ingestBatch: typeof def.ingestBatch === "function",
     afterTurn: typeof def.afterTurn === "function",
     maintain: typeof def.maintain === "function",
-    subagents:
-      typeof def.prepareSubagentSpawn === "function" ||
-      typeof def.rollbackSubagentSpawn === "function" ||
-      typeof def.onSubagentEnded === "function",
+    subagents: typeof def.prepareSubagentSpawn === "function" || typeof def.rollbackSubagentSpawn === "function" || typeof def.onSubagentEnded === "function",
     dispose: typeof def.dispose === "function",
   };
 }

@@ -61,7 +61,6 @@ function serviceError(code: status, details: string): Partial<ServiceError> {
   return { code, details, metadata: new Metadata() };
 }
 
-
 /**
  * Sums the host-counted tokens of assembled messages, kept ones (`keptEntryIds`) included, for an
  * answer that left `estimatedTokens` unset.
@@ -195,7 +194,12 @@ export function createEngineService(deps: EngineServiceDeps): ContextEngineServi
         signal: scope.signal,
         deadlineMs: scope.deadlineMs,
         host: hostContext?.endpoint
-          ? new BoundHostClient(d.hostChannels, hostContext, { signal: scope.signal, deadlineMs: scope.deadlineMs, session, trace: traceContextOf(call.metadata) })
+          ? new BoundHostClient(d.hostChannels, hostContext, {
+              signal: scope.signal,
+              deadlineMs: scope.deadlineMs,
+              session,
+              trace: traceContextOf(call.metadata),
+            })
           : undefined,
         log,
         method: spec.rpc,

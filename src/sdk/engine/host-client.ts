@@ -51,10 +51,7 @@ export interface HostClient {
   /** Every entry of the transcript (oldest first), following page tokens to the end. */
   readWholeTranscript(session?: DeepPartial<SessionRef>, opts?: ReadWholeTranscriptOptions): Promise<TranscriptEntry[]>;
   /** Replaces the content of message entries; the host keeps the previous revision. */
-  rewriteTranscriptEntries(
-    req: DeepPartial<RewriteTranscriptEntriesRequest>,
-    opts?: HostCallOptions,
-  ): Promise<RewriteTranscriptEntriesResponse>;
+  rewriteTranscriptEntries(req: DeepPartial<RewriteTranscriptEntriesRequest>, opts?: HostCallOptions): Promise<RewriteTranscriptEntriesResponse>;
   /** Runs the host's native compaction; the host commits it under this engine's id. */
   delegateCompaction(req?: DeepPartial<DelegateCompactionRequest>, opts?: HostCallOptions): Promise<DelegateCompactionResponse>;
   /** An LLM completion through the host's summarizer model (FAILED_PRECONDITION when none is configured). */
@@ -71,7 +68,6 @@ export class HostCallError extends ContextdError {
     super(code, `HostService.${rpc}: ${details}`);
   }
 }
-
 
 /** Used when neither the engine call nor the HostContext has a deadline. */
 const FALLBACK_TIMEOUT_MS = 60_000;
@@ -159,12 +155,7 @@ export class BoundHostClient implements HostClient {
 
   rewriteTranscriptEntries(req: DeepPartial<RewriteTranscriptEntriesRequest>, opts?: HostCallOptions): Promise<RewriteTranscriptEntriesResponse> {
     const client = this.channels.get(this.endpoint);
-    return this.invoke(
-      "RewriteTranscriptEntries",
-      client.rewriteTranscriptEntries,
-      RewriteTranscriptEntriesRequest.fromPartial(this.withSession(req)),
-      opts,
-    );
+    return this.invoke("RewriteTranscriptEntries", client.rewriteTranscriptEntries, RewriteTranscriptEntriesRequest.fromPartial(this.withSession(req)), opts);
   }
 
   delegateCompaction(req: DeepPartial<DelegateCompactionRequest> = {}, opts?: HostCallOptions): Promise<DelegateCompactionResponse> {
@@ -202,7 +193,13 @@ export class BoundHostClient implements HostClient {
     }
     const client = this.channels.get(this.endpoint);
     try {
-      return await callUnary(client, method, request, { address: this.endpoint, token: this.token || undefined }, { timeoutMs: remaining, signal, trace: this.call.trace });
+      return await callUnary(
+        client,
+        method,
+        request,
+        { address: this.endpoint, token: this.token || undefined },
+        { timeoutMs: remaining, signal, trace: this.call.trace },
+      );
     } catch (err) {
       const e = err as Partial<ServiceError>;
       // No answer in time: the host may be busy, or the connection dead in a partition (HOST_CHANNEL_OPTIONS).

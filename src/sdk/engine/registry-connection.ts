@@ -2,7 +2,6 @@ import type { ChannelCredentials } from "@grpc/grpc-js";
 import { RegistryServiceClient } from "../../contract/gen/contextd/v1/registry.js";
 import { CHANNEL_OPTIONS, callUnary, type ClientOptions } from "../grpc-call.js";
 
-
 /** A call was refused because the Registrar is stopping: the caller just ends, it is no failure. */
 export class Stopped extends Error {}
 

@@ -122,10 +122,7 @@ export async function serveEngine(def: EngineDefinition, options: ServeEngineOpt
 
   if (opts.handleSignals) for (const s of signals) process.on(s, onSignal);
   watchParent((options.env ?? process.env).CONTEXTD_PARENT_PID, log, () => running.stop({ deregister: false }).then(() => process.exit(0)));
-  log.info(
-    { address, endpoint, registry: opts.registry ?? null, capabilities: info.capabilities },
-    "engine listening",
-  );
+  log.info({ address, endpoint, registry: opts.registry ?? null, capabilities: info.capabilities }, "engine listening");
   registrar?.start();
   return running;
 }
@@ -143,7 +140,10 @@ async function bind(server: Server, opts: ResolvedOptions, log: Logger): Promise
   if (opts.advertise) return { address, endpoint: opts.advertise };
   const { host, wildcard } = registrableHost(listen.host);
   if (wildcard && opts.registry) {
-    log.warn({ listen: opts.listenText }, `listening on a wildcard address: registering ${host}; set \`advertise\` (CONTEXTD_ENGINE_ADVERTISE) if the registry runs elsewhere`);
+    log.warn(
+      { listen: opts.listenText },
+      `listening on a wildcard address: registering ${host}; set \`advertise\` (CONTEXTD_ENGINE_ADVERTISE) if the registry runs elsewhere`,
+    );
   }
   return { address, endpoint: formatHostPort(host, port) };
 }

@@ -31,7 +31,11 @@ export interface BindOptions<P> {
  * the one place that does (contract/grpc-status.ts). Internal errors are logged here with their
  * stack; every call's outcome is logged once by the access log.
  */
-export function bindService<Def extends ServiceDefinition, P>(definition: Def, handlers: Handlers<Def, P>, options: BindOptions<P>): UntypedServiceImplementation {
+export function bindService<Def extends ServiceDefinition, P>(
+  definition: Def,
+  handlers: Handlers<Def, P>,
+  options: BindOptions<P>,
+): UntypedServiceImplementation {
   const impl: UntypedServiceImplementation = {};
   for (const name of Object.keys(definition) as (keyof Def & string)[]) {
     const method = definition[name];

@@ -103,10 +103,14 @@ export function tracing(t: Tracing): Step {
     return {
       metadata(md) {
         const parent = t.extract({ traceparent: metadataValue(md, "traceparent") || undefined, tracestate: metadataValue(md, "tracestate") || undefined });
-        span = t.tracer.startSpan(`${m.service}/${m.name}`, {
-          kind: SpanKind.SERVER,
-          attributes: { "rpc.system": "grpc", "rpc.service": m.service, "rpc.method": m.name, "contextd.request_id": metadataValue(md, REQUEST_ID_KEY) },
-        }, parent);
+        span = t.tracer.startSpan(
+          `${m.service}/${m.name}`,
+          {
+            kind: SpanKind.SERVER,
+            attributes: { "rpc.system": "grpc", "rpc.service": m.service, "rpc.method": m.name, "contextd.request_id": metadataValue(md, REQUEST_ID_KEY) },
+          },
+          parent,
+        );
         // The handler continues from this span: engine calls become its children.
         for (const [k, v] of Object.entries(t.inject(trace.setSpan(parent, span)))) md.set(k, v);
       },
@@ -147,13 +151,25 @@ export function metricsAndAccessLog(metrics: ContextdMetrics, logger: Logger): S
       end({ code, details }) {
         const seconds = (performance.now() - started) / 1000;
         let handled = s.handled.get(code);
-        if (!handled) s.handled.set(code, (handled = metrics.grpcHandled.labels({ grpc_type: m.type, grpc_service: m.service, grpc_method: m.name, grpc_code: status[code] ?? String(code) })));
+        if (!handled)
+          s.handled.set(
+            code,
+            (handled = metrics.grpcHandled.labels({
+              grpc_type: m.type,
+              grpc_service: m.service,
+              grpc_method: m.name,
+              grpc_code: status[code] ?? String(code),
+            })),
+          );
         handled.inc();
         s.handling.observe(seconds);
         if (code === status.OK) {
           if (logger.isLevelEnabled("debug")) logger.debug({ requestId: id, service: m.service, method: m.name, ms: Math.round(seconds * 1000) }, "ok");
         } else {
-          logger.info({ requestId: id, service: m.service, method: m.name, code: status[code], reason: details, ms: Math.round(seconds * 1000) }, code === status.CANCELLED ? "call cancelled" : "request refused");
+          logger.info(
+            { requestId: id, service: m.service, method: m.name, code: status[code], reason: details, ms: Math.round(seconds * 1000) },
+            code === status.CANCELLED ? "call cancelled" : "request refused",
+          );
         }
       },
     };

@@ -19,7 +19,12 @@ import type { CallStep, MethodInfo, Step } from "./step.js";
  * - WatchEngines: a stream held open for as long as the watcher likes is not work in flight; it
  *   would keep a slot forever (per connection, `server.max_concurrent_streams` bounds streams).
  */
-export const EXEMPT_SERVICES = new Set(["grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection", "contextd.v1.HostService"]);
+export const EXEMPT_SERVICES = new Set([
+  "grpc.health.v1.Health",
+  "grpc.reflection.v1.ServerReflection",
+  "grpc.reflection.v1alpha.ServerReflection",
+  "contextd.v1.HostService",
+]);
 export const EXEMPT_METHODS = new Set(["/contextd.v1.RegistryService/WatchEngines"]);
 
 export function isExempt(m: Pick<MethodInfo, "path" | "service">): boolean {
@@ -84,7 +89,10 @@ export function loadShedding(deps: LoadSheddingDeps): Step {
         shedSinceLog++;
         const t = now();
         if (t - loggedAt >= SHED_LOG_INTERVAL_MS) {
-          logger.warn({ limit: limit.limit, key: LIMIT_KEY, shed: shedSinceLog, service: m.service, method: m.name }, "server at its concurrency limit: calls shed");
+          logger.warn(
+            { limit: limit.limit, key: LIMIT_KEY, shed: shedSinceLog, service: m.service, method: m.name },
+            "server at its concurrency limit: calls shed",
+          );
           shedSinceLog = 0;
           loggedAt = t;
         }

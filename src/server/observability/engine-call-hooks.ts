@@ -16,8 +16,13 @@ export function engineCallHooks(metrics: ContextdMetrics, tracing: Tracing): Eng
   return {
     around(engineId, op, trace, call) {
       if (!tracing.enabled) return call(trace);
-      return inSpan(tracing, tracing.extract(trace ?? {}), `engine ${engineId} ${op}`, SpanKind.CLIENT, { "contextd.engine_id": engineId, "contextd.operation": op }, (_span, ctx) =>
-        call({ ...trace, ...tracing.inject(ctx) }),
+      return inSpan(
+        tracing,
+        tracing.extract(trace ?? {}),
+        `engine ${engineId} ${op}`,
+        SpanKind.CLIENT,
+        { "contextd.engine_id": engineId, "contextd.operation": op },
+        (_span, ctx) => call({ ...trace, ...tracing.inject(ctx) }),
       );
     },
     finished(engineId: string, op: EngineOperation, outcome: EngineCallOutcome, seconds: number) {

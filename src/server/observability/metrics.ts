@@ -94,7 +94,11 @@ export class ContextdMetrics {
     registers: [this.registry],
   });
   readonly appendedMessages = new Counter({ name: "contextd_appended_messages_total", help: "Messages appended to transcripts.", registers: [this.registry] });
-  readonly appendedTokens = new Counter({ name: "contextd_appended_tokens_total", help: "Tokens of the messages appended to transcripts.", registers: [this.registry] });
+  readonly appendedTokens = new Counter({
+    name: "contextd_appended_tokens_total",
+    help: "Tokens of the messages appended to transcripts.",
+    registers: [this.registry],
+  });
   readonly storeOperationDuration = new Histogram({
     name: "contextd_store_operation_duration_seconds",
     help: "Duration of transcript store operations.",

@@ -1,4 +1,15 @@
-import { context as otelContext, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type TextMapGetter, type Tracer } from "@opentelemetry/api";
+import {
+  context as otelContext,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Context,
+  type Span,
+  type TextMapGetter,
+  type Tracer,
+} from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { resourceFromAttributes } from "@opentelemetry/resources";
@@ -45,7 +56,9 @@ export function createTracing(settings: TracingSettings): Tracing {
       shutdown: async () => {},
     };
   }
-  const url = settings.otlpEndpoint.replace(/\/+$/, "").endsWith("/v1/traces") ? settings.otlpEndpoint : `${settings.otlpEndpoint.replace(/\/+$/, "")}/v1/traces`;
+  const url = settings.otlpEndpoint.replace(/\/+$/, "").endsWith("/v1/traces")
+    ? settings.otlpEndpoint
+    : `${settings.otlpEndpoint.replace(/\/+$/, "")}/v1/traces`;
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({ "service.name": settings.serviceName }),
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url }), { scheduledDelayMillis: 500 })],
@@ -64,7 +77,14 @@ export function createTracing(settings: TracingSettings): Tracing {
 }
 
 /** Runs `fn` in a span; the span records the error of a rejection and ends either way. */
-export async function inSpan<T>(tracing: Tracing, parent: Context, name: string, kind: SpanKind, attributes: Record<string, string | number | boolean>, fn: (span: Span, ctx: Context) => Promise<T>): Promise<T> {
+export async function inSpan<T>(
+  tracing: Tracing,
+  parent: Context,
+  name: string,
+  kind: SpanKind,
+  attributes: Record<string, string | number | boolean>,
+  fn: (span: Span, ctx: Context) => Promise<T>,
+): Promise<T> {
   const span = tracing.tracer.startSpan(name, { kind, attributes }, parent);
   const ctx = trace.setSpan(parent, span);
   try {

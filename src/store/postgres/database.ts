@@ -102,7 +102,11 @@ export class PgDatabase {
         if (isConnectionError(err)) {
           conn.release(err as Error);
           if (committing) {
-            throw unavailable(err, this.where, "the write may or may not have been committed (an append retried with the same idempotency key is answered once)");
+            throw unavailable(
+              err,
+              this.where,
+              "the write may or may not have been committed (an append retried with the same idempotency key is answered once)",
+            );
           }
           if (++broken >= this.brokenConnectionAttempts || this.ended) throw unavailable(err, this.where);
           continue;

@@ -107,7 +107,13 @@ export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy 
     return writes.appendMessages(this.db, sessionId, messages, create, maxEntries);
   }
 
-  async appendIdempotent(sessionId: string, messages: NewMessage[], create: SessionLabels, key: IdempotencyKey, maxEntries?: number): Promise<IdempotentAppend> {
+  async appendIdempotent(
+    sessionId: string,
+    messages: NewMessage[],
+    create: SessionLabels,
+    key: IdempotencyKey,
+    maxEntries?: number,
+  ): Promise<IdempotentAppend> {
     return appendIdempotent(this.db, sessionId, messages, create, key, maxEntries);
   }
 

@@ -99,10 +99,7 @@ export const SQL = {
   setExpiry: stmt("set_expiry", "UPDATE sessions SET expires_at_ms = $2 WHERE session_id = $1"),
   subagentState: stmt("subagent_state", "SELECT expires_at_ms, ended_at_ms, end_reason FROM sessions WHERE session_id = $1"),
   /** Waits for a sweep that holds the row, then finds it ended (ended_at_ms is re-checked on the new version). */
-  endSession: stmt(
-    "end_session",
-    "UPDATE sessions SET ended_at_ms = $2, end_reason = $3 WHERE session_id = $1 AND ended_at_ms = 0 RETURNING session_id",
-  ),
+  endSession: stmt("end_session", "UPDATE sessions SET ended_at_ms = $2, end_reason = $3 WHERE session_id = $1 AND ended_at_ms = 0 RETURNING session_id"),
   reopenSession: stmt("reopen_session", "UPDATE sessions SET ended_at_ms = 0, end_reason = 0 WHERE session_id = $1 AND ended_at_ms = $2"),
   /**
    * The sweep's claim, one statement: lock the expired children nobody else holds (SKIP LOCKED: a
@@ -131,10 +128,7 @@ export const SQL = {
     `INSERT INTO entry_revisions (session_id, entry_id, revision, token_count, replaced_at_ms, reason, payload)
      VALUES ($1, $2, $3, $4, $5, $6, $7)`,
   ),
-  revisions: stmt(
-    "revisions",
-    "SELECT payload, replaced_at_ms, reason FROM entry_revisions WHERE session_id = $1 AND entry_id = $2 ORDER BY revision",
-  ),
+  revisions: stmt("revisions", "SELECT payload, replaced_at_ms, reason FROM entry_revisions WHERE session_id = $1 AND entry_id = $2 ORDER BY revision"),
   // registry
   // A held id is replaced only by its own owner, and only on a refresh ($7): no row returned otherwise.
   claimRegistration: stmt(

@@ -1,16 +1,7 @@
 import type pg from "pg";
 
 import { FailedPreconditionError } from "../../contract/errors.js";
-import type {
-  RawEntry,
-  RawIdempotencyKey,
-  RawQuarantine,
-  RawRegistration,
-  RawRevision,
-  RawSession,
-  RawWriter,
-  StoreRowCounts,
-} from "../types.js";
+import type { RawEntry, RawIdempotencyKey, RawQuarantine, RawRegistration, RawRevision, RawSession, RawWriter, StoreRowCounts } from "../types.js";
 import type { Conn, PgDatabase } from "./database.js";
 import { MIGRATION_LOCK_KEY } from "./migrations.js";
 import { bytea, chunks } from "./rows.js";
@@ -18,7 +9,6 @@ import { SESSION_COLUMNS } from "../session-columns.js";
 
 // PostgresStore's StoreCopy half (contextctl migrate-store): rows read and written as they are,
 // column for column, so a copy keeps ids, seqs, payloads and the derived active-view pointers.
-
 
 const SELECT_SESSION = `SELECT ${SESSION_COLUMNS.map(([k, c]) => `${c} AS "${k}"`).join(", ")} FROM sessions WHERE session_id = $1`;
 
@@ -93,7 +83,9 @@ export async function readRawRegistry(db: PgDatabase): Promise<{ registrations: 
          FROM engine_registrations ORDER BY engine_id`,
       )
     ).rows,
-    quarantines: (await conn.query<RawQuarantine>(`SELECT engine_id AS "engineId", payload, updated_at_ms AS "updatedAtMs" FROM engine_quarantines ORDER BY engine_id`)).rows,
+    quarantines: (
+      await conn.query<RawQuarantine>(`SELECT engine_id AS "engineId", payload, updated_at_ms AS "updatedAtMs" FROM engine_quarantines ORDER BY engine_id`)
+    ).rows,
   }));
 }
 
@@ -181,7 +173,14 @@ class PgRawWriter implements RawWriter {
       await this.query(
         `INSERT INTO idempotency_keys (session_id, idempotency_key, request_hash, entry_ids, token_counts, created_at_ms)
          SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[])`,
-        [sessionId, part.map((k) => k.key), part.map((k) => k.requestHash), part.map((k) => k.entryIdsJson), part.map((k) => k.tokenCountsJson), part.map((k) => k.createdAtMs)],
+        [
+          sessionId,
+          part.map((k) => k.key),
+          part.map((k) => k.requestHash),
+          part.map((k) => k.entryIdsJson),
+          part.map((k) => k.tokenCountsJson),
+          part.map((k) => k.createdAtMs),
+        ],
       );
     }
   }

@@ -32,7 +32,13 @@ export async function claimExpiredSubagents(db: PgDatabase, nowMs: number, limit
   const rows = await db.transaction((conn) => run<ExpiredRow>(conn, SQL.claimExpired, [nowMs, limit, SubagentEndReason.SUBAGENT_END_REASON_SWEPT]));
   return rows
     .sort((a, b) => a.expires_at_ms - b.expires_at_ms || (a.session_id < b.session_id ? -1 : a.session_id > b.session_id ? 1 : 0))
-    .map((r) => ({ sessionId: r.session_id, sessionKey: r.session_key, agentId: r.agent_id, parentSessionId: r.parent_session_id, expiresAtMs: r.expires_at_ms }));
+    .map((r) => ({
+      sessionId: r.session_id,
+      sessionKey: r.session_key,
+      agentId: r.agent_id,
+      parentSessionId: r.parent_session_id,
+      expiresAtMs: r.expires_at_ms,
+    }));
 }
 
 export async function readSubagentState(db: PgDatabase, sessionId: string): Promise<SubagentState | undefined> {

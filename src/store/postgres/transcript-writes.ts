@@ -1,10 +1,4 @@
-import {
-  AlreadyExistsError,
-  ConflictError,
-  InvalidArgumentError,
-  NotFoundError,
-  ResourceExhaustedError,
-} from "../../contract/errors.js";
+import { AlreadyExistsError, ConflictError, InvalidArgumentError, NotFoundError, ResourceExhaustedError } from "../../contract/errors.js";
 import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import type { EntryRewriteInput, NewMessage, RewriteOutcome, SeedEntry, SessionLabels, SessionRecord } from "../types.js";
 import { run, type Conn, type PgDatabase } from "./database.js";
@@ -63,7 +57,11 @@ export async function appendInTransaction(
     throw new ResourceExhaustedError(`session "${sessionId}" would have ${after} entries, over limits.max_session_entries (${maxEntries})`);
   }
   const built = messages.map((m, i) => nextMessage(row, newEntryId(), m.message, m.tokenCount, now, i));
-  await insertEntries(conn, sessionId, built.map((b) => b.row));
+  await insertEntries(
+    conn,
+    sessionId,
+    built.map((b) => b.row),
+  );
   await saveSession(conn, row, now);
   return built.map((b) => b.entry);
 }

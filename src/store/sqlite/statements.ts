@@ -82,16 +82,12 @@ export function prepareStatements(db: Database.Database): Statements {
     entryById: db.prepare<[string, string], { seq: number; kind: string; role: number | null; hidden: number }>(
       "SELECT seq, kind, role, hidden FROM entries WHERE session_id = ? AND id = ?",
     ),
-    idempotencyKey: db.prepare<[string, string], IdempotencyRow>(
-      "SELECT * FROM idempotency_keys WHERE session_id = ? AND idempotency_key = ?",
-    ),
+    idempotencyKey: db.prepare<[string, string], IdempotencyRow>("SELECT * FROM idempotency_keys WHERE session_id = ? AND idempotency_key = ?"),
     insertIdempotencyKey: db.prepare<[IdempotencyRow], void>(
       `INSERT INTO idempotency_keys (session_id, idempotency_key, request_hash, entry_ids, token_counts, created_at_ms)
        VALUES (@session_id, @idempotency_key, @request_hash, @entry_ids, @token_counts, @created_at_ms)`,
     ),
-    entryBySeq: db.prepare<[string, number], PayloadRow>(
-      "SELECT seq, token_count, payload FROM entries WHERE session_id = ? AND seq = ?",
-    ),
+    entryBySeq: db.prepare<[string, number], PayloadRow>("SELECT seq, token_count, payload FROM entries WHERE session_id = ? AND seq = ?"),
     activeMessages: db.prepare<[string, number], PayloadRow>(
       `SELECT seq, token_count, payload FROM entries
        WHERE session_id = ? AND seq >= ? AND kind = 'message' AND hidden = 0 ORDER BY seq`,
@@ -127,28 +123,18 @@ export function prepareStatements(db: Database.Database): Statements {
     deleteIdempotencyKeys: db.prepare<[string], void>("DELETE FROM idempotency_keys WHERE session_id = ?"),
     deleteEntries: db.prepare<[string], void>("DELETE FROM entries WHERE session_id = ?"),
     deleteSession: db.prepare<[string], void>("DELETE FROM sessions WHERE session_id = ?"),
-    setSystemAdditionTokens: db.prepare<[number, string], void>(
-      "UPDATE sessions SET system_addition_tokens = ? WHERE session_id = ?",
-    ),
+    setSystemAdditionTokens: db.prepare<[number, string], void>("UPDATE sessions SET system_addition_tokens = ? WHERE session_id = ?"),
     setExpiry: db.prepare<[number, string], void>("UPDATE sessions SET expires_at_ms = ? WHERE session_id = ?"),
-    subagentState: db.prepare<[string], SubagentStateRow>(
-      "SELECT expires_at_ms, ended_at_ms, end_reason FROM sessions WHERE session_id = ?",
-    ),
-    endSession: db.prepare<[number, number, string], void>(
-      "UPDATE sessions SET ended_at_ms = ?, end_reason = ? WHERE session_id = ? AND ended_at_ms = 0",
-    ),
-    reopenSession: db.prepare<[string, number], void>(
-      "UPDATE sessions SET ended_at_ms = 0, end_reason = 0 WHERE session_id = ? AND ended_at_ms = ?",
-    ),
+    subagentState: db.prepare<[string], SubagentStateRow>("SELECT expires_at_ms, ended_at_ms, end_reason FROM sessions WHERE session_id = ?"),
+    endSession: db.prepare<[number, number, string], void>("UPDATE sessions SET ended_at_ms = ?, end_reason = ? WHERE session_id = ? AND ended_at_ms = 0"),
+    reopenSession: db.prepare<[string, number], void>("UPDATE sessions SET ended_at_ms = 0, end_reason = 0 WHERE session_id = ? AND ended_at_ms = ?"),
     // The partial index sessions_expiring serves this (its WHERE is implied by this one's).
     expiredSessions: db.prepare<[number, number], ExpiredRow>(
       `SELECT session_id, session_key, agent_id, parent_session_id, expires_at_ms FROM sessions
        WHERE expires_at_ms > 0 AND ended_at_ms = 0 AND expires_at_ms <= ?
        ORDER BY expires_at_ms, session_id LIMIT ?`,
     ),
-    rewriteTarget: db.prepare<[string, string], RewriteTargetRow>(
-      "SELECT seq, kind, token_count, payload FROM entries WHERE session_id = ? AND id = ?",
-    ),
+    rewriteTarget: db.prepare<[string, string], RewriteTargetRow>("SELECT seq, kind, token_count, payload FROM entries WHERE session_id = ? AND id = ?"),
     updateEntry: db.prepare<[EntryUpdateRow], void>(
       `UPDATE entries SET role = @role, token_count = @token_count, payload = @payload
        WHERE session_id = @session_id AND seq = @seq`,

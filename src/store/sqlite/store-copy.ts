@@ -1,22 +1,12 @@
 import type Database from "better-sqlite3";
 
 import { FailedPreconditionError } from "../../contract/errors.js";
-import type {
-  RawEntry,
-  RawIdempotencyKey,
-  RawQuarantine,
-  RawRegistration,
-  RawRevision,
-  RawSession,
-  RawWriter,
-  StoreRowCounts,
-} from "../types.js";
+import type { RawEntry, RawIdempotencyKey, RawQuarantine, RawRegistration, RawRevision, RawSession, RawWriter, StoreRowCounts } from "../types.js";
 import { SESSION_COLUMNS } from "../session-columns.js";
 
 // SqliteStore's StoreCopy half (contextctl migrate-store): rows read and written as they are,
 // column for column, so a copy keeps ids, seqs, payloads and the derived active-view pointers.
 // The statements are prepared on first use: a store that is never copied never prepares them.
-
 
 export class SqliteStoreCopy {
   constructor(private readonly db: Database.Database) {}
@@ -32,16 +22,12 @@ export class SqliteStoreCopy {
   }
 
   listSessionIds(afterId: string, limit: number): string[] {
-    return this.db
-      .prepare("SELECT session_id FROM sessions WHERE session_id > ? ORDER BY session_id LIMIT ?")
-      .pluck()
-      .all(afterId, limit) as string[];
+    return this.db.prepare("SELECT session_id FROM sessions WHERE session_id > ? ORDER BY session_id LIMIT ?").pluck().all(afterId, limit) as string[];
   }
 
   readRawSession(sessionId: string): RawSession | undefined {
-    return this.db
-      .prepare(`SELECT ${SESSION_COLUMNS.map(([k, c]) => `${c} AS ${k}`).join(", ")} FROM sessions WHERE session_id = ?`)
-      .get(sessionId) as RawSession | undefined;
+    return this.db.prepare(`SELECT ${SESSION_COLUMNS.map(([k, c]) => `${c} AS ${k}`).join(", ")} FROM sessions WHERE session_id = ?`).get(sessionId) as
+      RawSession | undefined;
   }
 
   readRawEntries(sessionId: string, afterSeq: number, limit: number): RawEntry[] {
@@ -99,9 +85,7 @@ export class SqliteStoreCopy {
     try {
       const held = Object.entries(this.countRows()).filter(([, n]) => n > 0);
       if (held.length > 0) {
-        throw new FailedPreconditionError(
-          `SQLite store ${where} is not empty (${held.map(([t, n]) => `${n} ${t}`).join(", ")}); copy into an empty store`,
-        );
+        throw new FailedPreconditionError(`SQLite store ${where} is not empty (${held.map(([t, n]) => `${n} ${t}`).join(", ")}); copy into an empty store`);
       }
     } catch (err) {
       this.db.exec("ROLLBACK");

@@ -1,23 +1,9 @@
 import type Database from "better-sqlite3";
 
-import {
-  AlreadyExistsError,
-  ConflictError,
-  InvalidArgumentError,
-  NotFoundError,
-  ResourceExhaustedError,
-} from "../../contract/errors.js";
+import { AlreadyExistsError, ConflictError, InvalidArgumentError, NotFoundError, ResourceExhaustedError } from "../../contract/errors.js";
 import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import type { EntryRewriteInput, NewMessage, RewriteOutcome, SeedEntry, SessionLabels, SessionRecord } from "../types.js";
-import {
-  checkTimeMs,
-  compactionEntryRow,
-  messageEntryRow,
-  newEntryId,
-  newSessionRow,
-  toSessionRecord,
-  type SessionRow,
-} from "./rows.js";
+import { checkTimeMs, compactionEntryRow, messageEntryRow, newEntryId, newSessionRow, toSessionRecord, type SessionRow } from "./rows.js";
 import type { Statements } from "./statements.js";
 import { planRewrites, rewriteTotals } from "./rewrite-plan.js";
 import { seedCompaction } from "../seed-entries.js";
@@ -125,13 +111,7 @@ export function commitCompaction(
   return run.immediate();
 }
 
-export function rewriteEntries(
-  db: Database.Database,
-  stmts: Statements,
-  sessionId: string,
-  rewrites: EntryRewriteInput[],
-  reason: string,
-): RewriteOutcome {
+export function rewriteEntries(db: Database.Database, stmts: Statements, sessionId: string, rewrites: EntryRewriteInput[], reason: string): RewriteOutcome {
   checkSessionId(sessionId);
   if (!Array.isArray(rewrites)) throw new InvalidArgumentError("rewrites must be a list");
   const why = typeof reason === "string" ? reason : "";

@@ -51,7 +51,24 @@ import {
 } from "../../../src/sdk/engine-sdk.js";
 
 type Op = "assemble" | "compact" | "ingest" | "bootstrap" | "after_turn" | "maintain" | "subagent" | "get_info";
-const MODE_NAMES = ["ok", "hang", "ignore_cancel", "crash", "crash_after", "throw", "garbage", "garbage_bytes", "slow", "late", "over_budget", "unknown_entry", "by_reference", "reference_unknown", "reference_twice", "reference_order"] as const;
+const MODE_NAMES = [
+  "ok",
+  "hang",
+  "ignore_cancel",
+  "crash",
+  "crash_after",
+  "throw",
+  "garbage",
+  "garbage_bytes",
+  "slow",
+  "late",
+  "over_budget",
+  "unknown_entry",
+  "by_reference",
+  "reference_unknown",
+  "reference_twice",
+  "reference_order",
+] as const;
 type Mode = (typeof MODE_NAMES)[number];
 const MODES = new Set<string>(MODE_NAMES);
 const HEALTH_MODES = new Set<string>(["SERVING", "NOT_SERVING", "hang", "slow", "throw", "garbage_bytes", "crash"]);
@@ -97,7 +114,13 @@ if (args.registry && !args.owner) {
   process.exit(2);
 }
 const ownsCompaction = args["owns-compaction"] ?? false;
-const capabilityList = args.capabilities === "all" ? [...CAPABILITIES] : (args.capabilities ?? "").split(",").map((c) => c.trim()).filter(Boolean);
+const capabilityList =
+  args.capabilities === "all"
+    ? [...CAPABILITIES]
+    : (args.capabilities ?? "")
+        .split(",")
+        .map((c) => c.trim())
+        .filter(Boolean);
 for (const c of capabilityList) {
   if (!(CAPABILITIES as readonly string[]).includes(c)) {
     process.stderr.write(`unknown capability "${c}" (known: ${CAPABILITIES.join(", ")}, or all)\n`);
@@ -376,11 +399,18 @@ function misbehavingGetInfo(getInfo: UnaryHandler): UnaryHandler {
       case "ignore_cancel":
       case "late": {
         const waitMs =
-          mode === "slow" ? msSetting(control.slow_ms, 300) : mode === "ignore_cancel" ? msSetting(control.ignore_cancel_ms, 30_000) : Math.max(0, deadlineOf(call) + msSetting(control.late_ms, 200) - Date.now());
-        setTimeout(() => {
-          emit({ event: call.cancelled ? "answered_late" : "answered", op: "get_info", mode });
-          getInfo(call, callback);
-        }, Number.isFinite(waitMs) ? waitMs : 0);
+          mode === "slow"
+            ? msSetting(control.slow_ms, 300)
+            : mode === "ignore_cancel"
+              ? msSetting(control.ignore_cancel_ms, 30_000)
+              : Math.max(0, deadlineOf(call) + msSetting(control.late_ms, 200) - Date.now());
+        setTimeout(
+          () => {
+            emit({ event: call.cancelled ? "answered_late" : "answered", op: "get_info", mode });
+            getInfo(call, callback);
+          },
+          Number.isFinite(waitMs) ? waitMs : 0,
+        );
         return;
       }
       default:
@@ -505,7 +535,13 @@ const engine = await serveEngine(
   {
     // Declares every host requirement it may call on: contextd refuses undeclared HostService RPCs,
     // and tests also call them with the tokens this engine leaks (leak_host_token_to).
-    info: { id: engineId, name: "Misbehaving test engine", version: "1.0.0", ownsCompaction, hostRequirements: ["host-compaction", "transcript-rewrite", "llm-complete"] },
+    info: {
+      id: engineId,
+      name: "Misbehaving test engine",
+      version: "1.0.0",
+      ownsCompaction,
+      hostRequirements: ["host-compaction", "transcript-rewrite", "llm-complete"],
+    },
     ...optional,
 
     ingest(_req, ctx) {

@@ -78,7 +78,8 @@ export async function startModelServer(): Promise<ModelServer> {
         res.end(
           JSON.stringify({
             error: {
-              message: "This model's maximum context length is 32000 tokens. However, your messages resulted in 58000 tokens. Please reduce the length of the messages.",
+              message:
+                "This model's maximum context length is 32000 tokens. However, your messages resulted in 58000 tokens. Please reduce the length of the messages.",
               type: "invalid_request_error",
               param: "messages",
               code: "context_length_exceeded",
@@ -88,7 +89,10 @@ export async function startModelServer(): Promise<ModelServer> {
         return;
       }
       recorded.push({ n, path, body, answer: "reply" });
-      const say = [...users].reverse().map((t) => /SAY:([\w.-]+)/.exec(t)).find(Boolean);
+      const say = [...users]
+        .reverse()
+        .map((t) => /SAY:([\w.-]+)/.exec(t))
+        .find(Boolean);
       answer(res, body, say ? say[1] : "Understood.", n);
     });
   });
@@ -109,16 +113,32 @@ function answer(res: http.ServerResponse, body: RecordedRequest["body"], text: s
   const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
   if (!body.stream) {
     res.writeHead(200, { "content-type": "application/json" });
-    res.end(JSON.stringify({ id, object: "chat.completion", created, model, choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }], usage }));
+    res.end(
+      JSON.stringify({
+        id,
+        object: "chat.completion",
+        created,
+        model,
+        choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }],
+        usage,
+      }),
+    );
     return;
   }
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
   const send = (o: unknown) => res.write(`data: ${JSON.stringify(o)}\n\n`);
-  const chunk = (delta: unknown, finish: string | null) => ({ id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta, finish_reason: finish }] });
+  const chunk = (delta: unknown, finish: string | null) => ({
+    id,
+    object: "chat.completion.chunk",
+    created,
+    model,
+    choices: [{ index: 0, delta, finish_reason: finish }],
+  });
   send(chunk({ role: "assistant", content: "" }, null));
   send(chunk({ content: text }, null));
   send(chunk({}, "stop"));
-  if ((body.stream_options as { include_usage?: boolean } | undefined)?.include_usage) send({ id, object: "chat.completion.chunk", created, model, choices: [], usage });
+  if ((body.stream_options as { include_usage?: boolean } | undefined)?.include_usage)
+    send({ id, object: "chat.completion.chunk", created, model, choices: [], usage });
   res.write("data: [DONE]\n\n");
   res.end();
 }

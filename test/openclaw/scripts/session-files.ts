@@ -71,7 +71,19 @@ const message = fc.oneof(
   fc.record({ kind: fc.constant("user" as const), content: userContent, runtimeContextCarrier: opt(fc.boolean(), 6) }),
   fc.record({
     kind: fc.constant("assistant" as const),
-    blocks: fc.array(fc.oneof(textBlock, thinkingBlock, fc.record({ type: fc.constantFrom("toolCall", "toolCall", "toolCall", "toolUse", "functionCall"), name: nonEmpty, arguments: fc.dictionary(nonEmpty, json, { maxKeys: 2 }), thoughtSignature: opt(text, 2) })), { maxLength: 4 }),
+    blocks: fc.array(
+      fc.oneof(
+        textBlock,
+        thinkingBlock,
+        fc.record({
+          type: fc.constantFrom("toolCall", "toolCall", "toolCall", "toolUse", "functionCall"),
+          name: nonEmpty,
+          arguments: fc.dictionary(nonEmpty, json, { maxKeys: 2 }),
+          thoughtSignature: opt(text, 2),
+        }),
+      ),
+      { maxLength: 4 },
+    ),
     legacyText: opt(text, 8),
     api: fc.constantFrom("anthropic-messages", "openai-responses", "google-generative-ai"),
     provider: fc.constantFrom("anthropic", "openai", "google"),
@@ -82,7 +94,13 @@ const message = fc.oneof(
     errorMessage: opt(text, 5),
     // Compaction-type checkpoints only on legacy string content, which OpenClaw's reader drops them
     // from wherever the message is (see the test file's EXCLUDED note for the rest).
-    providerReplay: opt(fc.record({ type: fc.constantFrom("openai-responses-reasoning", "anthropic-thinking", "anthropic-compaction", "openai-responses-compaction"), data: nonEmpty }), 6),
+    providerReplay: opt(
+      fc.record({
+        type: fc.constantFrom("openai-responses-reasoning", "anthropic-thinking", "anthropic-compaction", "openai-responses-compaction"),
+        data: nonEmpty,
+      }),
+      6,
+    ),
     duplicateCall: fc.nat({ max: 9 }),
   }),
   fc.record({
@@ -90,12 +108,22 @@ const message = fc.oneof(
     pairing: fc.constantFrom("latest", "latest", "latest", "older", "late", "late", "unknown", "padded", "noId", "synthetic"),
     pick: fc.nat(),
     // Legacy readers' shapes too: a string, or one block that is not in a list.
-    content: fc.oneof(fc.array(fc.oneof(textBlock, imageBlock), { maxLength: 2 }), text.map((t) => ({ legacy: t })), textBlock.map((b) => ({ single: b }))),
+    content: fc.oneof(
+      fc.array(fc.oneof(textBlock, imageBlock), { maxLength: 2 }),
+      text.map((t) => ({ legacy: t })),
+      textBlock.map((b) => ({ single: b })),
+    ),
     details: opt(json),
     isError: fc.boolean(),
     altId: opt(fc.record({ key: fc.constantFrom("toolUseId", "tool_call_id", "tool_use_id", "callId", "call_id"), own: fc.boolean() }), 6),
   }),
-  fc.record({ kind: fc.constant("custom" as const), customType: usually(nonEmpty, 10).map((t) => t ?? null), content: userContent, display: fc.boolean(), details: opt(json) }),
+  fc.record({
+    kind: fc.constant("custom" as const),
+    customType: usually(nonEmpty, 10).map((t) => t ?? null),
+    content: userContent,
+    display: fc.boolean(),
+    details: opt(json),
+  }),
   fc.record({
     kind: fc.constant("bashExecution" as const),
     command: text,
@@ -108,9 +136,37 @@ const message = fc.oneof(
 );
 
 const entry = fc.oneof(
-  { weight: 24, arbitrary: fc.record({ type: fc.constant("message" as const), message, extras, excluded: fc.nat({ max: 9 }), timestamp: opt(ms, 4), untimed: fc.nat({ max: 11 }) }) },
-  { weight: 2, arbitrary: fc.record({ type: fc.constant("custom_message" as const), customType: nonEmpty, content: userContent, display: fc.boolean(), details: opt(json) }) },
-  { weight: 2, arbitrary: fc.record({ type: fc.constant("branch_summary" as const), summary: fc.oneof(fc.constant(""), text), fromRoot: fc.nat({ max: 4 }), details: opt(json), fromHook: opt(fc.boolean()) }) },
+  {
+    weight: 24,
+    arbitrary: fc.record({
+      type: fc.constant("message" as const),
+      message,
+      extras,
+      excluded: fc.nat({ max: 9 }),
+      timestamp: opt(ms, 4),
+      untimed: fc.nat({ max: 11 }),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      type: fc.constant("custom_message" as const),
+      customType: nonEmpty,
+      content: userContent,
+      display: fc.boolean(),
+      details: opt(json),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      type: fc.constant("branch_summary" as const),
+      summary: fc.oneof(fc.constant(""), text),
+      fromRoot: fc.nat({ max: 4 }),
+      details: opt(json),
+      fromHook: opt(fc.boolean()),
+    }),
+  },
   {
     weight: 2,
     arbitrary: fc.record({
@@ -153,7 +209,18 @@ const entry = fc.oneof(
     weight: 2,
     arbitrary: fc.record({
       type: fc.constant("opaque" as const),
-      shape: fc.constantFrom("unknownType", "noParent", "noType", "storedSummary", "numericTimestamp", "emptyProvider", "noDisplay", "badLeaf", "badLeafMode", "badReason"),
+      shape: fc.constantFrom(
+        "unknownType",
+        "noParent",
+        "noType",
+        "storedSummary",
+        "numericTimestamp",
+        "emptyProvider",
+        "noDisplay",
+        "badLeaf",
+        "badLeafMode",
+        "badReason",
+      ),
       data: opt(json),
     }),
   },
@@ -163,7 +230,14 @@ const entry = fc.oneof(
 const turn = fc.record({
   type: fc.constant("turn" as const),
   user: userContent,
-  calls: fc.array(fc.record({ type: fc.constantFrom("toolCall", "toolCall", "toolUse"), name: fc.constantFrom("bash", "read", "edit"), arguments: fc.dictionary(nonEmpty, json, { maxKeys: 2 }) }), { maxLength: 3 }),
+  calls: fc.array(
+    fc.record({
+      type: fc.constantFrom("toolCall", "toolCall", "toolUse"),
+      name: fc.constantFrom("bash", "read", "edit"),
+      arguments: fc.dictionary(nonEmpty, json, { maxKeys: 2 }),
+    }),
+    { maxLength: 3 },
+  ),
   rotate: fc.nat(),
   /** 4: the first call gets no result in this turn. */
   drop: fc.nat({ max: 4 }),
@@ -180,27 +254,77 @@ const turn = fc.record({
 
 /** Entry-level fields OpenClaw does not read (an entry's `excludeFromContext` is not its message's). */
 const entryExtras = opt(fc.record({ excludeFromContext: opt(fc.constant(true), 2), __openclaw: opt(fc.record({ runId: nonEmpty }), 2) }), 8);
-const op = fc.record({ entry: fc.oneof({ weight: 5, arbitrary: entry }, { weight: 1, arbitrary: turn }), parent: parentMode, pick: fc.nat(), side: fc.nat({ max: 11 }), ts: tsMode, extra: entryExtras });
+const op = fc.record({
+  entry: fc.oneof({ weight: 5, arbitrary: entry }, { weight: 1, arbitrary: turn }),
+  parent: parentMode,
+  pick: fc.nat(),
+  side: fc.nat({ max: 11 }),
+  ts: tsMode,
+  extra: entryExtras,
+});
 export type Op = typeof op extends fc.Arbitrary<infer T> ? T : never;
 type RowOp = Op & { entry: Exclude<Op["entry"], { type: "turn" }> };
 type MessageSpec = Extract<Op["entry"], { type: "message" }>["message"];
 type TurnSpec = Extract<Op["entry"], { type: "turn" }>;
 
 function turnRows(t: TurnSpec): RowOp["entry"][] {
-  const message = (m: MessageSpec): RowOp["entry"] => ({ type: "message", message: m, extras: { __openclaw: undefined, idempotencyKey: undefined }, excluded: 0, timestamp: undefined, untimed: 0 });
+  const message = (m: MessageSpec): RowOp["entry"] => ({
+    type: "message",
+    message: m,
+    extras: { __openclaw: undefined, idempotencyKey: undefined },
+    excluded: 0,
+    timestamp: undefined,
+    untimed: 0,
+  });
   const assistant = (blocks: Extract<MessageSpec, { kind: "assistant" }>["blocks"], stopReason: "stop" | "toolUse") =>
-    message({ kind: "assistant", blocks, legacyText: undefined, api: "anthropic-messages", provider: "anthropic", model: "claude", usage: t.usage, stopReason, responseId: undefined, errorMessage: undefined, providerReplay: undefined, duplicateCall: 1 });
+    message({
+      kind: "assistant",
+      blocks,
+      legacyText: undefined,
+      api: "anthropic-messages",
+      provider: "anthropic",
+      model: "claude",
+      usage: t.usage,
+      stopReason,
+      responseId: undefined,
+      errorMessage: undefined,
+      providerReplay: undefined,
+      duplicateCall: 1,
+    });
   const result = (k: number, pairing: "latest" | "synthetic" | "noId") =>
-    message({ kind: "toolResult", pairing, pick: k, content: [{ type: "text", text: `result ${k}`, textSignature: undefined }], details: undefined, isError: false, altId: t.altKey && t.altKey !== "blank" ? { key: t.altKey, own: true } : undefined });
+    message({
+      kind: "toolResult",
+      pairing,
+      pick: k,
+      content: [{ type: "text", text: `result ${k}`, textSignature: undefined }],
+      details: undefined,
+      isError: false,
+      altId: t.altKey && t.altKey !== "blank" ? { key: t.altKey, own: true } : undefined,
+    });
   const results = t.calls.map((_, k) => k).filter((k) => t.drop !== 4 || k !== 0);
   if (t.repeat === 5 && results.length) results.push(results[0]);
   const order = results.map((_, k) => results[(k + t.rotate) % results.length]);
   return [
     message({ kind: "user", content: t.user, runtimeContextCarrier: undefined }),
-    assistant([{ type: "text", text: "On it.", textSignature: undefined }, ...t.calls.map((c) => ({ ...c, thoughtSignature: undefined }))], t.calls.length ? "toolUse" : "stop"),
+    assistant(
+      [{ type: "text", text: "On it.", textSignature: undefined }, ...t.calls.map((c) => ({ ...c, thoughtSignature: undefined }))],
+      t.calls.length ? "toolUse" : "stop",
+    ),
     ...(t.repair === 4 && order.length ? [result(order[0], "synthetic")] : []),
     ...order.map((k) => result(k, t.altKey ? "noId" : "latest")),
-    ...(t.late === 3 ? [message({ kind: "toolResult", pairing: "late", pick: 0, content: [{ type: "text", text: "late result", textSignature: undefined }], details: undefined, isError: false, altId: undefined })] : []),
+    ...(t.late === 3
+      ? [
+          message({
+            kind: "toolResult",
+            pairing: "late",
+            pick: 0,
+            content: [{ type: "text", text: "late result", textSignature: undefined }],
+            details: undefined,
+            isError: false,
+            altId: undefined,
+          }),
+        ]
+      : []),
     ...(t.calls.length ? [assistant([{ type: "text", text: t.answer, textSignature: undefined }], "stop")] : []),
   ];
 }
@@ -286,10 +410,28 @@ class Builder {
         row = { type: "custom_message", customType: e.customType, content: e.content, display: e.display, details: e.details, ...head, ...side };
         break;
       case "branch_summary":
-        row = { type: "branch_summary", ...head, ...side, fromId: e.fromRoot === 4 ? "root" : (parentId ?? "root"), summary: e.summary, details: e.details, fromHook: e.fromHook };
+        row = {
+          type: "branch_summary",
+          ...head,
+          ...side,
+          fromId: e.fromRoot === 4 ? "root" : (parentId ?? "root"),
+          summary: e.summary,
+          details: e.details,
+          fromHook: e.fromHook,
+        };
         break;
       case "compaction":
-        row = { type: "compaction", ...head, ...side, summary: e.summary, firstKeptEntryId: this.kept(e.kept, e.pick, parentId, id) ?? id, tokensBefore: e.tokensBefore, tokensAfter: e.tokensAfter, details: e.details, fromHook: e.fromHook };
+        row = {
+          type: "compaction",
+          ...head,
+          ...side,
+          summary: e.summary,
+          firstKeptEntryId: this.kept(e.kept, e.pick, parentId, id) ?? id,
+          tokensBefore: e.tokensBefore,
+          tokensAfter: e.tokensAfter,
+          details: e.details,
+          fromHook: e.fromHook,
+        };
         break;
       case "reset": {
         const kept = this.kept(e.kept, e.pick, parentId, id);
@@ -316,9 +458,23 @@ class Builder {
         break;
       case "leaf": {
         const ref = (mode: string, n: number) =>
-          mode === "known" ? (pickFrom(this.indexed, n) ?? null) : mode === "opaque" ? (pickFrom(this.unindexed, n) ?? null) : mode === "null" ? null : `nowhere-${n % 3}`;
+          mode === "known"
+            ? (pickFrom(this.indexed, n) ?? null)
+            : mode === "opaque"
+              ? (pickFrom(this.unindexed, n) ?? null)
+              : mode === "null"
+                ? null
+                : `nowhere-${n % 3}`;
         // OpenClaw writes a leaf row's parentId as the raw tail of the file.
-        row = { type: "leaf", id, parentId: tail, timestamp: iso(at, "iso"), targetId: ref(e.target, e.pick), ...(e.append === "absent" ? {} : { appendParentId: ref(e.append, e.pick2) }), ...side };
+        row = {
+          type: "leaf",
+          id,
+          parentId: tail,
+          timestamp: iso(at, "iso"),
+          targetId: ref(e.target, e.pick),
+          ...(e.append === "absent" ? {} : { appendParentId: ref(e.append, e.pick2) }),
+          ...side,
+        };
         indexed = false;
         break;
       }
@@ -382,7 +538,10 @@ class Builder {
           stopReason: m.stopReason,
           responseId: m.responseId,
           errorMessage: m.errorMessage,
-          providerReplay: m.providerReplay && (/compaction/.test(m.providerReplay.type) ? m.legacyText !== undefined && calls.length === 0 : true) ? m.providerReplay : undefined,
+          providerReplay:
+            m.providerReplay && (/compaction/.test(m.providerReplay.type) ? m.legacyText !== undefined && calls.length === 0 : true)
+              ? m.providerReplay
+              : undefined,
           timestamp: ts,
         };
       }
@@ -402,7 +561,8 @@ class Builder {
           toolCallId: m.pairing === "noId" ? " " : id,
           toolName: call && m.pick % 3 !== 0 ? call.name : "bash",
           // OpenClaw's repair marks a synthetic result by its details, or by its text alone.
-          content: synthetic && m.pick % 2 === 1 ? MISSING_RESULT : "legacy" in m.content ? m.content.legacy : "single" in m.content ? m.content.single : m.content,
+          content:
+            synthetic && m.pick % 2 === 1 ? MISSING_RESULT : "legacy" in m.content ? m.content.legacy : "single" in m.content ? m.content.single : m.content,
           details: synthetic && m.pick % 2 === 0 ? { openclawSyntheticMissingToolResult: true, reason: "missing_tool_result" } : m.details,
           isError: synthetic ? true : m.isError,
           // Foreign transcripts name the call under other keys; OpenClaw's pairing reads them too.
@@ -411,9 +571,25 @@ class Builder {
         };
       }
       case "custom":
-        return { role: "custom", ...(m.customType === null ? {} : { customType: m.customType }), content: m.content, display: m.display, details: m.details, timestamp: ts };
+        return {
+          role: "custom",
+          ...(m.customType === null ? {} : { customType: m.customType }),
+          content: m.content,
+          display: m.display,
+          details: m.details,
+          timestamp: ts,
+        };
       case "bashExecution":
-        return { role: "bashExecution", command: m.command, output: m.output, exitCode: m.exitCode, cancelled: m.cancelled, truncated: m.truncated, fullOutputPath: m.fullOutputPath, timestamp: ts };
+        return {
+          role: "bashExecution",
+          command: m.command,
+          output: m.output,
+          exitCode: m.exitCode,
+          cancelled: m.cancelled,
+          truncated: m.truncated,
+          fullOutputPath: m.fullOutputPath,
+          timestamp: ts,
+        };
     }
   }
 

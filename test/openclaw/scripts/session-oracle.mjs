@@ -27,7 +27,10 @@ const { SessionManager, parseSessionEntries, migrateSessionEntries } = await imp
 
 const out = fs.createWriteStream(null, { fd: 3 });
 // Node 24's readline also ends lines at U+2028/U+2029, which JSON.stringify leaves raw: escape them.
-const line = (v) => `${JSON.stringify(v).replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029")}\n`;
+const line = (v) =>
+  `${JSON.stringify(v)
+    .replace(/\u2028/g, "\\u2028")
+    .replace(/\u2029/g, "\\u2029")}\n`;
 const answer = (a) => out.write(line(a));
 const idOf = (e) => (e && typeof e === "object" ? e.id : undefined);
 

@@ -12,7 +12,15 @@
 import { status, type ServiceError } from "@grpc/grpc-js";
 import fc from "fast-check";
 import { expect } from "vitest";
-import { CompactionTarget, Message as MessageType, Role, SubagentContextMode, SubagentEndReason, type ContentBlock, type Message } from "../../../src/contract/gen/contextd/v1/types.js";
+import {
+  CompactionTarget,
+  Message as MessageType,
+  Role,
+  SubagentContextMode,
+  SubagentEndReason,
+  type ContentBlock,
+  type Message,
+} from "../../../src/contract/gen/contextd/v1/types.js";
 
 /** The seed when FC_SEED is unset: a fixed one, so that a run in CI can be replayed locally. */
 const DEFAULT_SEED = 20_260_611;
@@ -37,10 +45,45 @@ const surrogate = char(0xd800, 0xdfff);
 
 /** Strings that broke something somewhere once: path tricks, SQL, format strings, RTL, BOM, ZWJ... */
 export const NASTY = [
-  "", " ", "\t", "\u0000", "\n\n", "legacy", " legacy ", "LEGACY", "core", "null", "undefined", "NaN", "-1", "0x7fffffff",
-  "../../etc/passwd", "'; DROP TABLE sessions; --", "%s%s%n", "${process.exit()}", "__proto__", "constructor",
-  "\u202egnp.exe", "\uFEFF", "\u200B", "\uFFFD", "\uFFFF", "👩‍👩‍👧‍👦", "🏳️‍🌈", "Z̤͔ͧ̑̓ä͖̭̈̇lͮ̒ͫǧ̗͚̚o̙̔ͮ̇͐̇", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
-  "a\u0000b", "{}", "[]", '{"a":', "v1:", "djE6", "<|endoftext|>", "\r\n", "unix:", "dns:///",
+  "",
+  " ",
+  "\t",
+  "\u0000",
+  "\n\n",
+  "legacy",
+  " legacy ",
+  "LEGACY",
+  "core",
+  "null",
+  "undefined",
+  "NaN",
+  "-1",
+  "0x7fffffff",
+  "../../etc/passwd",
+  "'; DROP TABLE sessions; --",
+  "%s%s%n",
+  "${process.exit()}",
+  "__proto__",
+  "constructor",
+  "\u202egnp.exe",
+  "\uFEFF",
+  "\u200B",
+  "\uFFFD",
+  "\uFFFF",
+  "👩‍👩‍👧‍👦",
+  "🏳️‍🌈",
+  "Z̤͔ͧ̑̓ä͖̭̈̇lͮ̒ͫǧ̗͚̚o̙̔ͮ̇͐̇",
+  "𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
+  "a\u0000b",
+  "{}",
+  "[]",
+  '{"a":',
+  "v1:",
+  "djE6",
+  "<|endoftext|>",
+  "\r\n",
+  "unix:",
+  "dns:///",
 ];
 
 /** A string of `length` code units built from one repeated unit (cut at the end, maybe mid-surrogate). */
@@ -58,7 +101,10 @@ export function adversarialString(opts: { maxLength?: number; long?: number } = 
     { arbitrary: fc.string({ unit: controlChar, minLength: 1, maxLength: 6 }), weight: 1 },
     { arbitrary: fc.string({ unit: fc.oneof(surrogate, char(0x20, 0x7e)), minLength: 1, maxLength: 8 }), weight: 1 },
     { arbitrary: fc.constantFrom(...NASTY), weight: 3 },
-    { arbitrary: fc.tuple(fc.constantFrom(...NASTY), fc.string({ unit: controlChar, maxLength: 2 }), fc.string({ maxLength: 8 })).map((p) => p.join("")), weight: 1 },
+    {
+      arbitrary: fc.tuple(fc.constantFrom(...NASTY), fc.string({ unit: controlChar, maxLength: 2 }), fc.string({ maxLength: 8 })).map((p) => p.join("")),
+      weight: 1,
+    },
   ];
   if (opts.long) parts.push({ arbitrary: fc.integer({ min: 257, max: opts.long }).chain(repeated), weight: 1 });
   return fc.oneof(...parts);
@@ -109,16 +155,37 @@ export const toolCallId = fc.oneof(fc.constantFrom("call_1", "call_2", "call_unk
 
 /** Text of a block: usually short, now and then near or over a size limit of `long` characters. */
 function blockText(long: number) {
-  return fc.oneof({ arbitrary: adversarialString({ maxLength: 60 }), weight: 20 }, { arbitrary: fc.integer({ min: Math.floor(long * 0.8), max: long }).chain(repeated), weight: 1 });
+  return fc.oneof(
+    { arbitrary: adversarialString({ maxLength: 60 }), weight: 20 },
+    { arbitrary: fc.integer({ min: Math.floor(long * 0.8), max: long }).chain(repeated), weight: 1 },
+  );
 }
 
 export function contentBlock(long: number): fc.Arbitrary<ContentBlock> {
   const s = adversarialString({ maxLength: 16 });
   return fc.oneof(
-    { arbitrary: fc.record({ text: blockText(long), signature: s, extraJson: jsonish }).map((value) => ({ block: { $case: "text" as const, value } })), weight: 6 },
-    { arbitrary: fc.record({ mimeType: s, data: fc.uint8Array({ maxLength: 64 }), uri: s, extraJson: jsonish }).map((value) => ({ block: { $case: "image" as const, value } })), weight: 1 },
-    { arbitrary: fc.record({ thinking: blockText(long), signature: s, redacted: fc.boolean(), extraJson: jsonish }).map((value) => ({ block: { $case: "thinking" as const, value } })), weight: 1 },
-    { arbitrary: fc.record({ id: toolCallId, name: s, argumentsJson: jsonish, signature: s, extraJson: jsonish }).map((value) => ({ block: { $case: "toolCall" as const, value } })), weight: 2 },
+    {
+      arbitrary: fc.record({ text: blockText(long), signature: s, extraJson: jsonish }).map((value) => ({ block: { $case: "text" as const, value } })),
+      weight: 6,
+    },
+    {
+      arbitrary: fc
+        .record({ mimeType: s, data: fc.uint8Array({ maxLength: 64 }), uri: s, extraJson: jsonish })
+        .map((value) => ({ block: { $case: "image" as const, value } })),
+      weight: 1,
+    },
+    {
+      arbitrary: fc
+        .record({ thinking: blockText(long), signature: s, redacted: fc.boolean(), extraJson: jsonish })
+        .map((value) => ({ block: { $case: "thinking" as const, value } })),
+      weight: 1,
+    },
+    {
+      arbitrary: fc
+        .record({ id: toolCallId, name: s, argumentsJson: jsonish, signature: s, extraJson: jsonish })
+        .map((value) => ({ block: { $case: "toolCall" as const, value } })),
+      weight: 2,
+    },
     // A ContentBlock with no block set (what an old client, or a bug, sends).
     { arbitrary: fc.constant({ block: undefined }), weight: 1 },
   ) as fc.Arbitrary<ContentBlock>;
@@ -182,18 +249,32 @@ export const conversation: fc.Arbitrary<Message[]> = fc
     fc.record({
       ask: adversarialString({ maxLength: 60 }),
       answer: adversarialString({ maxLength: 60 }),
-      calls: fc.array(fc.record({ id: fc.oneof(fc.constantFrom("call_1", "call_2"), fc.string({ minLength: 1, maxLength: 8 })), answeredAs: fc.option(toolCallId.filter((id) => id !== ""), { nil: undefined }), output: blockText(3000) }), { maxLength: 3 }),
+      calls: fc.array(
+        fc.record({
+          id: fc.oneof(fc.constantFrom("call_1", "call_2"), fc.string({ minLength: 1, maxLength: 8 })),
+          answeredAs: fc.option(
+            toolCallId.filter((id) => id !== ""),
+            { nil: undefined },
+          ),
+          output: blockText(3000),
+        }),
+        { maxLength: 3 },
+      ),
     }),
     { minLength: 1, maxLength: 4 },
   )
   .map((turns) =>
     turns.flatMap(({ ask, answer, calls }) => {
       const text = (t: string): ContentBlock => ({ block: { $case: "text", value: { text: t, signature: "", extraJson: "" } } });
-      const call = (id: string): ContentBlock => ({ block: { $case: "toolCall", value: { id, name: "bash", argumentsJson: '{"cmd":"ls"}', signature: "", extraJson: "" } } });
+      const call = (id: string): ContentBlock => ({
+        block: { $case: "toolCall", value: { id, name: "bash", argumentsJson: '{"cmd":"ls"}', signature: "", extraJson: "" } },
+      });
       return [
         MessageType.fromPartial({ role: Role.ROLE_USER, content: [text(ask || "?")] }),
         MessageType.fromPartial({ role: Role.ROLE_ASSISTANT, content: [text(answer), ...calls.map((c) => call(c.id))] }),
-        ...calls.map((c) => MessageType.fromPartial({ role: Role.ROLE_TOOL_RESULT, toolCallId: c.answeredAs ?? c.id, toolName: "bash", content: [text(c.output)] })),
+        ...calls.map((c) =>
+          MessageType.fromPartial({ role: Role.ROLE_TOOL_RESULT, toolCallId: c.answeredAs ?? c.id, toolName: "bash", content: [text(c.output)] }),
+        ),
       ];
     }),
   );
@@ -208,13 +289,18 @@ export function sessionFile(messages: fc.Arbitrary<unknown>): fc.Arbitrary<Buffe
       version: fc.constantFrom(3, 4),
       id: adversarialString({ maxLength: 12 }),
       messages: fc.array(messages, { minLength: 1, maxLength: 5 }),
-      breakage: fc.oneof({ arbitrary: fc.constant("none"), weight: 3 }, { arbitrary: fc.constantFrom("garbage", "orphan", "duplicate", "headless"), weight: 2 }),
+      breakage: fc.oneof(
+        { arbitrary: fc.constant("none"), weight: 3 },
+        { arbitrary: fc.constantFrom("garbage", "orphan", "duplicate", "headless"), weight: 2 },
+      ),
       at: fc.nat(),
       garbage: adversarialString({ maxLength: 20 }),
     })
     .map(({ version, id, messages: ms, breakage, at, garbage }) => {
       const lines: unknown[] = [{ type: "session", version, id, timestamp: "2026-01-02T03:04:05.678Z", cwd: "/tmp" }];
-      ms.forEach((message, i) => lines.push({ type: "message", id: `e${i}`, parentId: i ? `e${i - 1}` : null, timestamp: "2026-01-02T03:04:06.000Z", message }));
+      ms.forEach((message, i) =>
+        lines.push({ type: "message", id: `e${i}`, parentId: i ? `e${i - 1}` : null, timestamp: "2026-01-02T03:04:06.000Z", message }),
+      );
       const text = lines.map((l) => JSON.stringify(l));
       const k = 1 + (at % ms.length);
       if (breakage === "garbage") text[k] = garbage;
@@ -255,6 +341,8 @@ export function expectNamedRefusal(err: ServiceError, what: string): void {
 
 /** A short description of a request for assertion messages (long strings cut). */
 export function describeRequest(req: unknown): string {
-  const text = JSON.stringify(req, (_k, v: unknown) => (typeof v === "string" && v.length > 80 ? `${v.slice(0, 80)}…(${v.length})` : v instanceof Uint8Array ? `<${v.length} bytes>` : v));
+  const text = JSON.stringify(req, (_k, v: unknown) =>
+    typeof v === "string" && v.length > 80 ? `${v.slice(0, 80)}…(${v.length})` : v instanceof Uint8Array ? `<${v.length} bytes>` : v,
+  );
   return text.length > 1500 ? `${text.slice(0, 1500)}…` : text;
 }

@@ -51,11 +51,23 @@ export class Compactor {
     this.inFlight = true;
     try {
       if (this.n++ % 2 === 0) {
-        const res = await withRetries(this.stats, "Compact", true, () => this.client.compact({ session, tokenBudget: this.o.compactBudget, force: true }, opts), RETRY_WINDOW_MS);
+        const res = await withRetries(
+          this.stats,
+          "Compact",
+          true,
+          () => this.client.compact({ session, tokenBudget: this.o.compactBudget, force: true }, opts),
+          RETRY_WINDOW_MS,
+        );
         expect(res.ok, `Compact answered not ok: ${res.reason}`).toBe(true);
         if (res.compacted && res.result) this.acked.push(res.result);
       } else {
-        const res = await withRetries(this.stats, "Assemble", true, () => this.client.assemble({ session, tokenBudget: this.o.assembleBudget }, opts), RETRY_WINDOW_MS);
+        const res = await withRetries(
+          this.stats,
+          "Assemble",
+          true,
+          () => this.client.assemble({ session, tokenBudget: this.o.assembleBudget }, opts),
+          RETRY_WINDOW_MS,
+        );
         if (res.compaction) this.acked.push(res.compaction);
       }
     } finally {
@@ -85,7 +97,15 @@ export class CrashLoad {
     const own = [0, 1].map((i) => `${o.prefix}-own-${i}`);
     const shared = `${o.prefix}-shared`;
     const writer = (sessionId: string, name: string) =>
-      new SessionWriter({ client: client(), sessionId, writer: name, stats: this.stats, tokenBudget: 0, callTimeoutMs: CALL_TIMEOUT_MS, retryWindowMs: RETRY_WINDOW_MS });
+      new SessionWriter({
+        client: client(),
+        sessionId,
+        writer: name,
+        stats: this.stats,
+        tokenBudget: 0,
+        callTimeoutMs: CALL_TIMEOUT_MS,
+        retryWindowMs: RETRY_WINDOW_MS,
+      });
     // Two runtimes on sessions of their own, two interleaving on one shared session.
     this.writers = [writer(own[0]!, "a"), writer(own[1]!, "b"), writer(shared, "c"), writer(shared, "d")];
     this.compactors = [...own, shared].map((s) => new Compactor(client(), s, this.stats, o));
@@ -127,7 +147,13 @@ export class CrashLoad {
     };
     const sessionExists = (id: string) => () => this.writers.some((w) => w.sessionId === id && w.acked.length > 0);
     this.running = Promise.all([
-      ...this.writers.map((w) => loop(() => w.step(), () => true, 5)),
+      ...this.writers.map((w) =>
+        loop(
+          () => w.step(),
+          () => true,
+          5,
+        ),
+      ),
       ...this.compactors.map((c) => loop(() => c.step(), sessionExists(c.sessionId), 1)),
     ]).then(() => undefined);
   }
@@ -159,13 +185,20 @@ export class CrashLoad {
 const caseOf = (e: TranscriptEntry) => e.entry?.$case;
 
 /** Every invariant of one session after the crashes (see the module comment). */
-export async function verifySession(reader: ContextdClient, load: CrashLoad, sessionId: string): Promise<{ entries: number; compactions: number; pointers: number }> {
+export async function verifySession(
+  reader: ContextdClient,
+  load: CrashLoad,
+  sessionId: string,
+): Promise<{ entries: number; compactions: number; pointers: number }> {
   const entries = await readEntries(reader, sessionId);
   const where = `session ${sessionId}`;
 
   // No half-written entry: each one decodes to a known kind, and the seqs have no gap or repeat.
   for (const e of entries) expect(["message", "compaction"], `${where}: entry ${e.id} (seq ${e.seq}) decodes`).toContain(caseOf(e));
-  expect(entries.map((e) => e.seq), `${where}: seqs are 1..n`).toEqual(entries.map((_, i) => i + 1));
+  expect(
+    entries.map((e) => e.seq),
+    `${where}: seqs are 1..n`,
+  ).toEqual(entries.map((_, i) => i + 1));
   expect(new Set(entries.map((e) => e.id)).size, `${where}: entry ids are unique`).toBe(entries.length);
 
   // Exactly once, in each writer's order, under the acknowledged ids; nobody else's messages.
@@ -208,13 +241,19 @@ export async function verifySession(reader: ContextdClient, load: CrashLoad, ses
   // is either one of the whole entries above or absent).
   const committed = new Set(compactions.map((e) => (e.entry?.$case === "compaction" ? `${e.entry.value.firstKeptEntryId}|${e.entry.value.summary}` : "")));
   for (const r of load.compactors.find((c) => c.sessionId === sessionId)!.acked) {
-    expect(committed.has(`${r.firstKeptEntryId}|${r.summary}`), `${where}: the acknowledged compaction keeping from ${r.firstKeptEntryId} is in the transcript`).toBe(true);
+    expect(
+      committed.has(`${r.firstKeptEntryId}|${r.summary}`),
+      `${where}: the acknowledged compaction keeping from ${r.firstKeptEntryId} is in the transcript`,
+    ).toBe(true);
   }
 
   // The session row agrees with its entries (it is written in the same transactions).
   const info = (await reader.getSession({ session: { sessionId } })).info!;
   const messageTokens = messages.reduce((n, e) => n + (e.entry?.$case === "message" ? e.entry.value.tokenCount : 0), 0);
-  expect({ entries: info.entryCount, messages: info.messageCount, compactions: info.compactionCount, totalTokens: Number(info.totalTokens) }, `${where}: session counters`).toEqual({
+  expect(
+    { entries: info.entryCount, messages: info.messageCount, compactions: info.compactionCount, totalTokens: Number(info.totalTokens) },
+    `${where}: session counters`,
+  ).toEqual({
     entries: entries.length,
     messages: messages.length,
     compactions: compactions.length,

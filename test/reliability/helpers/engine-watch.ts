@@ -79,7 +79,11 @@ export async function watchEngines(address: string, token?: string): Promise<Eng
         const timer = setTimeout(() => {
           waiters.delete(waiter);
           const recent = seen.slice(mark).map((e) => `${EngineEventType[e.type]} ${e.engine?.engineId}: ${e.message}`);
-          reject(new Error(`no ${type} event for "${engineId}" within ${timeoutMs} ms${streamError ? ` (stream failed: ${streamError.message})` : ""}; since the mark: ${JSON.stringify(recent)}`));
+          reject(
+            new Error(
+              `no ${type} event for "${engineId}" within ${timeoutMs} ms${streamError ? ` (stream failed: ${streamError.message})` : ""}; since the mark: ${JSON.stringify(recent)}`,
+            ),
+          );
         }, timeoutMs);
         waiters.add(waiter);
       });

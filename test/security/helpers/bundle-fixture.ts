@@ -22,7 +22,16 @@ export function bundledFixture(fixture: string): () => Promise<string> {
       fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ type: "module", private: true }));
       fs.symlinkSync(path.join(REPO_ROOT, "node_modules"), path.join(dir, "node_modules"), "dir");
       const outfile = path.join(dir, `${name}.js`);
-      await build({ entryPoints: [fixture], outfile, bundle: true, platform: "node", format: "esm", target: "node20", packages: "external", logLevel: "error" });
+      await build({
+        entryPoints: [fixture],
+        outfile,
+        bundle: true,
+        platform: "node",
+        format: "esm",
+        target: "node20",
+        packages: "external",
+        logLevel: "error",
+      });
       return outfile;
     })());
 }

@@ -117,13 +117,18 @@ export async function startHostTokenEngine(opts: StartHostTokenEngineOptions): P
         resolve: (l: EngineLine) => (clearTimeout(timer), waiters.delete(w), resolve(l)),
         reject: (e: Error) => (clearTimeout(timer), waiters.delete(w), reject(e)),
       };
-      const timer = setTimeout(() => w.reject(new Error(`timed out after ${timeoutMs} ms waiting for a line from the host-token engine; output:\n${output}`)), timeoutMs);
+      const timer = setTimeout(
+        () => w.reject(new Error(`timed out after ${timeoutMs} ms waiting for a line from the host-token engine; output:\n${output}`)),
+        timeoutMs,
+      );
       waiters.add(w);
     });
   };
 
   const listening = await waitFor((l) => l.event === "listening", 30_000);
-  const registered = opts.registry ? waitFor((l) => l.event === "registered", 30_000) : Promise.resolve({ event: "registered", ok: false, refusal: "NO_REGISTRY" });
+  const registered = opts.registry
+    ? waitFor((l) => l.event === "registered", 30_000)
+    : Promise.resolve({ event: "registered", ok: false, refusal: "NO_REGISTRY" });
   registered.catch(() => undefined);
   let taken = -1;
 

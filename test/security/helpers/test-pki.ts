@@ -39,7 +39,23 @@ export function createPki(): Pki {
     ca(name) {
       const f = files(`ca-${name}`);
       newKey(f.key);
-      openssl("req", "-x509", "-new", "-key", f.key, "-out", f.cert, "-days", "1", "-subj", `/CN=${name}`, "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign");
+      openssl(
+        "req",
+        "-x509",
+        "-new",
+        "-key",
+        f.key,
+        "-out",
+        f.cert,
+        "-days",
+        "1",
+        "-subj",
+        `/CN=${name}`,
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+      );
       return f;
     },
     leaf(ca, name, kind) {

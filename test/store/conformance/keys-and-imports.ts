@@ -14,11 +14,20 @@ import { LABELS, msg, texts, type Stores } from "./harness.js";
 
 const FIXTURES = resolve(import.meta.dirname, "../../fixtures/openclaw");
 export const SAMPLES = { v4: readFileSync(join(FIXTURES, "sample-v4.jsonl"), "utf8"), v3: readFileSync(join(FIXTURES, "sample-v3.jsonl"), "utf8") };
-const fileLines = (text: string) => text.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+const fileLines = (text: string) =>
+  text
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 /** Imports an OpenClaw session file through the host's real importer (which plans it) into `store`. */
 export async function importSample(store: ContextdStore, sessionId: string, file: string): Promise<void> {
-  const imports = new TranscriptImports(store, createTokenizer("o200k_base"), { maxMessageBytes: 4 << 20, maxMessagesPerAppend: 1000, maxSessionEntries: 1_000_000, maxImportBytes: 16 << 20 });
+  const imports = new TranscriptImports(store, createTokenizer("o200k_base"), {
+    maxMessageBytes: 4 << 20,
+    maxMessagesPerAppend: 1000,
+    maxSessionEntries: 1_000_000,
+    maxImportBytes: 16 << 20,
+  });
   await imports.importTranscript({ session: { sessionId, sessionKey: "", agentId: "main" }, jsonl: Buffer.from(file) });
 }
 
@@ -50,7 +59,9 @@ export function describeKeysAndImports(stores: Stores): void {
       await store.deleteSession("s1");
       expect((await store.appendIdempotent("s1", [msg("a", 3)], LABELS, KEY)).replayed).toBe(false);
       await expect(store.appendIdempotent("s1", [msg("a", 3)], LABELS, { key: "", requestHash: "h" })).rejects.toThrow(InvalidArgumentError);
-      expect((await store.readRawIdempotencyKeys("s2", "", 10)).map((k) => [k.key, k.requestHash, JSON.parse(k.tokenCountsJson)])).toEqual([["req-1", "hash-a", [3]]]);
+      expect((await store.readRawIdempotencyKeys("s2", "", 10)).map((k) => [k.key, k.requestHash, JSON.parse(k.tokenCountsJson)])).toEqual([
+        ["req-1", "hash-a", [3]],
+      ]);
     });
 
     it("records no key when its append fails, so a corrected retry with that key writes", async () => {
@@ -110,7 +121,15 @@ export function describeKeysAndImports(stores: Stores): void {
         entries: [
           entry("e1", "", "old"),
           entry("e2", "e1", "side", { hidden: true }),
-          { entry: TranscriptEntry.fromPartial({ id: "c1", parentId: "e1", timestampMs: 2000, entry: { $case: "compaction", value: CompactionEntry.fromPartial({ summary: "S", firstKeptEntryId: "e1" }) } }), tokenCount: 9 },
+          {
+            entry: TranscriptEntry.fromPartial({
+              id: "c1",
+              parentId: "e1",
+              timestampMs: 2000,
+              entry: { $case: "compaction", value: CompactionEntry.fromPartial({ summary: "S", firstKeptEntryId: "e1" }) },
+            }),
+            tokenCount: 9,
+          },
           entry("e3", "c1", "new"),
           entry("e4", "e3", "excluded", { hidden: true }),
         ],
@@ -119,7 +138,15 @@ export function describeKeysAndImports(stores: Stores): void {
         activeFromIndex: 0,
       };
       const rec = await store.importSession("imp", LABELS, plan);
-      expect(rec).toMatchObject({ entryCount: 5, messageCount: 4, compactionCount: 1, totalTokens: 3 + 4 + 3 + 8, lastSeq: 5, latestCompactionId: "c1", headerJson: plan.headerJson });
+      expect(rec).toMatchObject({
+        entryCount: 5,
+        messageCount: 4,
+        compactionCount: 1,
+        totalTokens: 3 + 4 + 3 + 8,
+        lastSeq: 5,
+        latestCompactionId: "c1",
+        headerJson: plan.headerJson,
+      });
       const view = (await store.readActiveView("imp"))!;
       expect(texts(view.messages)).toEqual(["old", "new"]);
       expect(view.tokens).toBe(9 + 3 + 3);

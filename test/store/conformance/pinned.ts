@@ -62,7 +62,13 @@ export function describePinned(stores: Stores): void {
       expect(view.tokens).toBe(15 + 7 + 5 + 2 * 10);
       const totals = (await store.readActiveTotals("s1"))!;
       expect(totals.tokens).toBe(view.tokens);
-      expect(totals.tokensByRole).toEqual(new Map([[Role.ROLE_SYSTEM, 12], [Role.ROLE_USER, 10], [Role.ROLE_ASSISTANT, 10]]));
+      expect(totals.tokensByRole).toEqual(
+        new Map([
+          [Role.ROLE_SYSTEM, 12],
+          [Role.ROLE_USER, 10],
+          [Role.ROLE_ASSISTANT, 10],
+        ]),
+      );
 
       // The transcript itself is unchanged: every entry once, in order.
       expect((await store.readEntries("s1", 0, 100)).map((x) => x.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
@@ -138,7 +144,12 @@ export function describePinned(stores: Stores): void {
           entry("e2", "e1", Role.ROLE_SYSTEM, "abandoned-rules", true),
           entry("e3", "e1", Role.ROLE_USER, "u1"),
           {
-            entry: TranscriptEntry.fromPartial({ id: "c1", parentId: "e3", timestampMs: 1000, entry: { $case: "compaction", value: compaction("imported", "e4") } }),
+            entry: TranscriptEntry.fromPartial({
+              id: "c1",
+              parentId: "e3",
+              timestampMs: 1000,
+              entry: { $case: "compaction", value: compaction("imported", "e4") },
+            }),
             tokenCount: 4,
           },
           entry("e4", "c1", Role.ROLE_USER, "u2"),
@@ -168,7 +179,9 @@ export function describePinned(stores: Stores): void {
 
     it("stays correct on a long session: a few system messages among thousands of entries, many compactions", async () => {
       const store = await stores.open();
-      const batch = Array.from({ length: 3000 }, (_, i) => (i % 1000 === 0 ? sys(`rules-${i}`, 3) : msg(`m${i}`, 1, i % 2 ? Role.ROLE_ASSISTANT : Role.ROLE_USER)));
+      const batch = Array.from({ length: 3000 }, (_, i) =>
+        i % 1000 === 0 ? sys(`rules-${i}`, 3) : msg(`m${i}`, 1, i % 2 ? Role.ROLE_ASSISTANT : Role.ROLE_USER),
+      );
       const e = await store.appendMessages("long", batch, LABELS);
       let latest = "";
       for (const at of [500, 1500, 2500, 2990]) latest = (await store.commitCompaction("long", compaction(`to ${at}`, e[at].id), latest, 2)).id;

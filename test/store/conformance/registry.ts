@@ -82,9 +82,7 @@ export function describeRegistry(stores: Stores): void {
       const store = await stores.open();
       await expect(store.claimRegistration(registration("", "alice"), { refresh: true })).rejects.toThrow(InvalidArgumentError);
       await expect(store.claimRegistration(registration("x", "  "), { refresh: true })).rejects.toThrow(/owner/);
-      await expect(store.claimRegistration(registration("x", "alice", { protocolVersion: -1 }), { refresh: true })).rejects.toThrow(
-        InvalidArgumentError,
-      );
+      await expect(store.claimRegistration(registration("x", "alice", { protocolVersion: -1 }), { refresh: true })).rejects.toThrow(InvalidArgumentError);
       expect(await store.listRegistrations()).toEqual([]);
     });
 
@@ -109,7 +107,12 @@ export function describeRegistry(stores: Stores): void {
       await store.close();
       const again = await stores.open();
       all = await again.listQuarantines();
-      expect(all).toEqual(new Map([["eta", manual], ["zeta", q2]]));
+      expect(all).toEqual(
+        new Map([
+          ["eta", manual],
+          ["zeta", q2],
+        ]),
+      );
 
       expect(await again.clearQuarantine("eta")).toBe(true);
       expect(await again.clearQuarantine("eta")).toBe(false);
@@ -146,8 +149,14 @@ export function describeRegistry(stores: Stores): void {
       const b = await stores.open();
       for (let i = 0; i < 20; i++) {
         const id = `race-${i}`;
-        const claims = await Promise.all([a.claimRegistration(registration(id, "alice"), { refresh: true }), b.claimRegistration(registration(id, "bob"), { refresh: true })]);
-        expect(claims.filter((c) => c.written), id).toHaveLength(1);
+        const claims = await Promise.all([
+          a.claimRegistration(registration(id, "alice"), { refresh: true }),
+          b.claimRegistration(registration(id, "bob"), { refresh: true }),
+        ]);
+        expect(
+          claims.filter((c) => c.written),
+          id,
+        ).toHaveLength(1);
         const winner = (await a.listRegistrations()).find((r) => r.engineId === id)!.owner;
         const loser = claims.find((c) => !c.written) as { written: false; holder: { owner: string } };
         expect(loser.holder.owner, id).toBe(winner);

@@ -137,9 +137,9 @@ export function describeRewrites(stores: Stores): void {
       }
       // A bad token count or a message that cannot be encoded, after a good rewrite.
       await expect(store.rewriteEntries("s1", [good, { ...good, entryId: e[1].id, tokenCount: -1 }], "r")).rejects.toThrow(InvalidArgumentError);
-      await expect(
-        store.rewriteEntries("s1", [good, { entryId: e[1].id, message: textMessage(1.5 as Role, "x"), tokenCount: 1 }], "r"),
-      ).rejects.toThrow(new RegExp(e[1].id));
+      await expect(store.rewriteEntries("s1", [good, { entryId: e[1].id, message: textMessage(1.5 as Role, "x"), tokenCount: 1 }], "r")).rejects.toThrow(
+        new RegExp(e[1].id),
+      );
       // The same id twice; a missing id.
       await expect(store.rewriteEntries("s1", [good, good], "r")).rejects.toThrow(/more than once/);
       await expect(store.rewriteEntries("s1", [good, { ...good, entryId: "" }], "r")).rejects.toThrow("rewrite 1: entry_id is required");
@@ -153,9 +153,9 @@ export function describeRewrites(stores: Stores): void {
     it("throws NotFound for an unknown session; an empty list writes nothing", async () => {
       const store = await stores.open();
       const e = await seed(store);
-      await expect(
-        store.rewriteEntries("ghost", [{ entryId: e[0].id, message: textMessage(Role.ROLE_USER, "x"), tokenCount: 1 }], "r"),
-      ).rejects.toThrow(NotFoundError);
+      await expect(store.rewriteEntries("ghost", [{ entryId: e[0].id, message: textMessage(Role.ROLE_USER, "x"), tokenCount: 1 }], "r")).rejects.toThrow(
+        NotFoundError,
+      );
       await expect(store.rewriteEntries("ghost", [], "r")).rejects.toThrow(NotFoundError);
       expect(await store.getSession("ghost")).toBeUndefined();
       const session = await store.getSession("s1");

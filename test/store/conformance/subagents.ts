@@ -42,7 +42,11 @@ export function describeSubagents(stores: Stores): void {
       const store = await stores.open();
       for (const id of ["a", "b", "c"]) await store.createSession(id, child(), [], { expiresAtMs: T0 });
       expect(await store.endSubagentSession("a", COMPLETED, T0 - 5)).toEqual({ ended: true });
-      expect(await store.endSubagentSession("a", SubagentEndReason.SUBAGENT_END_REASON_RELEASED, T0 - 4)).toEqual({ ended: false, endedAtMs: T0 - 5, reason: COMPLETED });
+      expect(await store.endSubagentSession("a", SubagentEndReason.SUBAGENT_END_REASON_RELEASED, T0 - 4)).toEqual({
+        ended: false,
+        endedAtMs: T0 - 5,
+        reason: COMPLETED,
+      });
       await expect(store.endSubagentSession("nobody", COMPLETED, T0)).rejects.toThrow(NotFoundError);
       await expect(store.endSubagentSession("b", COMPLETED, 0)).rejects.toThrow(InvalidArgumentError);
       expect(await store.deleteSession("c")).toBe(true);

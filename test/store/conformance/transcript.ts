@@ -97,7 +97,12 @@ export function describeTranscripts(stores: Stores): void {
       expect(view.session).toMatchObject({ compactionCount: 1, latestCompactionId: c1.id, entryCount: 7, messageCount: 6 });
       const totals = (await store.readActiveTotals("s1"))!;
       expect(totals).toMatchObject({ summaryTokens: 50, tokens: view.tokens, session: view.session });
-      expect(totals.tokensByRole).toEqual(new Map([[Role.ROLE_ASSISTANT, 14 + 16], [Role.ROLE_USER, 15]]));
+      expect(totals.tokensByRole).toEqual(
+        new Map([
+          [Role.ROLE_ASSISTANT, 14 + 16],
+          [Role.ROLE_USER, 15],
+        ]),
+      );
 
       const later = await appendN(store, "s1", 2, 7); // seq 8, 9
       expect(later[0].parentId).toBe(c1.id);
@@ -124,7 +129,13 @@ export function describeTranscripts(stores: Stores): void {
 
       // History is never removed.
       expect((await store.readEntries("s1", 0, 100)).map((x) => x.entry?.$case)).toEqual([
-        ...Array(6).fill("message"), "compaction", "message", "message", "compaction", "compaction", "message",
+        ...Array(6).fill("message"),
+        "compaction",
+        "message",
+        "message",
+        "compaction",
+        "compaction",
+        "message",
       ]);
     });
 
@@ -236,7 +247,7 @@ export function describeTranscripts(stores: Stores): void {
       const c = await store.commitCompaction("s1", compaction("s", e[8].id), "", 3);
       const rest = await appendN(store, "s1", 12, 13);
       const pages: TranscriptEntry[][] = [];
-      for (let after = 0; ; ) {
+      for (let after = 0; ;) {
         const page = await store.readEntries("s1", after, 10);
         if (page.length === 0) break;
         pages.push(page);

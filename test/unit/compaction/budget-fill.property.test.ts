@@ -39,9 +39,21 @@ if (process.env.FC_SEED) fc.configureGlobal({ seed: Number(process.env.FC_SEED) 
 
 // ---- sessions -----------------------------------------------------------------------------------
 
-interface StepSpec { textTokens: number; results: number[] }
-interface TurnSpec { userTokens: number; steps: StepSpec[]; closingTokens: number }
-interface SessionSpec { systemTokens: number | null; turns: TurnSpec[]; endsWithRequest: boolean; requestTokens: number }
+interface StepSpec {
+  textTokens: number;
+  results: number[];
+}
+interface TurnSpec {
+  userTokens: number;
+  steps: StepSpec[];
+  closingTokens: number;
+}
+interface SessionSpec {
+  systemTokens: number | null;
+  turns: TurnSpec[];
+  endsWithRequest: boolean;
+  requestTokens: number;
+}
 
 // Mostly the sizes of real tool results; now and then one larger than many budgets.
 const resultTokens = fc.oneof(
@@ -67,7 +79,10 @@ const arbSession: fc.Arbitrary<SessionSpec> = fc.record({
 /** About `tokens` tokens of text for the heuristic tokenizer (4 ASCII chars a token), unique per seed. */
 function text(tokens: number, seed: number): string {
   const unit = `w${seed.toString(36)} lorem ipsum `;
-  return unit.repeat(Math.max(1, Math.ceil((tokens * 4) / unit.length))).slice(0, Math.max(4, tokens * 4)).trimEnd();
+  return unit
+    .repeat(Math.max(1, Math.ceil((tokens * 4) / unit.length)))
+    .slice(0, Math.max(4, tokens * 4))
+    .trimEnd();
 }
 
 function build(spec: SessionSpec, tokenizer: Tokenizer): Message[] {
@@ -79,9 +94,14 @@ function build(spec: SessionSpec, tokenizer: Tokenizer): Message[] {
     out.push(entry(textMessage(Role.ROLE_USER, `request ${t}: ${text(turn.userTokens, seq)}`)));
     for (const step of turn.steps) {
       const ids = step.results.map((_, i) => `call_${seq}_${i}`);
-      const content = [...(step.textTokens > 0 ? [textBlock(text(step.textTokens, seq))] : []), ...ids.map((id) => toolCallBlock(id, "read_file", `{"path":"src/${id}.ts"}`))];
+      const content = [
+        ...(step.textTokens > 0 ? [textBlock(text(step.textTokens, seq))] : []),
+        ...ids.map((id) => toolCallBlock(id, "read_file", `{"path":"src/${id}.ts"}`)),
+      ];
       out.push(entry(textMessage(Role.ROLE_ASSISTANT, "", { content })));
-      step.results.forEach((tokens, i) => out.push(entry(textMessage(Role.ROLE_TOOL_RESULT, text(tokens, seq), { toolCallId: ids[i], toolName: "read_file" }))));
+      step.results.forEach((tokens, i) =>
+        out.push(entry(textMessage(Role.ROLE_TOOL_RESULT, text(tokens, seq), { toolCallId: ids[i], toolName: "read_file" }))),
+      );
     }
     if (turn.closingTokens > 0) out.push(entry(textMessage(Role.ROLE_ASSISTANT, text(turn.closingTokens, seq))));
   });
@@ -120,7 +140,11 @@ function steps(messages: Message[]): number[] {
   return out;
 }
 
-interface Tally { runs: number; compacted: number; holds: number }
+interface Tally {
+  runs: number;
+  compacted: number;
+  holds: number;
+}
 
 function fillProperty(tokenizer: Tokenizer, tally: Tally, summarizers: fc.Arbitrary<Summarizer>) {
   return fc.asyncProperty(
@@ -168,7 +192,10 @@ function fillProperty(tokenizer: Tokenizer, tally: Tally, summarizers: fc.Arbitr
 
       // ≥ 80 % of the budget whenever the history holds that much (see the file's doc comment)
       const pinned = systems.reduce((s, m) => s + m.tokenCount, 0);
-      const afterFirst = messages.slice(1).filter((m) => m.role !== Role.ROLE_SYSTEM).reduce((s, m) => s + m.tokenCount, 0);
+      const afterFirst = messages
+        .slice(1)
+        .filter((m) => m.role !== Role.ROLE_SYSTEM)
+        .reduce((s, m) => s + m.tokenCount, 0);
       const holds = afterFirst >= budget - pinned && Math.max(...steps(messages)) <= 0.1 * budget && keepRecentTokens >= budget;
       if (!holds) return;
       tally.holds++;

@@ -39,7 +39,10 @@ describe("BUDGET compaction of a tool-heavy agent session (issue 15 item 4)", ()
     const { messages: raw, tokens } = toolHeavySession({ targetTokens: 150_000, userTurns: 4, seed: 1, tokenizer });
     expect(tokens).toBeGreaterThanOrEqual(150_000);
     const messages = stored(raw, tokenizer);
-    const out = await compactNative({ messages, tokenBudget: 32_000, target: BUDGET, force: false }, { summarizer: createExtractiveSummarizer(), tokenizer, settings: DEFAULTS });
+    const out = await compactNative(
+      { messages, tokenBudget: 32_000, target: BUDGET, force: false },
+      { summarizer: createExtractiveSummarizer(), tokenizer, settings: DEFAULTS },
+    );
     const r = out.result!;
     const budget = promptBudget(32_000, DEFAULTS.reserveTokens);
     expect(budget).toBe(15_616);
@@ -60,7 +63,11 @@ describe("the latest user request when the cut falls inside its own turn", () =>
   // One old turn, then the turn in progress: its request and 30 tool pairs of ~800 tokens — far
   // more than a 32k window's prompt budget, so the cut must fall inside it.
   const build = (): Message[] => {
-    const out: Message[] = [textMessage(Role.ROLE_USER, "an old request"), textMessage(Role.ROLE_ASSISTANT, "an old answer"), textMessage(Role.ROLE_USER, request)];
+    const out: Message[] = [
+      textMessage(Role.ROLE_USER, "an old request"),
+      textMessage(Role.ROLE_ASSISTANT, "an old answer"),
+      textMessage(Role.ROLE_USER, request),
+    ];
     for (let i = 0; i < 30; i++) {
       out.push(textMessage(Role.ROLE_ASSISTANT, "", { content: [textBlock(`step ${i}`), toolCallBlock(`c${i}`, "read_file", "{}")] }));
       out.push(textMessage(Role.ROLE_TOOL_RESULT, `line ${i} `.repeat(400), { toolCallId: `c${i}`, toolName: "read_file" }));
@@ -86,7 +93,12 @@ describe("the latest user request when the cut falls inside its own turn", () =>
     // Like the extractive summarizer's "Latest user request" section: the user messages verbatim.
     const keeper: Summarizer = {
       kind: "keeper",
-      summarize: async (input) => input.messages.filter((m) => m.role === Role.ROLE_USER).map(messageText).join("\n").slice(0, input.maxChars),
+      summarize: async (input) =>
+        input.messages
+          .filter((m) => m.role === Role.ROLE_USER)
+          .map(messageText)
+          .join("\n")
+          .slice(0, input.maxChars),
     };
     const messages = build();
     const out = await compactNative({ messages, tokenBudget: 32_000, target: BUDGET, force: false }, { summarizer: keeper, tokenizer, settings: DEFAULTS });

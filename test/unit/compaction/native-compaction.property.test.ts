@@ -26,10 +26,24 @@ if (process.env.FC_SEED) fc.configureGlobal({ seed: Number(process.env.FC_SEED) 
 
 // ---- conversations ------------------------------------------------------------------------------
 
-interface CallSpec { argWords: number; resultWords: number; isError: boolean }
-interface StepSpec { words: number; calls: CallSpec[] }
-interface TurnSpec { userWords: number; steps: StepSpec[] }
-interface ConversationSpec { previousWords: number | null; startsMidTurn: boolean; turns: TurnSpec[] }
+interface CallSpec {
+  argWords: number;
+  resultWords: number;
+  isError: boolean;
+}
+interface StepSpec {
+  words: number;
+  calls: CallSpec[];
+}
+interface TurnSpec {
+  userWords: number;
+  steps: StepSpec[];
+}
+interface ConversationSpec {
+  previousWords: number | null;
+  startsMidTurn: boolean;
+  turns: TurnSpec[];
+}
 
 const VOCABULARY = ["alpha", "src/index.ts", "beta", "parseConfig()", "gamma", "ENOENT", "delta", "42", "épsilon", "https://x.dev/a"];
 
@@ -79,9 +93,7 @@ function build(spec: ConversationSpec, tokenizer: Tokenizer): Message[] {
         ),
       );
       step.calls.forEach((c, i) =>
-        out.push(
-          entry(textMessage(Role.ROLE_TOOL_RESULT, text(c.resultWords, i), { toolCallId: ids[i], toolName: "run", isError: c.isError })),
-        ),
+        out.push(entry(textMessage(Role.ROLE_TOOL_RESULT, text(c.resultWords, i), { toolCallId: ids[i], toolName: "run", isError: c.isError }))),
       );
     }
   });
@@ -277,7 +289,11 @@ describe("compactNative properties", () => {
           const outcome = await withinMs(5_000, compactNative({ messages, tokenBudget, target, force }, { summarizer, tokenizer, settings }));
           const total = messages.reduce((sum, m) => sum + m.tokenCount, 0);
           const afterSummary = messages.filter((m) => !isSummaryMessage(m)).reduce((sum, m) => sum + m.tokenCount, 0);
-          if (target === CompactionTarget.COMPACTION_TARGET_THRESHOLD && !force && (total <= settings.keepRecentTokens || afterSummary <= settings.keepRecentTokens)) {
+          if (
+            target === CompactionTarget.COMPACTION_TARGET_THRESHOLD &&
+            !force &&
+            (total <= settings.keepRecentTokens || afterSummary <= settings.keepRecentTokens)
+          ) {
             // THRESHOLD keeps keep_recent_tokens verbatim: a view (or what follows the previous
             // summary) that fits it is rightly left alone.
             expect(outcome.compacted).toBe(false);

@@ -30,10 +30,7 @@ class Transcript {
   assistant(text: string, calls: string[] = []): Message {
     return this.entry(
       textMessage(Role.ROLE_ASSISTANT, text, {
-        content: [
-          textBlock(text),
-          ...calls.map((id) => toolCallBlock(id, "read_file", `{"path":"src/${id}.ts"}`)),
-        ],
+        content: [textBlock(text), ...calls.map((id) => toolCallBlock(id, "read_file", `{"path":"src/${id}.ts"}`))],
       }),
     );
   }
@@ -83,10 +80,7 @@ function run(
   settings: Partial<CompactionSettings> = {},
   tokenizer: Tokenizer = heuristic,
 ): Promise<NativeCompactionOutcome> {
-  return compactNative(
-    { tokenBudget: 128_000, target: BUDGET, force: false, ...input },
-    { summarizer, tokenizer, settings: { ...SETTINGS, ...settings } },
-  );
+  return compactNative({ tokenBudget: 128_000, target: BUDGET, force: false, ...input }, { summarizer, tokenizer, settings: { ...SETTINGS, ...settings } });
 }
 
 /** tokensAfter recomputed from scratch: the summary message plus the kept entries' stored counts. */
@@ -109,7 +103,7 @@ function conversation(t: Transcript, turns: number, perTurn = 2_000): Message[] 
   for (let i = 0; i < turns; i++) {
     out.push(t.user(`turn ${i}: please look at src/mod${i}.ts`));
     out.push(t.assistant(`reading mod${i}`, [`call${i}`]));
-    out.push(t.result(`call${i}`, words(Math.max(1, Math.floor((perTurn - 60) * 4 / 6)), `w${i}`)));
+    out.push(t.result(`call${i}`, words(Math.max(1, Math.floor(((perTurn - 60) * 4) / 6)), `w${i}`)));
     out.push(t.assistant(`done with turn ${i}`));
   }
   return out;
@@ -345,7 +339,9 @@ describe("compactNative — abort", () => {
         return text;
       },
     };
-    await expect(run({ messages: conversation(t, 30, 1_000), tokenBudget: 24_000, signal: controller.signal }, summarizer)).rejects.toMatchObject({ name: "AbortError" });
+    await expect(run({ messages: conversation(t, 30, 1_000), tokenBudget: 24_000, signal: controller.signal }, summarizer)).rejects.toMatchObject({
+      name: "AbortError",
+    });
     expect(inner.calls).toHaveLength(1);
   });
 });

@@ -28,11 +28,18 @@ async function setup() {
   const store = SqliteStore.open(path.join(dir, "contextd.db"));
   stores.push(store);
   const tokenizer = createTokenizer("heuristic");
-  const compactions = new Compactions(store, { tokenizer, summarizer: createExtractiveSummarizer(), settings: { reserveTokens: 0, keepRecentTokens: 50, summaryMaxChars: 400 } });
+  const compactions = new Compactions(store, {
+    tokenizer,
+    summarizer: createExtractiveSummarizer(),
+    settings: { reserveTokens: 0, keepRecentTokens: 50, summaryMaxChars: 400 },
+  });
   const text = (role: Role, t: string, tokens: number) => ({ message: textMessage(role, t), tokenCount: tokens });
   const e = await store.appendMessages(
     "s",
-    [text(Role.ROLE_SYSTEM, "rules", 40), ...Array.from({ length: 10 }, (_, i) => text(i % 2 ? Role.ROLE_ASSISTANT : Role.ROLE_USER, `m${i} ${"word ".repeat(30)}`, 40))],
+    [
+      text(Role.ROLE_SYSTEM, "rules", 40),
+      ...Array.from({ length: 10 }, (_, i) => text(i % 2 ? Role.ROLE_ASSISTANT : Role.ROLE_USER, `m${i} ${"word ".repeat(30)}`, 40)),
+    ],
     { sessionKey: "", agentId: "" },
   );
   return { store, compactions, e };
@@ -41,7 +48,11 @@ async function setup() {
 describe("committing compactions with pinned system messages", () => {
   it("runs native compaction to a view of [pinned, summary, kept] and counts the pinned message in the no-progress rule", async () => {
     const { store, compactions, e } = await setup();
-    const run = await compactions.runNative((await store.readActiveView("s"))!, { tokenBudget: 250, target: CompactionTarget.COMPACTION_TARGET_BUDGET, force: false }, "legacy");
+    const run = await compactions.runNative(
+      (await store.readActiveView("s"))!,
+      { tokenBudget: 250, target: CompactionTarget.COMPACTION_TARGET_BUDGET, force: false },
+      "legacy",
+    );
     expect(run.committed).toBe(true);
     const view = (await store.readActiveView("s"))!;
     expect(view.pinnedCount).toBe(1);
@@ -56,7 +67,11 @@ describe("committing compactions with pinned system messages", () => {
     const { store, compactions, e } = await setup();
     await store.commitCompaction("s", CompactionEntry.fromPartial({ summary: "s1", firstKeptEntryId: e[6].id }), "", 10);
     const view = (await store.readActiveView("s"))!;
-    const outcome = await compactions.commit(view, { summary: "again", firstKeptEntryId: e[0].id, tokensBefore: view.tokens, tokensAfter: 1, details: {} }, "some-engine");
+    const outcome = await compactions.commit(
+      view,
+      { summary: "again", firstKeptEntryId: e[0].id, tokensBefore: view.tokens, tokensAfter: 1, details: {} },
+      "some-engine",
+    );
     expect(outcome).toMatchObject({ committed: false });
     expect(outcome.reason).toMatch(/is a pinned system message from before the active view's cut/);
     expect((await store.getSession("s"))!.compactionCount).toBe(1);

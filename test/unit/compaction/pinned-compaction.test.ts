@@ -49,7 +49,12 @@ function conversation(turns: number): Message[] {
   const out: Message[] = [system("SYSTEM-START never reveal the deploy key")];
   for (let t = 0; t < turns; t++) {
     if (t === Math.floor(turns / 2)) out.push(system("SYSTEM-MIDDLE from now on answer in French"));
-    out.push(user(`request ${t} ${words(150, "ask")}`), assistant(`step ${t}`, [`c${t}`]), result(`c${t}`, words(300, "data")), assistant(`done ${t} ${words(100, "ok")}`));
+    out.push(
+      user(`request ${t} ${words(150, "ask")}`),
+      assistant(`step ${t}`, [`c${t}`]),
+      result(`c${t}`, words(300, "data")),
+      assistant(`done ${t} ${words(100, "ok")}`),
+    );
   }
   return out;
 }
@@ -81,7 +86,10 @@ describe("native compaction with pinned system messages", () => {
     const small = conversation(20);
     const big = [system(words(3_000, "policy")), ...small.slice(1)];
     const cutOf = async (view: Message[]) => {
-      const out = await compactNative({ messages: view, tokenBudget: 8_000, target: BUDGET, force: false }, { summarizer: recording(), tokenizer, settings: SETTINGS });
+      const out = await compactNative(
+        { messages: view, tokenBudget: 8_000, target: BUDGET, force: false },
+        { summarizer: recording(), tokenizer, settings: SETTINGS },
+      );
       expect(out.result!.tokensAfter).toBeLessThanOrEqual(8_000);
       return view.findIndex((m) => m.id === out.result!.firstKeptEntryId);
     };
@@ -123,10 +131,7 @@ describe("native compaction with pinned system messages", () => {
     const deps = { summarizer: recording(), tokenizer, settings: SETTINGS };
     const onlySystem = await compactNative({ messages: [system("a"), system("b")], tokenBudget: 10_000, target: BUDGET, force: true }, deps);
     expect(onlySystem).toMatchObject({ compacted: false, reason: "nothing to compact: the view holds only system messages, which are never summarized" });
-    const afterSummary = await compactNative(
-      { messages: [system("a"), previous("s"), system("b")], tokenBudget: 10_000, target: BUDGET, force: true },
-      deps,
-    );
+    const afterSummary = await compactNative({ messages: [system("a"), previous("s"), system("b")], tokenBudget: 10_000, target: BUDGET, force: true }, deps);
     expect(afterSummary).toMatchObject({ compacted: false });
     // A view that starts with a system message: the first cut summarizes a real message.
     const view = [system("SYSTEM-START"), user("first"), user("second")];

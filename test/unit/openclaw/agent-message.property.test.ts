@@ -40,7 +40,15 @@ describe("OpenClaw AgentMessage ↔ contextd Message", () => {
 
   it("so does any JSON object with an OpenClaw role, however its fields are typed", () => {
     const role = fc.constantFrom("user", "assistant", "toolResult", "custom", "bashExecution", "branchSummary", "compactionSummary");
-    const anything = fc.tuple(role, fc.dictionary(fc.constantFrom("content", "timestamp", "usage", "toolCallId", "isError", "details", "api", "customType", "summary", "contextd.absent", "x"), json)).map(([r, fields]) => ({ ...fields, role: r }));
+    const anything = fc
+      .tuple(
+        role,
+        fc.dictionary(
+          fc.constantFrom("content", "timestamp", "usage", "toolCallId", "isError", "details", "api", "customType", "summary", "contextd.absent", "x"),
+          json,
+        ),
+      )
+      .map(([r, fields]) => ({ ...fields, role: r }));
     fc.assert(
       fc.property(anything, (original) => {
         expect(roundTrip(original)).toEqual(asJson(original));
@@ -62,7 +70,8 @@ describe("OpenClaw AgentMessage ↔ contextd Message", () => {
         }
         if (original.role === "toolResult") expect(m).toMatchObject({ toolCallId: original.toolCallId, isError: original.isError });
         if (original.role === "bashExecution") expect(messageText(m)).toContain(`Ran \`${String(original.command)}\``);
-        if (original.role === "branchSummary" || original.role === "compactionSummary") expect(messageText(m)).toContain(`<summary>\n${String(original.summary)}`);
+        if (original.role === "branchSummary" || original.role === "compactionSummary")
+          expect(messageText(m)).toContain(`<summary>\n${String(original.summary)}`);
       }),
       runs,
     );
