@@ -109,9 +109,9 @@ const HealthClient = makeGenericClientConstructor(healthService, "Health");
 async function healthOf(address: string): Promise<string> {
   const client = new HealthClient(address, credentials.createInsecure()) as Client & Record<string, unknown>;
   clients.push(client);
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const res = await callUnary<{ service: string }, { status: string | number }>(
     client,
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the generic client's methods are untyped
     client.check as any,
     { service: "" },
     { address },
