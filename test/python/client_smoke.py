@@ -5,7 +5,7 @@ Usage: client_smoke.py ADDRESS SESSION_ID
   env CONTEXTD_RUNTIME_TOKEN: the runtime token, when contextd requires one.
 
 Appends ~60 realistic coding-agent messages (well over 8k tokens) to a new session, assembles with a
-budget of 8000 (auto-compact on), forces a compaction, then reads the whole transcript back and
+budget of 8000 (auto-compact on), forces a compaction to half of it, then reads the whole transcript back and
 checks that every appended message is still there. Prints one JSON line with the results and exits 0,
 or prints {"error": ...} (details on stderr) and exits 1.
 
@@ -170,7 +170,10 @@ def run(cx: contextd.Client, session_id: str) -> dict[str, Any]:
     latest = m.text_of(messages[-1])
     check(any(m.text_of(x) == latest for x in assembled.messages), "the latest user message is not in the assembled context verbatim")
 
-    compacted = cx.compact(session=session, token_budget=BUDGET, force=True)
+    # The auto-compaction already filled the budget with the newest messages; a forced compaction to
+    # half of it must fold some of them into the summary.
+    compacted = cx.compact(session=session, token_budget=BUDGET // 2, force=True,
+                           compaction_target=contextd.CompactionTarget.COMPACTION_TARGET_BUDGET)
     check(compacted.ok, "Compact(force) answered ok=false: %s" % compacted.reason)
 
     entries = list(cx.transcript(session, page_size=25))
