@@ -180,7 +180,8 @@ export class Router {
       return { value, engineId: target.id, mode: Mode.MODE_NORMAL, fallbackReason: "", grant };
     } catch (err) {
       // Cancellation, or the runtime's own deadline, is the caller's doing: never held against the engine.
-      if (err instanceof CancelledError || err instanceof CallerDeadlineError || caller.signal?.aborted) throw err;
+      // A CancelledError the engine raised while the caller is still there is the engine's failure.
+      if (err instanceof CallerDeadlineError || caller.signal?.aborted) throw err;
       const kind: FailureKind = err instanceof DeadlineExceededError ? "timeout" : err instanceof ContractViolation ? "contract" : "error";
       const reason = `engine "${target.id}" failed on ${op}: ${errorText(err)}`;
       this.observer?.onEngineFailure(target, op, kind, reason);
@@ -240,21 +241,20 @@ export class Router {
       const value = this.hooks ? await this.hooks.around(target.id, op, caller.trace, run) : await run(caller.trace);
       return { value, grant: issued?.grant };
     } catch (err) {
-      outcome =
-        err instanceof CancelledError || caller.signal?.aborted
-          ? "cancelled"
-          : err instanceof DeadlineExceededError
-            ? "timeout"
-            : err instanceof ContractViolation
-              ? "contract"
-              : "error";
+      outcome = caller.signal?.aborted
+        ? "cancelled"
+        : err instanceof DeadlineExceededError
+          ? "timeout"
+          : err instanceof ContractViolation
+            ? "contract"
+            : "error";
       // Only a deadline that really passed for the runtime is the runtime's; an engine that answers
       // DEADLINE_EXCEEDED early has failed like any other error.
       if (err instanceof DeadlineExceededError && caller.deadlineMs < configuredMs && Date.now() >= caller.deadlineMs - CLOCK_SLACK_MS) {
         outcome = "cancelled";
         throw new CallerDeadlineError(`${err.message} (the runtime's own deadline)`);
       }
-      if (!(err instanceof CancelledError)) {
+      if (!caller.signal?.aborted) {
         target.counters.failures++;
         if (err instanceof DeadlineExceededError) target.counters.timeouts++;
       }

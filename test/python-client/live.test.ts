@@ -70,7 +70,7 @@ describe("contextd.Client against contextd with auth on", () => {
     const r = await check("deadline", cd.address);
     expect(r.per_call).toMatchObject({ code: "DEADLINE_EXCEEDED", method: "Assemble" });
     expect(r.client_default).toMatchObject({ code: "DEADLINE_EXCEEDED", method: "Assemble" });
-    expect(r.override_message_count).toBe(1);
+    expect(r.override_message_count).toBe(400);
   });
 
   it("without the runtime token (or with a wrong one) calls are UNAUTHENTICATED", async () => {

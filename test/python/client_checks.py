@@ -110,13 +110,16 @@ def bad_request(cx: contextd.Client, session: str) -> dict[str, Any]:
 
 
 def deadline(cx: contextd.Client, session: str) -> dict[str, Any]:
-    cx.append_messages(session=session, messages=[m.user("hello")])
-    # 1 µs: no round trip to another process fits; the deadline is what ends the call.
-    per_call = refusal(lambda: cx.assemble(session=session, token_budget=1000, timeout=1e-6))
+    # A large session assembled without compaction: the answer is ~1 MB, which no server can send
+    # within gRPC's timer granularity (~1 ms), so a 1 µs deadline always ends the call first. (A small
+    # Assemble on a warm connection once answered before the deadline was noticed.)
+    text = " ".join(f"line {i} of the build log: compiling module_{i}.ts" for i in range(60))
+    for batch in range(4):
+        cx.append_messages(session=session, messages=[m.user(f"{batch}/{k}: {text}") for k in range(100)])
+    big = {"session": session, "token_budget": 1000, "auto_compact": False}
+    per_call = refusal(lambda: cx.assemble(**big, timeout=1e-6))
     with contextd.Client(cx.address, token=os.environ.get("CONTEXTD_RUNTIME_TOKEN"), tls=tls_config(), timeout=1e-6) as tight:
-        # Assemble, not GetSession: a GetSession on a warm connection can answer within gRPC's
-        # timer granularity (~1 ms), before a 1 µs deadline is noticed; an Assemble cannot.
-        default = refusal(lambda: tight.assemble(session=session, token_budget=1000))
+        default = refusal(lambda: tight.assemble(**big))
         # A call's own timeout wins over the client's.
         generous = tight.get_session(session=session, timeout=30).info.message_count
     return {"per_call": per_call, "client_default": default, "override_message_count": generous}

@@ -162,6 +162,19 @@ describe("Router: an engine that fails", () => {
     expect(e1.calls).toHaveLength(1); // not called while quarantined
   });
 
+  it("a CancelledError the engine raises while the caller is still there is the engine's failure", async () => {
+    const { e1, registered, compact } = setup();
+    e1.behaviour = { kind: "throw", error: new CancelledError("the engine gave up by itself") };
+    const routed = await compact();
+    expect(routed).toMatchObject({
+      engineId: "legacy",
+      mode: Mode.MODE_FALLBACK,
+      fallbackReason: 'engine "e1" failed on compact: the engine gave up by itself',
+    });
+    expect(registered.quarantine).toMatchObject({ operation: "compact", ejections: 1 });
+    expect(registered.counters).toEqual({ calls: 1, failures: 1, fallbacks: 1, timeouts: 0 });
+  });
+
   it("a selection made before the engine failed (Bootstrap, then Compact) does not call it again", async () => {
     const { e1, router } = setup();
     const selection = router.select(SESSION);
