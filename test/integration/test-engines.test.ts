@@ -53,6 +53,7 @@ import {
   startEngine,
   type EngineProcess,
 } from "../helpers/engine-process.js";
+import { eventually } from "../helpers/registry-client.js";
 
 const HealthClient = makeGenericClientConstructor(healthService, "Health");
 
@@ -352,7 +353,8 @@ describe.each(kinds)("%s misbehaving engine with a registry and its own compacti
       ownsCompaction: true,
     });
     engines.push(engine);
-    await new Promise((r) => setTimeout(r, 400));
+    // Its first attempt has failed (both engines log "…; retrying" for it) before the registry comes up.
+    await eventually(async () => /; retrying/.test(engine.logs()), 15_000);
     await startServer(RegistryServiceService, registryImpl, registryAddress);
 
     expect(await engine.registered).toMatchObject({ ok: true, refusal: "REFUSAL_NONE" });

@@ -569,11 +569,16 @@ def register(args, address, state):
         allow_same_owner_refresh=True,
         protocol_versions=[1],
     )
+    failed_once = False
     while not state["stopping"]:
         try:
             res = stub.RegisterEngine(request, timeout=5.0, metadata=owner_metadata())
         except grpc.RpcError as e:
             if e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                if not failed_once:
+                    # As the engine SDKs log their first failed attempt (tests wait for it).
+                    log("registry unreachable (%s); retrying" % e.code().name)
+                    failed_once = True
                 time.sleep(0.2)
                 continue
             # The registry answered with an error (UNAUTHENTICATED, PERMISSION_DENIED, ...).
