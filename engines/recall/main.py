@@ -23,7 +23,6 @@ import os
 import sqlite3
 import sys
 from pathlib import Path
-from typing import Any
 
 # The engine's modules (index, selection, ...) sit next to this file.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -36,42 +35,16 @@ except ModuleNotFoundError as err:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "clients" / "python"))
 
 from contextd.engine import serve_engine  # noqa: E402
+from contextd.engine.env_options import serve_options_from_env  # noqa: E402
 from index import RecallIndex  # noqa: E402
 from recall_engine import recall_engine  # noqa: E402
 
 DEFAULT_DB = os.path.join(".", "data", "recall.db")
 
 
-def _int_env(name: str, minimum: int) -> int | None:
-    raw = (os.environ.get(name) or "").strip()
-    if not raw:
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
-def recall_options() -> dict[str, Any]:
-    """serve_engine options from the RECALL_* variables (the SDK reads the CONTEXTD_* ones)."""
-    options: dict[str, Any] = {}
-    if (heartbeat_ms := _int_env("RECALL_HEARTBEAT_MS", 1)) is not None:
-        options["heartbeat"] = heartbeat_ms / 1000
-    if (grace_ms := _int_env("RECALL_GRACE_MS", 1)) is not None:
-        options["drain_timeout"] = grace_ms / 1000
-    if (parent_pid := _int_env("RECALL_PARENT_PID", 1)) is not None:
-        options["parent_pid"] = parent_pid
-    if level := (os.environ.get("RECALL_LOG_LEVEL") or "").strip():
-        options["log_level"] = level
-    return options
-
-
 def main() -> None:
     try:
-        options = recall_options()
+        options = serve_options_from_env("RECALL")
     except ValueError as err:
         sys.stderr.write(f"recall: {err}\n")
         sys.exit(2)

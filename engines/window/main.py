@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 try:
     import contextd.engine  # noqa: F401  installed, or on PYTHONPATH
@@ -31,40 +30,14 @@ except ModuleNotFoundError as err:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "clients" / "python"))
 
 from contextd.engine import serve_engine  # noqa: E402
+from contextd.engine.env_options import int_env, serve_options_from_env  # noqa: E402
 from window_engine import window_engine  # noqa: E402
-
-
-def _int_env(name: str, minimum: int) -> int | None:
-    raw = (os.environ.get(name) or "").strip()
-    if not raw:
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
-def window_options() -> dict[str, Any]:
-    """serve_engine options from the WINDOW_* variables (the SDK reads the CONTEXTD_* ones)."""
-    options: dict[str, Any] = {}
-    if (heartbeat_ms := _int_env("WINDOW_HEARTBEAT_MS", 1)) is not None:
-        options["heartbeat"] = heartbeat_ms / 1000
-    if (grace_ms := _int_env("WINDOW_GRACE_MS", 1)) is not None:
-        options["drain_timeout"] = grace_ms / 1000
-    if (parent_pid := _int_env("WINDOW_PARENT_PID", 1)) is not None:
-        options["parent_pid"] = parent_pid
-    if level := (os.environ.get("WINDOW_LOG_LEVEL") or "").strip():
-        options["log_level"] = level
-    return options
 
 
 def main() -> None:
     try:
-        max_turns = _int_env("WINDOW_MAX_TURNS", 0) or 0
-        options = window_options()
+        max_turns = int_env("WINDOW_MAX_TURNS", 0) or 0
+        options = serve_options_from_env("WINDOW")
     except ValueError as err:
         sys.stderr.write(f"window: {err}\n")
         sys.exit(2)
