@@ -25,9 +25,9 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from contextd.turns import tool_call_ids
 from contextd.v1 import types_pb2
 from message_text import scope_token, searchable_text
-from turns import tool_call_ids
 
 from schema import SCHEMA, SCHEMA_VERSION
 

@@ -6,7 +6,8 @@ Two steps, because the second needs the index and the first decides what to ask 
    summary, `contextd.pinned.split_pinned`), the latest user message, and the freshest whole turns
    of the view that fit FRESH_SHARE of what the pinned messages leave of the budget. The newest
    turn is kept whole whenever it fits the whole budget; when it does not, it is cut to the latest
-   user message plus the longest tail that fits and cuts no tool pair (turns.longest_fitting_tail).
+   user message plus the longest tail that fits and cuts no tool pair
+   (contextd.turns.longest_fitting_tail).
    When the pinned messages and the latest user message alone do not fit, that is the answer,
    flagged `overflow`.
 2. `complete(plan, units)`: the recalled units (index.RecallUnit, best first: a message, or a tool
@@ -31,8 +32,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from contextd.pinned import is_system, split_pinned
+from contextd.turns import longest_fitting_tail, pair_tools, split_turns, total_tokens
 from contextd.v1 import types_pb2
-from turns import longest_fitting_tail, pair_tools, split_turns, total_tokens
 
 Message = types_pb2.Message
 

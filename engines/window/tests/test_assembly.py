@@ -8,7 +8,8 @@ import unittest
 
 from .helpers import assistant, ids, result, summary, tool_pair_violations, turn, types_pb2, user
 
-from assembly import select_window, total_tokens  # noqa: E402  (helpers put the engine on sys.path)
+from assembly import select_window  # noqa: E402  (helpers put the engine and the package on sys.path)
+from contextd.turns import total_tokens  # noqa: E402
 
 
 def session(turns, **kw):
