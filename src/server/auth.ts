@@ -72,7 +72,7 @@ export class Authenticator {
       add(["auth", "owners", owner], secret, { role: "owner", name: owner, owner });
     }
     auth.operators.forEach((op, i) => add(["auth", "operators", i], op, { role: "operator", name: op.name ?? `operators[${i}]` }));
-    auth.runtimes.forEach((rt, i) => add(["auth", "runtimes", i], rt, { role: "runtime", name: rt.name ?? `runtimes[${i}]`, agents: rt.agents ?? ["*"] }));
+    auth.runtimes.forEach((rt, i) => add(["auth", "runtimes", i], rt, { role: "runtime", name: rt.name ?? `runtimes[${i}]`, agents: rt.agents }));
     const owners = this.credentials.filter((c) => c.role === "owner");
     for (const [i, a] of owners.entries()) {
       const b = owners.slice(0, i).find((o) => o.digest.equals(a.digest));
@@ -163,12 +163,8 @@ export class Authenticator {
   }
 
   private resolve(path: PropertyKey[], secret: SecretRef, env: NodeJS.ProcessEnv): Buffer | undefined {
-    if (secret.token_sha256 !== undefined) {
-      const hex = secret.token_sha256.toLowerCase();
-      if (!/^[0-9a-f]{64}$/.test(hex)) throw new ConfigError(`config: ${pathText([...path, "token_sha256"])}: is not a sha256 hex digest (64 hex characters)`);
-      return Buffer.from(hex, "hex");
-    }
-    if (secret.token_env === undefined) throw new ConfigError(`config: ${pathText(path)}: set exactly one of token_env or token_sha256`);
+    // The schema guarantees exactly one of the two, the digest as 64 lower-case hex characters.
+    if (secret.token_sha256 !== undefined) return Buffer.from(secret.token_sha256, "hex");
     const token = env[secret.token_env];
     if (token) return sha256(token);
     if (this.required) throw new ConfigError(`config: ${pathText([...path, "token_env"])}: environment variable ${secret.token_env} is not set`);

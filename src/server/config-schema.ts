@@ -30,10 +30,15 @@ import {
  */
 
 const secretShape = { token_env: envName.optional(), token_sha256: sha256.optional() };
-const exactlyOneSecret = (v: { token_env?: string; token_sha256?: string }, ctx: z.RefinementCtx) => {
+type SecretFields = { token_env?: string; token_sha256?: string };
+/** What exactlyOneSecret guarantees, said in the type, so the code reading a secret need not check it again. */
+type OneSecret = { token_env: string; token_sha256?: undefined } | { token_sha256: string; token_env?: undefined };
+const exactlyOneSecret = (v: SecretFields, ctx: z.RefinementCtx) => {
   if ((v.token_env === undefined) === (v.token_sha256 === undefined))
     ctx.addIssue({ code: "custom", message: "set exactly one of token_env or token_sha256", input: v });
 };
+/** Runs only on a value exactlyOneSecret passed (a pipe stops at the first failing side). */
+const asOneSecret = <T extends SecretFields>(v: T) => v as T & OneSecret;
 const agentPattern = text("an agent id or pattern").refine((v) => !v.slice(0, -1).includes("*"), {
   error: (iss) => `${show(iss.input)}: "*" may only end a pattern ("*", "team-*")`,
 });
@@ -55,13 +60,26 @@ const auth = z.strictObject({
            */
           engines: z.array(text("an engine id")).prefault([]),
         })
-        .superRefine(exactlyOneSecret),
+        .superRefine(exactlyOneSecret)
+        .transform(asOneSecret),
     )
     .prefault({}),
-  operators: z.array(z.strictObject({ ...secretShape, name: text().optional() }).superRefine(exactlyOneSecret)).prefault([]),
+  operators: z
+    .array(
+      z
+        .strictObject({ ...secretShape, name: text().optional() })
+        .superRefine(exactlyOneSecret)
+        .transform(asOneSecret),
+    )
+    .prefault([]),
   /** `agents`: agent ids this token may use; `"*"` is any, `"team-*"` a prefix. Default `["*"]`. */
   runtimes: z
-    .array(z.strictObject({ ...secretShape, name: text().optional(), agents: z.array(agentPattern).min(1).prefault(["*"]) }).superRefine(exactlyOneSecret))
+    .array(
+      z
+        .strictObject({ ...secretShape, name: text().optional(), agents: z.array(agentPattern).min(1).prefault(["*"]) })
+        .superRefine(exactlyOneSecret)
+        .transform(asOneSecret),
+    )
     .prefault([]),
 });
 

@@ -3,6 +3,7 @@ import { parse as parseYaml } from "yaml";
 import type { z } from "zod";
 import { deepMerge, parseMergeValue } from "./config-env-merge.js";
 import { configSchema, type ContextdConfig } from "./config-schema.js";
+import { containersAt, knownKeys } from "./config-shape.js";
 import { show } from "./config-values.js";
 import { engineReservations } from "./engine-ownership.js";
 
@@ -24,7 +25,10 @@ export { parseDuration, formatDuration } from "./duration.js";
  *   the value: `CONTEXTD_SLOTS__AGENTS='{Team-A: lossless}'` replaces the map, and
  *   `CONTEXTD_SLOTS__AGENTS='@merge {Team-A: lossless}'` merges into it (config-env-merge.ts).
  *   Variables whose first segment is not a top-level key (CONTEXTD_RUNTIME_TOKEN, CONTEXTD_REGISTRY, ...)
- *   are not config and are ignored.
+ *   are not config: clients and engines read them. But a name with `__` is a key path and nothing else
+ *   uses that form, so an unknown first segment there is an unknown key (an error, not ignored); and a
+ *   single-segment name one typo away from a top-level key (CONTEXTD_LISTN) is reported by
+ *   `misspeltEnvVariables` for the server to warn about.
  * - A YAML `null` (a key left empty) means "not set": the default applies.
  *
  * Every problem is a ConfigError with one line: `config: <key path>: <why>`.
@@ -136,11 +140,16 @@ function validate(raw: unknown, origins: Origin[], env: NodeJS.ProcessEnv): Cont
 // ---- environment overrides ----
 
 function applyEnvOverrides(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): Origin[] {
-  const top = new Set(Object.keys(configSchema.shape));
+  const top = new Set(knownKeys([]));
   const vars = Object.entries(env)
     .filter((e): e is [string, string] => e[0].startsWith("CONTEXTD_") && e[1] !== undefined && e[1] !== "")
     .map(([variable, value]) => ({ variable, value, segs: variable.slice("CONTEXTD_".length).toLowerCase().split("__") }))
-    .filter((v) => top.has(v.segs[0]))
+    .filter((v) => {
+      if (top.has(v.segs[0])) return true;
+      if (v.segs.length > 1 && v.segs[0] !== "")
+        throw new ConfigError(`config: unknown key ${JSON.stringify(v.segs[0])}${unknownKeyHint([], v.segs[0])} (from env ${v.variable})`);
+      return false;
+    })
     .sort((a, b) => a.segs.length - b.segs.length || a.variable.localeCompare(b.variable));
   const origins: Origin[] = [];
   for (const { variable, value, segs } of vars) {
@@ -158,7 +167,7 @@ function applyEnvOverrides(raw: Record<string, unknown>, env: NodeJS.ProcessEnv)
         key = Object.keys(node).find((k) => k.toLowerCase().replace(/-/g, "_") === seg) ?? seg;
       }
       const containers = containersAt(path);
-      if (!containers.some((c) => c._zod.def.type !== "object" || key in c._zod.def.shape))
+      if (!containers.some((c) => c.kind !== "section" || c.keys.includes(String(key))))
         throw new ConfigError(`config: unknown key ${JSON.stringify(pathText([...path, key]))}${unknownKeyHint(path, String(key))} (from env ${variable})`);
       path.push(key);
       if (i === segs.length - 1) {
@@ -168,7 +177,7 @@ function applyEnvOverrides(raw: Record<string, unknown>, env: NodeJS.ProcessEnv)
         merged = merge !== undefined;
         return;
       }
-      if (node[key] === undefined || node[key] === null) node[key] = containersAt(path).some((c) => c._zod.def.type === "array") ? [] : {};
+      if (node[key] === undefined || node[key] === null) node[key] = containersAt(path).some((c) => c.kind === "list") ? [] : {};
       else if (typeof node[key] !== "object")
         throw new ConfigError(`config: ${pathText(path)} (from env ${variable}): is ${show(node[key])} in the file, not a section`);
       node = node[key] as Record<string | number, unknown>;
@@ -177,6 +186,23 @@ function applyEnvOverrides(raw: Record<string, unknown>, env: NodeJS.ProcessEnv)
     if (!merged) origins.push({ path, variable });
   }
   return origins;
+}
+
+/**
+ * `CONTEXTD_*` variables that are not config but look like a top-level key misspelt (`CONTEXTD_LISTN`),
+ * each with the variable it likely meant. Not an error: clients and engines have variables of their own
+ * in the same namespace, and one of those may come within a typo of a key.
+ */
+export function misspeltEnvVariables(env: NodeJS.ProcessEnv): Array<{ variable: string; meant: string }> {
+  const top = knownKeys([]);
+  return Object.keys(env)
+    .filter((variable) => variable.startsWith("CONTEXTD_") && !variable.includes("__"))
+    .flatMap((variable) => {
+      const key = variable.slice("CONTEXTD_".length).toLowerCase();
+      if (top.includes(key)) return [];
+      const meant = closestKey(top, key);
+      return meant ? [{ variable, meant: `CONTEXTD_${meant.toUpperCase()}` }] : [];
+    });
 }
 
 /** Applies a `@merge` value at `node[key]` (`path`): records an origin for every key it writes. */
@@ -189,10 +215,10 @@ function mergeEnvValue(
   origins: Origin[],
 ): void {
   if ("problem" in merge) throw new ConfigError(`config: ${variable}: ${merge.problem}`);
-  const kinds = containersAt(path).map((c) => c._zod.def.type);
-  if (!kinds.includes("object") && !kinds.includes("record"))
+  const kinds = containersAt(path).map((c) => c.kind);
+  if (!kinds.includes("section") && !kinds.includes("map"))
     throw new ConfigError(
-      `config: ${variable}: "@merge" needs a section or a map, and ${pathText(path)} is ${kinds.includes("array") ? "a list (set it whole, or an item by index)" : "a single value"}`,
+      `config: ${variable}: "@merge" needs a section or a map, and ${pathText(path)} is ${kinds.includes("list") ? "a list (set it whole, or an item by index)" : "a single value"}`,
     );
   const current = node[key];
   if (current === undefined || current === null) node[key] = {};
@@ -274,45 +300,18 @@ function fromEnv(path: Path, origins: Origin[]): string {
 
 function unknownKeyHint(parent: Path, key: string): string {
   if (/token$|password|secret|api_key$/.test(key)) return " (no plain-text secrets: use token_env / token_sha256, or api_key_env)";
+  const best = closestKey(knownKeys(parent), key);
+  return best ? ` (did you mean "${best}"?)` : "";
+}
+
+/** The key `key` is most likely a typo of (at most one edit per four characters), if any. */
+function closestKey(keys: readonly string[], key: string): string | undefined {
   let best: [string, number] | undefined;
-  for (const k of knownKeys(parent)) {
+  for (const k of keys) {
     const d = editDistance(k, key);
     if (d > 0 && d <= Math.max(1, Math.floor(k.length / 4)) && (!best || d < best[1])) best = [k, d];
   }
-  return best ? ` (did you mean "${best[0]}"?)` : "";
-}
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Schema = any; // zod's internal definitions (`_zod.def`), walked to find the keys allowed at a path
-
-function unwrap(s: Schema): Schema[] {
-  const d = s._zod.def;
-  if (["default", "prefault", "optional", "nullable", "readonly", "catch"].includes(d.type)) return unwrap(d.innerType);
-  if (d.type === "pipe") return [...unwrap(d.in), ...unwrap(d.out)];
-  if (d.type === "union") return d.options.flatMap(unwrap);
-  return [s];
-}
-
-/** The container schemas (object, record, array) at `path`; empty when the path cannot exist. */
-function containersAt(path: Path): Schema[] {
-  let nodes: Schema[] = unwrap(configSchema);
-  for (const seg of path) {
-    nodes = nodes
-      .flatMap((s) => {
-        const d = s._zod.def;
-        if (d.type === "object") return d.shape[seg] ? [d.shape[seg]] : [];
-        if (d.type === "record") return [d.valueType];
-        if (d.type === "array" && typeof seg === "number") return [d.element];
-        return [];
-      })
-      .flatMap(unwrap);
-  }
-  return nodes.filter((s) => ["object", "record", "array"].includes(s._zod.def.type));
-}
-
-/** Keys the schema allows at `path` (unions contribute all their options' keys). */
-function knownKeys(path: Path): string[] {
-  return containersAt(path).flatMap((s) => (s._zod.def.type === "object" ? Object.keys(s._zod.def.shape) : []));
+  return best?.[0];
 }
 
 function editDistance(a: string, b: string): number {

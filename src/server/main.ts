@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { ConfigError, loadConfig } from "./config.js";
+import { ConfigError, loadConfig, misspeltEnvVariables } from "./config.js";
 import { Contextd } from "./contextd.js";
 import { createLogger } from "./logger.js";
 
@@ -18,6 +18,8 @@ async function main(): Promise<void> {
     throw err;
   }
   const logger = createLogger(config.log_level);
+  for (const { variable, meant } of misspeltEnvVariables(process.env))
+    logger.warn({ variable, meant }, `${variable} is not a config variable and is ignored; did you mean ${meant}?`);
   let contextd: Contextd;
   try {
     contextd = await Contextd.create(config, logger);

@@ -10,6 +10,7 @@ import {
   engineSettings,
   formatDuration,
   loadConfig,
+  misspeltEnvVariables,
   parseDuration,
   type ContextdConfig,
 } from "../../src/server/config.js";
@@ -268,11 +269,21 @@ describe("environment overrides", () => {
       CONTEXTD_OWNER_TOKEN: "tok",
       CONTEXTD_ENGINE_LISTEN: "127.0.0.1:0",
       CONTEXTD_ADDRESS: "127.0.0.1:50051",
-      CONTEXTD_SOMETHING__ELSE: "x",
       NOT_CONTEXTD_LISTEN: "x",
       contextd_listen: "x",
     };
     expect(load("", env)).toEqual(DEFAULTS);
+  });
+
+  it("refuses a key path (with __) whose first segment is no top-level key, and names misspelt single-segment variables", () => {
+    expect(() => load("", { CONTEXTD_SOMETHING__ELSE: "x" })).toThrow('config: unknown key "something" (from env CONTEXTD_SOMETHING__ELSE)');
+    expect(() => load("", { CONTEXTD_ENGINEZ__ON_FAILURE: "strict" })).toThrow(
+      'config: unknown key "enginez" (did you mean "engines"?) (from env CONTEXTD_ENGINEZ__ON_FAILURE)',
+    );
+    expect(misspeltEnvVariables({ CONTEXTD_LISTN: "x", CONTEXTD_LISTEN: "y", CONTEXTD_RUNTIME_TOKEN: "t", CONTEXTD_STOR: "z" })).toEqual([
+      { variable: "CONTEXTD_LISTN", meant: "CONTEXTD_LISTEN" },
+      { variable: "CONTEXTD_STOR", meant: "CONTEXTD_STORE" },
+    ]);
   });
 
   it("creates sections missing from the file, and addresses map keys case-insensitively with - as _", () => {
