@@ -2,11 +2,11 @@
  * Starts the compiled lossless engine (`node dist/engines/lossless/main.js`) as a real child
  * process, the way an operator would: configuration through CONTEXTD_* and LOSSLESS_* variables.
  * Readiness is its pino line `lossless engine ready` (stderr), which carries the bound address.
- * Children still alive when the test process exits are SIGKILLed.
+ * Children still alive when the test process exits are SIGKILLed (bench/harness/child-process.ts).
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import { childEnv, spawnChild } from "../../bench/harness/child-process.js";
 import { REPO_ROOT } from "../helpers/contextd-process.js";
 
 export const LOSSLESS_MAIN = path.join(REPO_ROOT, "dist/engines/lossless/main.js");
@@ -21,70 +21,27 @@ export interface LosslessProcess {
   kill9(): Promise<void>;
 }
 
-const live = new Set<ChildProcess>();
-process.on("exit", () => {
-  for (const child of live) child.kill("SIGKILL");
-});
-
 export async function startLossless(env: Record<string, string>, timeoutMs = 20_000): Promise<LosslessProcess> {
   if (!fs.existsSync(LOSSLESS_MAIN)) throw new Error(`${LOSSLESS_MAIN} is missing: run \`npm run build\` first`);
-  const childEnv: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("CONTEXTD_") && !k.startsWith("LOSSLESS_")) childEnv[k] = v;
-  Object.assign(childEnv, env);
-  const child = spawn(process.execPath, [LOSSLESS_MAIN], { cwd: REPO_ROOT, env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
-  live.add(child);
-  let output = "";
-  const exited = new Promise<number | null>((resolve) => {
-    child.once("exit", (code) => {
-      live.delete(child);
-      resolve(code);
-    });
+  const child = spawnChild({
+    name: "lossless engine",
+    cmd: process.execPath,
+    args: [LOSSLESS_MAIN],
+    cwd: REPO_ROOT,
+    env: childEnv(["CONTEXTD_", "LOSSLESS_"], env),
+    parse: "stderr",
   });
-  const ready = new Promise<string>((resolve, reject) => {
-    let rest = "";
-    const timer = setTimeout(() => reject(new Error(`lossless engine not ready after ${timeoutMs} ms:\n${output}`)), timeoutMs);
-    const onData = (chunk: string) => {
-      output += chunk;
-      rest += chunk;
-      let nl: number;
-      while ((nl = rest.indexOf("\n")) >= 0) {
-        const line = rest.slice(0, nl);
-        rest = rest.slice(nl + 1);
-        try {
-          const obj = JSON.parse(line) as { msg?: string; address?: string };
-          if (obj.msg === "lossless engine ready" && obj.address) {
-            clearTimeout(timer);
-            resolve(obj.address);
-          }
-        } catch {
-          // not JSON
-        }
-      }
-    };
-    child.stderr!.setEncoding("utf8").on("data", onData);
-    child.stdout!.setEncoding("utf8").on("data", (c: string) => (output += c));
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`lossless engine exited (code ${String(code)}) before it was ready:\n${output}`));
+  const ready = await child
+    .waitForLine((l) => l.msg === "lossless engine ready" && typeof l.address === "string" && l.address !== "", timeoutMs)
+    .catch(async (err: unknown) => {
+      await child.kill9();
+      throw err;
     });
-  });
-  const address = await ready;
   return {
-    address,
-    pid: child.pid!,
-    logs: () => output,
-    stop: async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-      try {
-        return await exited;
-      } finally {
-        clearTimeout(timer);
-      }
-    },
-    kill9: async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-      await exited;
-    },
+    address: ready.address as string,
+    pid: child.pid,
+    logs: child.output,
+    stop: () => child.stop("SIGTERM", 10_000),
+    kill9: child.kill9,
   };
 }

@@ -16,14 +16,14 @@
  * plus `opts.env`.
  *
  * Every child is tracked and SIGKILLed when the test process exits; the temp dirs the harness
- * created are removed then too (set CONTEXTD_TEST_KEEP_TMP=1 to keep them for debugging).
+ * created are removed then too (set CONTEXTD_TEST_KEEP_TMP=1 to keep them for debugging). Both,
+ * and the reading of the child's lines, are the shared helper's: bench/harness/child-process.ts.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
+import { childEnv, makeTempDir, removeTempDir, spawnChild, type Child, type LogLine } from "../../bench/harness/child-process.js";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 /** The repository root (cwd of the child). */
@@ -132,269 +132,79 @@ export function deepMerge(base: Record<string, unknown>, over: Record<string, un
   return out;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Child tracking: every child still alive is SIGKILLed when this process exits.
-// ---------------------------------------------------------------------------------------------
-
-const live = new Set<ChildProcess>();
-/** Temp dirs this harness created; removed at exit unless CONTEXTD_TEST_KEEP_TMP is set. */
-const tempDirs = new Set<string>();
-let hooksInstalled = false;
-
-function removeTempDirs(): void {
-  if (process.env.CONTEXTD_TEST_KEEP_TMP) return;
-  for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true });
-  tempDirs.clear();
-}
-
-function killAll(): void {
-  for (const child of live) {
-    try {
-      child.kill("SIGKILL");
-    } catch {
-      // already gone
-    }
-  }
-  live.clear();
-}
-
-function installHooks(): void {
-  if (hooksInstalled) return;
-  hooksInstalled = true;
-  const atExit = (): void => {
-    killAll();
-    try {
-      removeTempDirs();
-    } catch {
-      // best effort
-    }
-  };
-  process.on("exit", atExit);
-  for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
-    const onSignal = (): void => {
-      atExit();
-      // If nobody else handles the signal, restore the default behaviour (terminate).
-      if (process.listenerCount(sig) === 1) {
-        process.removeListener(sig, onSignal);
-        process.kill(process.pid, sig);
-      }
-    };
-    process.on(sig, onSignal);
-  }
-}
-
-interface Spawned {
-  child: ChildProcess;
-  configPath: string;
-  dataDir: string;
-  config: Record<string, unknown> | undefined;
-  /** Resolves once the process exited and its pipes closed (or 300 ms after exit, in case a
-   * grandchild still holds them). */
-  closed: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  /** The fresh temp dir holding the config (and the data, unless opts.dataDir). */
+/** The fresh temp dir (config; data too unless `opts.dataDir`), the config, and the spawned child. */
+function spawnContextd(opts: StartContextdOptions & { rawConfig?: string }): {
+  child: Child;
   tmp: string;
-}
-
-function spawnContextd(opts: StartContextdOptions & { rawConfig?: string }): Spawned {
-  installHooks();
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "contextd-test-"));
-  tempDirs.add(tmp);
+  dataDir: string;
+  configPath: string;
+  config?: Record<string, unknown>;
+} {
+  const tmp = makeTempDir("contextd-test-");
   const dataDir = opts.dataDir ?? tmp;
   fs.mkdirSync(dataDir, { recursive: true });
   const config = opts.rawConfig === undefined ? deepMerge(baseConfig(dataDir), opts.config) : undefined;
   const configPath = path.join(tmp, "contextd.yaml");
   fs.writeFileSync(configPath, opts.rawConfig ?? stringify(config));
-
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (!opts.inheritContextdEnv && k.startsWith("CONTEXTD_")) continue;
-    env[k] = v;
-  }
-  Object.assign(env, opts.env ?? {});
-
-  const child = spawn(process.execPath, [opts.bin ?? CONTEXTD_BIN, "--config", configPath, ...(opts.args ?? [])], {
+  const child = spawnChild({
+    name: "contextd",
+    cmd: process.execPath,
+    args: [opts.bin ?? CONTEXTD_BIN, "--config", configPath, ...(opts.args ?? [])],
     cwd: REPO_ROOT,
-    env,
-    stdio: ["ignore", "pipe", "pipe"],
+    env: childEnv(opts.inheritContextdEnv ? [] : ["CONTEXTD_"], opts.env),
+    parse: "stdout",
   });
-  live.add(child);
-  const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    let result: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-    const finish = (): void => {
-      live.delete(child);
-      resolve(result ?? { code: child.exitCode, signal: child.signalCode });
-    };
-    child.once("exit", (code, signal) => {
-      result = { code, signal };
-      live.delete(child);
-      setTimeout(finish, 300);
-    });
-    child.once("close", (code: number | null, signal: NodeJS.Signals | null) => {
-      result ??= { code, signal };
-      finish();
-    });
-    // A failed spawn emits 'error' and maybe no 'exit'.
-    child.once("error", () => setTimeout(finish, 100));
-  });
-  return { child, configPath, dataDir, config, closed, tmp };
+  return { child, tmp, dataDir, configPath, config };
 }
 
 /** Starts a contextd and waits until it is listening. */
 export async function startContextd(opts: StartContextdOptions = {}): Promise<ContextdProcess> {
-  const { child, configPath, dataDir, config, closed, tmp } = spawnContextd(opts);
-
-  let output = "";
-  const parsed: Array<Record<string, unknown>> = [];
-  interface Waiter {
-    predicate: (l: Record<string, unknown>) => boolean;
-    resolve: (l: Record<string, unknown>) => void;
-    reject: (err: Error) => void;
-  }
-  const waiters: Waiter[] = [];
-  let stdoutRest = "";
-  let metricsAddress: string | undefined;
-  let exitCode: number | null | undefined;
-  let exitSignal: NodeJS.Signals | null | undefined;
-
-  const onLine = (line: string): void => {
-    if (!line.trim().startsWith("{")) return;
-    let obj: Record<string, unknown>;
-    try {
-      obj = JSON.parse(line) as Record<string, unknown>;
-    } catch {
-      return;
-    }
-    if (!isPlainObject(obj)) return;
-    parsed.push(obj);
-    const m = obj.metrics_address ?? obj.metricsAddress ?? (obj.msg === "metrics listening" ? obj.address : undefined) ?? obj.metrics;
-    if (typeof m === "string" && !metricsAddress) metricsAddress = m;
-    for (const w of [...waiters]) {
-      if (w.predicate(obj)) {
-        waiters.splice(waiters.indexOf(w), 1);
-        w.resolve(obj);
-      }
-    }
-  };
-
-  child.stdout!.setEncoding("utf8");
-  child.stderr!.setEncoding("utf8");
-  child.stdout!.on("data", (chunk: string) => {
-    output += chunk;
-    stdoutRest += chunk;
-    let nl: number;
-    while ((nl = stdoutRest.indexOf("\n")) >= 0) {
-      const line = stdoutRest.slice(0, nl);
-      stdoutRest = stdoutRest.slice(nl + 1);
-      onLine(line);
-    }
-  });
-  child.stderr!.on("data", (chunk: string) => {
-    output += chunk;
-  });
-
-  const exitedDrained = closed.then(({ code, signal }) => {
-    exitCode = code;
-    exitSignal = signal;
-    // Nothing more will be logged: fail whoever still waits for a line.
-    for (const w of waiters.splice(0))
-      w.reject(new Error(`contextd exited (code ${String(code)}, signal ${String(signal)}) before the awaited log line; output:\n${output}`));
-    return code;
-  });
-  child.once("exit", (code, signal) => {
-    exitCode = code;
-    exitSignal = signal;
-  });
-  const spawnError = new Promise<Error>((resolve) => child.once("error", resolve));
-
-  const waitForLog = (predicate: (l: Record<string, unknown>) => boolean, timeoutMs = 10_000): Promise<Record<string, unknown>> => {
-    const found = parsed.find(predicate);
-    if (found) return Promise.resolve(found);
-    if (exitCode !== undefined) return Promise.reject(new Error(`contextd has exited; output:\n${output}`));
-    return new Promise((resolve, reject) => {
-      const waiter: Waiter = {
-        predicate,
-        resolve: (l) => {
-          clearTimeout(timer);
-          resolve(l);
-        },
-        reject: (err) => {
-          clearTimeout(timer);
-          reject(err);
-        },
-      };
-      const timer = setTimeout(() => {
-        waiters.splice(waiters.indexOf(waiter), 1);
-        reject(new Error(`timed out after ${timeoutMs} ms waiting for a log line; output so far:\n${output}`));
-      }, timeoutMs);
-      waiters.push(waiter);
-    });
-  };
-
+  const { child, tmp, dataDir, configPath, config } = spawnContextd(opts);
   const timeoutMs = opts.timeoutMs ?? 30_000;
-  const describeExit = (): string => (exitSignal ? `signal ${exitSignal}` : `code ${String(exitCode)}`);
-  const ready = await Promise.race([
-    waitForLog((l) => l.msg === "contextd listening" && typeof l.address === "string", timeoutMs).then(
-      (l) => ({ kind: "ready" as const, line: l }),
-      // Rejected on timeout, or because the process exited (then exitCode is set).
-      () => (exitCode !== undefined ? { kind: "exit" as const } : { kind: "timeout" as const }),
-    ),
-    exitedDrained.then(() => ({ kind: "exit" as const })),
-    spawnError.then((err) => ({ kind: "error" as const, err })),
-  ]);
-
-  if (ready.kind !== "ready") {
-    if (exitCode === undefined) {
-      child.kill("SIGKILL");
-      await exitedDrained;
-    }
-    const why =
-      ready.kind === "timeout"
+  let ready: LogLine;
+  try {
+    ready = await child.waitForLine((l) => l.msg === "contextd listening" && typeof l.address === "string", timeoutMs);
+  } catch {
+    // Timed out, exited, or never spawned.
+    const status = child.exitStatus();
+    await child.kill9();
+    const spawnError = child.spawnError();
+    const why = spawnError
+      ? `contextd could not be spawned: ${spawnError.message}`
+      : status === undefined
         ? `contextd did not log "contextd listening" within ${timeoutMs} ms`
-        : ready.kind === "error"
-          ? `contextd could not be spawned: ${ready.err.message}`
-          : `contextd exited (${describeExit()}) before it was listening`;
-    throw new ContextdStartError(`${why} (config ${configPath}, bin ${opts.bin ?? CONTEXTD_BIN}); output:\n${output}`, output, exitCode, exitSignal);
+        : `contextd exited (${status.signal ? `signal ${status.signal}` : `code ${String(status.code)}`}) before it was listening`;
+    const output = child.output();
+    const after = child.exitStatus();
+    throw new ContextdStartError(`${why} (config ${configPath}, bin ${opts.bin ?? CONTEXTD_BIN}); output:\n${output}`, output, after?.code, after?.signal);
   }
 
-  const address = ready.line.address as string;
-  const stop = async (signal: NodeJS.Signals = "SIGTERM", graceMs = 15_000): Promise<number | null> => {
-    if (exitCode !== undefined) return exitCode;
-    child.kill(signal);
-    const timer = setTimeout(() => {
-      if (exitCode === undefined) child.kill("SIGKILL");
-    }, graceMs);
-    try {
-      return await exitedDrained;
-    } finally {
-      clearTimeout(timer);
-    }
-  };
-
+  const exited = child.exited.then((s) => s.code);
+  const stop = (signal: NodeJS.Signals = "SIGTERM", graceMs = 15_000): Promise<number | null> => child.stop(signal, graceMs);
   return {
-    address,
+    address: ready.address as string,
     get metricsAddress() {
-      return metricsAddress;
+      for (const l of child.lines()) {
+        const m = l.metrics_address ?? l.metricsAddress ?? (l.msg === "metrics listening" ? l.address : undefined) ?? l.metrics;
+        if (typeof m === "string") return m;
+      }
+      return undefined;
     },
     dataDir,
     configPath,
-    pid: child.pid!,
+    pid: child.pid,
     config: config ?? {},
-    logs: () => output,
-    logLines: () => [...parsed],
-    waitForLog,
-    exitCode: () => exitCode,
-    exited: exitedDrained,
+    logs: child.output,
+    logLines: child.lines,
+    waitForLog: (predicate, timeoutMs = 10_000) => child.waitForLine(predicate, timeoutMs),
+    exitCode: child.exitCode,
+    exited,
     stop,
-    kill9: async () => {
-      if (exitCode === undefined) child.kill("SIGKILL");
-      await exitedDrained;
-    },
+    kill9: child.kill9,
     cleanup: async () => {
-      if (exitCode === undefined) child.kill("SIGKILL");
-      await exitedDrained;
+      await child.kill9();
       // The data dir is `tmp` unless it was passed in (e.g. by restart(): then it is kept).
-      fs.rmSync(tmp, { recursive: true, force: true });
-      tempDirs.delete(tmp);
+      removeTempDir(tmp);
     },
     restart: async (more: StartContextdOptions = {}) => {
       await stop();
@@ -417,17 +227,16 @@ export interface ContextdRunResult {
  * `rawConfig` the file is written verbatim instead of merging over the base config.
  */
 export async function runContextdUntilExit(opts: StartContextdOptions & { rawConfig?: string } = {}): Promise<ContextdRunResult> {
-  const { child, configPath, closed } = spawnContextd(opts);
+  const { child, configPath } = spawnContextd(opts);
   // Nothing to inspect afterwards but the output: the config dir goes at exit with the others.
   let stdout = "";
   let stderr = "";
-  child.stdout!.setEncoding("utf8").on("data", (c: string) => (stdout += c));
-  child.stderr!.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+  child.process.stdout!.on("data", (c: string) => (stdout += c));
+  child.process.stderr!.on("data", (c: string) => (stderr += c));
   const timer = setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs ?? 15_000);
-  let spawnError: Error | undefined;
-  child.once("error", (err) => (spawnError = err));
-  const { code, signal } = await closed;
+  const { code, signal } = await child.exited;
   clearTimeout(timer);
+  const spawnError = child.spawnError();
   if (spawnError) throw spawnError;
   return { code, signal, stdout, stderr, configPath };
 }

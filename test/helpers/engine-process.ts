@@ -113,13 +113,14 @@
  * unless CONTEXTD_TEST_KEEP_TMP is set; the compiled TS engine is a cache keyed by the sources'
  * hash and stays in os.tmpdir() for the next run.
  */
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { execFile } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { childEnv, makeTempDir, spawnChild, trackTempDir } from "../../bench/harness/child-process.js";
 import { PYTHON, PYTHON_PACKAGE_DIR, requirePythonGrpc } from "./python.js";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -249,57 +250,6 @@ export interface StartEngineOptions {
   heartbeatMs?: number;
   /** The optional RPCs to implement (default none: capabilities all false); "all" for every one. */
   capabilities?: EngineCapability[] | "all";
-}
-
-// -------------------------------------------------------------------------------------------------
-// Child and temp-dir tracking
-// -------------------------------------------------------------------------------------------------
-
-const live = new Set<ChildProcess>();
-const tempDirs = new Set<string>();
-let hooksInstalled = false;
-
-function installHooks(): void {
-  if (hooksInstalled) return;
-  hooksInstalled = true;
-  const atExit = (): void => {
-    for (const child of live) {
-      try {
-        child.kill("SIGKILL");
-      } catch {
-        // already gone
-      }
-    }
-    live.clear();
-    if (!process.env.CONTEXTD_TEST_KEEP_TMP) {
-      for (const dir of tempDirs) {
-        try {
-          fs.rmSync(dir, { recursive: true, force: true });
-        } catch {
-          // best effort
-        }
-      }
-      tempDirs.clear();
-    }
-  };
-  process.on("exit", atExit);
-  for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
-    const onSignal = (): void => {
-      atExit();
-      if (process.listenerCount(sig) === 1) {
-        process.removeListener(sig, onSignal);
-        process.kill(process.pid, sig);
-      }
-    };
-    process.on(sig, onSignal);
-  }
-}
-
-function makeTempDir(prefix: string): string {
-  installHooks();
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  tempDirs.add(dir);
-  return dir;
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -437,8 +387,7 @@ async function doCompileTsEngine(): Promise<string> {
       } catch {
         // fall through: run from our own build dir
       }
-      installHooks();
-      tempDirs.add(buildDir);
+      trackTempDir(buildDir);
       return builtEntry;
     }
     fs.rmSync(buildDir, { recursive: true, force: true });
@@ -486,13 +435,13 @@ function engineArgs(opts: StartEngineOptions, controlPath: string): string[] {
   return args;
 }
 
-function childEnv(opts: StartEngineOptions, extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("CONTEXTD_")) env[k] = v;
-  if (process.env.CONTEXTD_TEST_KEEP_TMP) env.CONTEXTD_TEST_KEEP_TMP = process.env.CONTEXTD_TEST_KEEP_TMP;
-  Object.assign(env, extra, opts.env ?? {});
-  if (opts.ownerToken !== undefined) env.CONTEXTD_OWNER_TOKEN = opts.ownerToken;
-  return env;
+function engineEnv(opts: StartEngineOptions, extra: Record<string, string>): NodeJS.ProcessEnv {
+  return childEnv(["CONTEXTD_"], {
+    CONTEXTD_TEST_KEEP_TMP: process.env.CONTEXTD_TEST_KEEP_TMP || undefined,
+    ...extra,
+    ...opts.env,
+    ...(opts.ownerToken !== undefined ? { CONTEXTD_OWNER_TOKEN: opts.ownerToken } : {}),
+  });
 }
 
 /** Starts the Python misbehaving engine and waits for its `listening` line. */
@@ -502,7 +451,7 @@ export async function startPythonEngine(opts: StartEngineOptions): Promise<Engin
   const controlPath = path.join(dir, "control.json");
   writeControl(controlPath, opts.control ?? {});
   // The package from this tree (its stubs: contextd.v1, contextd.health.v1), never an installed one.
-  const env = childEnv(opts, { PYTHONPATH: PYTHON_PACKAGE_DIR, PYTHONUNBUFFERED: "1", PYTHONDONTWRITEBYTECODE: "1" });
+  const env = engineEnv(opts, { PYTHONPATH: PYTHON_PACKAGE_DIR, PYTHONUNBUFFERED: "1", PYTHONDONTWRITEBYTECODE: "1" });
   delete env.PYTHONHOME;
   return launch("python", PYTHON, [PYTHON_ENGINE, ...engineArgs(opts, controlPath)], env, opts, dir, controlPath);
 }
@@ -515,7 +464,7 @@ export async function startTsEngine(opts: StartEngineOptions): Promise<EnginePro
   writeControl(controlPath, opts.control ?? {});
   const args = [entry, ...engineArgs(opts, controlPath)];
   if (opts.heartbeatMs !== undefined) args.push("--heartbeat-ms", String(opts.heartbeatMs));
-  const env = childEnv(opts, { CONTEXTD_LOG_LEVEL: process.env.TEST_ENGINE_LOG_LEVEL ?? "info" });
+  const env = engineEnv(opts, { CONTEXTD_LOG_LEVEL: process.env.TEST_ENGINE_LOG_LEVEL ?? "info" });
   return launch("ts", process.execPath, args, env, opts, dir, controlPath);
 }
 
@@ -532,106 +481,23 @@ async function launch(
   dir: string,
   controlPath: string,
 ): Promise<EngineProcess> {
-  installHooks();
-  const child = spawn(cmd, args, { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
-  live.add(child);
-
-  let output = "";
-  let rest = "";
-  const events: EngineEvent[] = [];
-  interface Waiter {
-    pred: (e: EngineEvent, i: number) => boolean;
-    resolve: (e: EngineEvent) => void;
-    reject: (err: Error) => void;
-  }
-  const waiters = new Set<Waiter>();
-  let exitCode: number | null | undefined;
-
-  const onLine = (line: string): void => {
-    const t = line.trim();
-    if (!t.startsWith("{")) return;
-    let obj: unknown;
-    try {
-      obj = JSON.parse(t);
-    } catch {
-      return;
-    }
-    if (typeof obj !== "object" || obj === null || Array.isArray(obj) || typeof (obj as EngineEvent).event !== "string") return;
-    const e = obj as EngineEvent;
-    const index = events.push(e) - 1;
-    for (const w of [...waiters]) if (w.pred(e, index)) w.resolve(e);
-  };
-  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
-    output += chunk;
-    rest += chunk;
-    let nl: number;
-    while ((nl = rest.indexOf("\n")) >= 0) {
-      const line = rest.slice(0, nl);
-      rest = rest.slice(nl + 1);
-      onLine(line);
-    }
+  const child = spawnChild({
+    name: `${kind} engine "${opts.engineId}"`,
+    cmd,
+    args,
+    cwd: REPO_ROOT,
+    env,
+    parse: "stdout",
+    accept: (l) => typeof l.event === "string",
   });
-  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
-    output += chunk;
-  });
-
-  const exited = new Promise<number | null>((resolve) => {
-    let done = false;
-    const finish = (code: number | null): void => {
-      if (done) return;
-      done = true;
-      exitCode = code;
-      live.delete(child);
-      if (rest) onLine(rest);
-      rest = "";
-      for (const w of [...waiters]) w.reject(new Error(`${kind} engine "${opts.engineId}" exited (code ${String(code)}) first; output:\n${output}`));
-      resolve(code);
-    };
-    // Give the pipes a moment to deliver the last lines after 'exit'.
-    child.once("exit", (code) => setTimeout(() => finish(code), 200));
-    child.once("close", (code: number | null) => finish(code));
-    child.once("error", (err) => {
-      output += `\n[engine-process] spawn failed: ${err.message}\n`;
-      setTimeout(() => finish(null), 50);
-    });
-  });
-
-  const waitForEvent = (pred: (e: EngineEvent, i: number) => boolean, timeoutMs = 10_000): Promise<EngineEvent> => {
-    const i = events.findIndex((e, idx) => pred(e, idx));
-    if (i >= 0) return Promise.resolve(events[i]!);
-    if (exitCode !== undefined) return Promise.reject(new Error(`${kind} engine "${opts.engineId}" has exited (code ${String(exitCode)}); output:\n${output}`));
-    return new Promise<EngineEvent>((resolve, reject) => {
-      const w: Waiter = {
-        pred,
-        resolve: (e) => {
-          clearTimeout(timer);
-          waiters.delete(w);
-          resolve(e);
-        },
-        reject: (err) => {
-          clearTimeout(timer);
-          waiters.delete(w);
-          reject(err);
-        },
-      };
-      const timer = Number.isFinite(timeoutMs)
-        ? setTimeout(
-            () => w.reject(new Error(`timed out after ${timeoutMs} ms waiting for an event from ${kind} engine "${opts.engineId}"; output so far:\n${output}`)),
-            timeoutMs,
-          )
-        : undefined;
-      waiters.add(w);
-    });
-  };
+  const waitForEvent = (pred: (e: EngineEvent, i: number) => boolean, timeoutMs = 10_000): Promise<EngineEvent> =>
+    child.waitForLine((l, i) => pred(l as EngineEvent, i), timeoutMs) as Promise<EngineEvent>;
 
   let listening: EngineEvent;
   try {
     listening = await waitForEvent((e) => e.event === "listening" && typeof e.address === "string", opts.timeoutMs ?? 30_000);
   } catch (err) {
-    if (exitCode === undefined) {
-      child.kill("SIGKILL");
-      await exited;
-    }
+    await child.kill9();
     throw new Error(`${kind} engine "${opts.engineId}" did not start: ${(err as Error).message}`);
   }
 
@@ -643,38 +509,24 @@ async function launch(
     : Promise.resolve({ ok: false, refusal: "NO_REGISTRY", message: "started without a registry" });
   registered.catch(() => undefined);
 
-  const kill9 = async (): Promise<void> => {
-    if (exitCode === undefined) child.kill("SIGKILL");
-    await exited;
-  };
-
   return {
     kind,
     address: listening.address as string,
-    pid: child.pid!,
+    pid: child.pid,
     engineId: opts.engineId,
     controlPath,
     dir,
     control: (c) => writeControl(controlPath, c),
     registered,
-    events: () => [...events],
+    events: () => child.lines() as EngineEvent[],
     waitForEvent,
-    logs: () => output,
-    exitCode: () => exitCode,
-    kill9,
+    logs: child.output,
+    exitCode: child.exitCode,
+    kill9: child.kill9,
     stop: async () => {
-      if (exitCode !== undefined) return;
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => {
-        if (exitCode === undefined) child.kill("SIGKILL");
-      }, 5_000);
-      try {
-        await exited;
-      } finally {
-        clearTimeout(timer);
-      }
+      await child.stop("SIGTERM", 5_000);
     },
-    exited,
+    exited: child.exited.then((s) => s.code),
   };
 }
 
