@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import { PieceCounts } from "./piece-counts.js";
 import type { TokenizerName } from "./tokenizer.js";
 
 type BpeName = Exclude<TokenizerName, "heuristic">;
@@ -16,6 +17,10 @@ const ENCODE_OPTIONS = { disallowedSpecial: new Set<string>() };
 const require = createRequire(import.meta.url);
 const loaded = new Map<BpeName, Encoding>();
 
+// The encodings' piece patterns (global, unicode), as gpt-tokenizer splits with them.
+const patterns = require("gpt-tokenizer/cjs/encodingParams/constants") as Record<"O200K_TOKEN_SPLIT_REGEX" | "CL100K_TOKEN_SPLIT_REGEX", RegExp>;
+const SPLIT: Record<BpeName, RegExp> = { o200k_base: patterns.O200K_TOKEN_SPLIT_REGEX, cl100k_base: patterns.CL100K_TOKEN_SPLIT_REGEX };
+
 function encoding(name: BpeName): Encoding {
   let enc = loaded.get(name);
   if (!enc) {
@@ -29,10 +34,29 @@ function encoding(name: BpeName): Encoding {
   return enc;
 }
 
-/** A real BPE token counter (gpt-tokenizer). */
+/**
+ * A real BPE token counter (gpt-tokenizer): the text is split into pieces by the encoding's own
+ * pattern and each piece's count comes from PieceCounts, or from gpt-tokenizer on a miss. The sum is
+ * the count of the whole text, since BPE encodes every piece on its own (test/unit/bpe-pieces.test.ts
+ * compares the two). Each counter has its own cache; a thread makes its own counter.
+ */
 export function bpeCounter(name: BpeName): (text: string) => number {
   const enc = encoding(name);
-  return (text) => (text ? enc.countTokens(text, ENCODE_OPTIONS) : 0);
+  const pattern = SPLIT[name];
+  const pieces = new PieceCounts();
+  return (text) => {
+    if (!text) return 0;
+    let n = 0;
+    for (const [piece] of text.matchAll(pattern)) {
+      let c = pieces.get(piece);
+      if (c === undefined) {
+        c = enc.countTokens(piece, ENCODE_OPTIONS);
+        pieces.set(piece, c);
+      }
+      n += c;
+    }
+    return n;
+  };
 }
 
 /**

@@ -1,0 +1,79 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { bpeCounter } from "../../src/tokens/bpe.js";
+import { PieceCounts } from "../../src/tokens/piece-counts.js";
+
+// bpeCounter sums cached counts of the pieces the encoding's pattern splits a text into; that must be
+// exactly what gpt-tokenizer counts for the whole text (special-token text counted as ordinary text).
+const require = createRequire(import.meta.url);
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const NAMES = ["o200k_base", "cl100k_base"] as const;
+const whole = Object.fromEntries(
+  NAMES.map((name) => {
+    const enc = require(`gpt-tokenizer/cjs/encoding/${name}`) as { countTokens(t: string, o: object): number };
+    return [name, (t: string) => enc.countTokens(t, { disallowedSpecial: new Set() })];
+  }),
+) as Record<(typeof NAMES)[number], (t: string) => number>;
+
+/** Real text: this repository's sources and docs, and LoCoMo's conversations, in ~1.6k-character chunks. */
+function corpus(): string[] {
+  const texts: string[] = [];
+  for (const dir of ["src/legacy", "src/host", "docs", "engines/recall"]) {
+    for (const f of readdirSync(path.join(ROOT, dir), { recursive: true, encoding: "utf8" })) {
+      if (!/\.(ts|md|py)$/.test(f)) continue;
+      const s = readFileSync(path.join(ROOT, dir, f), "utf8");
+      for (let i = 0; i < s.length; i += 1600) texts.push(s.slice(i, i + 1600));
+    }
+  }
+  const locomo = readFileSync(path.join(ROOT, "../shared/data/locomo/locomo10.json"), "utf8");
+  for (let i = 0; i < 400_000; i += 1600) texts.push(locomo.slice(i, i + 1600));
+  return texts;
+}
+
+// Whitespace runs, newlines, contractions, digits, case changes, scripts and emoji are where the
+// patterns' alternatives (and their lookahead) differ.
+const tricky = fc.string({
+  unit: fc.constantFrom(" ", "  ", "\n", "\r\n", "\t", "'s", "'LL", "a", "Z", "é", "ß", "日本", "🎉", "1", "234", "-", "/", "<|endoftext|>", "x_y", "."),
+  maxLength: 60,
+});
+
+describe("bpeCounter (pieces counted with a cache)", () => {
+  for (const name of NAMES) {
+    it(`${name}: counts real text exactly as gpt-tokenizer counts it whole`, () => {
+      const count = bpeCounter(name);
+      const texts = corpus();
+      expect(texts.length).toBeGreaterThan(500);
+      // Twice: the second pass is answered from the cache.
+      for (let pass = 0; pass < 2; pass++) for (const t of texts) expect(count(t)).toBe(whole[name](t));
+    });
+
+    it(`${name}: counts arbitrary text exactly as gpt-tokenizer counts it whole`, () => {
+      const count = bpeCounter(name);
+      fc.assert(
+        fc.property(fc.oneof(tricky, fc.string({ unit: "grapheme", maxLength: 80 }), fc.string({ unit: "binary", maxLength: 40 })), (t) => {
+          expect(count(t)).toBe(whole[name](t));
+        }),
+        { numRuns: 3000 },
+      );
+    });
+  }
+});
+
+describe("PieceCounts", () => {
+  it("keeps two generations: a piece survives one rollover, not two", () => {
+    const c = new PieceCounts(2);
+    c.set("a", 1);
+    c.set("b", 2);
+    c.set("c", 3); // rollover: {a, b} become the previous generation
+    expect([c.get("a"), c.get("c")]).toEqual([1, 3]);
+    c.set("d", 4);
+    c.set("e", 5); // rollover again: {a, b} are dropped
+    expect(c.get("a")).toBeUndefined();
+    expect([c.get("c"), c.get("e")]).toEqual([3, 5]);
+    expect(c.size).toBeLessThanOrEqual(4);
+  });
+});
