@@ -9,7 +9,9 @@ Two steps, because the second needs the index and the first decides what to ask 
    user message plus the longest tail that fits and cuts no tool pair
    (contextd.turns.longest_fitting_tail).
    When the pinned messages and the latest user message alone do not fit, that is the answer,
-   flagged `overflow`.
+   flagged `overflow`. Turns are repaired first (contextd.turns.paired_turns: no result without
+   its call, no call without its result); when no turn is left (e.g. the view is only tool results
+   whose calls were compacted away), the plan is that of an empty history: the pinned messages.
 2. `complete(plan, units)`: the recalled units (index.RecallUnit, best first: a message, or a tool
    call with all its results) that fit what is left, each whole or not at all; then whatever is
    still left goes to older whole turns of the view, newest first, contiguous with the fresh tail
@@ -32,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from contextd.pinned import is_system, split_pinned
-from contextd.turns import longest_fitting_tail, pair_tools, split_turns, total_tokens
+from contextd.turns import longest_fitting_tail, paired_turns, total_tokens
 from contextd.v1 import types_pb2
 
 Message = types_pb2.Message
@@ -85,7 +87,7 @@ def plan_fresh(view: Sequence[Message], budget: int | None, share: float = FRESH
     def plan(tail: list[Message], older: list[list[Message]], used: int, overflow: bool, partial: bool, whole: int) -> FreshPlan:
         return FreshPlan(head, tail, older, used, limit, overflow, partial, whole, summary_kept)
 
-    turns = [pair_tools(t) for t in split_turns(rest)]
+    turns = paired_turns(rest)  # without the turns the tool-pair repair leaves empty
     if not turns:
         return plan([], [], base, base > limit, False, 0)
     newest = turns[-1]

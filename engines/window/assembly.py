@@ -23,11 +23,13 @@ The rule (see README.md):
 
 Token counts are the host's (`Message.token_count`); nothing is counted here.
 
-Tool pairs (`contextd.turns.pair_tools`): a tool result is kept only after the call it answers, and
-a call only with its result, matched within a turn. A result whose call is not earlier in its turn
-is dropped, and a call that never got a result (an aborted run) is removed from its assistant
+Tool pairs (`contextd.turns.paired_turns`): a tool result is kept only after the call it answers,
+and a call only with its result, matched within a turn. A result whose call is not earlier in its
+turn is dropped, and a call that never got a result (an aborted run) is removed from its assistant
 message, which is otherwise kept as it was (its token_count still the stored one, so the estimate
-stays an upper bound). Well-formed transcripts are returned untouched.
+stays an upper bound). Well-formed transcripts are returned untouched. A turn the repair leaves
+empty (a leading fragment of only tool results whose calls were before the view) is left out; when
+no turn is left, the answer is that of an empty history: the pinned messages alone.
 """
 
 from collections import namedtuple
@@ -35,7 +37,7 @@ from collections.abc import Iterable
 
 from contextd.messages import is_compaction_summary
 from contextd.pinned import split_pinned
-from contextd.turns import longest_fitting_tail, pair_tools, split_turns, total_tokens
+from contextd.turns import longest_fitting_tail, paired_turns, total_tokens
 from contextd.v1 import types_pb2
 
 Window = namedtuple(
@@ -64,7 +66,7 @@ def select_window(messages: Iterable[types_pb2.Message], budget: int | None = No
     def window(out, used, overflow, whole_turns, partial_turn):
         return Window(out, used, overflow, summary_kept, whole_turns, partial_turn, len(view) - len(out), len(head))
 
-    turns = [pair_tools(t) for t in split_turns(rest)]
+    turns = paired_turns(rest)  # without the turns the tool-pair repair leaves empty
     if not turns:
         return window(head, base, base > limit, 0, False)
 

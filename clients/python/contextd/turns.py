@@ -11,19 +11,25 @@ A **tool pair** is an assistant message's ``tool_call`` block and the ``ROLE_TOO
 that answers it (``tool_call_id``). Pairs stay whole: a result without the call before it, or a
 call without its result, is a transcript a model provider rejects or that misleads the model, so a
 selection never cuts between the two. Pairs are matched within a turn (a runtime appends a call's
-result before the next user message). ``pair_tools`` repairs a malformed turn rather than passing
-it on: a result whose call is not earlier in its turn is dropped, and a call that never got a result
-(an aborted run) is removed from its assistant message (its stored ``token_count`` is kept, so
-estimates stay upper bounds). A well-formed turn is returned untouched (the same list, the same
-objects), so an engine can still answer it by id (``contextd.engine.keep_messages``).
+result before the next user message), and by position: the host does not require tool-call ids to
+be unique (``src/host/validate.ts`` checks only that they are set, and some runtimes reuse them), so
+each result answers the nearest earlier call of its id that is still unanswered. ``pair_tools``
+repairs a malformed turn rather than passing it on: a result that answers no call is dropped, and a
+call that never got a result (an aborted run) is removed from its assistant message (its stored
+``token_count`` is kept, so estimates stay upper bounds). A well-formed turn is returned untouched
+(the same list, the same objects), so an engine can still answer it by id
+(``contextd.engine.keep_messages``). A turn may be repaired to nothing (a leading fragment of only
+results whose calls were before the view): ``paired_turns`` leaves such turns out, so every turn it
+returns has a first message.
 
 Token counts are the host's (``Message.token_count``); nothing is counted here. Pure: no I/O, no
 gRPC, and like ``contextd.pinned`` this module imports only the generated types. Turns are plain
 lists, because engines slice and concatenate them.
 
-    turns = [pair_tools(t) for t in split_turns(rest)]     # rest: the view without pinned messages
-    newest = turns[-1]
-    tail = longest_fitting_tail(newest[1:], budget - tokens(newest[0]))
+    turns = paired_turns(rest)      # rest: the view without pinned messages; may be []
+    if turns:
+        newest = turns[-1]          # never empty
+        tail = longest_fitting_tail(newest[1:], budget - tokens(newest[0]))
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from typing import TypeVar
 
 from contextd.v1 import types_pb2
 
-__all__ = ["longest_fitting_tail", "pair_tools", "split_turns", "tokens", "tool_call_ids", "total_tokens"]
+__all__ = ["longest_fitting_tail", "pair_tools", "paired_turns", "split_turns", "tokens", "tool_call_ids", "total_tokens"]
 
 M = TypeVar("M", bound=types_pb2.Message)
 
@@ -64,15 +70,14 @@ def split_turns(messages: Iterable[M]) -> list[list[M]]:
     return turns
 
 
-def _without_calls(message: M, drop_ids: set[str]) -> M | None:
-    """A copy of `message` without the tool_call blocks in `drop_ids` (None when nothing is left)."""
+def _without_blocks(message: M, drop: set[int]) -> M | None:
+    """A copy of `message` without its content blocks at the indexes in `drop` (None when nothing is left)."""
     copy = type(message)()
     copy.CopyFrom(message)
     del copy.content[:]
-    for b in message.content:
-        if b.WhichOneof("block") == "tool_call" and b.tool_call.id in drop_ids:
-            continue
-        copy.content.add().CopyFrom(b)
+    for j, b in enumerate(message.content):
+        if j not in drop:
+            copy.content.add().CopyFrom(b)
     return copy if len(copy.content) > 0 else None
 
 
@@ -82,30 +87,48 @@ def pair_tools(turn: list[M]) -> list[M]:
     Returns `turn` itself (the same list) when it is already well formed; otherwise a new list in
     which only the messages that lost a call are copies. The input is never modified.
     """
-    called: set[str] = set()
-    answered: set[str] = set()
+    # Per call id, its unanswered calls as (message index, block index), oldest first: a result
+    # takes the newest of them.
+    open_calls: dict[str, list[tuple[int, int]]] = {}
     orphan_results: set[int] = set()
     for i, m in enumerate(turn):
         if m.role == types_pb2.ROLE_TOOL_RESULT:
-            if m.tool_call_id in called:
-                answered.add(m.tool_call_id)
+            waiting = open_calls.get(m.tool_call_id)
+            if waiting:
+                waiting.pop()
             else:
                 orphan_results.add(i)
-        called.update(tool_call_ids(m))
-    dangling = called - answered
+        for j, b in enumerate(m.content):
+            if b.WhichOneof("block") == "tool_call":
+                open_calls.setdefault(b.tool_call.id, []).append((i, j))
+    dangling: dict[int, set[int]] = {}  # message index -> indexes of its unanswered call blocks
+    for calls in open_calls.values():
+        for i, j in calls:
+            dangling.setdefault(i, set()).add(j)
     if not orphan_results and not dangling:
         return turn
     out: list[M] = []
     for i, m in enumerate(turn):
         if i in orphan_results:
             continue
-        if dangling and any(cid in dangling for cid in tool_call_ids(m)):
-            stripped = _without_calls(m, dangling)
+        if i in dangling:
+            stripped = _without_blocks(m, dangling[i])
             if stripped is None:
                 continue
             m = stripped
         out.append(m)
     return out
+
+
+def paired_turns(messages: Iterable[M]) -> list[list[M]]:
+    """``split_turns`` then ``pair_tools`` on each turn, leaving out the turns repaired to nothing.
+
+    What an engine selects from: every turn is well formed and non-empty, so ``turns[-1][0]`` exists
+    whenever ``turns`` does. An empty answer means the view (without its pinned messages) holds no
+    conversation at all, e.g. only tool results whose calls were compacted away: the engine answers
+    as for an empty history.
+    """
+    return [t for t in (pair_tools(turn) for turn in split_turns(messages)) if t]
 
 
 def longest_fitting_tail(body: Sequence[M], budget: float) -> list[M]:
@@ -117,16 +140,21 @@ def longest_fitting_tail(body: Sequence[M], budget: float) -> list[M]:
     """
     best = len(body)
     used = 0
-    waiting: set[str] = set()  # results in the tail whose call is not in it (yet)
+    # Per call id, how many results in the tail have their call before the cut. Counted, not a set:
+    # ids may repeat, and a tail holding one call of an id may hold two of its results.
+    waiting: dict[str, int] = {}
     for start in range(len(body) - 1, -1, -1):
         m = body[start]
         used += tokens(m)
         if used > budget:
             break
         if m.role == types_pb2.ROLE_TOOL_RESULT:
-            waiting.add(m.tool_call_id)
+            waiting[m.tool_call_id] = waiting.get(m.tool_call_id, 0) + 1
         for cid in tool_call_ids(m):
-            waiting.discard(cid)
+            if waiting.get(cid, 0) > 1:
+                waiting[cid] -= 1
+            else:
+                waiting.pop(cid, None)
         if not waiting:
             best = start
     return list(body[best:])

@@ -177,6 +177,15 @@ class RecallOverGrpc(unittest.TestCase):
         self.assertEqual(res.prompt_authority, types_pb2.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW)
         self.assertEqual(res.estimated_tokens, 130)
 
+    def test_a_view_of_only_orphan_results_is_answered_with_the_pinned_messages(self):
+        # Results whose calls were compacted away, and no user message: once an IndexError.
+        history = turn(50, tool_calls=2, topic="walrus")
+        self.ingest("orphans", history)
+        sy = system(tokens=20)
+        res = self.assemble("orphans", [sy, history[2], history[4]], token_budget=100, prompt="walrus")
+        self.assertEqual(self.assembled(res), [sy.id])
+        self.assertEqual((res.estimated_tokens, res.prompt_authority), (20, types_pb2.PROMPT_AUTHORITY_ASSEMBLED))
+
     def test_compact_delegates_to_the_host(self):
         req = engine_pb2.ContextEngineServiceCompactRequest(session=types_pb2.SessionRef(session_id="s1"), token_budget=32000, force=True, host=self.host_context())
         res = self.stub.Compact(req, timeout=10)

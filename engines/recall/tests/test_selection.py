@@ -5,7 +5,7 @@ to more fresh turns, never over the budget, tool pairs intact; randomized invari
 import random
 import unittest
 
-from .helpers import assistant, ids, result, summary, system, tool_pair_violations, turn, types_pb2, user
+from .helpers import assistant, ids, result, summary, system, tool_call_ids, tool_pair_violations, turn, types_pb2, user
 
 from index import RecallUnit  # noqa: E402
 from selection import complete, plan_fresh  # noqa: E402
@@ -121,10 +121,38 @@ class Recall(unittest.TestCase):
         self.assertEqual(a.recalled, [])
 
 
+class NothingLeftAfterTheRepair(unittest.TestCase):
+    """No user message, and every other message an orphan: once raised IndexError (newest[0])."""
+
+    def test_a_view_of_one_orphan_result_plans_an_empty_tail(self):
+        plan = plan_fresh([result("x", 10)], 100)
+        self.assertEqual((plan.tail, plan.older_turns, plan.used, plan.overflow, plan.partial_turn, plan.whole_turns), ([], [], 0, False, False, 0))
+        # With no tail there is no bound to recall before: the engine asks the index for no units.
+        a = complete(plan, [])
+        self.assertEqual((a.messages, a.estimated_tokens, a.overflow), ([], 0, False))
+        self.assertEqual(select([result("x", 10)], None).messages, [])
+
+    def test_only_the_pinned_messages_are_kept(self):
+        sy, s = system(tokens=20), summary(tokens=30)
+        view = [sy, s, result("a", 10), result("b", 500)]
+        a = select(view, 100)
+        self.assertEqual(ids(a.messages), [sy.id, s.id])
+        self.assertEqual((a.estimated_tokens, a.overflow, a.summary_kept), (50, False, True))
+        # As for an empty history: pinned messages over the budget are the answer, flagged.
+        a = select(view, 40)
+        self.assertEqual((ids(a.messages), a.overflow), ([sy.id, s.id], True))
+
+    def test_a_repaired_fragment_before_a_turn_is_left_out(self):
+        view = [result("gone", 10)] + turn(0)
+        plan = plan_fresh(view, 1000)
+        self.assertEqual((ids(plan.tail), plan.older_turns, plan.whole_turns), (ids(view[1:]), [], 1))
+        self.assertEqual(ids(complete(plan, []).messages), ids(view[1:]))
+
+
 class RandomizedInvariants(unittest.TestCase):
     def test_budget_tool_pairs_order_and_latest_user(self):
         rng = random.Random(1234)
-        for case in range(300):
+        for case in range(500):
             view = [system(tokens=rng.randint(1, 30))] if rng.random() < 0.5 else []
             if rng.random() < 0.5:
                 view.append(summary(tokens=rng.randint(1, 80)))
@@ -132,9 +160,15 @@ class RandomizedInvariants(unittest.TestCase):
             for n in range(rng.randint(1, 8)):
                 history += turn(100 * case + n, tool_calls=rng.randint(0, 3), tokens=rng.randint(1, 30), result_tokens=rng.randint(1, 200), parallel=rng.random() < 0.3)
             cut = rng.randint(0, len(history) - 1)
-            while cut > 0 and history[cut].role != types_pb2.ROLE_USER:
-                cut -= 1
+            mode = rng.random()
+            if mode < 0.6:
+                while cut > 0 and history[cut].role != types_pb2.ROLE_USER:
+                    cut -= 1
+            # Otherwise the view starts mid-turn, maybe at a result whose call is cut away; and
+            # sometimes it holds no user message at all, only results whose calls are gone.
             kept = history[cut:]
+            if mode >= 0.9:
+                kept = [m for m in kept if m.role == types_pb2.ROLE_TOOL_RESULT][:3]
             view += kept
             ords = {m.id: i for i, m in enumerate(history)}
             # Units as the index makes them: a message, or a call with its results.
@@ -164,10 +198,15 @@ class RandomizedInvariants(unittest.TestCase):
             order = [ords[m.id] for m in rest]
             self.assertEqual(order, sorted(order), where)
             self.assertEqual(len(set(ids(a.messages))), len(a.messages), where)
+            called = {cid for m in view for cid in tool_call_ids(m)}
+            if all(m.role == types_pb2.ROLE_TOOL_RESULT and m.tool_call_id not in called for m in kept):
+                # Nothing but orphans: answered as an empty history, the pinned messages.
+                self.assertEqual(rest, [], where)
+                continue
             if not a.partial_turn and not a.overflow:
                 self.assertEqual(rest[-1].id, kept[-1].id, where)
-            latest_user = [m for m in kept if m.role == types_pb2.ROLE_USER][-1]
-            self.assertIn(latest_user.id, ids(a.messages), where)
+            latest_user = [m for m in kept if m.role == types_pb2.ROLE_USER][-1:]
+            self.assertTrue(set(ids(latest_user)) <= set(ids(a.messages)), where)
             if rest:
                 self.assertNotEqual(rest[0].role, types_pb2.ROLE_TOOL_RESULT, where)
 

@@ -14,7 +14,7 @@ import time
 import unittest
 from concurrent import futures
 
-from .helpers import ENGINE_DIR, summary, system, turn, types_pb2, user
+from .helpers import ENGINE_DIR, result, summary, system, turn, types_pb2, user
 
 import grpc  # noqa: E402
 
@@ -118,6 +118,13 @@ class WindowOverGrpc(unittest.TestCase):
         res = self.assemble([summary(tokens=80), user("big", 50)], token_budget=100)
         self.assertEqual(res.prompt_authority, types_pb2.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW)
         self.assertEqual(res.estimated_tokens, 130)
+
+    def test_a_view_of_only_orphan_results_is_answered_with_the_pinned_messages(self):
+        # Results whose calls were compacted away, and no user message: once an IndexError.
+        sys_msg = system(tokens=20)
+        res = self.assemble([sys_msg, result("gone", 10), result("gone too", 10)], token_budget=100)
+        self.assertEqual(self.assembled(res), [sys_msg.id])
+        self.assertEqual((res.estimated_tokens, res.prompt_authority), (20, types_pb2.PROMPT_AUTHORITY_ASSEMBLED))
 
     def test_ingest(self):
         self.assertTrue(self.stub.Ingest(engine_pb2.IngestRequest(message=user("x")), timeout=5).ingested)

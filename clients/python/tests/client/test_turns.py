@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import _paths  # noqa: F401 - puts the package on sys.path
 
 from contextd import messages as m
-from contextd.turns import longest_fitting_tail, pair_tools, split_turns, tokens, tool_call_ids, total_tokens
+from contextd.turns import longest_fitting_tail, pair_tools, paired_turns, split_turns, tokens, tool_call_ids, total_tokens
 from contextd.v1 import engine_pb2, types_pb2
 
 Message = types_pb2.Message
@@ -37,17 +37,21 @@ def ids(messages: Sequence[Message]) -> list[str]:
 
 
 def violations(messages: Sequence[Message]) -> list[str]:
-    """Every result after its call, every call answered (an oracle of its own, not pair_tools)."""
-    called: set[str] = set()
-    answered: set[str] = set()
+    """Every result after a call of its id not answered yet, every call answered (an oracle of its
+    own, not pair_tools). Counted per id, because ids may repeat: which of two open calls of an id
+    a result answers does not change whether the transcript is well formed."""
+    open_calls: dict[str, int] = {}
     problems = []
     for i, x in enumerate(messages):
-        called.update(b.tool_call.id for b in x.content if b.HasField("tool_call"))
         if x.role == types_pb2.ROLE_TOOL_RESULT:
-            if x.tool_call_id not in called:
-                problems.append(f"[{i}] answers {x.tool_call_id}, not called before it")
-            answered.add(x.tool_call_id)
-    problems.extend(f"{cid} unanswered" for cid in sorted(called - answered))
+            if open_calls.get(x.tool_call_id, 0) > 0:
+                open_calls[x.tool_call_id] -= 1
+            else:
+                problems.append(f"[{i}] answers {x.tool_call_id}, no unanswered call of it before")
+        for b in x.content:
+            if b.HasField("tool_call"):
+                open_calls[b.tool_call.id] = open_calls.get(b.tool_call.id, 0) + 1
+    problems.extend(f"{cid} unanswered ×{n}" for cid, n in sorted(open_calls.items()) if n > 0)
     return problems
 
 
@@ -126,6 +130,59 @@ class PairToolsTest(unittest.TestCase):
         self.assertEqual(tool_call_ids(repaired[0][1]), [])
 
 
+class ReusedCallIdsTest(unittest.TestCase):
+    """The host does not require unique tool-call ids (src/host/validate.ts), so pairs are matched
+    by position: a result answers the nearest earlier unanswered call of its id."""
+
+    def test_a_reused_id_whose_second_call_went_unanswered_loses_that_call_only(self) -> None:
+        # Matched by id alone, the result "answered" both calls and the turn passed as well formed;
+        # a cut could then keep the retry's call without any result.
+        turn = [user("u"), call("a", "x", text="first"), result("x"), call("b", "x", text="retry"), reply("w")]
+        out = pair_tools(turn)
+        self.assertEqual(ids(out), ["u", "a", "r-x", "b", "w"])
+        self.assertIs(out[1], turn[1])  # the answered call is the original
+        self.assertEqual((tool_call_ids(out[1]), tool_call_ids(out[3])), (["x"], []))
+        self.assertEqual(violations(out), [])
+        for budget in range(0, 60):
+            self.assertEqual(violations(longest_fitting_tail(out, budget)), [], budget)
+        self.assertEqual(ids(pair_tools([user("u"), call("a", "x"), result("x"), call("b", "x")])), ["u", "a", "r-x"])
+
+    def test_a_result_answers_the_nearest_unanswered_call(self) -> None:
+        turn = [user("u"), call("a", "x", text="early"), call("b", "x"), result("x"), reply("w")]
+        out = pair_tools(turn)
+        self.assertEqual(ids(out), ["u", "a", "b", "r-x", "w"])
+        self.assertEqual((tool_call_ids(out[1]), tool_call_ids(out[2])), ([], ["x"]))
+        self.assertIs(out[2], turn[2])
+
+    def test_a_second_result_for_one_call_is_dropped(self) -> None:
+        second = m.tool_result("x", "read_file", "again", id="r2", token_count=10)
+        out = pair_tools([user("u"), call("a", "x"), result("x"), second, reply("w")])
+        self.assertEqual(ids(out), ["u", "a", "r-x", "w"])
+
+    def test_well_formed_reuse_is_kept_and_cut_where_the_counts_balance(self) -> None:
+        # Two open calls of x, then two results: the later result answers the earlier call.
+        second = m.tool_result("x", "read_file", "again", id="r2", token_count=10)
+        body = [call("a", "x"), call("b", "x"), result("x"), second, reply("w")]
+        self.assertIs(pair_tools(body), body)
+        # [b, r-x, r2, w] fits 40 but holds two results of x and one call: not a tail to cut.
+        self.assertEqual(ids(longest_fitting_tail(body, 40)), ["w"])
+        self.assertEqual(ids(longest_fitting_tail(body, 50)), ids(body))
+
+
+class PairedTurnsTest(unittest.TestCase):
+    def test_turns_repaired_and_the_empty_ones_left_out(self) -> None:
+        view = [result("gone"), result("gone too"), user("u1"), call("a", "lost"), user("u2"), reply("w")]
+        turns = paired_turns(view)
+        self.assertEqual([ids(t) for t in turns], [["u1"], ["u2", "w"]])
+        self.assertIs(turns[1][0], view[4])  # the very same objects
+        self.assertEqual(paired_turns([result("gone")]), [])  # nothing of a conversation: as for []
+        self.assertEqual(paired_turns([]), [])
+
+    def test_a_fragment_with_something_left_stays_a_turn(self) -> None:
+        view = [result("gone"), reply("w0"), user("u1")]
+        self.assertEqual([ids(t) for t in paired_turns(view)], [["w0"], ["u1"]])
+
+
 class LongestFittingTailTest(unittest.TestCase):
     # A turn's body: call(c1) result(c1) call(c2,c3) result(c2) result(c3) wrap-up, 10 tokens each.
     body = [call("a1", "c1"), result("c1"), call("a2", "c2", "c3"), result("c2"), result("c3"), reply("w")]
@@ -163,7 +220,7 @@ class RandomTurnsTest(unittest.TestCase):
         rnd = random.Random(7)
         for case in range(300):
             view: list[Message] = []
-            issued = 0  # call ids are unique; a result may answer a past, a future or no call
+            issued = 0  # a result may answer a past, a future or no call
             for k in range(rnd.randint(1, 30)):
                 roll = rnd.random()
                 if roll < 0.2:
@@ -171,6 +228,8 @@ class RandomTurnsTest(unittest.TestCase):
                 elif roll < 0.5:
                     calls = [f"c{issued + j}" for j in range(rnd.randint(1, 3))]
                     issued += len(calls)
+                    if issued > 3 and rnd.random() < 0.3:
+                        calls[0] = f"c{rnd.randint(0, issued - 1)}"  # a reused id (the host allows them)
                     view.append(call(f"a{case}-{k}", *calls, text=rnd.choice(["", "t"]), n=rnd.randint(0, 50)))
                 elif roll < 0.85:
                     view.append(result(f"c{rnd.randint(0, issued + 2)}", rnd.randint(0, 200)))
