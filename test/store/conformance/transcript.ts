@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 
-import { AlreadyExistsError, ConflictError, InvalidArgumentError, NotFoundError } from "../../../src/contract/errors.js";
+import { AlreadyExistsError, ConflictError, InvalidArgumentError, NotFoundError, ResourceExhaustedError } from "../../../src/contract/errors.js";
 import { Role, type CompactionEntry, type Message, type TranscriptEntry } from "../../../src/contract/gen/contextd/v1/types.js";
 import { messageText, textMessage } from "../../../src/contract/messages.js";
 import { appendN, compaction, LABELS, msg, texts, type Stores } from "./harness.js";
@@ -357,16 +357,24 @@ export function describeTranscripts(stores: Stores): void {
       await again.ping();
     });
 
-    it("enforces max entries inside the append transaction: concurrent appends cannot overshoot it", async () => {
-      const [a, b] = [await stores.open(), await stores.open()];
-      const batch = () => [msg("a", 1), msg("b", 1)];
-      const results = await Promise.allSettled([a, b, a, b].map((s) => s.appendMessages("s", batch(), LABELS, 5)));
-      expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(2);
-      const refused = results.find((r) => r.status === "rejected") as PromiseRejectedResult;
-      expect(String(refused.reason.message)).toContain("limits.max_session_entries (5)");
-      expect((await a.getSession("s"))!.entryCount).toBe(4);
-      await expect(a.appendMessages("new", [msg("a", 1), msg("b", 1)], LABELS, 1)).rejects.toThrow(/would have 2 entries/);
-      expect(await a.getSession("new")).toBeUndefined();
+    // Appends racing each other (and compactions) to the limit: test/host/compaction-during-appends.test.ts.
+    it("refuses an append that would take a session past max entries, writing nothing of it, with or without a key", async () => {
+      const store = await stores.open();
+      await store.appendMessages("s", [msg("a", 1), msg("b", 1)], LABELS, 5);
+      await store.appendMessages("s", [msg("c", 1), msg("d", 1)], LABELS, 5);
+      const refused = store.appendMessages("s", [msg("e", 1), msg("f", 1)], LABELS, 5);
+      await expect(refused).rejects.toThrow(ResourceExhaustedError);
+      await expect(refused).rejects.toThrow('session "s" would have 6 entries, over limits.max_session_entries (5)');
+      const key = { key: "k1", requestHash: "h1" };
+      await expect(store.appendIdempotent("s", [msg("e", 1), msg("f", 1)], LABELS, key, 5)).rejects.toThrow(/would have 6 entries/);
+      expect((await store.getSession("s"))!.entryCount).toBe(4);
+      expect(texts((await store.readActiveView("s"))!.messages)).toEqual(["a", "b", "c", "d"]);
+      // The refused key was not recorded (else this other request with it would conflict), and one that fits exactly goes in.
+      expect((await store.appendIdempotent("s", [msg("e", 1)], LABELS, { key: "k1", requestHash: "h2" }, 5)).replayed).toBe(false);
+      expect((await store.getSession("s"))!.entryCount).toBe(5);
+      // A first append over the limit creates no session.
+      await expect(store.appendMessages("new", [msg("a", 1), msg("b", 1)], LABELS, 1)).rejects.toThrow(/would have 2 entries/);
+      expect(await store.getSession("new")).toBeUndefined();
     });
   });
 }
