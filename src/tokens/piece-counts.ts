@@ -8,8 +8,8 @@
  * Why not gpt-tokenizer's own merge cache: it is an LRU over a `Map` (a delete and a set on every
  * hit), and after a few million tokens of varied text counting became 3–10× slower and erratic
  * (bench/tokenizer). This one has two generations instead: a piece is looked up in the current one,
- * then the previous; when the current one is full it becomes the previous and the oldest is dropped
- * whole. A hit costs a lookup or two, nothing is deleted one by one, and the memory is bounded by
+ * then the previous (and moved to the current one when found there); when the current one is full it
+ * becomes the previous and the oldest is dropped whole. A hit costs a lookup or two, nothing is deleted one by one, and the memory is bounded by
  * two generations of short strings (~2 × 20 000 pieces, a few MB).
  */
 export class PieceCounts {
@@ -19,7 +19,13 @@ export class PieceCounts {
   constructor(private readonly generationSize = 20_000) {}
 
   get(piece: string): number | undefined {
-    return this.current.get(piece) ?? this.previous.get(piece);
+    const count = this.current.get(piece);
+    if (count !== undefined) return count;
+    const old = this.previous.get(piece);
+    // A piece still in use moves to the current generation, so it survives the next rollover and
+    // is found by the first lookup from then on.
+    if (old !== undefined) this.set(piece, old);
+    return old;
   }
 
   set(piece: string, count: number): void {

@@ -64,15 +64,25 @@ describe("bpeCounter (pieces counted with a cache)", () => {
 });
 
 describe("PieceCounts", () => {
-  it("keeps two generations: a piece survives one rollover, not two", () => {
+  it("keeps a piece in use: one found in the previous generation moves to the current one", () => {
     const c = new PieceCounts(2);
     c.set("a", 1);
     c.set("b", 2);
     c.set("c", 3); // rollover: {a, b} become the previous generation
-    expect([c.get("a"), c.get("c")]).toEqual([1, 3]);
+    expect(c.get("a")).toBe(1); // promoted: current is {c, a}
+    c.set("d", 4); // rollover: {c, a} become the previous generation, b is dropped
+    expect([c.get("a"), c.get("b"), c.get("d")]).toEqual([1, undefined, 4]);
+  });
+
+  it("keeps two generations: a piece not used survives one rollover, not two", () => {
+    const c = new PieceCounts(2);
+    c.set("a", 1);
+    c.set("b", 2);
+    c.set("c", 3); // rollover: {a, b} become the previous generation
+    expect(c.get("c")).toBe(3);
     c.set("d", 4);
     c.set("e", 5); // rollover again: {a, b} are dropped
-    expect(c.get("a")).toBeUndefined();
+    expect([c.get("a"), c.get("b")]).toEqual([undefined, undefined]);
     expect([c.get("c"), c.get("e")]).toEqual([3, 5]);
     expect(c.size).toBeLessThanOrEqual(4);
   });
