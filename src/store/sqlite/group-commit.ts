@@ -7,8 +7,15 @@
  *
  * Why: with synchronous=FULL the sync is most of a small append's cost, so four writers appending
  * one message a call were bound by syncs (bench append_throughput `single_msgs_per_s`).
+ *
+ * The group's own COMMIT does not sync (the connection is switched to `synchronous = NORMAL` around
+ * it); the WAL is synced on the thread pool afterwards (wal-sync.ts) and the callers are answered
+ * when that sync is done, so the event loop serves other calls meanwhile. The connection's other
+ * writes (sessions, compactions, idempotent appends, the registry) keep FULL. An in-memory database
+ * has nothing to sync.
  */
 import type Database from "better-sqlite3";
+import type { WalSync } from "./wal-sync.js";
 
 interface Job<T> {
   run: () => T;
@@ -22,8 +29,15 @@ export class GroupCommit {
   private queue: Job<unknown>[] = [];
   private scheduled = false;
   private readonly group: Database.Transaction<(jobs: Job<unknown>[]) => Outcome[]>;
+  private readonly syncOff: Database.Statement;
+  private readonly syncOn: Database.Statement;
 
-  constructor(db: Database.Database) {
+  constructor(
+    db: Database.Database,
+    private readonly walSync?: WalSync,
+  ) {
+    this.syncOff = db.prepare("PRAGMA synchronous = NORMAL");
+    this.syncOn = db.prepare("PRAGMA synchronous = FULL");
     // A better-sqlite3 transaction function called inside another runs as a SAVEPOINT: a job that
     // throws is rolled back to it, and the others of the group still commit.
     const one = db.transaction((job: Job<unknown>) => job.run());
@@ -56,12 +70,22 @@ export class GroupCommit {
     this.queue = [];
     let outcomes: Outcome[];
     try {
+      if (this.walSync) this.syncOff.run();
       outcomes = this.group.immediate(jobs);
     } catch (err) {
       // BEGIN or COMMIT failed (disk full, database locked past busy_timeout): nothing was written.
       for (const job of jobs) job.reject(err);
       return;
+    } finally {
+      if (this.walSync) this.syncOn.run();
     }
-    outcomes.forEach((o, i) => (o.ok ? jobs[i].resolve(o.value) : jobs[i].reject(o.err)));
+    const answer = () => outcomes.forEach((o, i) => (o.ok ? jobs[i].resolve(o.value) : jobs[i].reject(o.err)));
+    if (!this.walSync || !outcomes.some((o) => o.ok)) return answer();
+    // Committed, not yet on disk: answer once the WAL is synced. A sync that fails leaves the
+    // rows committed but maybe not durable; the callers get the error (an idempotency key makes
+    // their retry safe).
+    this.walSync.sync().then(answer, (err: unknown) => {
+      for (const job of jobs) job.reject(err);
+    });
   }
 }

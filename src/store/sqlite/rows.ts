@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomFillSync } from "node:crypto";
 
 import { entryMessageBytes, rememberEncoding } from "../../contract/encoded-messages.js";
 import { InvalidArgumentError } from "../../contract/errors.js";
@@ -11,9 +11,18 @@ import type { EntryRevision, SessionLabels, SessionRecord, ViewMessage } from ".
 // newEntryId stays here: test/store/sqlite-store.test.ts mocks this module to force colliding ids,
 // so every caller must import it from rows.js for the mock to reach it.
 
+/** Random bytes for ids, drawn 4 KiB at a time: a call into the CSPRNG per entry cost more than the id. */
+const idBytes = Buffer.alloc(4096);
+let idPos = idBytes.length;
+
 /** A host-assigned entry id: 16 lowercase hex characters (64 random bits). */
 export function newEntryId(): string {
-  return randomBytes(8).toString("hex");
+  if (idPos === idBytes.length) {
+    randomFillSync(idBytes);
+    idPos = 0;
+  }
+  idPos += 8;
+  return idBytes.toString("hex", idPos - 8, idPos);
 }
 
 /** The `kind` column: RuntimeEntry rows are stored as 'custom' (neither is ever part of the active view). */

@@ -35,6 +35,7 @@ import type {
   TranscriptStore,
 } from "../types.js";
 import { GroupCommit } from "./group-commit.js";
+import { WalSync } from "./wal-sync.js";
 import { appendIdempotent } from "./idempotent-append.js";
 import { migrate } from "./migrations.js";
 import { importSession } from "./session-import.js";
@@ -90,12 +91,14 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
 
   private readonly stmts: Statements;
   private readonly commits: GroupCommit;
+  private readonly walSync: WalSync | undefined;
   private readonly copy: SqliteStoreCopy;
 
   private constructor(private readonly db: Database.Database) {
     this.stmts = prepareStatements(db);
     this.copy = new SqliteStoreCopy(db);
-    this.commits = new GroupCommit(db);
+    this.walSync = db.memory ? undefined : new WalSync(`${db.name}-wal`);
+    this.commits = new GroupCommit(db, this.walSync);
   }
 
   /** Opens (creating when missing) the database file at `path` and migrates it. */
@@ -356,6 +359,7 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   }
 
   async close(): Promise<void> {
+    await this.walSync?.close();
     if (this.db.open) this.db.close();
   }
 }
