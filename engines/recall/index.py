@@ -25,11 +25,12 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from contextd.turns import tool_call_ids
+from contextd.turns import pair_tools, tool_call_ids, total_tokens
 from contextd.v1 import types_pb2
 from message_text import scope_token, searchable_text
 
 from schema import SCHEMA, SCHEMA_VERSION
+from tool_units import answered_calls, unit_members
 
 __all__ = ["IndexedRow", "RecallIndex", "RecallUnit", "SyncResult"]
 
@@ -59,7 +60,8 @@ class IndexedRow:
 
 @dataclass
 class RecallUnit:
-    """Messages recalled together: one message, or a tool call message with all its results."""
+    """Messages recalled together: one message, or a tool call message with all its results (calls
+    left unanswered in their turn stripped, as contextd.turns.pair_tools strips them)."""
 
     messages: list[types_pb2.Message]  # conversation order
     ords: list[int]
@@ -263,56 +265,71 @@ class RecallIndex:
         self, session_id: str, query: str, before_ord: int | None, limit: int = 50, check: Callable[[], None] = _nothing
     ) -> list[RecallUnit]:
         """The best matches as whole units, best first: a tool result comes with the message that
-        called it, a tool call message with every result of its calls. A unit with a part the index
-        lacks (a call never answered, a result whose call it never saw) is left out: a tool result
-        is never recalled without its call. Units reaching `before_ord` are left out too."""
+        called it, a tool call message with every result of its calls, paired within their turn as
+        the view's turns are (tool_units.py). A result that answers no call in its turn is not
+        recalled; a call that got no result in its turn (an aborted run) is stripped from its
+        message as contextd.turns.pair_tools strips it (the message is left out if nothing else is
+        in it): never a result without its call, nor a call without its result. Units reaching
+        `before_ord` are left out too."""
         units: list[RecallUnit] = []
         seen: set[frozenset[str]] = set()
         bound = before_ord if before_ord is not None else 2**62
+        turns: dict[int, tuple[list[IndexedRow], dict[int, int]]] = {}  # first ord -> rows, answered_calls
         for row, score in self.search(session_id, query, before_ord, limit):
             check()
-            members = self._unit_rows(session_id, row)
+            members = self._unit_rows(session_id, row, turns)
             if not members or any(m.ord >= bound for m in members):
                 continue
             ids = frozenset(m.entry_id for m in members)
             if ids in seen:
                 continue
             seen.add(ids)
-            members.sort(key=lambda m: m.ord)
             bodies = self._bodies(session_id, [m.entry_id for m in members])
-            messages = []
+            decoded = []
             for m in members:
                 message = types_pb2.Message()
                 message.ParseFromString(bodies[m.entry_id])
-                messages.append(message)
-            units.append(RecallUnit(messages, [m.ord for m in members], sum(m.token_count for m in members), score, ids))
+                decoded.append(message)
+            # Strips the calls the turn left unanswered; the results are all answered (paired above).
+            messages = pair_tools(decoded)
+            if not messages:
+                continue
+            ord_of = {m.entry_id: m.ord for m in members}
+            kept = frozenset(m.id for m in messages)
+            units.append(RecallUnit(messages, [ord_of[m.id] for m in messages], total_tokens(messages), score, kept))
         return units
 
-    def _unit_rows(self, session_id: str, row: IndexedRow) -> list[IndexedRow] | None:
+    def _unit_rows(
+        self, session_id: str, row: IndexedRow, turns: dict[int, tuple[list[IndexedRow], dict[int, int]]]
+    ) -> list[IndexedRow] | None:
+        """The rows of `row`'s unit in conversation order (None: a result answering no call).
+        `turns` caches the turns read so far, by their first ord: hits often share a turn."""
         conn = self._conn()
-        caller = row
-        if row.role == types_pb2.ROLE_TOOL_RESULT:
-            # The nearest earlier message making this call.
+        found = conn.execute(
+            "SELECT ord FROM messages WHERE session_id = ? AND role = ? AND ord <= ? ORDER BY ord DESC LIMIT 1",
+            (session_id, types_pb2.ROLE_USER, row.ord),
+        ).fetchone()
+        first = int(found[0]) if found is not None else -(2**62)  # before any user message: the leading fragment
+        if first not in turns:
             found = conn.execute(
-                f"SELECT {_COLUMNS} FROM tool_calls c JOIN messages m ON m.session_id = c.session_id AND m.entry_id = c.entry_id"
-                " WHERE c.session_id = ? AND c.call_id = ? AND m.ord < ? ORDER BY m.ord DESC LIMIT 1",
-                (session_id, row.tool_call_id, row.ord),
+                "SELECT ord FROM messages WHERE session_id = ? AND role = ? AND ord > ? ORDER BY ord LIMIT 1",
+                (session_id, types_pb2.ROLE_USER, row.ord),
             ).fetchone()
-            if found is None:
-                return None
-            caller = _row(found)
-        members = [caller]
-        for cid in caller.call_ids:
-            # The nearest later result of each call.
-            found = conn.execute(
-                f"SELECT {_COLUMNS} FROM messages m WHERE m.session_id = ? AND m.tool_call_id = ? AND m.role = ? AND m.ord > ?"
-                " ORDER BY m.ord LIMIT 1",
-                (session_id, cid, types_pb2.ROLE_TOOL_RESULT, caller.ord),
-            ).fetchone()
-            if found is None:
-                return None
-            members.append(_row(found))
-        return members
+            after = int(found[0]) if found is not None else 2**62
+            rows = [
+                _row(r)
+                for r in conn.execute(
+                    f"SELECT {_COLUMNS} FROM messages m WHERE m.session_id = ? AND m.ord >= ? AND m.ord < ? ORDER BY m.ord",
+                    (session_id, first, after),
+                )
+            ]
+            turns[first] = (rows, answered_calls(rows))
+        rows, answer = turns[first]
+        hit = next((i for i, r in enumerate(rows) if r.entry_id == row.entry_id), None)
+        if hit is None:
+            return None  # written or moved by another thread since the search (or since the turn was cached)
+        members = unit_members(rows, hit, answer)
+        return None if members is None else [rows[i] for i in members]
 
     def _bodies(self, session_id: str, entry_ids: list[str]) -> dict[str, bytes]:
         marks = ",".join("?" * len(entry_ids))

@@ -17,12 +17,15 @@ Two steps, because the second needs the index and the first decides what to ask 
    still left goes to older whole turns of the view, newest first, contiguous with the fresh tail
    (as a window engine would), absorbing recalled messages they contain; the first turn that does
    not fit gives the longest tail of it that does and cuts no tool pair, so the budget is used
-   even when turns are large. Without units (no prompt, nothing matched) step 2 is a sliding
-   window over the budget.
+   even when turns are large. A recalled unit that reaches into what the tail grew to leaves the
+   recalled section whole (the tail keeps what it holds of it): a unit is never split between the
+   two. Without units (no prompt, nothing matched) step 2 is a sliding window over the budget.
 
 The answer is in conversation order: pinned, recalled (by index order), then the tail. Recalled
-messages always lie before the tail (the engine asks the index only for messages before it), so
-that order is the conversation's. Tokens are the host's: the view's `token_count`s, and for a
+messages always lie before the tail (the engine asks the index only for messages before the fresh
+turns, and step 2 drops units reaching into the turns it adds), so that order is the
+conversation's. Recalled units are paired as the view is (index.py, tool_units.py) and repaired
+again once the view's copies replace the indexed ones (pair_tools): no call without its result. Tokens are the host's: the view's `token_count`s, and for a
 message recalled from the index the count it had when ingested. Never over the budget, except for
 the flagged overflow.
 """
@@ -34,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from contextd.pinned import is_system, split_pinned
-from contextd.turns import longest_fitting_tail, paired_turns, total_tokens
+from contextd.turns import longest_fitting_tail, pair_tools, paired_turns, total_tokens
 from contextd.v1 import types_pb2
 
 Message = types_pb2.Message
@@ -55,6 +58,7 @@ class FreshPlan:
     partial_turn: bool  # the newest turn was cut
     whole_turns: int
     summary_kept: bool
+    positions: dict[str, int] = field(default_factory=dict)  # view message id -> its index in the view
 
     @property
     def remaining(self) -> float:
@@ -83,9 +87,10 @@ def plan_fresh(view: Sequence[Message], budget: int | None, share: float = FRESH
     base = total_tokens(head)
     limit = math.inf if budget is None else float(budget)
     summary_kept = any(is_summary(m) for m in head)
+    positions = {m.id: i for i, m in enumerate(view) if m.id}
 
     def plan(tail: list[Message], older: list[list[Message]], used: int, overflow: bool, partial: bool, whole: int) -> FreshPlan:
-        return FreshPlan(head, tail, older, used, limit, overflow, partial, whole, summary_kept)
+        return FreshPlan(head, tail, older, used, limit, overflow, partial, whole, summary_kept, positions)
 
     turns = paired_turns(rest)  # without the turns the tool-pair repair leaves empty
     if not turns:
@@ -124,23 +129,26 @@ def complete(plan: FreshPlan, units: Sequence, view_by_id: Mapping[str, Message]
     remaining = plan.remaining
     taken = {m.id for m in plan.pinned if m.id} | {m.id for m in plan.tail if m.id}
     recalled: dict[str, tuple[int, Message]] = {}  # id -> (ord, message)
-    chosen = 0
+    chosen: list[list[str]] = []  # the ids of each recalled unit
     for unit in units:
-        if max_units is not None and chosen >= max_units:
+        if max_units is not None and len(chosen) >= max_units:
             break
         if remaining <= 0:
             break
         if any(i in taken for i in unit.ids):
             continue
-        messages = [view_by_id.get(m.id, m) for m in unit.messages]
+        ord_of = dict(zip((m.id for m in unit.messages), unit.ords))
+        # The view's copy may differ from the indexed one (a rewrite, or a call the index's unit
+        # stripped as unanswered): repaired again, so that no call comes without its result.
+        messages = pair_tools([view_by_id.get(m.id, m) for m in unit.messages])
         cost = total_tokens(messages)
-        if cost > remaining:
+        if not messages or cost > remaining:
             continue
         remaining -= cost
         taken.update(unit.ids)
-        chosen += 1
-        for ord_, m in zip(unit.ords, messages):
-            recalled[m.id] = (ord_, m)
+        chosen.append([m.id for m in messages])
+        for m in messages:
+            recalled[m.id] = (ord_of[m.id], m)
 
     tail = list(plan.tail)
     whole = plan.whole_turns
@@ -162,6 +170,18 @@ def complete(plan: FreshPlan, units: Sequence, view_by_id: Mapping[str, Message]
                 recalled.pop(m.id, None)
             tail = turn + tail
             whole += 1
+
+    # A unit reaching into the view at or after the tail's first message would be split from the
+    # part of it the tail holds, or shown out of order (a call from before the view's start whose
+    # result the view's repair dropped): its messages leave the recalled section (their tokens
+    # stay unused). The index pairs within a turn as the view does, so this only happens for a
+    # unit straddling the view's start, or a view copy that disagrees with the indexed one.
+    start = plan.positions.get(tail[0].id) if tail else None
+    if start is not None:
+        for unit_ids in chosen:
+            if any(plan.positions.get(i, -1) >= start for i in unit_ids):
+                for i in unit_ids:
+                    recalled.pop(i, None)
 
     section = [m for _, m in sorted(recalled.values(), key=lambda pair: pair[0])]
     out = plan.pinned + section + tail

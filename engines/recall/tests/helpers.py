@@ -90,19 +90,54 @@ def tool_call_ids(m):
 
 
 def tool_pair_violations(messages):
-    """Every tool result after the call it answers; every call with its result (test/helpers/invariants.ts)."""
+    """Every tool result answers a call before it in its turn, every call gets its result in its
+    turn (test/helpers/invariants.ts, plus turns). Matched by position, since ids may repeat: a
+    result answers the nearest earlier unanswered call of its id (contextd.turns' rule, written
+    out again here as the tests' own oracle)."""
     problems = []
-    called, answered = set(), set()
+    open_calls = {}  # call id -> indexes of the messages of its unanswered calls in this turn
+
+    def end_turn():
+        for cid in sorted(open_calls):
+            for i in open_calls[cid]:
+                problems.append("messages[%d]'s tool call %s has no result in its turn" % (i, cid))
+        open_calls.clear()
+
     for i, m in enumerate(messages):
-        if m.role == types_pb2.ROLE_ASSISTANT:
-            called.update(tool_call_ids(m))
+        if m.role == types_pb2.ROLE_USER:
+            end_turn()
         if m.role == types_pb2.ROLE_TOOL_RESULT:
-            if m.tool_call_id not in called:
-                problems.append("messages[%d] answers %s, which is not before it" % (i, m.tool_call_id))
-            answered.add(m.tool_call_id)
-    for cid in sorted(called - answered):
-        problems.append("tool call %s has no result" % cid)
+            waiting = open_calls.get(m.tool_call_id)
+            if waiting:
+                waiting.pop()
+            else:
+                problems.append("messages[%d] answers %s, which no unanswered call before it in its turn makes" % (i, m.tool_call_id))
+        for cid in tool_call_ids(m):
+            open_calls.setdefault(cid, []).append(i)
+    end_turn()
     return problems
+
+
+def agentic_turn(rng, n, id_pool=("call_1", "call_2"), word="walrus"):
+    """A random turn of an agent that reuses tool-call ids (from `id_pool`, shared by every turn):
+    user, then steps of one or two calls whose results come at once, after the next step's call
+    (nested: same ids pair by position), or never (aborted); sometimes a result that answers no
+    call; then a wrap-up. Every message's text holds `word`, so one query finds them all."""
+    size = lambda: rng.randint(1, 30)  # noqa: E731
+    out = [user("%s request %d" % (word, n), size())]
+    pending = []
+    for step in range(rng.randint(0, 4)):
+        calls = [rng.choice(id_pool) for _ in range(rng.choice([1, 1, 2]))]
+        out.append(assistant("%s step %d.%d" % (word, n, step), size(), calls=calls))
+        pending.extend(calls)
+        if rng.random() < 0.1:
+            out.append(result(rng.choice(id_pool), rng.randint(1, 200), "%s stray" % word))
+        if rng.random() < 0.7:
+            rng.shuffle(pending)
+            out.extend(result(cid, rng.randint(1, 200), "%s output" % word) for cid in pending if rng.random() < 0.85)
+            pending = []
+    out.append(assistant("%s done with %d" % (word, n), size()))
+    return out
 
 
 def ids(messages):

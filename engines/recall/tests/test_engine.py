@@ -15,7 +15,7 @@ import time
 import unittest
 from concurrent import futures
 
-from .helpers import ENGINE_DIR, TempIndex, entries, ids, summary, system, tool_pair_violations, turn, types_pb2, user
+from .helpers import ENGINE_DIR, TempIndex, assistant, entries, ids, result, summary, system, tool_call_ids, tool_pair_violations, turn, types_pb2, user
 
 import grpc  # noqa: E402
 
@@ -142,6 +142,24 @@ class RecallOverGrpc(unittest.TestCase):
         self.assertEqual(tool_pair_violations(got), [])
         self.assertEqual(ids(got[:2]), ids(history[1:3]))  # the call, then its result
         self.assertLessEqual(res.estimated_tokens, 200)
+
+    def test_an_aborted_call_is_recalled_without_it_not_with_a_later_calls_result(self):
+        # Call x aborted in turn 1, then call x answered in turn 2 (the runtime reuses ids). The
+        # index once paired the aborted call with turn 2's result; recall took that unit, the
+        # budget left then took turn 2 whole, and the aborted call stood alone in the answer.
+        aborted = assistant("walrus plan", 100, calls=["x"])
+        second = [user("second"), assistant("go", calls=["x"]), result("x", 200, text="output"), assistant("done")]
+        history = [user("start", 500), aborted] + second + turn(3) + turn(4)
+        self.ingest("aborted", history)
+        res = self.assemble("aborted", history, token_budget=450, prompt="walrus plan")
+        # The echo form: the recalled message is the view's, repaired (its call stripped).
+        self.assertEqual(list(res.kept_entry_ids), [])
+        got = list(res.messages)
+        self.assertEqual(tool_pair_violations(got), [])
+        self.assertEqual(ids(got), [aborted.id] + ids(history[2:]))
+        self.assertEqual((tool_call_ids(got[0]), got[0].content[0].text.text), ([], "walrus plan"))
+        self.assertEqual(got[1:], history[2:])
+        self.assertEqual((res.system_prompt_addition, res.estimated_tokens), (recall_note(1), 100 + 230 + 80))
 
     def test_bootstrap_imports_an_unknown_session_then_only_checks(self):
         history = [system()] + turn(30, topic="walrus") + turn(31)

@@ -1,10 +1,13 @@
 """The index against a real SQLite file: ingest, transcript sync (order, rewrites, hidden entries),
 search scoped to a session, recall units with whole tool pairs, restart, concurrent writers."""
 
+import random
 import threading
 import unittest
 
-from .helpers import TempIndex, assistant, entries, ids, result, system, turn, types_pb2, user
+from .helpers import TempIndex, agentic_turn, assistant, entries, ids, result, system, tool_call_ids, tool_pair_violations, turn, types_pb2, user
+
+from contextd.turns import paired_turns, split_turns  # noqa: E402
 
 from fts_query import fts_query  # noqa: E402
 from message_text import searchable_text  # noqa: E402
@@ -88,8 +91,16 @@ class IndexTest(unittest.TestCase):
     def test_no_result_without_its_call_and_no_call_without_its_results(self):
         orphan = result("gone", text="orphaned walrus")
         unanswered = assistant("calling walrus tool", calls=["never"])
-        self.index.ingest("s", [user("x"), orphan, unanswered])
-        self.assertEqual(self.units("walrus"), [])
+        only_a_call = assistant("", calls=["never2"])
+        self.index.ingest("s", [user("x"), orphan, unanswered, only_a_call])
+        # The call is stripped, as contextd.turns.pair_tools strips it from the view; a message that
+        # was only an unanswered call is left out.
+        for query in ("walrus", "read_file"):
+            [unit] = self.units(query)
+            self.assertEqual(ids(unit.messages), [unanswered.id], query)
+            self.assertEqual(tool_call_ids(unit.messages[0]), [], query)
+            self.assertEqual(unit.messages[0].content[0].text.text, "calling walrus tool", query)
+            self.assertEqual(unit.tokens, unanswered.token_count, query)
 
     def test_repeated_call_ids_pair_with_the_nearest(self):
         first = [assistant("a", calls=["call_1"]), result("call_1", text="first walrus")]
@@ -99,6 +110,44 @@ class IndexTest(unittest.TestCase):
         self.assertEqual(ids(unit.messages), ids(second))
         [unit] = self.units("walrus")
         self.assertEqual(ids(unit.messages), ids(first))
+
+    def test_an_aborted_call_is_not_paired_with_a_later_turns_result(self):
+        # The review's case: call x aborted in turn 1, then call x and its result in turn 2. The
+        # unit once was [aborted call, turn 2's result], and with turn 2 kept whole in the fresh
+        # tail the aborted call was left alone in the recalled section.
+        aborted = assistant("walrus plan", calls=["x"])
+        later = [assistant("second try", calls=["x"]), result("x", text="penguin output")]
+        self.index.ingest("s", [user("1"), aborted, user("2")] + later)
+        [unit] = self.units("walrus")
+        self.assertEqual(ids(unit.messages), [aborted.id])
+        self.assertEqual(tool_call_ids(unit.messages[0]), [])
+        [unit] = self.units("penguin")
+        self.assertEqual(ids(unit.messages), ids(later))
+
+    def test_a_result_answering_no_call_in_its_turn_is_not_recalled(self):
+        # x was called (and answered) in turn 1 only: turn 2's result of x answers nothing.
+        self.index.ingest("s", [user("1"), assistant("a", calls=["x"]), result("x", text="first"), user("2"), result("x", text="stray walrus")])
+        self.assertEqual(self.units("walrus"), [])
+
+    def test_repeated_call_ids_within_a_turn_pair_by_position(self):
+        # Two open calls of one id: the first result answers the newer call (pair_tools' rule).
+        outer = assistant("outer", calls=["x"])
+        inner = assistant("inner", calls=["x"])
+        r_inner, r_outer = result("x", text="walrus"), result("x", text="penguin")
+        self.index.ingest("s", [user("go"), outer, inner, r_inner, r_outer])
+        [unit] = self.units("walrus")
+        self.assertEqual(ids(unit.messages), [inner.id, r_inner.id])
+        [unit] = self.units("penguin")
+        self.assertEqual(ids(unit.messages), [outer.id, r_outer.id])
+
+    def test_a_partly_answered_call_message_comes_with_its_answered_results(self):
+        both = assistant("two calls", calls=["x", "y"])
+        rx = result("x", text="walrus")
+        self.index.ingest("s", [user("go"), both, rx, user("next")])
+        [unit] = self.units("walrus")
+        self.assertEqual(ids(unit.messages), [both.id, rx.id])
+        self.assertEqual(tool_call_ids(unit.messages[0]), ["x"])
+        self.assertEqual(tool_pair_violations(unit.messages), [])
 
     def test_before_ord_bounds_the_units(self):
         msgs = [user("walrus one"), user("walrus two"), user("walrus three")]
@@ -150,6 +199,46 @@ class IndexTest(unittest.TestCase):
         self.assertIn("read_file", searchable_text(m))
         self.assertIn('"path"', searchable_text(m))
         self.assertIn("read_file", searchable_text(result("c9", text="contents")))
+
+
+class UnitsAgreeWithTheViewsPairing(unittest.TestCase):
+    """On random sessions whose agent reuses tool-call ids, aborts calls and nests them, the units
+    are exactly the view's repaired turns (contextd.turns.paired_turns) cut into a call with its
+    results and single messages: every message in one unit, each unit within one turn, in order,
+    and well formed."""
+
+    def test_random_sessions_with_reused_ids(self):
+        rng = random.Random(4321)
+        t = TempIndex()
+        try:
+            for case in range(150):
+                session = "r%d" % case
+                history = []
+                if rng.random() < 0.3:  # a fragment before the first user message
+                    history += agentic_turn(rng, 0)[1:]
+                for n in range(1, rng.randint(2, 6)):
+                    history += agentic_turn(rng, n)
+                t.index.ingest(session, history)
+                where = "case %d" % case
+                units = t.index.recall_units(session, '"walrus"', None, limit=10_000)
+                turn_of = {m.id: k for k, turn in enumerate(split_turns(history)) for m in turn}
+                ord_of = {m.id: i + 1 for i, m in enumerate(history)}
+                got = {}
+                for unit in units:
+                    self.assertEqual(tool_pair_violations(unit.messages), [], where)
+                    self.assertEqual(len({turn_of[m.id] for m in unit.messages}), 1, where)
+                    self.assertEqual(unit.ords, sorted(unit.ords), where)
+                    self.assertEqual(unit.ords, [ord_of[m.id] for m in unit.messages], where)
+                    self.assertEqual(unit.ids, frozenset(ids(unit.messages)), where)
+                    for m in unit.messages:
+                        self.assertNotIn(m.id, got, where)
+                        got[m.id] = m
+                want = {m.id: m for turn in paired_turns(history) for m in turn}
+                self.assertEqual(set(got), set(want), where)
+                for i, m in want.items():
+                    self.assertEqual(got[i], m, where)  # the same repair: the same calls stripped
+        finally:
+            t.cleanup()
 
 
 if __name__ == "__main__":

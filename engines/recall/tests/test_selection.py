@@ -5,7 +5,9 @@ to more fresh turns, never over the budget, tool pairs intact; randomized invari
 import random
 import unittest
 
-from .helpers import assistant, ids, result, summary, system, tool_call_ids, tool_pair_violations, turn, types_pb2, user
+from .helpers import TempIndex, agentic_turn, assistant, ids, result, summary, system, tool_call_ids, tool_pair_violations, turn, types_pb2, user
+
+from contextd.turns import paired_turns  # noqa: E402
 
 from index import RecallUnit  # noqa: E402
 from selection import complete, plan_fresh  # noqa: E402
@@ -114,6 +116,36 @@ class Recall(unittest.TestCase):
         a = select(view, 90, [unit([stale], [1])], share=0.5)
         self.assertIs(a.messages[0], current)
 
+    def test_the_view_copy_of_a_message_whose_call_the_index_stripped_is_repaired_again(self):
+        # Turn 1's call was aborted: the index recalls its message without the call, and the
+        # view's copy (with the call) must not bring it back, alone before turn 2 which the budget
+        # left after recall then takes whole.
+        aborted = assistant("walrus plan", 100, calls=["x"])
+        stripped = types_pb2.Message()
+        stripped.CopyFrom(aborted)
+        del stripped.content[1:]
+        second = [user("second"), assistant("go", calls=["x"]), result("x", 200), assistant("done")]
+        view = [user("start", 500), aborted] + second + turn(3) + turn(4)
+        a = select(view, 450, [unit([stripped], [2])])
+        self.assertEqual(ids(a.messages), [aborted.id] + ids(view[2:]))
+        self.assertEqual(tool_call_ids(a.messages[0]), [])
+        self.assertEqual(tool_pair_violations(a.messages), [])
+        self.assertEqual((ids(a.recalled), a.estimated_tokens), ([aborted.id], 100 + 230 + 80))
+
+    def test_a_unit_reaching_into_the_turns_added_after_recall_leaves_the_recalled_section(self):
+        # The view starts mid-turn: the call before it (x) is answered by the fragment's second
+        # result (the first answers the fragment's own call of x), which the view's repair drops.
+        before = assistant("outer", calls=["x"])
+        fragment = [assistant("inner", calls=["x"]), result("x"), result("x", text="walrus"), assistant("done")]
+        view = fragment + turn(1) + turn(2)
+        plan = plan_fresh(view, 200, share=0.5)
+        self.assertEqual(ids(plan.tail), ids(view[4:]))
+        # Recalled, then the fragment is taken: shown before it, the result would be out of order.
+        a = complete(plan, [unit([before, fragment[2]], [1, 4])], {m.id: m for m in view})
+        self.assertEqual(ids(a.messages), ids(fragment[:2] + fragment[3:] + view[4:]))
+        self.assertEqual((a.recalled, a.estimated_tokens), ([], 110))
+        self.assertEqual(tool_pair_violations(a.messages), [])
+
     def test_no_units_no_recall_and_the_overflow_ignores_them(self):
         s = summary(tokens=80)
         a = select([s, user("big", 50)], 100, [unit([user("x", 1)], [1])])
@@ -150,15 +182,29 @@ class NothingLeftAfterTheRepair(unittest.TestCase):
 
 
 class RandomizedInvariants(unittest.TestCase):
+    """Views of random sessions (plain turns, and agents reusing tool-call ids, aborting and nesting
+    calls), units from a real index of the whole session, random budgets and shares."""
+
+    def setUp(self):
+        self.t = TempIndex()
+
+    def tearDown(self):
+        self.t.cleanup()
+
     def test_budget_tool_pairs_order_and_latest_user(self):
         rng = random.Random(1234)
-        for case in range(500):
+        for case in range(400):
+            session = "c%d" % case
             view = [system(tokens=rng.randint(1, 30))] if rng.random() < 0.5 else []
             if rng.random() < 0.5:
                 view.append(summary(tokens=rng.randint(1, 80)))
             history = []
             for n in range(rng.randint(1, 8)):
-                history += turn(100 * case + n, tool_calls=rng.randint(0, 3), tokens=rng.randint(1, 30), result_tokens=rng.randint(1, 200), parallel=rng.random() < 0.3)
+                if rng.random() < 0.5:
+                    history += agentic_turn(rng, 100 * case + n)
+                else:
+                    history += turn(100 * case + n, tool_calls=rng.randint(0, 3), tokens=rng.randint(1, 30), result_tokens=rng.randint(1, 200), parallel=rng.random() < 0.3, topic="walrus")
+            self.t.index.ingest(session, history)
             cut = rng.randint(0, len(history) - 1)
             mode = rng.random()
             if mode < 0.6:
@@ -171,24 +217,16 @@ class RandomizedInvariants(unittest.TestCase):
                 kept = [m for m in kept if m.role == types_pb2.ROLE_TOOL_RESULT][:3]
             view += kept
             ords = {m.id: i for i, m in enumerate(history)}
-            # Units as the index makes them: a message, or a call with its results.
-            units, i = [], 0
-            while i < len(history):
-                m = history[i]
-                group = [m]
-                if m.role == types_pb2.ROLE_ASSISTANT and m.content[-1].WhichOneof("block") == "tool_call":
-                    j = i + 1
-                    while j < len(history) and history[j].role == types_pb2.ROLE_TOOL_RESULT:
-                        group.append(history[j])
-                        j += 1
-                units.append(unit(group, [ords[g.id] for g in group]))
-                i += len(group)
-            rng.shuffle(units)
             budget = rng.choice([None, rng.randint(10, 2000)])
             plan = plan_fresh(view, budget, rng.choice([0.3, 0.55, 0.8]))
-            bound = ords.get(plan.tail[0].id) if plan.tail else None
-            usable = [u for u in units if bound is not None and max(u.ords) < bound]
-            a = complete(plan, usable, {m.id: m for m in view})
+            units = []
+            if plan.tail and not plan.overflow:
+                # As the engine asks: units before the fresh tail, best first (or any order).
+                bound = self.t.index.ords(session, [plan.tail[0].id])[plan.tail[0].id]
+                units = self.t.index.recall_units(session, '"walrus" OR "ok"', bound, limit=rng.choice([5, 64, 10_000]))
+                if rng.random() < 0.5:
+                    rng.shuffle(units)
+            a = complete(plan, units, {m.id: m for m in view}, max_units=8 if budget is None else None)
             where = "case %d" % case
             if budget is not None and not a.overflow:
                 self.assertLessEqual(a.estimated_tokens, budget, where)
@@ -198,18 +236,17 @@ class RandomizedInvariants(unittest.TestCase):
             order = [ords[m.id] for m in rest]
             self.assertEqual(order, sorted(order), where)
             self.assertEqual(len(set(ids(a.messages))), len(a.messages), where)
-            called = {cid for m in view for cid in tool_call_ids(m)}
-            if all(m.role == types_pb2.ROLE_TOOL_RESULT and m.tool_call_id not in called for m in kept):
+            turns = paired_turns(kept)
+            if not turns:
                 # Nothing but orphans: answered as an empty history, the pinned messages.
                 self.assertEqual(rest, [], where)
                 continue
             if not a.partial_turn and not a.overflow:
-                self.assertEqual(rest[-1].id, kept[-1].id, where)
+                self.assertEqual(rest[-1].id, turns[-1][-1].id, where)
             latest_user = [m for m in kept if m.role == types_pb2.ROLE_USER][-1:]
             self.assertTrue(set(ids(latest_user)) <= set(ids(a.messages)), where)
             if rest:
                 self.assertNotEqual(rest[0].role, types_pb2.ROLE_TOOL_RESULT, where)
-
 
 if __name__ == "__main__":
     unittest.main()
