@@ -258,10 +258,10 @@ export interface StartEngineOptions {
 
 /**
  * True when the Python engine can run here (Debian python3 with grpc and protobuf); otherwise it
- * throws, so that the Python rows of a test fail instead of being skipped quietly (CI installs the
- * packages: .ci/run).
+ * throws — it never answers false — so that the Python rows of a test fail instead of being skipped
+ * quietly (CI installs the packages: .ci/run).
  */
-export function pythonEnginesAvailable(): boolean {
+export function pythonEnginesAvailable(): true {
   requirePythonGrpc();
   return true;
 }

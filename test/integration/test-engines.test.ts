@@ -57,8 +57,9 @@ import { eventually } from "../helpers/registry-client.js";
 
 const HealthClient = makeGenericClientConstructor(healthService, "Health");
 
-const kinds = (["python", "ts"] as const).filter((k) => k !== "python" || pythonEnginesAvailable());
-if (!pythonEnginesAvailable()) console.warn("test-engines: Debian python3 with grpc not available; skipping the Python engine");
+// Both engines, always: without Debian's python3 and grpc this throws and the file fails (never skips).
+pythonEnginesAvailable();
+const kinds = ["python", "ts"] as const;
 
 const clients: Client[] = [];
 const servers: Server[] = [];

@@ -179,6 +179,8 @@ const ingestBatchRow = (kind: "ts" | "python"): Row => ({
   cells: routed(),
 });
 
+// The Python rows always run: without Debian's python3 and grpc this throws and the file fails.
+pythonEnginesAvailable();
 const ROWS: Row[] = [
   assembleRow("ts"),
   {
@@ -291,10 +293,10 @@ const ROWS: Row[] = [
     act: (cd, s, opts) => cd.cx.endSubagent({ child: s.child, reason: SubagentEndReason.SUBAGENT_END_REASON_COMPLETED }, opts),
     cells: routed(),
   },
-  ...(pythonEnginesAvailable() ? [assembleRow("python"), ingestBatchRow("python")] : []),
+  assembleRow("python"),
+  ingestBatchRow("python"),
 ];
 const ROWS_BY_ID: Record<string, Row> = Object.fromEntries(ROWS.map((r) => [r.id, r]));
-if (!pythonEnginesAvailable()) console.warn("engine-faults: Debian python3 with grpc not available; the Python rows are skipped");
 
 /** GetInfo at admission and grpc.health.v1 have their own rows (no runtime call is involved). */
 const GET_INFO_ROW = "f-get-info";
@@ -452,7 +454,7 @@ async function moreFailedChecks(cd: Cd, id: string, n: number): Promise<void> {
 vi.setConfig({ maxConcurrency: 1_000 });
 
 beforeAll(async () => {
-  if (pythonEnginesAvailable()) ensurePythonEngineStubs();
+  ensurePythonEngineStubs();
   await compileTsEngine();
   [fallback, strict] = await Promise.all([startCd("fallback"), startCd("strict")]);
   for (const row of ROWS) rowSpec.set(row.id, { kind: row.kind, capabilities: row.capabilities, ownsCompaction: row.ownsCompaction, cds: [fallback, strict] });
