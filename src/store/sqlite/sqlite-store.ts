@@ -97,7 +97,10 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   private constructor(private readonly db: Database.Database) {
     this.stmts = prepareStatements(db);
     this.copy = new SqliteStoreCopy(db);
-    this.walSync = db.memory ? undefined : new WalSync(`${db.name}-wal`);
+    // Only a file in WAL mode has a -wal to sync (in memory, or where SQLite kept another journal
+    // mode, the group's COMMIT stays at FULL).
+    const wal = !db.memory && db.pragma("journal_mode", { simple: true }) === "wal";
+    this.walSync = wal ? new WalSync(`${db.name}-wal`) : undefined;
     this.commits = new GroupCommit(db, this.walSync);
   }
 
