@@ -19,18 +19,18 @@ const whole = Object.fromEntries(
   }),
 ) as Record<(typeof NAMES)[number], (t: string) => number>;
 
-/** Real text: this repository's sources and docs, and LoCoMo's conversations, in ~1.6k-character chunks. */
+/** Real text: this repository's sources, docs and README (prose, code, tables), in ~1.6k-character chunks. */
 function corpus(): string[] {
   const texts: string[] = [];
-  for (const dir of ["src/legacy", "src/host", "docs", "engines/recall"]) {
+  for (const dir of ["src/legacy", "src/host", "docs", "engines/recall", "clients/python/contextd"]) {
     for (const f of readdirSync(path.join(ROOT, dir), { recursive: true, encoding: "utf8" })) {
       if (!/\.(ts|md|py)$/.test(f)) continue;
       const s = readFileSync(path.join(ROOT, dir, f), "utf8");
       for (let i = 0; i < s.length; i += 1600) texts.push(s.slice(i, i + 1600));
     }
   }
-  const locomo = readFileSync(path.join(ROOT, "../shared/data/locomo/locomo10.json"), "utf8");
-  for (let i = 0; i < 400_000; i += 1600) texts.push(locomo.slice(i, i + 1600));
+  const readme = readFileSync(path.join(ROOT, "README.md"), "utf8");
+  for (let i = 0; i < readme.length; i += 1600) texts.push(readme.slice(i, i + 1600));
   return texts;
 }
 
