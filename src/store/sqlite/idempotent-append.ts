@@ -1,5 +1,3 @@
-import type Database from "better-sqlite3";
-
 import { InvalidArgumentError } from "../../contract/errors.js";
 import type { IdempotencyKey, IdempotentAppend, NewMessage, SessionLabels } from "../types.js";
 import type { Statements } from "./statements.js";
@@ -7,12 +5,21 @@ import { appendInTransaction, checkSessionId } from "./transcript-writes.js";
 import { replayOf } from "../idempotency-replay.js";
 
 /**
- * SqliteStore.appendIdempotent: the key is looked up and recorded inside the IMMEDIATE transaction
- * of the append, so two concurrent requests with one key cannot both write (SQLite serializes
- * writers), and a key is recorded exactly when its append is.
+ * SqliteStore.appendIdempotent, in two parts: what is refused before any transaction, and the body
+ * the group commit runs inside its transaction (group-commit.ts), so keyed appends — every append of
+ * the OpenClaw plugin — share a group and its WAL sync with the other appends. The key is looked up
+ * and recorded inside that transaction, so two requests with one key cannot both write (the
+ * connection serializes the group's jobs; a later one in the same group sees the key the earlier one
+ * recorded), and a key is recorded exactly when its append is. A replay is answered, like a write,
+ * after its group's sync: never before the original's rows are on disk.
  */
-export function appendIdempotent(
-  db: Database.Database,
+export function checkIdempotentAppend(sessionId: string, key: IdempotencyKey): void {
+  checkSessionId(sessionId);
+  if (!key || typeof key.key !== "string" || key.key === "") throw new InvalidArgumentError("idempotency key is required");
+}
+
+/** The body of appendIdempotent, for a caller that holds the (IMMEDIATE) transaction. */
+export function appendIdempotentInTransaction(
   stmts: Statements,
   sessionId: string,
   messages: NewMessage[],
@@ -20,21 +27,16 @@ export function appendIdempotent(
   key: IdempotencyKey,
   maxEntries = Number.POSITIVE_INFINITY,
 ): IdempotentAppend {
-  checkSessionId(sessionId);
-  if (!key || typeof key.key !== "string" || key.key === "") throw new InvalidArgumentError("idempotency key is required");
-  const run = db.transaction((): IdempotentAppend => {
-    const seen = stmts.idempotencyKey.get(sessionId, key.key);
-    if (seen) return replayOf(seen, key, sessionId);
-    const entries = appendInTransaction(stmts, sessionId, messages, create, maxEntries);
-    stmts.insertIdempotencyKey.run({
-      session_id: sessionId,
-      idempotency_key: key.key,
-      request_hash: key.requestHash,
-      entry_ids: JSON.stringify(entries.map((e) => e.id)),
-      token_counts: JSON.stringify(messages.map((m) => m.tokenCount)),
-      created_at_ms: Date.now(),
-    });
-    return { replayed: false, entries };
+  const seen = stmts.idempotencyKey.get(sessionId, key.key);
+  if (seen) return replayOf(seen, key, sessionId);
+  const entries = appendInTransaction(stmts, sessionId, messages, create, maxEntries);
+  stmts.insertIdempotencyKey.run({
+    session_id: sessionId,
+    idempotency_key: key.key,
+    request_hash: key.requestHash,
+    entry_ids: JSON.stringify(entries.map((e) => e.id)),
+    token_counts: JSON.stringify(messages.map((m) => m.tokenCount)),
+    created_at_ms: Date.now(),
   });
-  return run.immediate();
+  return { replayed: false, entries };
 }

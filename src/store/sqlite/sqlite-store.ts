@@ -36,7 +36,7 @@ import type {
 } from "../types.js";
 import { GroupCommit } from "./group-commit.js";
 import { WalSync } from "./wal-sync.js";
-import { appendIdempotent } from "./idempotent-append.js";
+import { appendIdempotentInTransaction, checkIdempotentAppend } from "./idempotent-append.js";
 import { migrate } from "./migrations.js";
 import { importSession } from "./session-import.js";
 import * as registry from "./registry-records.js";
@@ -138,7 +138,9 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
     key: IdempotencyKey,
     maxEntries?: number,
   ): Promise<IdempotentAppend> {
-    return appendIdempotent(this.db, this.stmts, sessionId, messages, create, key, maxEntries);
+    checkIdempotentAppend(sessionId, key);
+    writes.checkAppend(sessionId, messages);
+    return this.commits.write(() => appendIdempotentInTransaction(this.stmts, sessionId, messages, create, key, maxEntries));
   }
 
   async importSession(sessionId: string, labels: SessionLabels, transcript: ImportedTranscript): Promise<SessionRecord> {
