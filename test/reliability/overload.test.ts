@@ -219,7 +219,9 @@ describe("overload: server-level load shedding", () => {
 
     // Shed calls are counted (and logged, at most once a second); no slot was leaked.
     const samples = await scrape();
-    expect(sampleValue(samples, "contextd_rpc_shed_total")).toBe(outcomes.count(status.RESOURCE_EXHAUSTED));
+    // SessionService's: the sidecar's heartbeat re-registration (RegistryService) may be shed too when
+    // one falls inside the storm, and that call is not one of the test's.
+    expect(sampleValue(samples, "contextd_rpc_shed_total", { grpc_service: "contextd.v1.SessionService" })).toBe(outcomes.count(status.RESOURCE_EXHAUSTED));
     expect(sampleValue(samples, "grpc_server_handled_total", { grpc_service: "contextd.v1.SessionService", grpc_code: "RESOURCE_EXHAUSTED" })).toBe(
       outcomes.count(status.RESOURCE_EXHAUSTED),
     );
