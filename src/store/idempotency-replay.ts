@@ -1,4 +1,4 @@
-import { AlreadyExistsError } from "../contract/errors.js";
+import { AlreadyExistsError, InvalidArgumentError } from "../contract/errors.js";
 import type { IdempotencyKey, IdempotentAppend } from "./types.js";
 
 /** An idempotency key row as both stores keep it. */
@@ -21,4 +21,9 @@ export function replayOf(seen: StoredIdempotencyKey, key: IdempotencyKey, sessio
     );
   }
   return { replayed: true, entryIds: JSON.parse(seen.entry_ids) as string[], tokenCounts: JSON.parse(seen.token_counts) as number[] };
+}
+
+/** Refuses a keyed append without a usable key, before any transaction (both stores). */
+export function checkIdempotencyKey(key: IdempotencyKey): void {
+  if (!key || typeof key.key !== "string" || key.key === "") throw new InvalidArgumentError("idempotency key is required");
 }

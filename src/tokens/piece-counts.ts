@@ -9,8 +9,9 @@
  * hit), and after a few million tokens of varied text counting became 3–10× slower and erratic
  * (bench/tokenizer). This one has two generations instead: a piece is looked up in the current one,
  * then the previous (and moved to the current one when found there); when the current one is full it
- * becomes the previous and the oldest is dropped whole. A hit costs a lookup or two, nothing is deleted one by one, and the memory is bounded by
- * two generations of short strings (~2 × 20 000 pieces, a few MB).
+ * becomes the previous and the oldest is dropped whole. A hit costs a lookup or two, nothing is
+ * deleted one by one, and the memory is bounded by two generations of short strings (~2 × 20 000
+ * pieces, a few MB).
  */
 export class PieceCounts {
   private current = new Map<string, number>();

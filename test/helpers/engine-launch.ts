@@ -34,15 +34,12 @@
  * hash and stays in os.tmpdir() for the next run.
  */
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { childEnv, makeTempDir, spawnChild } from "../../bench/harness/child-process.js";
 import { type EngineCapability, type EngineControl, writeControl } from "./engine-modes.js";
 import { ensurePythonEngineStubs, PYTHON_ENGINE } from "./python-engine.js";
 import { PYTHON, PYTHON_PACKAGE_DIR } from "./python.js";
 import { compileTsEngine } from "./ts-engine-build.js";
-
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const REPO_ROOT = path.resolve(HERE, "../..");
+import { REPO_ROOT } from "./contextd-process.js";
 
 /** One parsed stdout line of an engine. */
 export interface EngineEvent {

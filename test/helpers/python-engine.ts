@@ -3,11 +3,9 @@
  * `contextd` package (clients/python) with its committed stubs on PYTHONPATH.
  */
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { PYTHON_PACKAGE_DIR, requirePythonGrpc } from "./python.js";
+import { REPO_ROOT } from "./contextd-process.js";
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const REPO_ROOT = path.resolve(HERE, "../..");
 export const PYTHON_ENGINE = path.join(REPO_ROOT, "test/engines/python/misbehaving_engine.py");
 
 /**

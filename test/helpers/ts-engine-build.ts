@@ -9,12 +9,10 @@ import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { trackTempDir } from "../../bench/harness/child-process.js";
+import { REPO_ROOT } from "./contextd-process.js";
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const REPO_ROOT = path.resolve(HERE, "../..");
 export const TS_ENGINE = path.join(REPO_ROOT, "test/engines/ts/misbehaving-engine.ts");
 
 let tsCompiled: Promise<string> | undefined;

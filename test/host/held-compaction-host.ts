@@ -17,7 +17,6 @@ import {
   type ContextEngineServiceCompactResponse,
   type IngestResponse,
 } from "../../src/contract/gen/contextd/v1/engine.js";
-import { EngineHealth } from "../../src/contract/gen/contextd/v1/registry.js";
 import { PromptAuthority, type Message } from "../../src/contract/gen/contextd/v1/types.js";
 import { Compactions } from "../../src/host/compactions.js";
 import { pageKey } from "../../src/host/page-token.js";
@@ -31,6 +30,7 @@ import { Router, type EngineOperation } from "../../src/registry/router.js";
 import { openStore, type ContextdStore } from "../../src/store/open-store.js";
 import { createTokenizer } from "../../src/tokens/create-tokenizer.js";
 import { postgresFactory, sqliteFactory } from "../store/conformance/harness.js";
+import { addSidecar } from "../unit/registry-fixture.js";
 
 export const ENGINE_ID = "held";
 
@@ -49,6 +49,8 @@ export interface HeldCompact {
 export class HeldCompactionEngine implements ContextEngine {
   private readonly arrived: HeldCompact[] = [];
   private readonly waiting: Array<(held: HeldCompact) => void> = [];
+
+  readonly id = ENGINE_ID;
 
   constructor(private readonly ownsCompaction: boolean) {}
 
@@ -131,19 +133,7 @@ function wireHost(store: ContextdStore, options: HostFixtureOptions) {
   };
   const registry = new EngineRegistry(new LegacyEngine(native));
   const engine = new HeldCompactionEngine(options.ownsCompaction);
-  registry.set({
-    id: ENGINE_ID,
-    owner: "team-a",
-    endpoint: "127.0.0.1:50999",
-    builtin: false,
-    engine,
-    info: engine.info(),
-    registeredAtMs: Date.now(),
-    health: EngineHealth.ENGINE_HEALTH_SERVING,
-    counters: { calls: 0, failures: 0, fallbacks: 0, timeouts: 0 },
-    healthFailures: 0,
-    ejections: 0,
-  });
+  addSidecar(registry, engine);
   const ops: EngineOperation[] = ["ingest", "assemble", "compact", "after_turn", "maintain", "bootstrap", "subagent"];
   const router = new Router(
     registry,

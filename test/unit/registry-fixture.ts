@@ -96,7 +96,7 @@ export class ScriptedEngine implements ContextEngine {
 }
 
 /** Puts `engine` in the registry as an admitted sidecar would be (no gRPC client: it is called in process). */
-export function addSidecar(registry: EngineRegistry, engine: ScriptedEngine, owner = "team-a"): RegisteredEngine {
+export function addSidecar(registry: EngineRegistry, engine: ContextEngine & { readonly id: string }, owner = "team-a"): RegisteredEngine {
   const registered: RegisteredEngine = {
     id: engine.id,
     owner,

@@ -5,7 +5,7 @@ import { isUniqueViolation } from "./errors.js";
 import type { IdempotencyRow } from "./rows.js";
 import { SQL } from "./statements.js";
 import { appendInTransaction, checkSessionId, lockSession } from "./transcript-writes.js";
-import { replayOf } from "../idempotency-replay.js";
+import { checkIdempotencyKey, replayOf } from "../idempotency-replay.js";
 
 /**
  * PostgresStore.appendIdempotent: the key is looked up and recorded in the transaction of the
@@ -25,7 +25,7 @@ export async function appendIdempotent(
   maxEntries = Number.POSITIVE_INFINITY,
 ): Promise<IdempotentAppend> {
   checkSessionId(sessionId);
-  if (!key || typeof key.key !== "string" || key.key === "") throw new InvalidArgumentError("idempotency key is required");
+  checkIdempotencyKey(key);
   if (!Array.isArray(messages)) throw new InvalidArgumentError("messages must be a list");
   return db.transaction(
     async (conn): Promise<IdempotentAppend> => {

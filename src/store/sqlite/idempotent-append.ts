@@ -1,23 +1,17 @@
-import { InvalidArgumentError } from "../../contract/errors.js";
 import type { IdempotencyKey, IdempotentAppend, NewMessage, SessionLabels } from "../types.js";
 import type { Statements } from "./statements.js";
-import { appendInTransaction, checkSessionId } from "./transcript-writes.js";
+import { appendInTransaction } from "./transcript-writes.js";
 import { replayOf } from "../idempotency-replay.js";
 
 /**
- * SqliteStore.appendIdempotent, in two parts: what is refused before any transaction, and the body
- * the group commit runs inside its transaction (group-commit.ts), so keyed appends — every append of
- * the OpenClaw plugin — share a group and its WAL sync with the other appends. The key is looked up
+ * The body of SqliteStore.appendIdempotent that the group commit runs inside its transaction
+ * (group-commit.ts), so keyed appends — every append of the OpenClaw plugin — share a group and its
+ * WAL sync with the other appends. The key is looked up
  * and recorded inside that transaction, so two requests with one key cannot both write (the
  * connection serializes the group's jobs; a later one in the same group sees the key the earlier one
  * recorded), and a key is recorded exactly when its append is. A replay is answered, like a write,
  * after its group's sync: never before the original's rows are on disk.
  */
-export function checkIdempotentAppend(sessionId: string, key: IdempotencyKey): void {
-  checkSessionId(sessionId);
-  if (!key || typeof key.key !== "string" || key.key === "") throw new InvalidArgumentError("idempotency key is required");
-}
-
 /** The body of appendIdempotent, for a caller that holds the (IMMEDIATE) transaction. */
 export function appendIdempotentInTransaction(
   stmts: Statements,

@@ -36,7 +36,8 @@ import type {
 } from "../types.js";
 import { GroupCommit } from "./group-commit.js";
 import { WalSync } from "./wal-sync.js";
-import { appendIdempotentInTransaction, checkIdempotentAppend } from "./idempotent-append.js";
+import { appendIdempotentInTransaction } from "./idempotent-append.js";
+import { checkIdempotencyKey } from "../idempotency-replay.js";
 import { migrate } from "./migrations.js";
 import { importSession } from "./session-import.js";
 import * as registry from "./registry-records.js";
@@ -138,8 +139,8 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
     key: IdempotencyKey,
     maxEntries?: number,
   ): Promise<IdempotentAppend> {
-    checkIdempotentAppend(sessionId, key);
     writes.checkAppend(sessionId, messages);
+    checkIdempotencyKey(key);
     return this.commits.write(() => appendIdempotentInTransaction(this.stmts, sessionId, messages, create, key, maxEntries));
   }
 
