@@ -1,47 +1,55 @@
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { compileFunction } from "node:vm";
+import { BpeMerger } from "./bpe-merge.js";
+import { BpeRanks } from "./bpe-ranks.js";
 import { PieceCounts } from "./piece-counts.js";
 import type { TokenizerName } from "./tokenizer.js";
 
-type BpeName = Exclude<TokenizerName, "heuristic">;
-interface Encoding {
-  countTokens(text: string, options?: { disallowedSpecial?: Set<string> }): number;
-  setMergeCacheSize(size: number): void;
-}
+export type BpeName = Exclude<TokenizerName, "heuristic">;
 
-// Conversation text may contain strings that look like special tokens ("<|endoftext|>"); they are
-// ordinary text to us, so nothing is disallowed.
-const ENCODE_OPTIONS = { disallowedSpecial: new Set<string>() };
-
-// Each encoding's tables take tens of MB: load only the configured one, on first use. The CJS
-// build is required synchronously so that creating a tokenizer stays synchronous.
 const require = createRequire(import.meta.url);
-const loaded = new Map<BpeName, Encoding>();
 
 // The encodings' piece patterns (global, unicode), as gpt-tokenizer splits with them.
 const patterns = require("gpt-tokenizer/cjs/encodingParams/constants") as Record<"O200K_TOKEN_SPLIT_REGEX" | "CL100K_TOKEN_SPLIT_REGEX", RegExp>;
 const SPLIT: Record<BpeName, RegExp> = { o200k_base: patterns.O200K_TOKEN_SPLIT_REGEX, cl100k_base: patterns.CL100K_TOKEN_SPLIT_REGEX };
 
-function encoding(name: BpeName): Encoding {
-  let enc = loaded.get(name);
-  if (!enc) {
-    enc = require(`gpt-tokenizer/cjs/encoding/${name}`) as Encoding;
-    // gpt-tokenizer's merge cache (100k word pieces) degrades after a few million tokens of varied
-    // text — counting became 3–10× slower and erratic in a long-running contextd (bench/tokenizer).
-    // Without it counting is steady; every entry is counted once anyway.
-    enc.setMergeCacheSize(0);
-    loaded.set(name, enc);
+/** This thread's rank tables: built here on first use, or the main thread's, shared (adoptBpeRanks). */
+const tables = new Map<BpeName, BpeRanks>();
+
+/**
+ * The encoding's rank table, built on first use (tens of milliseconds). gpt-tokenizer's generated
+ * rank list is evaluated outside the module cache — as a function of its `exports` — so its 200 000
+ * strings are garbage once the table holds their bytes; a `require` would keep them for the life of
+ * the process.
+ */
+export function bpeRanks(name: BpeName): BpeRanks {
+  let table = tables.get(name);
+  if (!table) {
+    const file = require.resolve(`gpt-tokenizer/cjs/bpeRanks/${name}`);
+    const exports: { default?: (string | number[])[] } = {};
+    compileFunction(readFileSync(file, "utf8"), ["exports"], { filename: file })(exports);
+    if (!Array.isArray(exports.default)) throw new Error(`gpt-tokenizer's ${name} rank list is not where contextd expects it (${file})`);
+    table = BpeRanks.build(exports.default);
+    tables.set(name, table);
   }
-  return enc;
+  return table;
+}
+
+/** Uses a table another thread built (its buffer is shared: nothing is copied or rebuilt). */
+export function adoptBpeRanks(name: BpeName, buffer: SharedArrayBuffer): void {
+  tables.set(name, new BpeRanks(buffer));
 }
 
 /**
- * A real BPE token counter (gpt-tokenizer): the text is split into pieces by the encoding's own
- * pattern and each piece's count comes from PieceCounts, or from gpt-tokenizer on a miss. The sum is
- * the count of the whole text, since BPE encodes every piece on its own (test/unit/bpe-pieces.test.ts
- * compares the two). Each counter has its own cache; a thread makes its own counter.
+ * A real BPE token counter: the text is split into pieces by the encoding's own pattern (BPE
+ * encodes every piece on its own), and each piece's count comes from PieceCounts, or from a merge
+ * over the shared rank table on a miss. The sum is what gpt-tokenizer counts for the whole text,
+ * special-token text counted as ordinary text (test/unit/bpe-pieces.test.ts compares the two).
+ * Each counter has its own cache and scratch space; a thread makes its own counter.
  */
 export function bpeCounter(name: BpeName): (text: string) => number {
-  const enc = encoding(name);
+  const merger = new BpeMerger(bpeRanks(name));
   const pattern = SPLIT[name];
   const pieces = new PieceCounts();
   return (text) => {
@@ -50,7 +58,7 @@ export function bpeCounter(name: BpeName): (text: string) => number {
     for (const [piece] of text.matchAll(pattern)) {
       let c = pieces.get(piece);
       if (c === undefined) {
-        c = enc.countTokens(piece, ENCODE_OPTIONS);
+        c = merger.count(piece);
         pieces.set(piece, c);
       }
       n += c;

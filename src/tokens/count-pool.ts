@@ -10,6 +10,7 @@
 import os from "node:os";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
+import { bpeRanks, type BpeName } from "./bpe.js";
 
 export interface CountJob {
   id: number;
@@ -18,8 +19,6 @@ export interface CountJob {
 }
 
 export type CountAnswer = { id: number; counts: number[] } | { id: number; error: string };
-
-type BpeName = "o200k_base" | "cl100k_base";
 
 interface Pending {
   resolve(counts: number[]): void;
@@ -42,10 +41,10 @@ export function defaultPoolSize(): number {
 const WORKER_FILE = fileURLToPath(new URL("./count-worker.js", import.meta.url));
 
 /**
- * A counting thread holds the BPE tables (~20 MB live, ~40 MB of heap) and makes short-lived
- * strings. Left to V8's defaults its heap grew with every append it counted: the memory bench's
- * contextd reached 323 MB RSS after 6 000 sessions (282 MB bounded). A thread that still runs out
- * exits, and its jobs are counted inline (see the class comment).
+ * A counting thread makes short-lived strings (its rank table is the main thread's, shared). Left to
+ * V8's defaults its heap grew with every append it counted: the memory bench's contextd reached
+ * 323 MB RSS after 6 000 sessions (282 MB bounded). A thread that still runs out exits, and its jobs
+ * are counted inline (see the class comment).
  */
 const WORKER_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 64 };
 
@@ -80,7 +79,7 @@ export class TokenCountPool {
   }
 
   private start(): Slot {
-    const worker = new Worker(WORKER_FILE, { workerData: { name: this.encoding }, resourceLimits: WORKER_LIMITS });
+    const worker = new Worker(WORKER_FILE, { workerData: { name: this.encoding, ranks: bpeRanks(this.encoding).buffer }, resourceLimits: WORKER_LIMITS });
     worker.unref();
     const slot: Slot = { worker, pending: new Map(), chars: 0 };
     worker.on("message", (answer: CountAnswer) => {

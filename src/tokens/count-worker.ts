@@ -1,12 +1,14 @@
 /**
- * A token-counting thread (count-pool.ts): loads one BPE encoding and answers jobs of texts with
- * their counts. Only strings cross the thread boundary.
+ * A token-counting thread (count-pool.ts): counts with the main thread's rank table (shared memory,
+ * not a copy) and answers jobs of texts with their counts. Only strings cross the thread boundary.
  */
 import { parentPort, workerData } from "node:worker_threads";
-import { bpeCounter } from "./bpe.js";
+import { adoptBpeRanks, bpeCounter, type BpeName } from "./bpe.js";
 import type { CountJob, CountAnswer } from "./count-pool.js";
 
-const count = bpeCounter((workerData as { name: "o200k_base" | "cl100k_base" }).name);
+const { name, ranks } = workerData as { name: BpeName; ranks: SharedArrayBuffer };
+adoptBpeRanks(name, ranks);
+const count = bpeCounter(name);
 
 parentPort!.on("message", (job: CountJob) => {
   let answer: CountAnswer;

@@ -4,7 +4,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { bpeCounter } from "../../src/tokens/bpe.js";
+import { bpeCounter, bpeRanks } from "../../src/tokens/bpe.js";
+import { NO_RANK } from "../../src/tokens/bpe-ranks.js";
 import { PieceCounts } from "../../src/tokens/piece-counts.js";
 
 // bpeCounter sums cached counts of the pieces the encoding's pattern splits a text into; that must be
@@ -59,6 +60,29 @@ describe("bpeCounter (pieces counted with a cache)", () => {
         }),
         { numRuns: 3000 },
       );
+    });
+  }
+});
+
+describe("BpeRanks (the shared rank table)", () => {
+  for (const name of NAMES) {
+    it(`${name}: holds every key of gpt-tokenizer's rank list at its rank, and nothing else`, () => {
+      const list = require(`gpt-tokenizer/cjs/bpeRanks/${name}`) as { default: (string | number[] | undefined)[] };
+      const table = bpeRanks(name);
+      expect(table.buffer).toBeInstanceOf(SharedArrayBuffer);
+      let keys = 0;
+      list.default.forEach((key, rank) => {
+        if (key === undefined) return;
+        keys++;
+        const bytes = typeof key === "string" ? Buffer.from(key, "utf8") : Uint8Array.from(key);
+        expect(table.rank(bytes, 0, bytes.length)).toBe(rank);
+      });
+      expect(table.size).toBe(keys);
+      const absent = Buffer.from("not-a-token-\u00e9\u00e9\u00e9-xyz", "utf8");
+      expect(table.rank(absent, 0, absent.length)).toBe(NO_RANK);
+      // A key's bytes inside a longer buffer: only the range is looked up.
+      const padded = Buffer.concat([Buffer.from("zz"), Buffer.from(" the"), Buffer.from("zz")]);
+      expect(table.rank(padded, 2, 6)).toBe(table.rank(Buffer.from(" the"), 0, 4));
     });
   }
 });
