@@ -27,33 +27,43 @@ const BODY = Symbol("contextd.storedMessageBody");
 type WithBody = Message & { [BODY]?: Uint8Array };
 
 /** Field 5 of TranscriptEntry (`oneof entry { Message message = 5; }`). */
-const ENTRY_MESSAGE_TAG = (5 << 3) | 2;
+export const ENTRY_MESSAGE_TAG = (5 << 3) | 2;
 
 /**
  * The encoded body of the message inside a TranscriptEntry payload, found by walking the wire format
  * (nothing is decoded); undefined when the entry holds no message, holds the field more than once
  * (a merge the host does not reproduce: the caller then encodes the decoded message), or is not
- * well-formed. Hand-written because it runs for every message of every view read: a BinaryReader
- * per message cost more than the walk.
+ * well-formed.
  */
 export function entryMessageBytes(payload: Uint8Array): Uint8Array | undefined {
+  const found = lengthDelimitedFields(payload, ENTRY_MESSAGE_TAG);
+  return found?.length === 1 ? found[0] : undefined;
+}
+
+/**
+ * Every occurrence of the length-delimited field `tag` (field number << 3 | 2) at the top level of
+ * `bytes`, in order, as views of `bytes`; undefined when `bytes` is not well-formed protobuf.
+ * Hand-written because it runs for every message of every view read and every append: a
+ * BinaryReader per message cost more than the walk.
+ */
+export function lengthDelimitedFields(bytes: Uint8Array, tag: number): Uint8Array[] | undefined {
   let pos = 0;
   const varint = (): number => {
     let value = 0;
     for (let shift = 0; shift < 35; shift += 7) {
-      if (pos >= payload.length) return -1;
-      const b = payload[pos++];
+      if (pos >= bytes.length) return -1;
+      const b = bytes[pos++];
       value += (b & 0x7f) * 2 ** shift;
       if (b < 0x80) return value;
     }
     return -1;
   };
-  let found: Uint8Array | undefined;
-  while (pos < payload.length) {
-    const tag = varint();
-    switch (tag & 7) {
+  const found: Uint8Array[] = [];
+  while (pos < bytes.length) {
+    const t = varint();
+    switch (t & 7) {
       case 0: // varint: skip its bytes (64-bit values may be 10 long)
-        while (pos < payload.length && payload[pos++] >= 0x80);
+        while (pos < bytes.length && bytes[pos++] >= 0x80);
         break;
       case 1:
         pos += 8;
@@ -63,18 +73,15 @@ export function entryMessageBytes(payload: Uint8Array): Uint8Array | undefined {
         break;
       case 2: {
         const len = varint();
-        if (len < 0 || pos + len > payload.length) return undefined;
-        if (tag === ENTRY_MESSAGE_TAG) {
-          if (found) return undefined;
-          found = payload.subarray(pos, pos + len);
-        }
+        if (len < 0 || pos + len > bytes.length) return undefined;
+        if (t === tag) found.push(bytes.subarray(pos, pos + len));
         pos += len;
         break;
       }
       default:
         return undefined;
     }
-    if (tag < 0 || pos > payload.length) return undefined;
+    if (t < 0 || pos > bytes.length) return undefined;
   }
   return found;
 }
@@ -88,13 +95,31 @@ export function rememberEncoding(message: Message, body: Uint8Array): Message {
   return Object.freeze(message);
 }
 
-const varintSize = (n: number): number => (n < 0x80 ? 1 : n < 0x4000 ? 2 : n < 0x200000 ? 3 : n < 0x10000000 ? 4 : 5);
+/** The bytes `message` remembers (see rememberEncoding), if it does. */
+export function rememberedBody(message: Message): Uint8Array | undefined {
+  return (message as WithBody)[BODY];
+}
 
-function writeVarint(out: Buffer, pos: number, n: number): number {
-  while (n >= 0x80) {
-    out[pos++] = (n & 0x7f) | 0x80;
-    n >>>= 7;
-  }
+/**
+ * `message` with another entry id and token count, still remembering its body: the two are exactly
+ * what the serializers write after the body, so the copy needs no encoding of its own either.
+ */
+export function withIdAndCount(message: Message, id: string, tokenCount: number): Message {
+  const copy = { ...message, id, tokenCount };
+  const body = rememberedBody(message);
+  return body ? rememberEncoding(copy, body) : copy;
+}
+
+/** Bytes of `n` (a non-negative safe integer: lengths, counts, timestamps) as a protobuf varint. */
+export function varintSize(n: number): number {
+  let size = 1;
+  for (; n >= 0x80; size++) n = Math.floor(n / 0x80);
+  return size;
+}
+
+/** Writes `n` (a non-negative safe integer) as a varint at `pos`; returns the position after it. */
+export function writeVarint(out: Buffer, pos: number, n: number): number {
+  for (; n >= 0x80; n = Math.floor(n / 0x80)) out[pos++] = (n % 0x80) | 0x80;
   out[pos++] = n;
   return pos;
 }

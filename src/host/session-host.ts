@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type * as S from "../contract/gen/contextd/v1/session.js";
+import { withIdAndCount } from "../contract/encoded-messages.js";
 import { CompactionTarget, Mode, PromptAuthority, type Message, type SessionRef } from "../contract/gen/contextd/v1/types.js";
 import { LEGACY_ENGINE_ID } from "../legacy/legacy-engine.js";
 import type { CallerContext, Router, Selection } from "../registry/router.js";
@@ -71,7 +72,8 @@ export class SessionHost {
     const key = checkIdempotencyKey(req.idempotencyKey);
     validateAppend(req.messages, this.limits);
     const tokenCounts = await this.tokenizer.countMessages(req.messages);
-    const counted = req.messages.map((message, i) => ({ message: { ...message, id: "" }, tokenCount: tokenCounts[i] }));
+    // Runtimes do not choose entry ids; the copy keeps the bytes it was received as (received-messages.ts).
+    const counted = req.messages.map((message, i) => ({ message: withIdAndCount(message, "", message.tokenCount), tokenCount: tokenCounts[i] }));
     const labels = { sessionKey: session.sessionKey, agentId: session.agentId };
     let stored;
     if (key) {

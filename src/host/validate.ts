@@ -1,4 +1,5 @@
-import { Message, Role, type SessionRef } from "../contract/gen/contextd/v1/types.js";
+import { Role, type Message, type SessionRef } from "../contract/gen/contextd/v1/types.js";
+import { encodedSize } from "../contract/received-messages.js";
 import { InvalidArgumentError, ResourceExhaustedError } from "../contract/errors.js";
 import { ROLE_NAMES } from "../contract/messages.js";
 
@@ -103,7 +104,7 @@ export function validateMessage(m: Message, field: string, maxBytes: number): vo
   if (Math.abs(m.timestampMs) > MAX_DATE_MS) {
     throw new InvalidArgumentError(`${field}.timestamp_ms ${m.timestampMs} is out of range (at most ${MAX_DATE_MS} ms from 1970-01-01 either way)`);
   }
-  const bytes = Message.encode(m).finish().length;
+  const bytes = encodedSize(m);
   if (bytes > maxBytes) {
     throw new ResourceExhaustedError(`${field} is ${bytes} bytes, over limits.max_message_bytes (${maxBytes})`);
   }

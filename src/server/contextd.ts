@@ -4,6 +4,7 @@ import { HostServiceService } from "../contract/gen/contextd/v1/host.js";
 import { EngineHealth, RegistryServiceService } from "../contract/gen/contextd/v1/registry.js";
 import { AssembleResponse, SessionServiceService } from "../contract/gen/contextd/v1/session.js";
 import { withSplicedMessages } from "../contract/encoded-messages.js";
+import { withReceivedMessages } from "../contract/received-messages.js";
 import { Compactions } from "../host/compactions.js";
 import { hostHandlers } from "../host/host-service.js";
 import { TranscriptExports } from "../host/export-transcript.js";
@@ -197,7 +198,7 @@ export class Contextd {
     const exports = new TranscriptExports(store, maxBytes);
     const sessions = sessionHandlers(host, new SessionQueries(host, store, router), new Subagents(host, store), imports, exports, store);
     server.addService(
-      decodingDefinition(withSplicedMessages(SessionServiceService, "assemble", "response", AssembleResponse, 1)),
+      decodingDefinition(withReceivedMessages(withSplicedMessages(SessionServiceService, "assemble", "response", AssembleResponse, 1), "appendMessages", 2)),
       bindService(SessionServiceService, sessions, { logger, authorize: sessionAuthorization(auth) }),
     );
     server.addService(

@@ -8,31 +8,8 @@ import { describe, expect, it } from "vitest";
 import { entryMessageBytes, rememberEncoding, splicingSerializer } from "../../src/contract/encoded-messages.js";
 import { AssembleResponse } from "../../src/contract/gen/contextd/v1/session.js";
 import { CompactionEntry, Message, Role, TranscriptEntry } from "../../src/contract/gen/contextd/v1/types.js";
-import { textBlock, toolCallBlock } from "../../src/contract/messages.js";
-
-const text = fc.string({ unit: "binary", maxLength: 300 });
-const message = fc
-  .record({
-    id: fc.oneof(fc.constant(""), fc.stringMatching(/^[0-9a-f]{16}$/)),
-    role: fc.constantFrom(Role.ROLE_USER, Role.ROLE_ASSISTANT, Role.ROLE_TOOL_RESULT, Role.ROLE_SYSTEM),
-    texts: fc.array(text, { maxLength: 4 }),
-    call: fc.option(fc.record({ id: fc.string({ maxLength: 20 }), name: fc.string({ maxLength: 20 }), json: fc.json() })),
-    timestampMs: fc.integer({ min: 0, max: 2 ** 50 }),
-    toolCallId: fc.string({ maxLength: 30 }),
-    metadata: fc.dictionary(fc.string({ maxLength: 8 }), fc.string({ maxLength: 20 }), { maxKeys: 3 }),
-    tokenCount: fc.nat({ max: 2 ** 31 }),
-  })
-  .map((r): Message =>
-    Message.fromPartial({
-      id: r.id,
-      role: r.role,
-      content: [...r.texts.map(textBlock), ...(r.call ? [toolCallBlock(r.call.id, r.call.name, r.call.json)] : [])],
-      timestampMs: r.timestampMs,
-      toolCallId: r.toolCallId,
-      metadata: r.metadata,
-      tokenCount: r.tokenCount,
-    }),
-  );
+import { textBlock } from "../../src/contract/messages.js";
+import { message } from "../fixtures/contract-messages.js";
 
 /** What the store does for a view message: decode the entry, set id and count, remember the body. */
 function viewMessage(payload: Uint8Array, entryId: string, tokenCount: number): Message {

@@ -1,7 +1,8 @@
 import { randomFillSync } from "node:crypto";
 
-import { entryMessageBytes, rememberEncoding } from "../../contract/encoded-messages.js";
+import { entryMessageBytes, rememberEncoding, rememberedBody } from "../../contract/encoded-messages.js";
 import { InvalidArgumentError } from "../../contract/errors.js";
+import { entryPayloadWithBody } from "../../contract/received-messages.js";
 import { CompactionEntry, Message, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import type { EntryRevision, SessionLabels, SessionRecord, ViewMessage } from "../types.js";
 
@@ -162,6 +163,20 @@ export function messageEntryRow(
   checkTokenCount(tokenCount, `${what}: token count`);
   if (!input || typeof input !== "object") throw new InvalidArgumentError(`${what}: message is missing`);
   const timestampMs = input.timestampMs ? input.timestampMs : nowMs;
+  const body = rememberedBody(input);
+  if (body) {
+    // A message as the runtime sent it (received-messages.ts): its bytes go into the payload as they
+    // are, followed by the fields set here; the decoded message is complete, so no copy fills defaults.
+    const head = TranscriptEntry.fromPartial({ id, parentId: pos.parentId, seq: pos.seq, timestampMs, hidden: input.excludeFromContext });
+    const built = entryPayloadWithBody(TranscriptEntry.encode(head).finish(), body, {
+      id,
+      tokenCount,
+      timestampMs: input.timestampMs ? undefined : timestampMs,
+    });
+    const message = rememberEncoding({ ...input, id, tokenCount, timestampMs }, built.message);
+    const entry: TranscriptEntry = { ...head, entry: { $case: "message", value: message } };
+    return { row: { ...entryRowFields(pos, entry, "message", message.role, tokenCount), payload: built.payload }, entry };
+  }
   const message: Message = { ...Message.fromPartial({}), ...input, id, tokenCount, timestampMs };
   const entry = TranscriptEntry.fromPartial({
     id,
@@ -194,6 +209,10 @@ export function importedEntryRow(
 }
 
 function entryRow(pos: Position, entry: TranscriptEntry, kind: EntryKind, role: number | null, tokenCount: number, what: string): EntryRow {
+  return { ...entryRowFields(pos, entry, kind, role, tokenCount), payload: encode(entry, what) };
+}
+
+function entryRowFields(pos: Position, entry: TranscriptEntry, kind: EntryKind, role: number | null, tokenCount: number): Omit<EntryRow, "payload"> {
   return {
     session_id: pos.sessionId,
     seq: pos.seq,
@@ -204,7 +223,6 @@ function entryRow(pos: Position, entry: TranscriptEntry, kind: EntryKind, role: 
     token_count: tokenCount,
     timestamp_ms: entry.timestampMs,
     hidden: entry.hidden ? 1 : 0,
-    payload: encode(entry, what),
   };
 }
 
