@@ -10,6 +10,7 @@ import {
   duration,
   durationOrZero,
   envName,
+  expected,
   filePath,
   httpUrl,
   int,
@@ -238,7 +239,7 @@ const health = z.strictObject({
 });
 
 /** `server` when the file has none; the keys are documented on the schema below. */
-export const SERVER_DEFAULTS = { max_concurrent_calls: 1000 };
+export const SERVER_DEFAULTS = { max_concurrent_calls: 1000, heap_growth_percent: 50 };
 
 /** Admission to the gRPC server. Optional as a whole (absent: SERVER_DEFAULTS, see `serverSettings`). */
 const server = z.strictObject({
@@ -250,6 +251,13 @@ const server = z.strictObject({
   max_concurrent_calls: int(1).prefault(SERVER_DEFAULTS.max_concurrent_calls),
   /** HTTP/2 streams one connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); unset: unlimited. */
   max_concurrent_streams: int(1).optional(),
+  /**
+   * How far V8 lets the old generation grow past what the last full collection kept before it
+   * collects again, in percent; 0 leaves it to V8 (src/server/heap-growth.ts says why 50).
+   */
+  heap_growth_percent: int(0)
+    .max(400, { error: expected("a percentage from 0 to 400") })
+    .prefault(SERVER_DEFAULTS.heap_growth_percent),
 });
 
 /**

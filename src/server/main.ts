@@ -1,6 +1,8 @@
 import { parseArgs } from "node:util";
+import { serverSettings } from "./config-schema.js";
 import { ConfigError, loadConfig, misspeltEnvVariables } from "./config.js";
 import { Contextd } from "./contextd.js";
+import { applyHeapGrowth } from "./heap-growth.js";
 import { createLogger } from "./logger.js";
 
 /**
@@ -17,6 +19,8 @@ async function main(): Promise<void> {
     if (err instanceof ConfigError) fail(2, err.message);
     throw err;
   }
+  // A process-wide V8 setting: the process's entry point applies it, before any load.
+  applyHeapGrowth(serverSettings(config).heap_growth_percent);
   const logger = createLogger(config.log_level);
   for (const { variable, meant } of misspeltEnvVariables(process.env))
     logger.warn({ variable, meant }, `${variable} is not a config variable and is ignored; did you mean ${meant}?`);
