@@ -161,7 +161,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       headline: ["single_msgs_per_s", "batched_msgs_per_contextd_cpu_s", "postgres_batched_msgs_per_s", "postgres_single_msgs_per_s"],
       notes: [
         `${SESSIONS} sessions appended to concurrently; ${rounds} measured windows of ${windowMs} ms per variant, interleaved; medians`,
-        `messages average ${Math.round(poolBytes)} bytes of text; tokens are counted by contextd at append (${((tokens.single + tokens.batched) / 1e6).toFixed(1)}M tokens in this run: past ~5M, gpt-tokenizer's merge cache slows counting down — see the tokenizer scenario)`,
+        `messages average ${Math.round(poolBytes)} bytes of text; tokens are counted by contextd at append (${((tokens.single + tokens.batched) / 1e6).toFixed(1)}M tokens in this run)`,
         "msgs per contextd CPU-second: messages appended per second of CPU time contextd used in the window (/proc) — what one fully available core would sustain, independent of other load on the machine; busy: contextd's CPU time / wall time",
         withPg
           ? "PostgreSQL: a second contextd on a scratch database of the local server (created and dropped by the bench), pool defaults (pool_max 10), server defaults (synchronous_commit on); its CPU-s column counts contextd only, not the PostgreSQL server processes"
