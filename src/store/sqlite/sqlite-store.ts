@@ -34,6 +34,7 @@ import type {
   SubagentState,
   TranscriptStore,
 } from "../types.js";
+import { readActiveView } from "./active-view-read.js";
 import { GroupCommit } from "./group-commit.js";
 import { WalSync } from "./wal-sync.js";
 import { appendIdempotentInTransaction } from "./idempotent-append.js";
@@ -41,9 +42,10 @@ import { checkIdempotencyKey } from "../idempotency-replay.js";
 import { migrate } from "./migrations.js";
 import { importSession } from "./session-import.js";
 import * as registry from "./registry-records.js";
-import { checkTokenCount, decodeEntry, toEntryRevision, toSessionRecord, toViewMessage, type SessionRow } from "./rows.js";
+import { checkTokenCount, decodeEntry, toEntryRevision, toSessionRecord, type SessionRow } from "./rows.js";
 import { prepareStatements, type Statements } from "./statements.js";
 import { SqliteStoreCopy } from "./store-copy.js";
+import { ViewCache } from "./view-cache.js";
 import * as subagents from "./subagent-records.js";
 import * as writes from "./transcript-writes.js";
 
@@ -86,6 +88,8 @@ const DEFAULT_READ_LIMIT = 1_000;
  *
  * The class is the façade: reads stay here, while the transcript writes (transcript-writes.ts) and
  * the registry records (registry-records.ts) are delegated, all sharing one connection's statements.
+ * readActiveView answers from a cache of decoded views, extended on appends and checked against the
+ * session row and SQLite's data_version on every read (view-cache.ts, active-view-read.ts).
  */
 export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   readonly kind = "sqlite" as const;
@@ -94,6 +98,8 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   private readonly commits: GroupCommit;
   private readonly walSync: WalSync | undefined;
   private readonly copy: SqliteStoreCopy;
+  /** Decoded active views (view-cache.ts); the writes that can change stored entries clear it. */
+  private readonly views = new ViewCache();
 
   private constructor(private readonly db: Database.Database) {
     this.stmts = prepareStatements(db);
@@ -145,11 +151,11 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   }
 
   async importSession(sessionId: string, labels: SessionLabels, transcript: ImportedTranscript): Promise<SessionRecord> {
-    return importSession(this.db, this.stmts, sessionId, labels, transcript);
+    return this.clearingViews(() => importSession(this.db, this.stmts, sessionId, labels, transcript));
   }
 
   async createSession(sessionId: string, labels: SessionLabels, seed: SeedEntry[], options: { expiresAtMs?: number } = {}): Promise<SessionRecord> {
-    return writes.createSession(this.db, this.stmts, sessionId, labels, seed, options.expiresAtMs ?? 0);
+    return this.clearingViews(() => writes.createSession(this.db, this.stmts, sessionId, labels, seed, options.expiresAtMs ?? 0));
   }
 
   async getSession(sessionId: string): Promise<SessionRecord | undefined> {
@@ -194,23 +200,7 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   }
 
   async readActiveView(sessionId: string): Promise<ActiveView | undefined> {
-    const run = this.db.transaction((): ActiveView | undefined => {
-      const row = this.stmts.session.get(sessionId);
-      if (!row) return undefined;
-      let compaction: ActiveView["compaction"];
-      let tokens = 0;
-      if (row.latest_compaction_seq > 0) {
-        const c = this.stmts.entryBySeq.get(sessionId, row.latest_compaction_seq);
-        if (!c) throw new Error(`session ${sessionId}: compaction entry seq ${row.latest_compaction_seq} is missing`);
-        compaction = { entry: decodeEntry(c.payload), summaryTokens: row.active_summary_tokens };
-        tokens += row.active_summary_tokens;
-      }
-      const pinned = this.stmts.pinnedMessages.all(sessionId, row.active_from_seq).map(toViewMessage);
-      const messages = [...pinned, ...this.stmts.activeMessages.all(sessionId, row.active_from_seq).map(toViewMessage)];
-      for (const m of messages) tokens += m.tokenCount;
-      return { session: toSessionRecord(row), ...(compaction ? { compaction } : {}), messages, pinnedCount: pinned.length, tokens };
-    });
-    return run.deferred();
+    return this.db.transaction(() => readActiveView(this.stmts, this.views, sessionId)).deferred();
   }
 
   async readActiveTotals(sessionId: string): Promise<ActiveTotals | undefined> {
@@ -251,11 +241,11 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
       this.stmts.deleteEntries.run(sessionId);
       return this.stmts.deleteSession.run(sessionId).changes > 0;
     });
-    return run.immediate();
+    return this.clearingViews(() => run.immediate());
   }
 
   async rewriteEntries(sessionId: string, rewrites: EntryRewriteInput[], reason: string): Promise<RewriteOutcome> {
-    return writes.rewriteEntries(this.db, this.stmts, sessionId, rewrites, reason);
+    return this.clearingViews(() => writes.rewriteEntries(this.db, this.stmts, sessionId, rewrites, reason));
   }
 
   async readEntryRevisions(sessionId: string, entryId: string): Promise<EntryRevision[]> {
@@ -275,15 +265,15 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   // --- subagent TTLs (subagent-records.ts) ------------------------------------------------------
 
   async endSubagentSession(sessionId: string, reason: number, atMs: number): Promise<SubagentEnd> {
-    return subagents.endSubagentSession(this.db, this.stmts, sessionId, reason, atMs);
+    return this.clearingViews(() => subagents.endSubagentSession(this.db, this.stmts, sessionId, reason, atMs));
   }
 
   async reopenSubagentSession(sessionId: string, atMs: number): Promise<boolean> {
-    return subagents.reopenSubagentSession(this.stmts, sessionId, atMs);
+    return this.clearingViews(() => subagents.reopenSubagentSession(this.stmts, sessionId, atMs));
   }
 
   async claimExpiredSubagents(nowMs: number, limit: number): Promise<ExpiredSubagent[]> {
-    return subagents.claimExpiredSubagents(this.db, this.stmts, nowMs, limit);
+    return this.clearingViews(() => subagents.claimExpiredSubagents(this.db, this.stmts, nowMs, limit));
   }
 
   async readSubagentState(sessionId: string): Promise<SubagentState | undefined> {
@@ -361,7 +351,19 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
     return this.copy.readRawRegistry();
   }
   async beginRawWrite(): Promise<RawWriter> {
-    return this.copy.beginRawWrite(this.db.name);
+    return this.clearingViews(() => this.copy.beginRawWrite(this.db.name));
+  }
+
+  /**
+   * Runs a write that may change stored entries without moving the session row's view fields
+   * (view-cache.ts), then clears the cached views, whether it succeeded or not.
+   */
+  private clearingViews<T>(write: () => T): T {
+    try {
+      return write();
+    } finally {
+      this.views.clear();
+    }
   }
 
   async close(): Promise<void> {

@@ -20,6 +20,8 @@ export interface Statements {
   insertIdempotencyKey: Stmt<[IdempotencyRow], void>;
   entryBySeq: Stmt<[string, number], PayloadRow>;
   activeMessages: Stmt<[string, number], PayloadRow>;
+  /** SQLite's count of other connections' commits to the file (view-cache.ts). */
+  dataVersion: Stmt<[], { data_version: number }>;
   activeTokensByRole: Stmt<[string, number], { role: number; tokens: number }>;
   pinnedMessages: Stmt<[string, number], PayloadRow>;
   pinnedTokens: Stmt<[string, number], { tokens: number | null }>;
@@ -88,6 +90,7 @@ export function prepareStatements(db: Database.Database): Statements {
        VALUES (@session_id, @idempotency_key, @request_hash, @entry_ids, @token_counts, @created_at_ms)`,
     ),
     entryBySeq: db.prepare<[string, number], PayloadRow>("SELECT seq, token_count, payload FROM entries WHERE session_id = ? AND seq = ?"),
+    dataVersion: db.prepare<[], { data_version: number }>("PRAGMA data_version"),
     activeMessages: db.prepare<[string, number], PayloadRow>(
       `SELECT seq, token_count, payload FROM entries
        WHERE session_id = ? AND seq >= ? AND kind = 'message' AND hidden = 0 ORDER BY seq`,
