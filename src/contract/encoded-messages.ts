@@ -124,6 +124,24 @@ export function writeVarint(out: Buffer, pos: number, n: number): number {
   return pos;
 }
 
+/** Message field 1 (`string id`) and field 11 (`uint32 token_count`): what the host sets after a body. */
+const ID_TAG = (1 << 3) | WireType.LengthDelimited;
+const TOKEN_COUNT_TAG = (11 << 3) | WireType.Varint;
+
+/** Bytes of the id and token count fields written after a remembered body (`idBytes`: the id's UTF-8 length). */
+export function idAndCountSize(idBytes: number, tokenCount: number): number {
+  return 1 + varintSize(idBytes) + idBytes + 1 + varintSize(tokenCount);
+}
+
+/** Writes the id and token count fields at `pos` (see idAndCountSize); returns the position after them. */
+export function writeIdAndCount(out: Buffer, pos: number, id: string, idBytes: number, tokenCount: number): number {
+  out[pos++] = ID_TAG;
+  pos = writeVarint(out, pos, idBytes);
+  pos += out.write(id, pos, "utf8");
+  out[pos++] = TOKEN_COUNT_TAG;
+  return writeVarint(out, pos, tokenCount);
+}
+
 interface Encoder<T> {
   encode(message: T, writer?: BinaryWriter): BinaryWriter;
 }
@@ -157,7 +175,7 @@ export function splicingSerializer<T extends { messages: Message[] }>(type: Enco
       let part: Part;
       if (body) {
         const idBytes = Buffer.byteLength(m.id);
-        part = { body, id: m.id, idBytes, tokenCount: m.tokenCount, length: body.length + 1 + varintSize(idBytes) + idBytes + 1 + varintSize(m.tokenCount) };
+        part = { body, id: m.id, idBytes, tokenCount: m.tokenCount, length: body.length + idAndCountSize(idBytes, m.tokenCount) };
       } else {
         const encoded = Message.encode(m).finish();
         part = { body: encoded, idBytes: 0, tokenCount: 0, length: encoded.length };
@@ -173,13 +191,7 @@ export function splicingSerializer<T extends { messages: Message[] }>(type: Enco
       pos = writeVarint(out, pos, part.length);
       out.set(part.body, pos);
       pos += part.body.length;
-      if (part.id !== undefined) {
-        out[pos++] = 10; // field 1 (id), length-delimited
-        pos = writeVarint(out, pos, part.idBytes);
-        pos += out.write(part.id, pos, "utf8");
-        out[pos++] = 88; // field 11 (token_count), varint
-        pos = writeVarint(out, pos, part.tokenCount);
-      }
+      if (part.id !== undefined) pos = writeIdAndCount(out, pos, part.id, part.idBytes, part.tokenCount);
     }
     if (pos !== size) throw new Error(`splicingSerializer: wrote ${pos} of ${size} bytes`);
     return out;

@@ -1,5 +1,14 @@
 import type { ServiceDefinition } from "@grpc/grpc-js";
-import { ENTRY_MESSAGE_TAG, lengthDelimitedFields, rememberEncoding, rememberedBody, varintSize, writeVarint } from "./encoded-messages.js";
+import {
+  ENTRY_MESSAGE_TAG,
+  idAndCountSize,
+  lengthDelimitedFields,
+  rememberEncoding,
+  rememberedBody,
+  varintSize,
+  writeIdAndCount,
+  writeVarint,
+} from "./encoded-messages.js";
 import { Message } from "./gen/contextd/v1/types.js";
 
 /**
@@ -43,10 +52,8 @@ export function encodedSize(message: Message): number {
   return rememberedBody(message)?.length ?? Message.encode(message).finish().length;
 }
 
-/** Field 4 of Message (`int64 timestamp_ms`), field 1 (`string id`), field 11 (`uint32 token_count`). */
+/** Field 4 of Message (`int64 timestamp_ms`, a varint). */
 const TIMESTAMP_TAG = 4 << 3;
-const ID_TAG = (1 << 3) | 2;
-const TOKEN_COUNT_TAG = 11 << 3;
 
 export interface StoredMessageFields {
   id: string;
@@ -63,7 +70,7 @@ export interface StoredMessageFields {
 export function entryPayloadWithBody(head: Uint8Array, body: Uint8Array, set: StoredMessageFields): { payload: Buffer; message: Uint8Array } {
   const idBytes = Buffer.byteLength(set.id);
   const ts = set.timestampMs === undefined ? 0 : 1 + varintSize(set.timestampMs);
-  const length = body.length + ts + 1 + varintSize(idBytes) + idBytes + 1 + varintSize(set.tokenCount);
+  const length = body.length + ts + idAndCountSize(idBytes, set.tokenCount);
   const start = head.length + 1 + varintSize(length);
   const payload = Buffer.allocUnsafe(start + length);
   payload.set(head, 0);
@@ -75,11 +82,7 @@ export function entryPayloadWithBody(head: Uint8Array, body: Uint8Array, set: St
     payload[pos++] = TIMESTAMP_TAG;
     pos = writeVarint(payload, pos, set.timestampMs);
   }
-  payload[pos++] = ID_TAG;
-  pos = writeVarint(payload, pos, idBytes);
-  pos += payload.write(set.id, pos, "utf8");
-  payload[pos++] = TOKEN_COUNT_TAG;
-  pos = writeVarint(payload, pos, set.tokenCount);
+  pos = writeIdAndCount(payload, pos, set.id, idBytes, set.tokenCount);
   if (pos !== payload.length) throw new Error(`entryPayloadWithBody: wrote ${pos} of ${payload.length} bytes`);
   return { payload, message: payload.subarray(start) };
 }

@@ -5,7 +5,7 @@
  */
 import { Client, credentials, status, type ServiceError } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { lengthDelimitedFields } from "../../src/contract/encoded-messages.js";
+import { lengthDelimitedFields, varintSize, writeVarint } from "../../src/contract/encoded-messages.js";
 import {
   AppendMessagesRequest,
   AppendMessagesResponse,
@@ -27,15 +27,10 @@ const MAX_MESSAGE_BYTES = 4096;
 function appendRequest(sessionId: string, bodies: Buffer[]): Buffer {
   const head = Buffer.from(AppendMessagesRequest.encode(AppendMessagesRequest.fromPartial({ session: { sessionId } })).finish());
   const fields = bodies.map((b) => {
-    const len: number[] = [];
-    for (let n = b.length; ; n >>>= 7) {
-      if (n < 0x80) {
-        len.push(n);
-        break;
-      }
-      len.push((n & 0x7f) | 0x80);
-    }
-    return Buffer.concat([Buffer.from([0x12, ...len]), b]);
+    const prefix = Buffer.alloc(1 + varintSize(b.length));
+    prefix[0] = 0x12; // field 2 (messages), length-delimited
+    writeVarint(prefix, 1, b.length);
+    return Buffer.concat([prefix, b]);
   });
   return Buffer.concat([head, ...fields]);
 }

@@ -10,15 +10,14 @@ import type { CachedView, ViewCache } from "./view-cache.js";
  */
 export function readActiveView(stmts: Statements, cache: ViewCache, sessionId: string): ActiveView | undefined {
   cache.checkDataVersion(stmts.dataVersion.get()!.data_version);
+  // No row, no cached view: deletes of this connection clear the cache, others' move data_version.
   const row = stmts.session.get(sessionId);
-  if (!row) {
-    cache.delete(sessionId);
-    return undefined;
-  }
-  let view = cache.get(sessionId);
+  if (!row) return undefined;
+  const cached = cache.get(sessionId);
+  let view = cached;
   if (!view || !holds(view, row)) view = readWhole(stmts, sessionId, row);
   else if (view.lastSeq < row.last_seq) view = extend(stmts, sessionId, view, row);
-  cache.set(sessionId, view);
+  if (view !== cached) cache.set(sessionId, view);
   return {
     session: toSessionRecord(row),
     ...(view.compaction ? { compaction: view.compaction } : {}),

@@ -51,6 +51,7 @@ export class ViewCache {
     this.dataVersion = dataVersion;
   }
 
+  /** The cached view, now the most recently read. */
   get(sessionId: string): CachedView | undefined {
     const view = this.views.get(sessionId);
     if (view) {
@@ -73,7 +74,7 @@ export class ViewCache {
     }
   }
 
-  delete(sessionId: string): void {
+  private delete(sessionId: string): void {
     const old = this.views.get(sessionId);
     if (!old) return;
     this.views.delete(sessionId);
