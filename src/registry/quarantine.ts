@@ -36,7 +36,7 @@ export class Quarantine implements FailureObserver {
   onEngineFailure(engine: RegisteredEngine, op: EngineOperation, kind: FailureKind, reason: string): void {
     // An engine deregistered (or replaced) while the call ran is no longer the registry's to judge.
     if (engine.builtin || engine.quarantine || this.registry.get(engine.id) !== engine) return;
-    void this.isolate(engine, op, `${kind}: ${reason}`, false);
+    void this.isolate(engine, op, `${kind}: ${reason}`, false, { afterAnswer: true });
   }
 
   onFallback(engine: RegisteredEngine, op: EngineOperation, reason: string): void {
@@ -59,7 +59,15 @@ export class Quarantine implements FailureObserver {
     r.loggedAtMs = now;
   }
 
-  async isolate(engine: RegisteredEngine, operation: string, reason: string, manual: boolean): Promise<void> {
+  /**
+   * Quarantines `engine` at once (routing, WatchEngines, the log); the record is then persisted.
+   * `afterAnswer` (a failure seen on a runtime's call, which is answered by the fallback next): the
+   * record is written in a later turn of the event loop, after that answer has been sent — the
+   * store's write syncs to disk on the event loop (SQLite), milliseconds by which every fallback
+   * answer was late (bench compaction_deadline). The registry sync does not apply the store's state
+   * to this engine until the write is done (beginLocalWrite), and a failed write is retried there.
+   */
+  async isolate(engine: RegisteredEngine, operation: string, reason: string, manual: boolean, opts: { afterAnswer?: boolean } = {}): Promise<void> {
     const written = this.registry.beginLocalWrite(engine.id);
     const now = Date.now();
     const ejections = engine.ejections + 1;
@@ -71,6 +79,7 @@ export class Quarantine implements FailureObserver {
       "engine quarantined",
     );
     this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_QUARANTINED, engine, `${operation}: ${reason}`);
+    if (opts.afterAnswer) await new Promise<void>((resolve) => setImmediate(resolve));
     await this.persist(engine).finally(written);
   }
 

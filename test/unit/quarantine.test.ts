@@ -33,6 +33,17 @@ afterEach(async () => {
 const eventsOf = (type: EngineEventType) => f.seenEvents.filter((e) => e.type === type);
 
 describe("Quarantine: ejection on a failure the engine caused", () => {
+  it("routes away at once but writes the record after the fallback answer's turn (the write syncs the disk on the event loop)", async () => {
+    const e1 = addSidecar(f.registry, new ScriptedEngine("e1"));
+    f.quarantine.onEngineFailure(e1, "assemble", "timeout", 'engine "e1" assemble: deadline of 250ms exceeded');
+    expect(e1.quarantine?.operation).toBe("assemble");
+    // What the fallback does next runs in microtasks of this turn: the store is not written yet.
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    expect((await f.store.listQuarantines()).has("e1")).toBe(false);
+    await f.registry.localWritesSettled("e1");
+    expect((await f.store.listQuarantines()).get("e1")).toEqual(e1.quarantine);
+  });
+
   it("ejects for base_ejection, records operation, kind and reason, announces it, logs it and persists it", async () => {
     const e1 = addSidecar(f.registry, new ScriptedEngine("e1"));
     f.quarantine.onEngineFailure(e1, "compact", "error", 'engine "e1" failed on compact: boom');
