@@ -127,6 +127,35 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX entries_pinned ON entries (session_id, seq) WHERE kind = 'message' AND role = 4 AND NOT hidden;
     `,
   },
+  {
+    version: 4,
+    description: "view revisions: a session's cached active view is still right while its view_revision holds",
+    sql: `
+      -- Each replica caches the decoded active views it assembles (src/store/view-cache.ts) and
+      -- checks one against the session row on every read. Appends and compactions move last_seq and
+      -- the compaction pointers; every other change to a session's stored entries moves
+      -- view_revision, and the database does it itself — any UPDATE or DELETE of entries, through
+      -- whatever code path — so no writer can forget. New rows draw from one sequence, so a session
+      -- deleted and created again (on any replica) never repeats a revision. Rows that exist already
+      -- keep 0: each is one session's, and nothing else has that id.
+      CREATE SEQUENCE contextd_view_revisions;
+      ALTER TABLE sessions ADD COLUMN view_revision BIGINT NOT NULL DEFAULT 0;
+      ALTER TABLE sessions ALTER COLUMN view_revision SET DEFAULT nextval('contextd_view_revisions');
+
+      CREATE FUNCTION contextd_entries_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        UPDATE sessions SET view_revision = nextval('contextd_view_revisions')
+          WHERE session_id IN (SELECT DISTINCT session_id FROM changed_entries);
+        RETURN NULL;
+      END
+      $$;
+      -- A transition table serves one event per trigger: one trigger each.
+      CREATE TRIGGER entries_updated AFTER UPDATE ON entries
+        REFERENCING OLD TABLE AS changed_entries FOR EACH STATEMENT EXECUTE FUNCTION contextd_entries_changed();
+      CREATE TRIGGER entries_deleted AFTER DELETE ON entries
+        REFERENCING OLD TABLE AS changed_entries FOR EACH STATEMENT EXECUTE FUNCTION contextd_entries_changed();
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

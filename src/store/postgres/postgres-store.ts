@@ -33,12 +33,14 @@ import type {
   TranscriptStore,
 } from "../types.js";
 import { count, PgDatabase, run } from "./database.js";
+import { ViewCache } from "../view-cache.js";
+import { readActiveView } from "./active-view-read.js";
 import { appendIdempotent } from "./idempotent-append.js";
 import { migrate, type MigrationOutcome } from "./migrations.js";
 import { createPool, parsePostgresUrl, type ParsedPostgresUrl } from "./pool-config.js";
 import { RegistryListener } from "./registry-listener.js";
 import * as registry from "./registry-records.js";
-import { checkTokenCount, decodeEntry, sessionFromJson, toEntryRevision, toSessionRecord, toViewMessage, type PayloadRow, type SessionRow } from "./rows.js";
+import { checkTokenCount, decodeEntry, sessionFromJson, toEntryRevision, toSessionRecord, type SessionRow } from "./rows.js";
 import { importSession } from "./session-import.js";
 import { SQL } from "./statements.js";
 import * as copy from "./store-copy.js";
@@ -62,8 +64,11 @@ const DEFAULT_READ_LIMIT = 1_000;
  *   other answers replayed (idempotent-append.ts).
  * - Compaction commits are optimistic on the session row's latest compaction id (ConflictError).
  * - Each read is one statement (one snapshot): readActiveView reads the session row, its latest
- *   compaction and the message range of the view together. Nothing is cached in memory, so what one
- *   replica commits is what the next call on any replica reads.
+ *   compaction and the message range of the view together — or, for a view this replica has
+ *   decoded before, the row and what was appended since, while the row's `view_revision` (which
+ *   the database moves on any other change to the session's entries, migration 4) says the cached
+ *   view still holds (active-view-read.ts). So what one replica commits is what the next call on
+ *   any replica reads.
  * - A lost or refused connection is UnavailableError naming PostgreSQL and the cause (errors.ts);
  *   a call that had not committed runs again on a fresh connection (database.ts).
  *
@@ -82,14 +87,19 @@ export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy 
     /** What open() found and did to the schema. */
     readonly migration: MigrationOutcome,
     private readonly parsed: ParsedPostgresUrl,
+    /** Decoded active views of recently assembled sessions, checked against the row on every read (view-cache.ts). */
+    private readonly views: ViewCache,
   ) {}
 
-  /** Connects to the database a `postgres://` URL names and migrates it (see pool-config.ts for the URL). */
-  static async open(url: string): Promise<PostgresStore> {
+  /**
+   * Connects to the database a `postgres://` URL names and migrates it (see pool-config.ts for the
+   * URL). `viewCacheBytes` bounds the cache of decoded views (default VIEW_CACHE_BYTES; 0: none).
+   */
+  static async open(url: string, options: { viewCacheBytes?: number } = {}): Promise<PostgresStore> {
     const parsed = parsePostgresUrl(url);
     const db = new PgDatabase(createPool(parsed), parsed.where, parsed.settings.poolMax);
     try {
-      return new PostgresStore(db, await migrate(db), parsed);
+      return new PostgresStore(db, await migrate(db), parsed, new ViewCache(options.viewCacheBytes));
     } catch (err) {
       await db.end();
       if (err instanceof ContextdError) throw err;
@@ -167,25 +177,7 @@ export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy 
   }
 
   async readActiveView(sessionId: string): Promise<ActiveView | undefined> {
-    type Row = PayloadRow & { part: number; session: string | null };
-    const rows = await this.db.read((conn) => run<Row>(conn, SQL.activeView, [sessionId]));
-    if (rows.length === 0) return undefined;
-    const row = sessionFromJson(rows[0].session!);
-    let compaction: ActiveView["compaction"];
-    let tokens = 0;
-    let i = 1;
-    if (row.latest_compaction_seq > 0) {
-      const c = rows[i];
-      if (c?.part !== 1) throw new Error(`session ${sessionId}: compaction entry seq ${row.latest_compaction_seq} is missing`);
-      compaction = { entry: decodeEntry(c.payload), summaryTokens: row.active_summary_tokens };
-      tokens += row.active_summary_tokens;
-      i++;
-    }
-    // Part 2 (the pinned system messages before the cut) then part 3 (the kept range): transcript order.
-    const messages = rows.slice(i).map(toViewMessage);
-    const pinnedCount = rows.slice(i).filter((r) => r.part === 2).length;
-    for (const m of messages) tokens += m.tokenCount;
-    return { session: toSessionRecord(row), ...(compaction ? { compaction } : {}), messages, pinnedCount, tokens };
+    return readActiveView(this.db, this.views, sessionId);
   }
 
   async readActiveTotals(sessionId: string): Promise<ActiveTotals | undefined> {

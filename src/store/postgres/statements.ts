@@ -61,6 +61,21 @@ export const SQL = {
        ON e.session_id = s.session_id AND e.seq >= s.active_from_seq AND e.kind = 'message' AND NOT e.hidden
      ORDER BY part, seq`,
   ),
+  /**
+   * The session row, and the kept messages after seq $2 only while a cached view read at
+   * ($3 created_at_ms, $4 latest_compaction_seq, $5 active_from_seq, $6 view_revision) still holds
+   * (view-cache.ts): one statement, one snapshot; no entry rows when the view must be read whole.
+   */
+  activeViewSince: stmt(
+    "active_view_since",
+    `WITH s AS (SELECT * FROM sessions WHERE session_id = $1)
+     SELECT 0 AS part, row_to_json(s)::text AS session, NULL::bigint AS seq, NULL::bigint AS token_count, NULL::bytea AS payload FROM s
+     UNION ALL
+     SELECT 3, NULL, e.seq, e.token_count, e.payload FROM s JOIN entries e
+       ON e.session_id = s.session_id AND e.seq > $2 AND e.seq >= s.active_from_seq AND e.kind = 'message' AND NOT e.hidden
+     WHERE s.created_at_ms = $3 AND s.latest_compaction_seq = $4 AND s.active_from_seq = $5 AND s.view_revision = $6
+     ORDER BY part, seq`,
+  ),
   /** Token totals of the active view by role (pinned system messages included), with the session row, in one statement. */
   activeTotals: stmt(
     "active_totals",

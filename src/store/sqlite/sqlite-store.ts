@@ -45,7 +45,7 @@ import * as registry from "./registry-records.js";
 import { checkTokenCount, decodeEntry, toEntryRevision, toSessionRecord, type SessionRow } from "./rows.js";
 import { prepareStatements, type Statements } from "./statements.js";
 import { SqliteStoreCopy } from "./store-copy.js";
-import { ViewCache } from "./view-cache.js";
+import { ViewCache } from "../view-cache.js";
 import * as subagents from "./subagent-records.js";
 import * as writes from "./transcript-writes.js";
 

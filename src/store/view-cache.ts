@@ -1,0 +1,178 @@
+import type { TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
+import { decodeEntry, toSessionRecord, toViewMessage, type PayloadRow, type SessionRow } from "./sqlite/rows.js";
+import type { ActiveView, ViewMessage } from "./types.js";
+
+/**
+ * The decoded active views of recently assembled sessions, so that an Assemble decodes only the
+ * entries appended since the last one instead of the whole view (reading and decoding the view was
+ * ~22 % of contextd's busy time on the sidecar path, issue 14). Both stores keep one
+ * (sqlite/active-view-read.ts, postgres/active-view-read.ts); what they share is here.
+ *
+ * A cached view is checked against the session row on every read, in the same snapshot as the
+ * entries it is extended with (`holds`):
+ * - Appends only add entries after the session's `last_seq`; the view is extended with those.
+ * - A compaction moves `latest_compaction_seq` and `active_from_seq`: read anew.
+ * - Every other change to stored entries (rewrites, deletes, imports, seeded sessions, raw copies)
+ *   moves the `revision`: on PostgreSQL the row's `view_revision`, which the database itself moves
+ *   on any UPDATE or DELETE of a session's entries (a trigger, migration 4) and draws from one
+ *   sequence for every new row, so a session deleted and created again never repeats one, whichever
+ *   replica wrote it. SQLite, one process per file, keeps revision 0 and instead clears the cache on
+ *   its own such writes, and whenever `PRAGMA data_version` says another connection committed.
+ *
+ * Cached messages are shared between reads, so they are frozen (stored messages already are, to
+ * keep their remembered bytes right; see encoded-messages.ts), and every read gets its own arrays.
+ * The cache is bounded by the stored bytes it holds (the decoded messages are about as large again);
+ * the least recently read sessions go first.
+ */
+export interface CachedView {
+  /** The session row's fields a cached view is valid for (besides last_seq, which it is extended to). */
+  createdAtMs: number;
+  latestCompactionSeq: number;
+  activeFromSeq: number;
+  revision: number;
+  lastSeq: number;
+  compaction?: ActiveView["compaction"];
+  pinned: readonly ViewMessage[];
+  kept: ViewMessage[];
+  /** Summary tokens plus every message's. */
+  tokens: number;
+  /** Stored bytes of the entries held (what the bound counts). */
+  bytes: number;
+}
+
+/** A session row as the cache reads it: PostgreSQL's has a `view_revision`, SQLite's none (0). */
+export type ViewRow = SessionRow & { view_revision?: number };
+
+/** Default bound: a few MB of stored entries (hundreds of typical views), well inside the memory bench's margin. */
+export const VIEW_CACHE_BYTES = 4 * 1024 * 1024;
+
+export class ViewCache {
+  private readonly views = new Map<string, CachedView>();
+  private bytes = 0;
+  /** SQLite's data_version when the cache was last checked: another connection's commit changes it. */
+  private dataVersion: number | undefined;
+
+  constructor(private readonly maxBytes = VIEW_CACHE_BYTES) {}
+
+  /** Clears the cache when `dataVersion` (PRAGMA data_version, read in the same transaction) moved. */
+  checkDataVersion(dataVersion: number): void {
+    if (this.dataVersion !== dataVersion) this.clear();
+    this.dataVersion = dataVersion;
+  }
+
+  /** The cached view, now the most recently read. */
+  get(sessionId: string): CachedView | undefined {
+    const view = this.views.get(sessionId);
+    if (view) {
+      // Most recently read last: Map iteration order is the eviction order.
+      this.views.delete(sessionId);
+      this.views.set(sessionId, view);
+    }
+    return view;
+  }
+
+  /** Caches `view` unless it is larger than the bound alone (a bound of 0 caches nothing). */
+  set(sessionId: string, view: CachedView): void {
+    this.delete(sessionId);
+    if (view.bytes > this.maxBytes || this.maxBytes === 0) return;
+    this.views.set(sessionId, view);
+    this.bytes += view.bytes;
+    for (const [id, old] of this.views) {
+      if (this.bytes <= this.maxBytes) break;
+      this.views.delete(id);
+      this.bytes -= old.bytes;
+    }
+  }
+
+  delete(sessionId: string): void {
+    const old = this.views.get(sessionId);
+    if (!old) return;
+    this.views.delete(sessionId);
+    this.bytes -= old.bytes;
+  }
+
+  clear(): void {
+    this.views.clear();
+    this.bytes = 0;
+  }
+
+  get size(): number {
+    return this.views.size;
+  }
+}
+
+/** The cached view is this session's and nothing but appends changed its entries since. */
+export function holds(view: CachedView, row: ViewRow): boolean {
+  return (
+    view.createdAtMs === row.created_at_ms &&
+    view.latestCompactionSeq === row.latest_compaction_seq &&
+    view.activeFromSeq === row.active_from_seq &&
+    view.revision === (row.view_revision ?? 0) &&
+    view.lastSeq <= row.last_seq
+  );
+}
+
+/** Decoded view messages, frozen: a cached one is shared by every read of the session. */
+export function decodeViewRows(rows: readonly PayloadRow[]): { messages: ViewMessage[]; tokens: number; bytes: number } {
+  let tokens = 0;
+  let bytes = 0;
+  const messages = rows.map((r) => {
+    tokens += r.token_count;
+    bytes += r.payload.length;
+    const m = toViewMessage(r);
+    Object.freeze(m.message);
+    return Object.freeze(m);
+  });
+  return { messages, tokens, bytes };
+}
+
+/**
+ * A whole view read at `row`: its latest compaction entry's stored payload (when the row names one),
+ * the pinned messages, then the kept range.
+ */
+export function wholeView(row: ViewRow, compactionPayload: Buffer | undefined, pinnedRows: readonly PayloadRow[], keptRows: readonly PayloadRow[]): CachedView {
+  let tokens = 0;
+  let bytes = 0;
+  let compaction: { entry: TranscriptEntry; summaryTokens: number } | undefined;
+  if (row.latest_compaction_seq > 0) {
+    if (!compactionPayload) throw new Error(`session ${row.session_id}: compaction entry seq ${row.latest_compaction_seq} is missing`);
+    compaction = Object.freeze({ entry: Object.freeze(decodeEntry(compactionPayload)), summaryTokens: row.active_summary_tokens });
+    tokens += row.active_summary_tokens;
+    bytes += compactionPayload.length;
+  }
+  const pinned = decodeViewRows(pinnedRows);
+  const kept = decodeViewRows(keptRows);
+  for (const part of [pinned, kept]) {
+    tokens += part.tokens;
+    bytes += part.bytes;
+  }
+  return {
+    createdAtMs: row.created_at_ms,
+    latestCompactionSeq: row.latest_compaction_seq,
+    activeFromSeq: row.active_from_seq,
+    revision: row.view_revision ?? 0,
+    lastSeq: row.last_seq,
+    ...(compaction ? { compaction } : {}),
+    pinned: pinned.messages,
+    kept: kept.messages,
+    tokens,
+    bytes,
+  };
+}
+
+/** The cached view with the messages appended after its last seq, up to `row` (pinned ones cannot change without a compaction). */
+export function extendView(view: CachedView, row: ViewRow, addedRows: readonly PayloadRow[]): CachedView {
+  const added = decodeViewRows(addedRows);
+  return { ...view, lastSeq: row.last_seq, kept: [...view.kept, ...added.messages], tokens: view.tokens + added.tokens, bytes: view.bytes + added.bytes };
+}
+
+/** What readActiveView answers: the row's session record and the view, in lists of the caller's own. */
+export function toActiveView(row: ViewRow, view: CachedView): ActiveView {
+  return {
+    session: toSessionRecord(row),
+    ...(view.compaction ? { compaction: view.compaction } : {}),
+    messages: [...view.pinned, ...view.kept],
+    pinnedCount: view.pinned.length,
+    tokens: view.tokens,
+  };
+}
