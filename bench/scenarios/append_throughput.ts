@@ -13,6 +13,7 @@ import { Buffer } from "node:buffer";
 import type { Message } from "../../src/contract/gen/contextd/v1/types.js";
 import { sessionClient } from "../harness/clients.js";
 import { startContextd, type ContextdHandle } from "../harness/contextd.js";
+import { startEchoServer } from "../harness/engines.js";
 import { closedLoop, interleave } from "../harness/interleave.js";
 import { codingMessages } from "../harness/messages.js";
 import { tryBenchDatabase } from "../harness/postgres.js";
@@ -39,7 +40,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const poolSize = ctx.quick ? 8_000 : 30_000;
   const pgDb = await tryBenchDatabase();
   const withPg = typeof pgDb !== "string";
-  const totalSteps = 1 + (withPg ? 4 : 2) * (rounds + 1);
+  const totalSteps = 1 + (withPg ? 5 : 3) * (rounds + 1);
   let steps = 0;
   ctx.progress.update(0, totalSteps, "generating messages, starting contextd");
   const pool: Message[] = [];
@@ -54,6 +55,9 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
 
   const cd = await startContextd();
   const client = sessionClient(cd.address);
+  // The floor: the same client's one-message appends to a server that answers without any work.
+  const floor = await startEchoServer();
+  const floorClient = sessionClient(floor.address);
   let pgCd: ContextdHandle | undefined;
   let pgClient: ReturnType<typeof sessionClient> | undefined;
   try {
@@ -62,8 +66,9 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       pgClient = sessionClient(pgCd.address);
     }
     ctx.progress.update(++steps, totalSteps, "appending");
-    const tokens: Record<string, number> = { single: 0, batched: 0, "postgres-single": 0, "postgres-batched": 0 };
-    const variant = (name: "single" | "batched" | "postgres-single" | "postgres-batched", perCall: number, on = { cd, client }) => {
+    type Name = "single" | "batched" | "postgres-single" | "postgres-batched" | "floor-single";
+    const tokens: Record<Name, number> = { single: 0, batched: 0, "postgres-single": 0, "postgres-batched": 0, "floor-single": 0 };
+    const variant = (name: Name, perCall: number, on: { cd: { pid: number }; client: typeof client } = { cd, client }) => {
       let worker = 0;
       const { cd: server, client: c } = on;
       return {
@@ -92,7 +97,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       };
     };
     const pgOn = pgCd && pgClient ? { cd: pgCd, client: pgClient } : undefined;
-    const variants = [variant("single", 1), variant("batched", BATCH)];
+    const variants = [variant("single", 1), variant("batched", BATCH), variant("floor-single", 1, { cd: floor, client: floorClient })];
     if (pgOn) variants.push(variant("postgres-single", 1, pgOn), variant("postgres-batched", BATCH, pgOn));
     const windows = await interleave(variants, {
       rounds,
@@ -101,7 +106,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const errors = Object.values(windows)
       .flat()
       .reduce((a, w) => a + w.errors, 0);
-    const stat = (name: "single" | "batched" | "postgres-single" | "postgres-batched") => {
+    const stat = (name: Name) => {
       const w = windows[name];
       const lat = summarize(w.flatMap((x) => x.latencies));
       return {
@@ -115,6 +120,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       };
     };
     const single = stat("single");
+    const floorSingle = stat("floor-single");
     const batched = stat("batched");
     const pgSingle = pgOn ? stat("postgres-single") : undefined;
     const pgBatched = pgOn ? stat("postgres-batched") : undefined;
@@ -141,6 +147,8 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     return {
       metrics: {
         single_msgs_per_s: round(single.msgs_per_s, 0),
+        single_floor_calls_per_s: round(floorSingle.msgs_per_s, 0),
+        single_ratio_vs_floor: round(single.msgs_per_s / floorSingle.msgs_per_s, 3),
         batched_msgs_per_s: round(batched.msgs_per_s, 0),
         batched_msgs_per_contextd_cpu_s: round(batched.msgs_per_contextd_cpu_s, 0),
         single: detail(single),
@@ -158,10 +166,18 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         { key: "batched_msgs_per_s", op: ">=", target: 6000 },
         { key: "single_msgs_per_s", op: ">=", target: 3000 },
       ],
-      headline: ["single_msgs_per_s", "batched_msgs_per_contextd_cpu_s", "postgres_batched_msgs_per_s", "postgres_single_msgs_per_s"],
+      headline: [
+        "single_msgs_per_s",
+        "single_floor_calls_per_s",
+        "single_ratio_vs_floor",
+        "batched_msgs_per_contextd_cpu_s",
+        "postgres_batched_msgs_per_s",
+        "postgres_single_msgs_per_s",
+      ],
       notes: [
         `${SESSIONS} sessions appended to concurrently; ${rounds} measured windows of ${windowMs} ms per variant, interleaved; medians`,
         `messages average ${Math.round(poolBytes)} bytes of text; tokens are counted by contextd at append (${((tokens.single + tokens.batched) / 1e6).toFixed(1)}M tokens in this run)`,
+        "floor: the same one-message AppendMessages calls, from the same client and 4 workers, to a bare grpc-js server (bench/engines/echo-server.ts) that answers a fixed response without decoding the request, storing or counting anything — the most any server could answer this client at this concurrency on this machine; single_ratio_vs_floor = contextd's single msgs/s ÷ the floor's calls/s (its CPU columns are that server's)",
         "msgs per contextd CPU-second: messages appended per second of CPU time contextd used in the window (/proc) — what one fully available core would sustain, independent of other load on the machine; busy: contextd's CPU time / wall time",
         withPg
           ? "PostgreSQL: a second contextd on a scratch database of the local server (created and dropped by the bench), pool defaults (pool_max 10), server defaults (synchronous_commit on); its CPU-s column counts contextd only, not the PostgreSQL server processes"
@@ -174,6 +190,8 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
           rows: [
             row("sqlite", "single", single),
             row("sqlite", `batch of ${BATCH}`, batched),
+            // Its token counts are the fixed answer's, not counted: no tokens/s.
+            row("floor (no work)", "single", floorSingle).map((v, i) => (i === 3 ? "—" : v)),
             ...(pgSingle && pgBatched
               ? [row("postgres", "single", pgSingle), row("postgres", `batch of ${BATCH}`, pgBatched)]
               : [["postgres", "—", "not measured", "", "", "", "", "", ""]]),
@@ -183,8 +201,10 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     };
   } finally {
     client.close();
+    floorClient.close();
     pgClient?.close();
     await cd.stop();
+    await floor.child.stop();
     await pgCd?.stop();
     if (typeof pgDb !== "string") await pgDb.drop();
   }
