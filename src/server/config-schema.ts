@@ -239,7 +239,7 @@ const health = z.strictObject({
 });
 
 /** `server` when the file has none; the keys are documented on the schema below. */
-export const SERVER_DEFAULTS = { max_concurrent_calls: 1000, heap_growth_percent: 50 };
+export const SERVER_DEFAULTS = { max_concurrent_calls: 1000, heap_growth_percent: 100 };
 
 /** Admission to the gRPC server. Optional as a whole (absent: SERVER_DEFAULTS, see `serverSettings`). */
 const server = z.strictObject({

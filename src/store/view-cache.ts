@@ -43,8 +43,12 @@ export interface CachedView {
 /** A session row as the cache reads it: PostgreSQL's has a `view_revision`, SQLite's none (0). */
 export type ViewRow = SessionRow & { view_revision?: number };
 
-/** Default bound: a few MB of stored entries (hundreds of typical views), well inside the memory bench's margin. */
-export const VIEW_CACHE_BYTES = 4 * 1024 * 1024;
+/**
+ * Default bound: 2 MB of stored entries — a few dozen 15k-token views, hundreds of short ones. The
+ * decoded messages take several times their stored bytes of heap: at 4 MB the cache cost the memory
+ * bench ~14 MB of peak RSS (217 against 204 MB, issue 14 round 5).
+ */
+export const VIEW_CACHE_BYTES = 2 * 1024 * 1024;
 
 export class ViewCache {
   private readonly views = new Map<string, CachedView>();

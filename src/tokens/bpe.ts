@@ -1,6 +1,5 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { compileFunction } from "node:vm";
 import { BpeMerger } from "./bpe-merge.js";
 import { BpeRanks } from "./bpe-ranks.js";
 import { PieceCounts } from "./piece-counts.js";
@@ -18,19 +17,13 @@ const SPLIT: Record<BpeName, RegExp> = { o200k_base: patterns.O200K_TOKEN_SPLIT_
 const tables = new Map<BpeName, BpeRanks>();
 
 /**
- * The encoding's rank table, built on first use (tens of milliseconds). gpt-tokenizer's generated
- * rank list is evaluated outside the module cache — as a function of its `exports` — so its 200 000
- * strings are garbage once the table holds their bytes; a `require` would keep them for the life of
- * the process.
+ * The encoding's rank table, built on first use (tens of milliseconds) from the `.tiktoken` file
+ * gpt-tokenizer ships (bpe-ranks.ts says why not from its generated JavaScript list).
  */
 export function bpeRanks(name: BpeName): BpeRanks {
   let table = tables.get(name);
   if (!table) {
-    const file = require.resolve(`gpt-tokenizer/cjs/bpeRanks/${name}`);
-    const exports: { default?: (string | number[])[] } = {};
-    compileFunction(readFileSync(file, "utf8"), ["exports"], { filename: file })(exports);
-    if (!Array.isArray(exports.default)) throw new Error(`gpt-tokenizer's ${name} rank list is not where contextd expects it (${file})`);
-    table = BpeRanks.build(exports.default);
+    table = BpeRanks.fromTiktoken(readFileSync(require.resolve(`gpt-tokenizer/data/${name}.tiktoken`)));
     tables.set(name, table);
   }
   return table;

@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { bpeCounter, bpeRanks } from "../../src/tokens/bpe.js";
-import { NO_RANK } from "../../src/tokens/bpe-ranks.js";
+import { BpeRanks, NO_RANK } from "../../src/tokens/bpe-ranks.js";
 import { PieceCounts } from "../../src/tokens/piece-counts.js";
 
 // bpeCounter sums cached counts of the pieces the encoding's pattern splits a text into; that must be
@@ -85,6 +85,25 @@ describe("BpeRanks (the shared rank table)", () => {
       expect(table.rank(padded, 2, 6)).toBe(table.rank(Buffer.from(" the"), 0, 4));
     });
   }
+});
+
+describe("BpeRanks.fromTiktoken", () => {
+  const tiktoken = (text: string) => Buffer.from(text, "latin1");
+
+  it("reads tiktoken's format: base64 keys (padding, any bytes), decimal ranks, CRLF or LF, a last line without one", () => {
+    const keys = [Buffer.from("a"), Buffer.from("ab"), Buffer.from([0xff, 0x00, 0x80]), Buffer.from("hello world")];
+    const text = keys.map((k, i) => `${k.toString("base64")} ${i * 7}${i === 1 ? "\r" : ""}`).join("\n");
+    const table = BpeRanks.fromTiktoken(tiktoken(text));
+    expect(table.size).toBe(keys.length);
+    keys.forEach((k, i) => expect(table.rank(k, 0, k.length)).toBe(i * 7));
+    expect(table.rank(Buffer.from("b"), 0, 1)).toBe(NO_RANK);
+  });
+
+  it("refuses a line it cannot read, naming where", () => {
+    expect(() => BpeRanks.fromTiktoken(tiktoken("YQ== 0\nYg==\n"))).toThrow(".tiktoken line at byte 7 has no rank");
+    expect(() => BpeRanks.fromTiktoken(tiktoken("Y*== 0\n"))).toThrow(".tiktoken key at byte 0 is not base64");
+    expect(() => BpeRanks.fromTiktoken(tiktoken("YQ== x1\n"))).toThrow(".tiktoken rank at byte 5 is not a number");
+  });
 });
 
 describe("PieceCounts", () => {

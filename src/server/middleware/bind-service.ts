@@ -101,7 +101,6 @@ interface CallLike {
 function context<P>(path: string, call: CallLike, options: BindOptions<P>, controller: AbortController): RequestContext<P> {
   if (call.request instanceof UndecodableRequest) throw call.request.error();
   const requestId = requestIdOf(call.metadata);
-  call.on("cancelled", () => controller.abort(abortReason("cancelled by the caller")));
   const deadline = call.getDeadline();
   const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
   const peerCertificate = call.getAuthContext?.().sslPeerCertificate;
@@ -122,14 +121,25 @@ function context<P>(path: string, call: CallLike, options: BindOptions<P>, contr
 function unaryAdapter<P>(path: string, handler: UnaryHandler<unknown, unknown, P>, options: BindOptions<P>) {
   return (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => {
     const controller = new AbortController();
+    let answered = false;
+    // grpc-js emits 'cancelled' when the stream closes, also after a call it answered: only a
+    // cancellation before the answer is the caller's (aborting afterwards was work for nothing on
+    // every call — an Error with its stack, the signal's listeners).
+    call.on("cancelled", () => {
+      if (!answered) controller.abort(abortReason("cancelled by the caller"));
+    });
     let ctx: RequestContext<P> | undefined;
     const fail = (err: unknown) => {
+      answered = true;
       if (isInternal(err)) (ctx?.log ?? options.logger).error({ err, method: path }, "internal error");
       callback(toServiceError(err, { deadlineMs: ctx?.deadlineMs }), null);
     };
     try {
       ctx = context(path, call, options, controller);
-      handler(call.request, ctx).then((res) => callback(null, res), fail);
+      handler(call.request, ctx).then((res) => {
+        answered = true;
+        callback(null, res);
+      }, fail);
     } catch (err) {
       fail(err);
     }
@@ -141,7 +151,10 @@ function streamAdapter<P>(path: string, handler: ServerStreamHandler<unknown, un
     const controller = new AbortController();
     const closed = new AbortController();
     const close = () => closed.abort();
-    call.on("cancelled", close);
+    call.on("cancelled", () => {
+      if (!closed.signal.aborted) controller.abort(abortReason("cancelled by the caller"));
+      close();
+    });
     call.on("close", close);
     call.on("error", close);
     let ctx: RequestContext<P> | undefined;
