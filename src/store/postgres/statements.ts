@@ -10,6 +10,10 @@ function stmt(name: string, text: string): Statement {
 
 const ENTRY_COLUMNS = "session_id, seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, payload";
 
+/** Part 0 of the active-view statements: the session row $1 as JSON, in the columns of the entry parts. */
+const VIEW_SESSION_PART = `WITH s AS (SELECT * FROM sessions WHERE session_id = $1)
+     SELECT 0 AS part, row_to_json(s)::text AS session, NULL::bigint AS seq, NULL::bigint AS token_count, NULL::bytea AS payload FROM s`;
+
 export const SQL = {
   session: stmt("session", "SELECT * FROM sessions WHERE session_id = $1"),
   countSessions: stmt("count_sessions", "SELECT COUNT(*) AS n FROM sessions"),
@@ -48,8 +52,7 @@ export const SQL = {
    */
   activeView: stmt(
     "active_view",
-    `WITH s AS (SELECT * FROM sessions WHERE session_id = $1)
-     SELECT 0 AS part, row_to_json(s)::text AS session, NULL::bigint AS seq, NULL::bigint AS token_count, NULL::bytea AS payload FROM s
+    `${VIEW_SESSION_PART}
      UNION ALL
      SELECT 1, NULL, e.seq, e.token_count, e.payload FROM s JOIN entries e
        ON e.session_id = s.session_id AND e.seq = s.latest_compaction_seq AND s.latest_compaction_seq > 0
@@ -68,8 +71,7 @@ export const SQL = {
    */
   activeViewSince: stmt(
     "active_view_since",
-    `WITH s AS (SELECT * FROM sessions WHERE session_id = $1)
-     SELECT 0 AS part, row_to_json(s)::text AS session, NULL::bigint AS seq, NULL::bigint AS token_count, NULL::bytea AS payload FROM s
+    `${VIEW_SESSION_PART}
      UNION ALL
      SELECT 3, NULL, e.seq, e.token_count, e.payload FROM s JOIN entries e
        ON e.session_id = s.session_id AND e.seq > $2 AND e.seq >= s.active_from_seq AND e.kind = 'message' AND NOT e.hidden
