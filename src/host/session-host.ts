@@ -12,7 +12,7 @@ import type { RuntimeAccess } from "./runtime-access.js";
 import type { Compactions } from "./compactions.js";
 import { checkAssembled, checkCompaction, resolveKeptEntries } from "./engine-answers.js";
 import { runtimeSettings } from "./runtime-settings.js";
-import { sessionNotFound } from "./session-visibility.js";
+import { admitExisting, sessionNotFound } from "./session-visibility.js";
 import { appendDigest } from "./append-digest.js";
 import { NO_OBSERVER, type HostObserver } from "./host-observer.js";
 import { checkIdempotencyKey, requireBudget, requireEnum, requireSession, validateAppend, type AppendLimits } from "./validate.js";
@@ -56,8 +56,14 @@ export class SessionHost {
     return record;
   }
 
-  async readView(session: SessionRef): Promise<ActiveView> {
+  /**
+   * The session's active view. With `access` (the first read of an RPC whose session was resolved
+   * for `view` use, session-visibility.ts) the session is admitted on the row the view holds:
+   * another agent's session is missing, and `session` takes the stored agent and key.
+   */
+  async readView(session: SessionRef, access?: RuntimeAccess): Promise<ActiveView> {
     const view = await this.store.readActiveView(session.sessionId);
+    if (access) admitExisting(access, session, view?.session);
     if (!view) throw sessionNotFound(session.sessionId);
     return view;
   }
@@ -124,7 +130,7 @@ export class SessionHost {
   async assemble(req: S.AssembleRequest, call: HostCall): Promise<S.AssembleResponse> {
     const session = requireSession(req.session);
     const budget = requireBudget(req.tokenBudget);
-    let view = await this.readView(session);
+    let view = await this.readView(session, call.access);
     const selection = this.router.select(session);
     const autoCompact = req.autoCompact ?? true;
     let compaction: S.AssembleResponse["compaction"];
@@ -229,7 +235,7 @@ export class SessionHost {
     const session = requireSession(req.session);
     const budget = requireBudget(req.tokenBudget);
     requireEnum(req.compactionTarget, CompactionTarget, "compaction_target");
-    const view = await this.readView(session);
+    const view = await this.readView(session, call.access);
     const selection = this.router.select(session);
     await this.bootstraps.ensure(selection, session, call);
     const messages = viewMessages(view);
@@ -280,7 +286,7 @@ export class SessionHost {
 
   async afterTurn(req: S.AfterTurnRequest, call: HostCall): Promise<S.AfterTurnResponse> {
     const session = requireSession(req.session);
-    const view = await this.readView(session);
+    const view = await this.readView(session, call.access);
     const selection = this.router.select(session);
     const routed = await this.router.call(selection, "after_turn", call, async (engine, ctx) => {
       if (!engine.afterTurn || !engine.info().capabilities?.afterTurn) return {};

@@ -44,15 +44,15 @@ export function sessionHandlers(
       (r, c) => host.appendMessages(r, c),
     ),
     assemble: rpc(
-      (r) => [[r.session, "session", "existing"]],
+      (r) => [[r.session, "session", "view"]],
       (r, c) => host.assemble(r, c),
     ),
     compact: rpc(
-      (r) => [[r.session, "session", "existing"]],
+      (r) => [[r.session, "session", "view"]],
       (r, c) => host.compact(r, c),
     ),
     afterTurn: rpc(
-      (r) => [[r.session, "session", "existing"]],
+      (r) => [[r.session, "session", "view"]],
       (r, c) => host.afterTurn(r, c),
     ),
     maintain: rpc(

@@ -1,16 +1,19 @@
 import { AlreadyExistsError, NotFoundError, PermissionDeniedError } from "../contract/errors.js";
 import type { SessionRef } from "../contract/gen/contextd/v1/types.js";
 import { quote } from "../contract/quote.js";
-import type { TranscriptStore } from "../store/types.js";
+import type { SessionRecord, TranscriptStore } from "../store/types.js";
 import type { RuntimeAccess } from "./runtime-access.js";
 import { requireSession } from "./validate.js";
 
 /**
- * How an RPC uses a session it names: `existing` — it must exist (GetSession, Assemble, …);
+ * How an RPC uses a session it names: `existing` — it must exist (GetSession, Maintain, …);
  * `create` — it may be created by the call (AppendMessages; ImportTranscript and a subagent child,
- * which the store then requires to be new).
+ * which the store then requires to be new); `view` — it must exist, and the host's first read is
+ * the session's active view, which holds the session row: the claim is checked here, and the host
+ * admits the session on the row it reads (`admitExisting`, SessionHost.readView) instead of reading
+ * the row twice (Assemble, Compact, AfterTurn: a store round trip less per call).
  */
-export type SessionUse = "existing" | "create";
+export type SessionUse = "existing" | "create" | "view";
 
 /** The one NOT_FOUND of SessionService: a missing session and another agent's look the same. */
 export function sessionNotFound(sessionId: string): NotFoundError {
@@ -47,17 +50,26 @@ export async function resolveSession(
   const checked = requireSession(ref, field);
   if (!ref) return; // unreachable: requireSession refused it
   if (checked.agentId) access.checkAgent(checked.agentId);
+  if (use === "view") return;
   const stored = await store.getSession(checked.sessionId);
-  if (stored && !access.mayActFor(stored.agentId)) {
-    throw use === "create" ? new AlreadyExistsError(`session ${quote(checked.sessionId)} already exists`) : sessionNotFound(checked.sessionId);
-  }
+  if (use === "existing") return admitExisting(access, ref, stored);
+  if (stored && !access.mayActFor(stored.agentId)) throw new AlreadyExistsError(`session ${quote(checked.sessionId)} already exists`);
   if (!stored) {
-    if (use === "existing") throw sessionNotFound(checked.sessionId);
     if (!access.mayActFor(checked.agentId)) {
       throw new PermissionDeniedError(`${field}.agent_id is required: this runtime token may act only for the agents it names`);
     }
     return;
   }
+  ref.agentId = stored.agentId;
+  ref.sessionKey ||= stored.sessionKey;
+}
+
+/**
+ * Step 2 of resolveSession for a session that must exist, on its row as read (undefined: none):
+ * another agent's session is missing; `ref` then carries the stored agent and key.
+ */
+export function admitExisting(access: RuntimeAccess, ref: SessionRef, stored: Pick<SessionRecord, "agentId" | "sessionKey"> | undefined): void {
+  if (!stored || !access.mayActFor(stored.agentId)) throw sessionNotFound(ref.sessionId);
   ref.agentId = stored.agentId;
   ref.sessionKey ||= stored.sessionKey;
 }

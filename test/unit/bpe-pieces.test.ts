@@ -56,12 +56,29 @@ describe("bpeCounter (pieces counted with a cache)", () => {
       const count = bpeCounter(name);
       fc.assert(
         fc.property(fc.oneof(tricky, fc.string({ unit: "grapheme", maxLength: 80 }), fc.string({ unit: "binary", maxLength: 40 })), (t) => {
+          // The one place the oracle is wrong: gpt-tokenizer keys its ranks by strings made with a
+          // TextDecoder, which drops a byte-order mark at the start of a piece (below).
+          fc.pre(!t.includes("\uFEFF"));
           expect(count(t)).toBe(whole[name](t));
         }),
         { numRuns: 3000 },
       );
     });
   }
+});
+
+describe("a byte-order mark (U+FEFF) is counted as tiktoken counts it", () => {
+  it("one token where the encoding has its three bytes as one key; gpt-tokenizer says two", () => {
+    for (const name of NAMES) {
+      const bom = Buffer.from("\uFEFF", "utf8");
+      // EF BB BF is a key of both encodings (cl100k 3305, o200k 5574): byte-level BPE merges it whole.
+      expect(bpeRanks(name).rank(bom, 0, bom.length)).toBe(name === "cl100k_base" ? 3305 : 5574);
+      expect(bpeCounter(name)("\uFEFF")).toBe(1);
+      // gpt-tokenizer decodes the merged bytes with TextDecoder, which drops a leading BOM, so it
+      // finds no key for the piece and falls back to smaller parts.
+      expect(whole[name]("\uFEFF")).toBe(2);
+    }
+  });
 });
 
 describe("BpeRanks (the shared rank table)", () => {
