@@ -95,7 +95,6 @@ interface CallLike {
   getDeadline(): Date | number;
   getAuthContext?: () => { sslPeerCertificate?: PeerCertificate };
   getPeer?: () => string;
-  on(event: "cancelled", fn: () => void): unknown;
 }
 
 function context<P>(path: string, call: CallLike, options: BindOptions<P>, controller: AbortController): RequestContext<P> {
@@ -152,8 +151,8 @@ function streamAdapter<P>(path: string, handler: ServerStreamHandler<unknown, un
     const closed = new AbortController();
     const close = () => closed.abort();
     call.on("cancelled", () => {
-      if (!closed.signal.aborted) controller.abort(abortReason("cancelled by the caller"));
       close();
+      controller.abort(abortReason("cancelled by the caller"));
     });
     call.on("close", close);
     call.on("error", close);
