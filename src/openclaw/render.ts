@@ -17,20 +17,35 @@ export interface BashExecution {
   fullOutputPath?: unknown;
 }
 
+/**
+ * A field as OpenClaw's template literals render it (`String(v)`), for the values they can render.
+ * A JSON object whose `toString` or `valueOf` is a plain value (`{"toString": false}`, which any
+ * transcript line may hold) makes `String()` throw — OpenClaw's own turn would fail on it; contextd
+ * renders its JSON text instead, so that such a message is kept, not refused or lost.
+ */
+function textOf(v: unknown): string {
+  if (v === null || v === undefined) return "";
+  try {
+    return String(v);
+  } catch {
+    return JSON.stringify(v) ?? "";
+  }
+}
+
 export function bashExecutionText(m: BashExecution): string {
-  let text = `Ran \`${String(m.command ?? "")}\`\n`;
-  if (m.output) text += `\`\`\`\n${String(m.output)}\n\`\`\``;
+  let text = `Ran \`${textOf(m.command)}\`\n`;
+  if (m.output) text += `\`\`\`\n${textOf(m.output)}\n\`\`\``;
   else text += "(no output)";
   if (m.cancelled) text += "\n\n(command cancelled)";
-  else if (m.exitCode !== null && m.exitCode !== undefined && m.exitCode !== 0) text += `\n\nCommand exited with code ${String(m.exitCode)}`;
-  if (m.truncated && m.fullOutputPath) text += `\n\n[Output truncated. Full output: ${String(m.fullOutputPath)}]`;
+  else if (m.exitCode !== null && m.exitCode !== undefined && m.exitCode !== 0) text += `\n\nCommand exited with code ${textOf(m.exitCode)}`;
+  if (m.truncated && m.fullOutputPath) text += `\n\n[Output truncated. Full output: ${textOf(m.fullOutputPath)}]`;
   return text;
 }
 
 export function branchSummaryText(summary: unknown): string {
-  return BRANCH_SUMMARY_PREFIX + String(summary ?? "") + BRANCH_SUMMARY_SUFFIX;
+  return BRANCH_SUMMARY_PREFIX + textOf(summary) + BRANCH_SUMMARY_SUFFIX;
 }
 
 export function compactionSummaryText(summary: unknown): string {
-  return COMPACTION_SUMMARY_PREFIX + String(summary ?? "") + COMPACTION_SUMMARY_SUFFIX;
+  return COMPACTION_SUMMARY_PREFIX + textOf(summary) + COMPACTION_SUMMARY_SUFFIX;
 }

@@ -120,6 +120,15 @@ export function loadedEntry(raw: JsonObject): JsonObject {
   return raw;
 }
 
+/** `z.coerce.string()`: String(v); where String() throws, zod fails the row — "" is no reason either. */
+function coercedString(v: unknown): string {
+  try {
+    return String(v);
+  } catch {
+    return "";
+  }
+}
+
 /**
  * OpenClaw's `indexedSessionEntrySchema` (src/config/sessions/session-entry-codec.ts), applied as
  * OpenClaw applies it: to the loaded form of the row (loadedEntry).
@@ -141,7 +150,7 @@ export function isRecognizedEntry(row: JsonObject): boolean {
       return isString(e.summary) && nonEmpty(e.firstKeptEntryId) && typeof e.tokensBefore === "number";
     case "reset":
       // OpenClaw coerces the reason to a string first (`z.coerce.string()`): `["new"]` is "new".
-      return RESET_REASONS.has(String(e.reason)) && (e.firstKeptEntryId === undefined || isString(e.firstKeptEntryId));
+      return RESET_REASONS.has(coercedString(e.reason)) && (e.firstKeptEntryId === undefined || isString(e.firstKeptEntryId));
     case "branch_summary":
       return isString(e.fromId) && isString(e.summary);
     case "custom":

@@ -184,8 +184,9 @@ const entry = fc.oneof(
     weight: 3,
     arbitrary: fc.record({
       type: fc.constant("reset" as const),
-      // OpenClaw coerces the reason to a string: ["daily"] is a daily reset.
-      reason: fc.constantFrom<unknown>("new", "reset", "idle", "daily", "cron-stale", "new", ["daily"]),
+      // OpenClaw coerces the reason to a string: ["daily"] is a daily reset; String() throws on
+      // { toString: false }, which OpenClaw then does not index.
+      reason: fc.constantFrom<unknown>("new", "reset", "idle", "daily", "cron-stale", "new", ["daily"], { toString: false }),
       kept: fc.constantFrom<KeptMode>("ancestor", "ancestor", "any", "missing", "none", "none"),
       pick: fc.nat(),
     }),

@@ -102,6 +102,19 @@ describe("OpenClaw AgentMessage ↔ contextd Message", () => {
     expect([m.extraJson, ...m.content.map((b) => b.block!.value.extraJson)]).toEqual(["", "", "", ""]);
   });
 
+  it("keeps a field that String() cannot render, rendering its JSON text for the model", () => {
+    // A JSON object whose toString is a plain value makes String() throw (found by the property above).
+    const cases: [Record<string, unknown>, string][] = [
+      [{ role: "branchSummary", summary: { toString: false } }, '<summary>\n{"toString":false}</summary>'],
+      [{ role: "compactionSummary", summary: { valueOf: 1, toString: null }, tokensBefore: 3 }, '<summary>\n{"valueOf":1,"toString":null}\n</summary>'],
+      [{ role: "bashExecution", command: { toString: "x" }, output: { toString: [] }, exitCode: 1 }, 'Ran `{"toString":"x"}`\n```\n{"toString":[]}\n```'],
+    ];
+    for (const [original, rendered] of cases) {
+      expect(messageText(toContextdMessage(original))).toContain(rendered);
+      expect(roundTrip(original)).toEqual(asJson(original));
+    }
+  });
+
   it("refuses what has no OpenClaw role, naming the field", () => {
     expect(() => toContextdMessage({ role: "robot", content: "x" }, "messages[2]")).toThrow(/messages\[2\]\.role "robot" is not an OpenClaw message role/);
     expect(() => toContextdMessage("hello", "message")).toThrow(/message must be a JSON object/);
