@@ -23,6 +23,16 @@ import fc from "fast-check";
 export type Row = Record<string, unknown>;
 
 const T0 = Date.UTC(2026, 8, 8, 9, 12, 3, 114);
+/** A reset reason String() throws on (`z.coerce.string()` then fails the row). */
+const UNCOERCIBLE_REASON = { toString: false };
+const coerces = (v: unknown): boolean => {
+  try {
+    String(v);
+    return true;
+  } catch {
+    return false;
+  }
+};
 const MISSING_RESULT = "[openclaw] missing tool result in session history; inserted synthetic error result for transcript repair.";
 
 type ParentMode = "tail" | "earlier" | "null" | "absent" | "unknown" | "self";
@@ -185,8 +195,8 @@ const entry = fc.oneof(
     arbitrary: fc.record({
       type: fc.constant("reset" as const),
       // OpenClaw coerces the reason to a string: ["daily"] is a daily reset; String() throws on
-      // { toString: false }, which OpenClaw then does not index.
-      reason: fc.constantFrom<unknown>("new", "reset", "idle", "daily", "cron-stale", "new", ["daily"], { toString: false }),
+      // UNCOERCIBLE_REASON, a row OpenClaw then does not recognise (nor index).
+      reason: fc.constantFrom<unknown>("new", "reset", "idle", "daily", "cron-stale", "new", ["daily"], UNCOERCIBLE_REASON),
       kept: fc.constantFrom<KeptMode>("ancestor", "ancestor", "any", "missing", "none", "none"),
       pick: fc.nat(),
     }),
@@ -437,6 +447,7 @@ class Builder {
       case "reset": {
         const kept = this.kept(e.kept, e.pick, parentId, id);
         row = { type: "reset", ...head, ...side, reason: e.reason, ...(kept ? { firstKeptEntryId: kept } : {}) };
+        indexed = coerces(e.reason);
         break;
       }
       case "label": {
