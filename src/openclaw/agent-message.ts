@@ -2,8 +2,8 @@ import { InvalidArgumentError } from "../contract/errors.js";
 import { Message, Role, Usage } from "../contract/gen/contextd/v1/types.js";
 import { isSummaryMessage, SUMMARY_TOKENS_BEFORE_KEY, summaryOf, textBlock } from "../contract/messages.js";
 import { fromContentBlock, toContentBlock } from "./content-blocks.js";
-import { fromJsonText, isCount, isFiniteNumber, isMillis, isRecord, isString, toJsonText, type Json, type JsonObject } from "./json.js";
-import { compact, extraJsonOf, parseExtra, restore } from "./lossless.js";
+import { fromJsonText, isCount, isFiniteNumber, isMillis, isRecord, isString, jsonEqual, toJsonText, type Json, type JsonObject } from "./json.js";
+import { compact, EXACTLY_REBUILT, extraJsonOf, parseExtra, restore } from "./lossless.js";
 import { bashExecutionText, branchSummaryText, compactionSummaryText } from "./render.js";
 
 /**
@@ -90,7 +90,11 @@ export function toContextdMessage(input: unknown, field = "message"): Message {
       m.content = [textBlock(compactionSummaryText(input.summary))];
       break;
   }
-  m.extraJson = extraJsonOf(input, rebuild(m));
+  const rebuilt = rebuild(m);
+  // Without an extra the way back completes the message as one from elsewhere (`complete`): a
+  // message from OpenClaw that the proto fields describe whole but that lacks what completion adds
+  // (a custom message without `display`) carries an empty extra instead, which says "exactly this".
+  m.extraJson = extraJsonOf(input, rebuilt) || (jsonEqual(complete(m, rebuilt), rebuilt) ? "" : EXACTLY_REBUILT);
   return m;
 }
 

@@ -17,6 +17,9 @@ import { definedKeys, isRecord, jsonEqual, type Json, type JsonObject } from "./
  */
 export const ABSENT_KEY = "contextd.absent";
 
+/** An extra that changes nothing: the rebuilt object is the original, as it is. */
+export const EXACTLY_REBUILT = JSON.stringify({ [ABSENT_KEY]: [] });
+
 /** The extra object that turns `rebuilt` back into `original` (undefined when none is needed). */
 export function extraOf(original: JsonObject, rebuilt: JsonObject): JsonObject | undefined {
   const extra: JsonObject = {};

@@ -115,6 +115,16 @@ describe("OpenClaw AgentMessage ↔ contextd Message", () => {
     }
   });
 
+  it("gives back a message the proto fields describe whole as it was, not completed as one from an engine", () => {
+    // Found by the property above: without an extra the way back added `display: true`.
+    const original = { role: "custom", customType: "", content: [] };
+    expect(toContextdMessage(original).extraJson).not.toBe("");
+    expect(roundTrip(original)).toEqual(original);
+    // A message an engine built (no extra) is still completed with what OpenClaw requires.
+    const built = Message.fromPartial({ role: Role.ROLE_CUSTOM, customType: "note", content: [] });
+    expect(fromContextdMessage(built)).toEqual({ role: "custom", customType: "note", content: [], display: true });
+  });
+
   it("refuses what has no OpenClaw role, naming the field", () => {
     expect(() => toContextdMessage({ role: "robot", content: "x" }, "messages[2]")).toThrow(/messages\[2\]\.role "robot" is not an OpenClaw message role/);
     expect(() => toContextdMessage("hello", "message")).toThrow(/message must be a JSON object/);
