@@ -1,5 +1,4 @@
-import { ContextdError, FailedPreconditionError, InvalidArgumentError, NotFoundError } from "../../contract/errors.js";
-import { quote } from "../../contract/quote.js";
+import { ContextdError, FailedPreconditionError, NotFoundError } from "../../contract/errors.js";
 import type { QuarantineState } from "../../contract/gen/contextd/v1/registry.js";
 import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import type { RegistrationClaim, RegistryChange, RegistryStore, RegistryWatch, RegistryWatchOptions, StoredRegistration } from "../registry-store.js";
@@ -33,6 +32,7 @@ import type {
   TranscriptStore,
 } from "../types.js";
 import { count, PgDatabase, run } from "./database.js";
+import { listPage, listPageSize, parseListCursor, readWindow } from "../paging.js";
 import { ViewCache } from "../view-cache.js";
 import { readActiveView } from "./active-view-read.js";
 import { appendIdempotent } from "./idempotent-append.js";
@@ -46,10 +46,6 @@ import { SQL } from "./statements.js";
 import * as copy from "./store-copy.js";
 import * as subagents from "./subagent-records.js";
 import * as writes from "./transcript-writes.js";
-
-const DEFAULT_LIST_LIMIT = 100;
-const MAX_LIST_LIMIT = 1_000;
-const DEFAULT_READ_LIMIT = 1_000;
 
 /**
  * The transcript and registry store on PostgreSQL, for several contextd replicas sharing one
@@ -141,32 +137,16 @@ export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy 
   }
 
   async listSessions(limit: number, cursor?: string, agents: AgentScope = ALL_AGENTS): Promise<{ sessions: SessionRecord[]; nextCursor: string }> {
-    const n = !Number.isInteger(limit) || limit <= 0 ? DEFAULT_LIST_LIMIT : Math.min(limit, MAX_LIST_LIMIT);
+    const n = listPageSize(limit);
     const scope = [[...agents.exact], [...agents.prefixes]];
-    let values: unknown[];
-    if (cursor) {
-      const at = cursor.indexOf(":");
-      const updatedAtMs = Number(cursor.slice(0, at));
-      if (at <= 0 || !Number.isSafeInteger(updatedAtMs)) {
-        throw new InvalidArgumentError(`invalid session list cursor ${quote(cursor)}`);
-      }
-      values = [updatedAtMs, cursor.slice(at + 1), n + 1, ...scope];
-    } else {
-      values = [n + 1, ...scope];
-    }
-    let rows = await this.db.read((conn) => run<SessionRow>(conn, cursor ? SQL.listAfter : SQL.listFirst, values));
-    const more = rows.length > n;
-    if (more) rows = rows.slice(0, n);
-    const last = rows[rows.length - 1];
-    return {
-      sessions: rows.map(toSessionRecord),
-      nextCursor: more && last ? `${last.updated_at_ms}:${last.session_id}` : "",
-    };
+    const after = cursor ? parseListCursor(cursor) : undefined;
+    const values = after ? [after.updatedAtMs, after.sessionId, n + 1, ...scope] : [n + 1, ...scope];
+    const rows = await this.db.read((conn) => run<SessionRow>(conn, after ? SQL.listAfter : SQL.listFirst, values));
+    return listPage(rows, n);
   }
 
   async readEntries(sessionId: string, afterSeq: number, limit: number): Promise<TranscriptEntry[]> {
-    const after = Number.isInteger(afterSeq) && afterSeq > 0 ? afterSeq : 0;
-    const n = Number.isInteger(limit) && limit > 0 ? limit : DEFAULT_READ_LIMIT;
+    const { after, n } = readWindow(afterSeq, limit);
     return this.db.read(async (conn) => {
       const rows = await run<{ payload: Buffer }>(conn, SQL.entriesAfter, [sessionId, after, n]);
       if (rows.length === 0 && (await run(conn, SQL.sessionExists, [sessionId])).length === 0) {

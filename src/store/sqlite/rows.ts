@@ -4,10 +4,11 @@ import { entryMessageBytes, rememberEncoding, rememberedBody } from "../../contr
 import { InvalidArgumentError } from "../../contract/errors.js";
 import { entryPayloadWithBody } from "../../contract/received-messages.js";
 import { CompactionEntry, Message, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
-import type { EntryRevision, SessionLabels, SessionRecord, ViewMessage } from "../types.js";
+import type { SessionLabels, SessionRecord, ViewMessage } from "../types.js";
 
 // The transcript rows of the SQLite store (sessions, entries, entry revisions) and their mapping to
-// and from the contract's entries. Registry rows are in registry-rows.ts, the SQL in statements.ts.
+// and from the contract's entries. Registry rows are in registry-rows.ts, rewrite rows in
+// rewrite-rows.ts, the SQL in statements.ts.
 //
 // newEntryId stays here: test/store/sqlite-store.test.ts mocks this module to force colliding ids,
 // so every caller must import it from rows.js for the mock to reach it.
@@ -140,7 +141,8 @@ export function checkTokenCount(tokens: number, what: string): number {
   return tokens;
 }
 
-function encode(entry: TranscriptEntry, what: string): Uint8Array {
+/** An entry's stored bytes; an entry protobuf cannot encode is the caller's INVALID_ARGUMENT. */
+export function encodeEntry(entry: TranscriptEntry, what: string): Uint8Array {
   try {
     return TranscriptEntry.encode(entry).finish();
   } catch (err) {
@@ -209,7 +211,7 @@ export function importedEntryRow(
 }
 
 function entryRow(pos: Position, entry: TranscriptEntry, kind: EntryKind, role: number | null, tokenCount: number, what: string): EntryRow {
-  return { ...entryRowFields(pos, entry, kind, role, tokenCount), payload: encode(entry, what) };
+  return { ...entryRowFields(pos, entry, kind, role, tokenCount), payload: encodeEntry(entry, what) };
 }
 
 function entryRowFields(pos: Position, entry: TranscriptEntry, kind: EntryKind, role: number | null, tokenCount: number): Omit<EntryRow, "payload"> {
@@ -278,73 +280,4 @@ export interface IdempotencyRow {
   entry_ids: string;
   token_counts: string;
   created_at_ms: number;
-}
-
-/** An entry looked up by id for a rewrite. */
-export interface RewriteTargetRow {
-  seq: number;
-  kind: EntryKind;
-  token_count: number;
-  payload: Buffer;
-}
-
-/** The parameters of the entries UPDATE a rewrite runs. */
-export interface EntryUpdateRow {
-  session_id: string;
-  seq: number;
-  role: number;
-  token_count: number;
-  payload: Uint8Array;
-}
-
-/** A replaced revision of an entry (entry_revisions). */
-export interface RevisionRow {
-  session_id: string;
-  entry_id: string;
-  revision: number;
-  token_count: number;
-  replaced_at_ms: number;
-  reason: string;
-  payload: Uint8Array;
-}
-
-/**
- * The next revision of a message entry: `input` replaces the message, which keeps the entry's id
- * (as `message.id`), the new `tokenCount` and the entry's timestamp; the entry keeps its id, seq,
- * parent id and timestamp, and its revision goes up by one.
- */
-export function rewrittenEntryRow(
-  sessionId: string,
-  seq: number,
-  previous: TranscriptEntry,
-  input: Message,
-  tokenCount: number,
-  what: string,
-): { row: EntryUpdateRow; entry: TranscriptEntry } {
-  checkTokenCount(tokenCount, `${what}: token count`);
-  if (!input || typeof input !== "object") throw new InvalidArgumentError(`${what}: message is missing`);
-  const message: Message = {
-    ...Message.fromPartial({}),
-    ...input,
-    id: previous.id,
-    tokenCount,
-    timestampMs: previous.timestampMs,
-  };
-  const entry: TranscriptEntry = {
-    ...previous,
-    entry: { $case: "message", value: message },
-    revision: (previous.revision ?? 0) + 1,
-  };
-  const row: EntryUpdateRow = {
-    session_id: sessionId,
-    seq,
-    role: message.role,
-    token_count: tokenCount,
-    payload: encode(entry, what),
-  };
-  return { row, entry };
-}
-
-export function toEntryRevision(row: Pick<RevisionRow, "payload" | "replaced_at_ms" | "reason">): EntryRevision {
-  return { entry: decodeEntry(row.payload), replacedAtMs: row.replaced_at_ms, reason: row.reason };
 }

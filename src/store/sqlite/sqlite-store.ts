@@ -1,9 +1,8 @@
 import Database from "better-sqlite3";
 
-import { InvalidArgumentError, NotFoundError } from "../../contract/errors.js";
-import { quote } from "../../contract/quote.js";
+import { NotFoundError } from "../../contract/errors.js";
 import type { QuarantineState } from "../../contract/gen/contextd/v1/registry.js";
-import { Role, type CompactionEntry, type TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
+import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import type { RegistrationClaim, RegistryChange, RegistryStore, RegistryWatch, RegistryWatchOptions, StoredRegistration } from "../registry-store.js";
 import { ALL_AGENTS } from "../types.js";
 import type {
@@ -42,19 +41,18 @@ import { checkIdempotencyKey } from "../idempotency-replay.js";
 import { migrate } from "./migrations.js";
 import { importSession } from "./session-import.js";
 import * as registry from "./registry-records.js";
-import { checkTokenCount, decodeEntry, toEntryRevision, toSessionRecord, type SessionRow } from "./rows.js";
+import { checkTokenCount, toSessionRecord } from "./rows.js";
 import { prepareStatements, type Statements } from "./statements.js";
 import { SqliteStoreCopy } from "./store-copy.js";
+import { listPage, listPageSize, parseListCursor } from "../paging.js";
 import { ViewCache } from "../view-cache.js";
 import * as subagents from "./subagent-records.js";
+import * as reads from "./transcript-reads.js";
 import * as writes from "./transcript-writes.js";
 
 export { newEntryId } from "./rows.js";
 
 const BUSY_TIMEOUT_MS = 5_000;
-const DEFAULT_LIST_LIMIT = 100;
-const MAX_LIST_LIMIT = 1_000;
-const DEFAULT_READ_LIMIT = 1_000;
 
 /**
  * The embedded transcript store: one SQLite file (WAL, synchronous=FULL, so an acknowledged write
@@ -86,8 +84,9 @@ const DEFAULT_READ_LIMIT = 1_000;
  * It is also the RegistryStore (engine registrations and quarantine records live in the same file).
  * Lists are ordered by engine id. And it is a StoreCopy (store-copy.ts), for contextctl migrate-store.
  *
- * The class is the façade: reads stay here, while the transcript writes (transcript-writes.ts) and
- * the registry records (registry-records.ts) are delegated, all sharing one connection's statements.
+ * The class is the façade: the transcript reads (transcript-reads.ts), writes (transcript-writes.ts)
+ * and the registry records (registry-records.ts) are delegated, all sharing one connection's
+ * statements; each read runs in one deferred transaction, so it sees one snapshot.
  * readActiveView answers from a cache of decoded views, extended on appends and checked against the
  * session row and SQLite's data_version on every read (view-cache.ts, active-view-read.ts).
  */
@@ -164,39 +163,15 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   }
 
   async listSessions(limit: number, cursor?: string, agents: AgentScope = ALL_AGENTS): Promise<{ sessions: SessionRecord[]; nextCursor: string }> {
-    const n = !Number.isInteger(limit) || limit <= 0 ? DEFAULT_LIST_LIMIT : Math.min(limit, MAX_LIST_LIMIT);
+    const n = listPageSize(limit);
     const scope = { e: JSON.stringify(agents.exact), p: JSON.stringify(agents.prefixes), n: n + 1 };
-    let rows: SessionRow[];
-    if (cursor) {
-      const at = cursor.indexOf(":");
-      const updatedAtMs = Number(cursor.slice(0, at));
-      if (at <= 0 || !Number.isSafeInteger(updatedAtMs)) {
-        throw new InvalidArgumentError(`invalid session list cursor ${quote(cursor)}`);
-      }
-      rows = this.stmts.listAfter.all({ u: updatedAtMs, s: cursor.slice(at + 1), ...scope });
-    } else {
-      rows = this.stmts.listFirst.all(scope);
-    }
-    const more = rows.length > n;
-    if (more) rows = rows.slice(0, n);
-    const last = rows[rows.length - 1];
-    return {
-      sessions: rows.map(toSessionRecord),
-      nextCursor: more && last ? `${last.updated_at_ms}:${last.session_id}` : "",
-    };
+    const after = cursor ? parseListCursor(cursor) : undefined;
+    const rows = after ? this.stmts.listAfter.all({ u: after.updatedAtMs, s: after.sessionId, ...scope }) : this.stmts.listFirst.all(scope);
+    return listPage(rows, n);
   }
 
   async readEntries(sessionId: string, afterSeq: number, limit: number): Promise<TranscriptEntry[]> {
-    const after = Number.isInteger(afterSeq) && afterSeq > 0 ? afterSeq : 0;
-    const n = Number.isInteger(limit) && limit > 0 ? limit : DEFAULT_READ_LIMIT;
-    const run = this.db.transaction((): TranscriptEntry[] => {
-      const rows = this.stmts.entriesAfter.all(sessionId, after, n);
-      if (rows.length === 0 && !this.stmts.session.get(sessionId)) {
-        throw new NotFoundError(`session ${sessionId} not found`);
-      }
-      return rows.map((r) => decodeEntry(r.payload));
-    });
-    return run.deferred();
+    return this.db.transaction(() => reads.readEntries(this.stmts, sessionId, afterSeq, limit)).deferred();
   }
 
   async readActiveView(sessionId: string): Promise<ActiveView | undefined> {
@@ -204,24 +179,7 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   }
 
   async readActiveTotals(sessionId: string): Promise<ActiveTotals | undefined> {
-    const run = this.db.transaction((): ActiveTotals | undefined => {
-      const row = this.stmts.session.get(sessionId);
-      if (!row) return undefined;
-      const summaryTokens = row.latest_compaction_seq > 0 ? row.active_summary_tokens : 0;
-      const tokensByRole = new Map<number, number>();
-      let tokens = summaryTokens;
-      for (const r of this.stmts.activeTokensByRole.all(sessionId, row.active_from_seq)) {
-        tokensByRole.set(r.role, r.tokens);
-        tokens += r.tokens;
-      }
-      const pinned = this.stmts.pinnedTokens.get(sessionId, row.active_from_seq)?.tokens;
-      if (pinned !== null && pinned !== undefined) {
-        tokensByRole.set(Role.ROLE_SYSTEM, (tokensByRole.get(Role.ROLE_SYSTEM) ?? 0) + pinned);
-        tokens += pinned;
-      }
-      return { session: toSessionRecord(row), summaryTokens, tokensByRole, tokens };
-    });
-    return run.deferred();
+    return this.db.transaction(() => reads.readActiveTotals(this.stmts, sessionId)).deferred();
   }
 
   async commitCompaction(
@@ -249,17 +207,7 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   }
 
   async readEntryRevisions(sessionId: string, entryId: string): Promise<EntryRevision[]> {
-    const run = this.db.transaction((): EntryRevision[] => {
-      const rows = this.stmts.revisions.all(sessionId, entryId);
-      if (rows.length === 0) {
-        if (!this.stmts.session.get(sessionId)) throw new NotFoundError(`session ${sessionId} not found`);
-        if (!this.stmts.entryById.get(sessionId, entryId)) {
-          throw new NotFoundError(`entry ${entryId} not found in session ${sessionId}`);
-        }
-      }
-      return rows.map(toEntryRevision);
-    });
-    return run.deferred();
+    return this.db.transaction(() => reads.readEntryRevisions(this.stmts, sessionId, entryId)).deferred();
   }
 
   // --- subagent TTLs (subagent-records.ts) ------------------------------------------------------
