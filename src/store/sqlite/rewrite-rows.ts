@@ -1,7 +1,6 @@
-import { InvalidArgumentError } from "../../contract/errors.js";
 import { Message, type TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import type { EntryRevision } from "../types.js";
-import { checkTokenCount, decodeEntry, encodeEntry, type EntryKind } from "./rows.js";
+import { checkMessageInput, decodeEntry, encodeEntry, type EntryKind } from "./rows.js";
 
 // The rows of a message rewrite (SessionService.RewriteMessages): the entry it replaces, the UPDATE
 // it runs, and the revision it keeps in entry_revisions. Both stores use them.
@@ -47,8 +46,7 @@ export function rewrittenEntryRow(
   tokenCount: number,
   what: string,
 ): { row: EntryUpdateRow; entry: TranscriptEntry } {
-  checkTokenCount(tokenCount, `${what}: token count`);
-  if (!input || typeof input !== "object") throw new InvalidArgumentError(`${what}: message is missing`);
+  checkMessageInput(input, tokenCount, what);
   const message: Message = {
     ...Message.fromPartial({}),
     ...input,

@@ -150,6 +150,12 @@ export function encodeEntry(entry: TranscriptEntry, what: string): Uint8Array {
   }
 }
 
+/** What a message entry is refused for before it is built: no message, or a token count out of range. */
+export function checkMessageInput(input: Message | undefined, tokenCount: number, what: string): asserts input is Message {
+  checkTokenCount(tokenCount, `${what}: token count`);
+  if (!input || typeof input !== "object") throw new InvalidArgumentError(`${what}: message is missing`);
+}
+
 /**
  * Builds the stored form of a message entry: the message gets the entry id, its token count and
  * a timestamp (its own when set, else `nowMs`).
@@ -162,8 +168,7 @@ export function messageEntryRow(
   nowMs: number,
   what: string,
 ): { row: EntryRow; entry: TranscriptEntry } {
-  checkTokenCount(tokenCount, `${what}: token count`);
-  if (!input || typeof input !== "object") throw new InvalidArgumentError(`${what}: message is missing`);
+  checkMessageInput(input, tokenCount, what);
   const timestampMs = input.timestampMs ? input.timestampMs : nowMs;
   const body = rememberedBody(input);
   if (body) {
