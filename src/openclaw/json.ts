@@ -9,6 +9,19 @@ export function isRecord(value: unknown): value is JsonObject {
 }
 
 /**
+ * `String(v)` — how OpenClaw's template literals and `z.coerce.string()` turn a field into text — or
+ * undefined where String() throws: a JSON object whose `toString` or `valueOf` is a plain value
+ * (`{"toString": false}`), which any transcript line may hold.
+ */
+export function tryString(v: unknown): string | undefined {
+  try {
+    return String(v);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Deep equality of JSON values, ignoring key order and members whose value is `undefined` (which
  * JSON.stringify drops). Numbers compare with Object.is, except that 0 equals -0 (JSON has no -0).
  */

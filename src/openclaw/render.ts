@@ -1,3 +1,5 @@
+import { tryString } from "./json.js";
+
 /**
  * How OpenClaw 2026.9.x renders its harness messages for the model (`convertToLlm` and the summary
  * constructors in its `packages/agent-core/src/harness/messages.ts`), copied so that contextd's
@@ -18,18 +20,13 @@ export interface BashExecution {
 }
 
 /**
- * A field as OpenClaw's template literals render it (`String(v)`), for the values they can render.
- * A JSON object whose `toString` or `valueOf` is a plain value (`{"toString": false}`, which any
- * transcript line may hold) makes `String()` throw — OpenClaw's own turn would fail on it; contextd
- * renders its JSON text instead, so that such a message is kept, not refused or lost.
+ * A field as OpenClaw's template literals render it, for the values they can render. Where
+ * `String()` throws (tryString) OpenClaw's own turn would fail; contextd renders the value's JSON
+ * text instead, so that such a message is kept, not refused or lost.
  */
 function textOf(v: unknown): string {
   if (v === null || v === undefined) return "";
-  try {
-    return String(v);
-  } catch {
-    return JSON.stringify(v) ?? "";
-  }
+  return tryString(v) ?? JSON.stringify(v) ?? "";
 }
 
 export function bashExecutionText(m: BashExecution): string {

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from "../contract/errors.js";
-import { isBoolean, isRecord, isString, type JsonObject } from "./json.js";
+import { isBoolean, isRecord, isString, tryString, type JsonObject } from "./json.js";
 import { eachLine, runAll, type Steps } from "./slices.js";
 
 /**
@@ -120,15 +120,6 @@ export function loadedEntry(raw: JsonObject): JsonObject {
   return raw;
 }
 
-/** `z.coerce.string()`: String(v); where String() throws, zod fails the row — "" is no reason either. */
-function coercedString(v: unknown): string {
-  try {
-    return String(v);
-  } catch {
-    return "";
-  }
-}
-
 /**
  * OpenClaw's `indexedSessionEntrySchema` (src/config/sessions/session-entry-codec.ts), applied as
  * OpenClaw applies it: to the loaded form of the row (loadedEntry).
@@ -149,8 +140,9 @@ export function isRecognizedEntry(row: JsonObject): boolean {
     case "compaction":
       return isString(e.summary) && nonEmpty(e.firstKeptEntryId) && typeof e.tokensBefore === "number";
     case "reset":
-      // OpenClaw coerces the reason to a string first (`z.coerce.string()`): `["new"]` is "new".
-      return RESET_REASONS.has(coercedString(e.reason)) && (e.firstKeptEntryId === undefined || isString(e.firstKeptEntryId));
+      // OpenClaw coerces the reason to a string first (`z.coerce.string()`): `["new"]` is "new"; a
+      // reason String() throws on fails the row.
+      return RESET_REASONS.has(tryString(e.reason) ?? "") && (e.firstKeptEntryId === undefined || isString(e.firstKeptEntryId));
     case "branch_summary":
       return isString(e.fromId) && isString(e.summary);
     case "custom":
