@@ -15,7 +15,7 @@ import { registerSessions } from "./commands/sessions.js";
 import { registerTranscript } from "./commands/transcript.js";
 import { positiveInt } from "./commands/shared.js";
 import { EXIT, EXIT_CODES_HELP } from "./exit-codes.js";
-import { examples } from "./format.js";
+import { examples, flushed } from "./format.js";
 import { colourWanted, setColour } from "./style.js";
 
 /**
@@ -93,5 +93,8 @@ process.stdout.on("error", (err: NodeJS.ErrnoException) => {
 });
 
 await program.parseAsync(process.argv);
-// gRPC channels are closed by every command; exit explicitly so a lingering handle cannot keep the CLI alive.
+// gRPC channels are closed by every command; exit explicitly so a lingering handle cannot keep the
+// CLI alive — but only once everything written is out: into a pipe, stdout is asynchronous, and
+// process.exit() would cut what is still queued (a 1 MB --json answer piped to `cat` lost all but 64 KiB).
+await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
 process.exit(process.exitCode ?? EXIT.ok);

@@ -53,6 +53,16 @@ export function writeOut(data: string | Uint8Array): Promise<void> {
   return new Promise((resolve, reject) => process.stdout.write(data, (err) => (err ? reject(err) : resolve())));
 }
 
+/**
+ * Resolves once everything written to `stream` so far has been handed to the OS. Writes are
+ * queued in order, so an empty write's callback runs after all earlier ones; a stream that is
+ * gone (the reader left) has nothing left to flush.
+ */
+export function flushed(stream: NodeJS.WriteStream): Promise<void> {
+  if (stream.destroyed || !stream.writable) return Promise.resolve();
+  return new Promise((resolve) => stream.write("", () => resolve()));
+}
+
 /** A two-column `key  value` listing without borders. */
 export function keyValues(rows: [string, Cell][]): string {
   const width = Math.max(0, ...rows.map(([k]) => k.length));

@@ -31,7 +31,7 @@
  * Every engine is SIGKILLed when the test process exits, and also exits by itself when its parent
  * (the test process) disappears. Temp dirs (control files) are removed at exit
  * unless CONTEXTD_TEST_KEEP_TMP is set; the compiled TS engine is a cache keyed by the sources'
- * hash and stays in os.tmpdir() for the next run.
+ * hash and stays in the checkout's node_modules/.cache for the next run.
  */
 import path from "node:path";
 import { childEnv, makeTempDir, spawnChild } from "../../bench/harness/child-process.js";

@@ -7,7 +7,7 @@
  *   (contextd.v1, contextd.health.v1).
  * - TypeScript (test/engines/ts/misbehaving-engine.ts), built on the engine SDK's `serveEngine`;
  *   compiled on demand with the project's TypeScript (together with the SDK sources it imports)
- *   into os.tmpdir()/contextd-test-engines-<hash of the sources>, then run with node.
+ *   into node_modules/.cache/contextd-test-engines/<hash of the sources>, then run with node.
  *
  *   const engine = await startPythonEngine({ engineId: "flaky", registry: cd.address, owner: "acme", ownerToken: "s3cret" });
  *   expect(await engine.registered).toMatchObject({ ok: true });

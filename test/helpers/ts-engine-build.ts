@@ -1,13 +1,13 @@
 /**
  * The TypeScript misbehaving engine (test/engines/ts/misbehaving-engine.ts, built on the engine
  * SDK's `serveEngine`), compiled on demand with the project's TypeScript (together with the SDK
- * sources it imports) into os.tmpdir()/contextd-test-engines-<hash of the sources>. The build is a
- * cache keyed by that hash and stays in os.tmpdir() for the next run.
+ * sources it imports) into node_modules/.cache/contextd-test-engines/<hash of the sources> of this
+ * checkout. The cache lives and dies with the checkout: the compiled engine resolves its packages
+ * from this checkout's node_modules, so a build kept outside it would outlive the clone it links to.
  */
 import { execFile } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { trackTempDir } from "../../bench/harness/child-process.js";
@@ -42,18 +42,21 @@ function sourcesHash(): string {
 /**
  * Compiles test/engines/ts/misbehaving-engine.ts and the SDK sources it imports with the project's
  * TypeScript (a temp tsconfig extending ../../tsconfig.json, rootDir = the repo root) into
- * os.tmpdir()/contextd-test-engines-<hash>, once per process (and reused across processes while
- * the sources do not change). The output dir gets `package.json` `{"type":"module"}` and a
- * `node_modules` symlink to the repo's, so the ESM output resolves its dependencies. Resolves with
- * the path of the compiled engine.
+ * CACHE_ROOT/<hash>, once per process (and reused across processes while the sources do not
+ * change). The output dir gets `package.json` `{"type":"module"}`; its imports resolve from the
+ * checkout's node_modules, the first one up the tree. Resolves with the path of the compiled engine.
  */
+/** Inside the checkout (see the module comment); node_modules/.cache is where build tools keep theirs. */
+const CACHE_ROOT = path.join(REPO_ROOT, "node_modules/.cache/contextd-test-engines");
+
 export function compileTsEngine(): Promise<string> {
   tsCompiled ??= doCompileTsEngine();
   return tsCompiled;
 }
 
 async function doCompileTsEngine(): Promise<string> {
-  const finalDir = path.join(os.tmpdir(), `contextd-test-engines-${sourcesHash()}`);
+  fs.mkdirSync(CACHE_ROOT, { recursive: true });
+  const finalDir = path.join(CACHE_ROOT, sourcesHash());
   const entry = path.join(finalDir, "test/engines/ts/misbehaving-engine.js");
   const marker = path.join(finalDir, ".complete");
   if (fs.existsSync(marker) && fs.existsSync(entry)) return entry;
@@ -108,7 +111,6 @@ async function doCompileTsEngine(): Promise<string> {
     console.warn(`[engine-process] tsc reported errors outside the test engine (compiled anyway):\n${diagnostics}`);
   }
   fs.writeFileSync(path.join(buildDir, "package.json"), JSON.stringify({ type: "module", private: true }));
-  fs.symlinkSync(path.join(REPO_ROOT, "node_modules"), path.join(buildDir, "node_modules"), "dir");
   fs.writeFileSync(path.join(buildDir, ".complete"), new Date().toISOString());
   try {
     fs.renameSync(buildDir, finalDir);
@@ -134,9 +136,8 @@ async function doCompileTsEngine(): Promise<string> {
 function pruneOldBuilds(keep: string): void {
   const cutoff = Date.now() - 3600_000;
   try {
-    for (const name of fs.readdirSync(os.tmpdir())) {
-      if (!name.startsWith("contextd-test-engines-")) continue;
-      const p = path.join(os.tmpdir(), name);
+    for (const name of fs.readdirSync(CACHE_ROOT)) {
+      const p = path.join(CACHE_ROOT, name);
       if (p === keep) continue;
       try {
         if (fs.statSync(p).mtimeMs < cutoff) fs.rmSync(p, { recursive: true, force: true });

