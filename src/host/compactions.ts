@@ -18,6 +18,8 @@ export interface CommitOutcome {
 
 export interface NativeRun {
   compacted: boolean;
+  /** Refused by native compaction: no useful summary fits (native-compaction.ts). */
+  refused?: boolean;
   committed: boolean;
   /** Another compaction of the session was committed first; re-read the view and try again. */
   conflict: boolean;

@@ -101,7 +101,8 @@ export function hostHandlers(
         throw err;
       }
       if (outcome.committed && outcome.entryId && outcome.result) grant.delegatedCompactions.push({ entryId: outcome.entryId, result: outcome.result });
-      return { ok: true, compacted: outcome.committed, reason: outcome.reason, result: outcome.committed ? outcome.result : undefined };
+      // A refused compaction (no useful summary fits the budget) is a failure the engine passes on.
+      return { ok: outcome.refused !== true, compacted: outcome.committed, reason: outcome.reason, result: outcome.committed ? outcome.result : undefined };
     },
 
     // One completion from the summarizer's model (SPEC §2.5). Upstream failures are ModelErrors,

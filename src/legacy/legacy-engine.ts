@@ -71,6 +71,6 @@ export class LegacyEngine implements ContextEngine {
       },
       this.compaction,
     );
-    return { ok: true, compacted: outcome.compacted, reason: outcome.reason, result: outcome.result };
+    return { ok: outcome.refused !== true, compacted: outcome.compacted, reason: outcome.reason, result: outcome.result };
   }
 }

@@ -17,7 +17,7 @@ import type { RegistryStore, StoredRegistration } from "../store/registry-store.
 import type { EndpointAllowList, EndpointChecker } from "./endpoint-allow-list.js";
 import type { EngineEvents } from "./engine-events.js";
 import type { EngineReservations } from "./engine-reservations.js";
-import { toEngineStatus, type EngineRegistry, type RegisteredEngine } from "./engine-registry.js";
+import { newCounters, toEngineStatus, type EngineRegistry, type RegisteredEngine } from "./engine-registry.js";
 import type { Quarantine } from "./quarantine.js";
 import { RemoteEngine } from "./remote-engine.js";
 
@@ -115,7 +115,7 @@ export class Admission {
       info: probe.info!,
       registeredAtMs: Date.now(),
       health: EngineHealth.ENGINE_HEALTH_SERVING,
-      counters: existing?.counters ?? { calls: 0, failures: 0, fallbacks: 0, timeouts: 0 },
+      counters: existing?.counters ?? newCounters(),
       healthFailures: 0,
       ejections: existing?.ejections ?? 0,
       quarantine: existing?.quarantine,
@@ -253,7 +253,7 @@ export function restoredEngine(
     info: r.info,
     registeredAtMs: r.registeredAtMs,
     health: EngineHealth.ENGINE_HEALTH_UNKNOWN,
-    counters: previous?.counters ?? { calls: 0, failures: 0, fallbacks: 0, timeouts: 0 },
+    counters: previous?.counters ?? newCounters(),
     healthFailures: 0,
     ejections: previous?.ejections ?? 0,
     quarantine: previous?.quarantine,

@@ -10,8 +10,14 @@ import type { RemoteEngine } from "./remote-engine.js";
 export interface EngineCounters {
   calls: number;
   failures: number;
+  /** Calls answered by `legacy` instead of this engine, in all and by reason (router.ts FallbackKind). */
   fallbacks: number;
+  fallbacksByReason: Record<string, number>;
   timeouts: number;
+}
+
+export function newCounters(): EngineCounters {
+  return { calls: 0, failures: 0, fallbacks: 0, fallbacksByReason: {}, timeouts: 0 };
 }
 
 /** An engine the registry knows: the built-in `legacy` one or an admitted sidecar. */
@@ -60,7 +66,7 @@ export class EngineRegistry {
       info: legacy.info(),
       registeredAtMs: Date.now(),
       health: EngineHealth.ENGINE_HEALTH_SERVING,
-      counters: { calls: 0, failures: 0, fallbacks: 0, timeouts: 0 },
+      counters: newCounters(),
       healthFailures: 0,
       ejections: 0,
     });
@@ -150,6 +156,7 @@ export function toEngineStatus(e: RegisteredEngine): EngineStatus {
     calls: e.counters.calls,
     failures: e.counters.failures,
     fallbacks: e.counters.fallbacks,
+    fallbacksByReason: { ...e.counters.fallbacksByReason },
     timeouts: e.counters.timeouts,
     builtin: e.builtin,
   };

@@ -18,6 +18,11 @@ export interface RoutingSettings {
   onFailure: OnFailure;
   /** The bulkhead: calls in flight to one sidecar at most (bulkhead.ts). */
   maxConcurrentCalls: number;
+  /**
+   * Kept back from the runtime's deadline for legacy's answer when a sidecar call may fall back
+   * (never more than half of what is left): a hung engine must not use the whole deadline.
+   */
+  fallbackReserveMs: number;
   overrides: Record<string, { timeoutsMs?: Partial<Record<EngineOperation, number>>; onFailure?: OnFailure; maxConcurrentCalls?: number }>;
 }
 
@@ -31,6 +36,8 @@ export interface Selection {
   target: RegisteredEngine;
   mode: Mode;
   fallbackReason: string;
+  /** Why the selected engine is not the target (FALLBACK selections only). */
+  fallbackKind?: FallbackKind;
 }
 
 export interface Routed<T> {
@@ -56,8 +63,19 @@ export interface CallerContext {
   trace?: Record<string, string>;
 }
 
-/** How an engine call ended, for metrics: the failure kinds, the caller's cancellation, or ok. */
-export type EngineCallOutcome = "ok" | FailureKind | "cancelled";
+/**
+ * How an engine call ended, for metrics: the failure kinds, the caller's cancellation, `short` (it
+ * ran out of the share of a short runtime deadline it was given, not its own deadline), or ok.
+ */
+export type EngineCallOutcome = "ok" | FailureKind | "cancelled" | "short";
+
+/**
+ * Why a call was answered by `legacy` instead of the selected engine (a bounded set: a metric label
+ * and EngineStatus.fallbacks_by_reason key): the engine was not registered or quarantined when the
+ * call was routed, it failed (error, timeout, contract), its bulkhead was full (rejected), or it
+ * did not answer within its share of the runtime's own, shorter deadline (short).
+ */
+export type FallbackKind = FailureKind | "not_registered" | "quarantined" | "rejected" | "short";
 
 /**
  * Told about every engine call, for metrics and tracing (src/server/observability): `around` runs
@@ -73,7 +91,7 @@ export interface EngineCallHooks {
     call: (trace: Record<string, string> | undefined) => Promise<T>,
   ): Promise<T>;
   finished(engineId: string, op: EngineOperation, outcome: EngineCallOutcome, seconds: number): void;
-  fallback(selectedId: string, op: EngineOperation): void;
+  fallback(selectedId: string, op: EngineOperation, kind: FallbackKind): void;
 }
 
 /** Why an engine call did not produce a usable answer. */
@@ -92,6 +110,14 @@ const CLOCK_SLACK_MS = 5;
 
 /** The runtime's own deadline ran out during an engine call: the caller's doing, not the engine's. */
 export class CallerDeadlineError extends DeadlineExceededError {}
+
+/**
+ * The engine ran out of its share of the runtime's deadline (that deadline less the fallback
+ * reserve), which was shorter than its own configured deadline: the runtime's tight deadline, not
+ * the engine's fault — it is not quarantined for it (one tenant's short deadlines must not eject an
+ * engine every tenant uses), but this call falls back to `legacy` in the reserve.
+ */
+export class ShortDeadlineError extends DeadlineExceededError {}
 
 /** Thrown by a `validate` callback when an engine's answer breaks the contract. */
 export class ContractViolation extends Error {}
@@ -120,10 +146,18 @@ export class Router {
     const source = perAgent || selectedId !== LEGACY_ENGINE_ID ? SelectionSource.SELECTION_SOURCE_CONFIGURED : SelectionSource.SELECTION_SOURCE_DEFAULT;
     const legacy = this.registry.legacy;
     const engine = this.registry.get(selectedId);
-    const fallback = (reason: string): Selection => ({ session, selectedId, source, target: legacy, mode: Mode.MODE_FALLBACK, fallbackReason: reason });
-    if (!engine) return fallback(`engine "${selectedId}" is not registered`);
+    const fallback = (reason: string, fallbackKind: FallbackKind): Selection => ({
+      session,
+      selectedId,
+      source,
+      target: legacy,
+      mode: Mode.MODE_FALLBACK,
+      fallbackReason: reason,
+      fallbackKind,
+    });
+    if (!engine) return fallback(`engine "${selectedId}" is not registered`, "not_registered");
     if (engine.quarantine) {
-      return fallback(`engine "${selectedId}" is quarantined (${engine.quarantine.operation}: ${engine.quarantine.reason})`);
+      return fallback(`engine "${selectedId}" is quarantined (${engine.quarantine.operation}: ${engine.quarantine.reason})`, "quarantined");
     }
     return { session, selectedId, source, target: engine, mode: Mode.MODE_NORMAL, fallbackReason: "" };
   }
@@ -158,7 +192,7 @@ export class Router {
       throw new ContextdError(status.UNAVAILABLE, `${selection.fallbackReason} (on_failure: strict, no fallback)`);
     }
     if (target.builtin) {
-      if (selection.mode === Mode.MODE_FALLBACK) this.hooks?.fallback(selection.selectedId, op);
+      if (selection.mode === Mode.MODE_FALLBACK) this.countFallback(selection.selectedId, op, selection.fallbackKind ?? "not_registered");
       const { value } = await this.attempt(selection.session, target, op, caller, fn, validate);
       return { value, engineId: target.id, mode: selection.mode, fallbackReason: selection.fallbackReason };
     }
@@ -171,17 +205,22 @@ export class Router {
       const reason = `engine "${target.id}" is at its concurrency limit (${this.bulkhead.limitOf(target.id)} calls in flight, ${key})`;
       this.observer?.onRejected(target, op, reason);
       if (this.onFailure(target.id) === "strict") throw new ResourceExhaustedError(`${reason} (on_failure: strict, no fallback)`);
-      target.counters.fallbacks++;
-      return this.onLegacy(selection, op, caller, fn, validate, reason);
+      return this.onLegacy(selection, op, caller, fn, validate, reason, "rejected");
     }
     let tried: HostGrant | undefined;
+    // A call that may fall back keeps a reserve of the runtime's deadline for legacy's answer.
+    const reserveMs = this.onFailure(target.id) === "fallback" ? this.settings.fallbackReserveMs : 0;
     try {
-      const { value, grant } = await this.attempt(selection.session, target, op, caller, fn, validate, (g) => (tried = g)).finally(release);
+      const { value, grant } = await this.attempt(selection.session, target, op, caller, fn, validate, (g) => (tried = g), reserveMs).finally(release);
       return { value, engineId: target.id, mode: Mode.MODE_NORMAL, fallbackReason: "", grant };
     } catch (err) {
       // Cancellation, or the runtime's own deadline, is the caller's doing: never held against the engine.
       // A CancelledError the engine raised while the caller is still there is the engine's failure.
       if (err instanceof CallerDeadlineError || caller.signal?.aborted) throw err;
+      if (err instanceof ShortDeadlineError) {
+        const reason = `engine "${target.id}" did not answer ${op} within the runtime's deadline less the time kept for legacy's answer (${errorText(err)})`;
+        return { ...(await this.onLegacy(selection, op, caller, fn, validate, reason, "short")), failedGrant: tried };
+      }
       const kind: FailureKind = err instanceof DeadlineExceededError ? "timeout" : err instanceof ContractViolation ? "contract" : "error";
       const reason = `engine "${target.id}" failed on ${op}: ${errorText(err)}`;
       this.observer?.onEngineFailure(target, op, kind, reason);
@@ -191,9 +230,8 @@ export class Router {
         const note = landed.length ? `; its DelegateCompaction had already committed compaction ${landed.join(", ")}` : "";
         throw new ContextdError(kind === "timeout" ? status.DEADLINE_EXCEEDED : status.UNAVAILABLE, `${reason} (on_failure: strict, no fallback)${note}`);
       }
-      target.counters.fallbacks++;
       this.observer?.onFallback(target, op, reason);
-      return { ...(await this.onLegacy(selection, op, caller, fn, validate, reason)), failedGrant: tried };
+      return { ...(await this.onLegacy(selection, op, caller, fn, validate, reason, kind)), failedGrant: tried };
     }
   }
 
@@ -205,11 +243,26 @@ export class Router {
     fn: (engine: ContextEngine, ctx: CallContext, target: RegisteredEngine) => Promise<T>,
     validate: ((value: T, target: RegisteredEngine) => void) | undefined,
     reason: string,
+    kind: FallbackKind,
   ): Promise<Routed<T>> {
     const legacy = this.registry.legacy;
-    this.hooks?.fallback(selection.selectedId, op);
+    this.countFallback(selection.selectedId, op, kind);
     const { value } = await this.attempt(selection.session, legacy, op, caller, fn, validate);
     return { value, engineId: legacy.id, mode: Mode.MODE_FALLBACK, fallbackReason: reason };
+  }
+
+  /**
+   * Every call answered by `legacy` instead of the selected engine is counted, by reason: on the
+   * selected engine's EngineStatus when the registry holds it (quarantined ones included), and in
+   * the metrics.
+   */
+  private countFallback(selectedId: string, op: EngineOperation, kind: FallbackKind): void {
+    const selected = this.registry.get(selectedId);
+    if (selected && !selected.builtin) {
+      selected.counters.fallbacks++;
+      selected.counters.fallbacksByReason[kind] = (selected.counters.fallbacksByReason[kind] ?? 0) + 1;
+    }
+    this.hooks?.fallback(selectedId, op, kind);
   }
 
   private async attempt<T>(
@@ -220,11 +273,16 @@ export class Router {
     fn: (engine: ContextEngine, ctx: CallContext, target: RegisteredEngine) => Promise<T>,
     validate?: (value: T, target: RegisteredEngine) => void,
     onIssued?: (grant: HostGrant) => void,
+    reserveMs = 0,
   ): Promise<{ value: T; grant?: HostGrant }> {
     // A runtime that has already gone away (e.g. during this request's Bootstrap) gets no call made for it.
     if (caller.signal?.aborted) throw new CancelledError(`engine "${target.id}" ${op}: cancelled by the caller`);
-    const configuredMs = Date.now() + this.timeoutMs(target.id, op);
-    const deadlineMs = Math.min(configuredMs, caller.deadlineMs);
+    const now = Date.now();
+    const configuredMs = now + this.timeoutMs(target.id, op);
+    // The engine's share of the runtime's deadline: what is left less the reserve for legacy's
+    // answer, the reserve never more than half of what is left.
+    const shareMs = caller.deadlineMs - Math.min(reserveMs, Math.max(0, (caller.deadlineMs - now) / 2));
+    const deadlineMs = Math.min(configuredMs, shareMs);
     const issued = target.builtin ? undefined : this.grants.issue(target, session.sessionId, deadlineMs);
     if (issued) onIssued?.(issued.grant);
     target.counters.calls++;
@@ -253,6 +311,10 @@ export class Router {
       if (err instanceof DeadlineExceededError && caller.deadlineMs < configuredMs && Date.now() >= caller.deadlineMs - CLOCK_SLACK_MS) {
         outcome = "cancelled";
         throw new CallerDeadlineError(`${err.message} (the runtime's own deadline)`);
+      }
+      if (err instanceof DeadlineExceededError && shareMs < configuredMs && Date.now() >= shareMs - CLOCK_SLACK_MS) {
+        outcome = "short";
+        throw new ShortDeadlineError(err.message);
       }
       if (!caller.signal?.aborted) {
         target.counters.failures++;

@@ -55,6 +55,12 @@ export const engines = z.strictObject({
     })
     .prefault({}),
   on_failure: onFailure.prefault("fallback"),
+  /**
+   * Kept back from a runtime's deadline for legacy's answer when a sidecar call may fall back (at
+   * most half of what is left): a sidecar that hangs gets the runtime's deadline less this, so the
+   * runtime still gets legacy's answer in time.
+   */
+  fallback_reserve: duration().prefault("1s"),
   /** The bulkhead: calls in flight to one sidecar at most; the ones over it fall back at once. */
   max_concurrent_calls: int(1).prefault(64),
   /**

@@ -17,6 +17,7 @@ export function routingSettings(config: ContextdConfig): RoutingSettings {
     timeoutsMs: config.engines.timeouts as Record<EngineOperation, number>,
     onFailure: config.engines.on_failure,
     maxConcurrentCalls: config.engines.max_concurrent_calls,
+    fallbackReserveMs: config.engines.fallback_reserve,
     overrides,
   };
 }

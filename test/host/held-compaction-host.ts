@@ -143,6 +143,7 @@ function wireHost(store: ContextdStore, options: HostFixtureOptions) {
       timeoutsMs: Object.fromEntries(ops.map((op) => [op, TIMEOUT_MS])) as Record<EngineOperation, number>,
       onFailure: "strict", // an engine failure must fail the test, not be hidden by a fallback to legacy
       maxConcurrentCalls: 64,
+      fallbackReserveMs: 0,
       overrides: {},
     },
     new HostGrants("127.0.0.1:7070"),

@@ -77,8 +77,8 @@ describe("Prometheus metrics", () => {
     expect(sampleValue(samples, "contextd_engine_calls_total", { engine: "legacy", operation: "assemble", outcome: "ok" })).toBeGreaterThanOrEqual(1);
     expect(sampleValue(samples, "contextd_engine_call_duration_seconds_count", { engine: ENGINE, operation: "assemble" })).toBe(2);
     // The failed Assemble and the Compact while quarantined were answered by legacy.
-    expect(sampleValue(samples, "contextd_engine_fallbacks_total", { engine: ENGINE, operation: "assemble" })).toBe(1);
-    expect(sampleValue(samples, "contextd_engine_fallbacks_total", { engine: ENGINE, operation: "compact" })).toBe(1);
+    expect(sampleValue(samples, "contextd_engine_fallbacks_total", { engine: ENGINE, operation: "assemble", reason: "error" })).toBe(1);
+    expect(sampleValue(samples, "contextd_engine_fallbacks_total", { engine: ENGINE, operation: "compact", reason: "quarantined" })).toBe(1);
     expect(sampleValue(samples, "contextd_engine_quarantined", { engine: ENGINE })).toBe(1);
     expect(sampleValue(samples, "contextd_engine_quarantined", { engine: "legacy" })).toBe(0);
     expect(sampleValue(samples, "contextd_engine_health", { engine: ENGINE })).toBe(1);

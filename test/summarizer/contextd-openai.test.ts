@@ -150,9 +150,10 @@ describe("contextd with the openai summarizer", () => {
   it("retries a 429 and a 500, then uses the model's summary", async () => {
     const session = await filledSession();
     server.script({ status: 429, headers: { "retry-after": "0" } }, { status: 500, body: "try again" });
-    server.respond = () => completion("## Goal\n- written after two retries");
+    const written = `## Goal\n- ${PLANTED_FACTS.ticket}, written after two retries`;
+    server.respond = () => completion(written);
     const res = await compact(session);
-    expect(res.result!.summary).toBe("## Goal\n- written after two retries");
+    expect(res.result!.summary).toBe(written);
     expect(res.result!.details).toMatchObject({ summarizer: "openai", summarizer_requests: 3 });
     expect(server.requests).toHaveLength(3);
   });

@@ -51,6 +51,7 @@ const DEFAULTS: ContextdConfig = {
     health: { interval: 5000, timeout: 1000, unhealthy_threshold: 2 },
     quarantine: { base_ejection: 30000, max_ejection: 300000 },
     on_failure: "fallback",
+    fallback_reserve: 1000,
     max_concurrent_calls: 64,
     overrides: {},
     managed: [],
@@ -187,6 +188,7 @@ limits: { max_message_bytes: 1024, max_messages_per_append: 10, max_session_entr
         health: { interval: 10000, timeout: 2000, unhealthy_threshold: 5 },
         quarantine: { base_ejection: 60000, max_ejection: 60000 },
         on_failure: "strict",
+        fallback_reserve: 1000,
         max_concurrent_calls: 16,
         overrides: { lossless: { timeouts: { compact: 300000 }, on_failure: "fallback", max_concurrent_calls: 4 }, quiet: { timeouts: {} } },
         managed: [

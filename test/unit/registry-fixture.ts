@@ -21,7 +21,7 @@ import {
 } from "../../src/contract/gen/contextd/v1/engine.js";
 import { EngineHealth, type EngineEvent } from "../../src/contract/gen/contextd/v1/registry.js";
 import { EngineEvents } from "../../src/registry/engine-events.js";
-import { EngineRegistry, type RegisteredEngine } from "../../src/registry/engine-registry.js";
+import { EngineRegistry, newCounters, type RegisteredEngine } from "../../src/registry/engine-registry.js";
 import { Quarantine, type QuarantineSettings } from "../../src/registry/quarantine.js";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 
@@ -106,7 +106,7 @@ export function addSidecar(registry: EngineRegistry, engine: ContextEngine & { r
     info: engine.info(),
     registeredAtMs: Date.now(),
     health: EngineHealth.ENGINE_HEALTH_SERVING,
-    counters: { calls: 0, failures: 0, fallbacks: 0, timeouts: 0 },
+    counters: newCounters(),
     healthFailures: 0,
     ejections: 0,
   };

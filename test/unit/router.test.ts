@@ -21,6 +21,7 @@ import {
   type EngineCallHooks,
   type EngineCallOutcome,
   type EngineOperation,
+  type FallbackKind,
   type RoutingSettings,
 } from "../../src/registry/router.js";
 import { addSidecar, registryFixture, ScriptedEngine } from "./registry-fixture.js";
@@ -43,7 +44,7 @@ const NO_DEADLINE: CallerContext = { deadlineMs: Number.POSITIVE_INFINITY };
 /** What the metrics and tracing hooks would hear: how each engine call ended, and each fallback. */
 class HeardCalls implements EngineCallHooks {
   readonly ended: Array<{ engineId: string; op: EngineOperation; outcome: EngineCallOutcome }> = [];
-  readonly fallbacks: Array<{ selectedId: string; op: EngineOperation }> = [];
+  readonly fallbacks: Array<{ selectedId: string; op: EngineOperation; kind: FallbackKind }> = [];
   around<T>(
     _id: string,
     _op: EngineOperation,
@@ -55,8 +56,8 @@ class HeardCalls implements EngineCallHooks {
   finished(engineId: string, op: EngineOperation, outcome: EngineCallOutcome): void {
     this.ended.push({ engineId, op, outcome });
   }
-  fallback(selectedId: string, op: EngineOperation): void {
-    this.fallbacks.push({ selectedId, op });
+  fallback(selectedId: string, op: EngineOperation, kind: FallbackKind): void {
+    this.fallbacks.push({ selectedId, op, kind });
   }
 }
 
@@ -85,6 +86,7 @@ function setup(settings: Partial<RoutingSettings> = {}) {
     timeoutsMs: TIMEOUTS,
     onFailure: "fallback",
     maxConcurrentCalls: 8,
+    fallbackReserveMs: 0,
     overrides: {},
     ...settings,
   };
@@ -111,7 +113,7 @@ describe("Router: selection", () => {
     expect(e1.calls[0]!.ctx.deadlineMs).toBe(T0 + COMPACT_MS);
     expect(e1.calls[0]!.ctx.host).toMatchObject({ endpoint: "127.0.0.1:7070", expiresAtMs: T0 + COMPACT_MS });
     expect(routed.grant).toMatchObject({ engineId: "e1", sessionId: "s1", ended: true });
-    expect(registered.counters).toEqual({ calls: 1, failures: 0, fallbacks: 0, timeouts: 0 });
+    expect(registered.counters).toEqual({ calls: 1, failures: 0, fallbacks: 0, fallbacksByReason: {}, timeouts: 0 });
     expect(f.legacyEngine.calls).toEqual([]);
   });
 
@@ -123,7 +125,7 @@ describe("Router: selection", () => {
     expect(routed).toMatchObject({ engineId: "legacy", mode: Mode.MODE_FALLBACK, fallbackReason: 'engine "e2" is not registered' });
     expect(routed.value.reason).toBe("legacy: nothing to compact");
     expect(f.legacyEngine.calls[0]!.ctx.host).toBeUndefined(); // in process: no host token
-    expect(heard.fallbacks).toEqual([{ selectedId: "e2", op: "compact" }]);
+    expect(heard.fallbacks).toEqual([{ selectedId: "e2", op: "compact", kind: "not_registered" }]);
   });
 
   it("the default slot is legacy itself: normal mode, default source", () => {
@@ -148,7 +150,7 @@ describe("Router: an engine that fails", () => {
       ejections: 1,
       manual: false,
     });
-    expect(registered.counters).toEqual({ calls: 1, failures: 1, fallbacks: 1, timeouts: 0 });
+    expect(registered.counters).toEqual({ calls: 1, failures: 1, fallbacks: 1, fallbacksByReason: { error: 1 }, timeouts: 0 });
     expect(f.seenEvents.map((e) => e.type)).toEqual([EngineEventType.ENGINE_EVENT_TYPE_QUARANTINED]);
     expect(heard.ended).toEqual([
       { engineId: "e1", op: "compact", outcome: "error" },
@@ -172,7 +174,7 @@ describe("Router: an engine that fails", () => {
       fallbackReason: 'engine "e1" failed on compact: the engine gave up by itself',
     });
     expect(registered.quarantine).toMatchObject({ operation: "compact", ejections: 1 });
-    expect(registered.counters).toEqual({ calls: 1, failures: 1, fallbacks: 1, timeouts: 0 });
+    expect(registered.counters).toEqual({ calls: 1, failures: 1, fallbacks: 1, fallbacksByReason: { error: 1 }, timeouts: 0 });
   });
 
   it("a selection made before the engine failed (Bootstrap, then Compact) does not call it again", async () => {
@@ -234,7 +236,7 @@ describe("Router: deadlines", () => {
     await vi.runOnlyPendingTimersAsync(); // the call under way is told in the next turn (deadline.ts)
     expect(e1.calls[0]!.abortReason).toBeInstanceOf(DeadlineExceededError);
     expect(registered.quarantine?.reason).toMatch(/^timeout: /);
-    expect(registered.counters).toEqual({ calls: 1, failures: 1, fallbacks: 1, timeouts: 1 });
+    expect(registered.counters).toEqual({ calls: 1, failures: 1, fallbacks: 1, fallbacksByReason: { timeout: 1 }, timeouts: 1 });
     expect(heard.ended.map((c) => c.outcome)).toEqual(["timeout", "ok"]);
   });
 
@@ -279,9 +281,70 @@ describe("Router: deadlines", () => {
     await vi.runOnlyPendingTimersAsync(); // the call under way is told in the next turn (deadline.ts)
     expect(e1.calls[0]!.abortReason).toBeInstanceOf(DeadlineExceededError);
     expect(registered.quarantine).toBeUndefined();
-    expect(registered.counters).toEqual({ calls: 1, failures: 0, fallbacks: 0, timeouts: 0 });
+    expect(registered.counters).toEqual({ calls: 1, failures: 0, fallbacks: 0, fallbacksByReason: {}, timeouts: 0 });
     expect(f.legacyEngine.calls).toEqual([]);
     expect(heard.ended.map((c) => c.outcome)).toEqual(["cancelled"]);
+  });
+});
+
+describe("Router: the reserve kept for legacy's answer (engines.fallback_reserve)", () => {
+  const RESERVE = 1_000;
+
+  it("a hung engine gets the runtime's deadline less the reserve; legacy answers before the runtime's deadline, and the engine is not quarantined for it", async () => {
+    const { e1, registered, heard, compact } = setup({ fallbackReserveMs: RESERVE, timeoutsMs: { ...TIMEOUTS, compact: 10_000 } });
+    e1.behaviour = { kind: "hang" };
+    // The runtime allows 4 s, less than compact's own 10 s: the engine's share is 3 s.
+    const call = compact({ deadlineMs: T0 + 4_000 });
+    expect(e1.calls[0]!.ctx.deadlineMs).toBe(T0 + 3_000);
+    await vi.advanceTimersByTimeAsync(3_000);
+    const routed = await call;
+    expect(Date.now()).toBe(T0 + 3_000);
+    expect(routed).toMatchObject({ engineId: "legacy", mode: Mode.MODE_FALLBACK });
+    expect(routed.fallbackReason).toMatch(/^engine "e1" did not answer compact within the runtime's deadline less the time kept for legacy's answer/);
+    expect(registered.quarantine).toBeUndefined();
+    expect(registered.counters).toEqual({ calls: 1, failures: 0, fallbacks: 1, fallbacksByReason: { short: 1 }, timeouts: 0 });
+    expect(heard.ended.map((c) => c.outcome)).toEqual(["short", "ok"]);
+    expect(heard.fallbacks).toEqual([{ selectedId: "e1", op: "compact", kind: "short" }]);
+  });
+
+  it("when the engine's own deadline comes first, missing it is its fault: quarantined for a timeout, and legacy answers", async () => {
+    const { e1, registered, compact } = setup({ fallbackReserveMs: RESERVE });
+    e1.behaviour = { kind: "hang" };
+    const call = compact({ deadlineMs: T0 + 60_000 });
+    expect(e1.calls[0]!.ctx.deadlineMs).toBe(T0 + COMPACT_MS);
+    await vi.advanceTimersByTimeAsync(COMPACT_MS);
+    expect(await call).toMatchObject({ engineId: "legacy", mode: Mode.MODE_FALLBACK });
+    expect(registered.quarantine?.reason).toMatch(/^timeout: /);
+    expect(registered.counters).toEqual({ calls: 1, failures: 1, fallbacks: 1, fallbacksByReason: { timeout: 1 }, timeouts: 1 });
+  });
+
+  it("the reserve is never more than half of what the runtime left", async () => {
+    const { e1, compact } = setup({ fallbackReserveMs: RESERVE });
+    e1.behaviour = { kind: "hang" };
+    const call = compact({ deadlineMs: T0 + 600 });
+    expect(e1.calls[0]!.ctx.deadlineMs).toBe(T0 + 300);
+    await vi.advanceTimersByTimeAsync(300);
+    expect(await call).toMatchObject({ engineId: "legacy", mode: Mode.MODE_FALLBACK });
+  });
+
+  it("a strict slot keeps no reserve: the engine has the runtime's whole deadline", async () => {
+    const { e1, compact } = setup({ fallbackReserveMs: RESERVE, onFailure: "strict" });
+    e1.behaviour = { kind: "hang" };
+    const call = compact({ deadlineMs: T0 + 4_000 });
+    const settled = expect(call).rejects.toThrow(CallerDeadlineError);
+    expect(e1.calls[0]!.ctx.deadlineMs).toBe(T0 + 4_000);
+    await vi.advanceTimersByTimeAsync(4_000);
+    await settled;
+  });
+
+  it("calls routed while the engine is quarantined are counted on it as fallbacks, by reason", async () => {
+    const { e1, registered, heard, compact } = setup();
+    e1.behaviour = { kind: "throw", error: new Error("boom") };
+    await compact();
+    await compact();
+    await compact();
+    expect(registered.counters).toEqual({ calls: 1, failures: 1, fallbacks: 3, fallbacksByReason: { error: 1, quarantined: 2 }, timeouts: 0 });
+    expect(heard.fallbacks.map((f) => f.kind)).toEqual(["error", "quarantined", "quarantined"]);
   });
 });
 
@@ -295,7 +358,7 @@ describe("Router: the caller's cancellation", () => {
     await expect(call).rejects.toThrow(CancelledError);
     expect(e1.calls[0]!.abortReason).toBeInstanceOf(CancelledError);
     expect(registered.quarantine).toBeUndefined();
-    expect(registered.counters).toEqual({ calls: 1, failures: 0, fallbacks: 0, timeouts: 0 });
+    expect(registered.counters).toEqual({ calls: 1, failures: 0, fallbacks: 0, fallbacksByReason: {}, timeouts: 0 });
     expect(f.legacyEngine.calls).toEqual([]);
     expect(f.seenEvents).toEqual([]);
     expect(heard.ended.map((c) => c.outcome)).toEqual(["cancelled"]);
@@ -358,7 +421,7 @@ describe("Router: the bulkhead", () => {
     });
     expect(e1.holding).toBe(1);
     expect(registered.quarantine).toBeUndefined();
-    expect(registered.counters).toEqual({ calls: 1, failures: 0, fallbacks: 1, timeouts: 0 });
+    expect(registered.counters).toEqual({ calls: 1, failures: 0, fallbacks: 1, fallbacksByReason: { rejected: 1 }, timeouts: 0 });
     expect(f.lines.find((l) => l.msg === "engine at its concurrency limit: calls turned away")).toMatchObject({ engineId: "e1", rejected: 1 });
 
     e1.release();

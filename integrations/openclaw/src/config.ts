@@ -20,7 +20,11 @@ export interface PluginConfig {
   agentId?: string;
   /** Budget for Assemble and Compact when OpenClaw passes none. */
   defaultTokenBudget: number;
-  /** Deadline of every call but Compact. */
+  /**
+   * Deadline of every call but Compact. Longer than contextd's own engine deadline for Assemble
+   * (engines.timeouts.assemble, 10 s) plus the reserve it keeps for legacy's answer: a hung engine
+   * then times out inside contextd, which answers from legacy, long before the plugin gives up.
+   */
   callTimeoutMs: number;
   /** Deadline of Compact; OpenClaw's own compaction safety timeout (its abort signal) still applies. */
   compactTimeoutMs: number;
@@ -30,7 +34,7 @@ const DEFAULTS = {
   address: "127.0.0.1:50051",
   tokenEnv: "CONTEXTD_RUNTIME_TOKEN",
   defaultTokenBudget: 128_000,
-  callTimeoutMs: 10_000,
+  callTimeoutMs: 15_000,
   compactTimeoutMs: 180_000,
 };
 

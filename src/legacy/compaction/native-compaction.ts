@@ -6,6 +6,7 @@ import { analyzeCutPoints, chooseCut, chooseFillingCut, type Cut } from "./cut-p
 import { latestUserIndex, requestQuote, withRequest } from "./latest-request.js";
 import { promptBudget } from "../../contract/prompt-budget.js";
 import { budgetSummaryChars, capChars, charsPerToken, summaryTokens, truncateSummaryToFit } from "./summary-fit.js";
+import { carriesContent } from "./summary-content.js";
 import { foldable, viewParts } from "./view-parts.js";
 
 export { promptBudget } from "../../contract/prompt-budget.js";
@@ -43,13 +44,20 @@ export { promptBudget } from "../../contract/prompt-budget.js";
  *
  * Kept messages are never re-tokenized: their stored `tokenCount` is summed (O(n) per iteration).
  *
+ * 5. Never a summary that says nothing: a compaction is proposed only with a summary that carries
+ *    content from what it replaces (summary-content.ts) and, under BUDGET, only when the summary
+ *    and the kept tail fit the prompt budget. When the budget cannot hold a useful summary — the
+ *    summary message's own wrapper plus MIN_SUMMARY_TOKENS — or the summarizer wrote nothing
+ *    usable, the compaction is *refused*: `compacted: false`, `refused: true`, and a reason that
+ *    says why (the legacy engine answers `ok: false`). At small caps the extractive summarizer
+ *    writes a compact form with the identifiers and the latest request first.
+ *
  * Pinned system messages (docs/PINNED-MESSAGES.md, view-parts.ts): no system message is ever
  * handed to the summarizer, and all of them — those heading the view and those among its entries
  * — are a fixed cost: the targets above (the prompt budget, keep_recent_tokens) are what they
  * leave, and "at least one message summarized" means one that is not a system message. When the
- * pinned messages alone leave no room for a summary, everything else is dropped (empty summary,
- * nothing kept): the compaction still ends, and the host's contract takes over (the no-progress
- * rule in host/compactions.ts, PREASSEMBLY_MAY_OVERFLOW).
+ * pinned messages leave no room for a useful summary the compaction is refused (item 5), and the
+ * host's contract takes over (PREASSEMBLY_MAY_OVERFLOW).
  */
 
 export interface CompactionSettings {
@@ -82,6 +90,12 @@ export interface NativeCompactionInput {
 
 export interface NativeCompactionOutcome {
   compacted: boolean;
+  /**
+   * Compaction was asked for but cannot be done well: the budget cannot hold a useful summary, or
+   * the summarizer wrote nothing of what it would replace. Unlike a no-op (the view already fits,
+   * nothing to compact), a failure for the caller: the legacy engine answers `ok: false`.
+   */
+  refused?: boolean;
   /** Why nothing was done, or a one-line account of what was. */
   reason: string;
   result?: CompactionResult;
@@ -101,6 +115,11 @@ export const MAX_SHRINK_ITERATIONS = 3;
 const ESTIMATED_CHARS_PER_TOKEN = 4;
 /** Safety margin applied when turning a token target into a character cap. */
 const SHRINK_MARGIN = 0.9;
+/**
+ * The fewest tokens of summary, besides the summary message's own wrapper, a BUDGET compaction
+ * commits: room for an identifier or two, or a few words of the latest request.
+ */
+export const MIN_SUMMARY_TOKENS = 8;
 
 export async function compactNative(input: NativeCompactionInput, deps: NativeCompactionDeps): Promise<NativeCompactionOutcome> {
   const { summarizer, tokenizer, settings } = deps;
@@ -204,12 +223,23 @@ export async function compactNative(input: NativeCompactionInput, deps: NativeCo
         ...(pinnedMessages > 0 ? { pinned_messages: pinnedMessages, pinned_tokens: pinnedTokens } : {}),
       },
     };
+    if (!useful(summary, cut.index)) {
+      return refuse(
+        `the summary the ${reported?.summarizer ?? summarizer.kind} summarizer wrote (${summary.length} characters) holds nothing of the ` +
+          `${summarized} message(s)${hasPrevious ? " and the previous summary" : ""} it would replace`,
+      );
+    }
+    if (!threshold && tokensAfter > budget) {
+      return refuse(`the summary and the kept messages (${tokensAfter} tokens) do not fit the prompt budget of ${budget} tokens`);
+    }
     const reason =
       `compacted ${summarized} message(s) into a summary, kept ${kept}` +
       (pinnedMessages > 0 ? ` and ${pinnedMessages} pinned system message(s)` : "") +
       ` (${tokensBefore} → ${tokensAfter} tokens)`;
     return { compacted: true, reason, result };
   };
+  // Whether `text`, as the summary of everything before rest[cutIndex], says anything of it.
+  const useful = (text: string, cutIndex: number) => carriesContent(text, previousSummary, foldable(rest, cutIndex));
 
   const kinds = analyzeCutPoints(rest);
 
@@ -220,16 +250,23 @@ export async function compactNative(input: NativeCompactionInput, deps: NativeCo
   }
 
   const emptySummaryTokens = summaryTokens("", tokenizer);
-  if (room <= emptySummaryTokens) {
-    // The pinned system messages alone (nearly) fill the budget: no summary can fit next to them.
-    // Keep nothing else and leave the summary empty, without asking the summarizer; the host's
-    // usual contract takes it from there (the no-progress rule, PREASSEMBLY_MAY_OVERFLOW).
-    return finish({ index: n, kind: "none" });
+  if (room - emptySummaryTokens < MIN_SUMMARY_TOKENS) {
+    // Not even a few words of summary fit next to its wrapper (and the pinned system messages):
+    // the summarizer is not asked, nothing is proposed.
+    return refuse(
+      `a prompt budget of ${budget} tokens cannot hold a useful summary: the summary message alone takes ${emptySummaryTokens}` +
+        (pinnedTokens > 0 ? ` and the pinned system messages ${pinnedTokens}` : "") +
+        `, which leaves ${Math.max(0, room - emptySummaryTokens)} of the ${MIN_SUMMARY_TOKENS} tokens a summary needs at least`,
+    );
   }
 
   // BUDGET: estimate the summary, then correct the cut with its real size — later to fit, earlier to
-  // fill. The largest tail that fitted next to its own summary wins.
-  const fillChars = budgetSummaryChars(maxChars, room, emptySummaryTokens, ESTIMATED_CHARS_PER_TOKEN);
+  // fill. The largest tail that fitted next to its own useful summary wins. The summary gets about
+  // half the room, but never less than MIN_SUMMARY_TOKENS' worth of characters.
+  const fillChars = Math.max(
+    budgetSummaryChars(maxChars, room, emptySummaryTokens, ESTIMATED_CHARS_PER_TOKEN),
+    Math.min(maxChars, MIN_SUMMARY_TOKENS * ESTIMATED_CHARS_PER_TOKEN),
+  );
   const allowance = emptySummaryTokens + Math.ceil(fillChars / ESTIMATED_CHARS_PER_TOKEN);
   const fill = (keep: number, from: number) => chooseFillingCut(kinds, suffix, Math.min(keepRecent, keep), from);
   let cut = fill(room - allowance, firstCut);
@@ -239,7 +276,7 @@ export async function compactNative(input: NativeCompactionInput, deps: NativeCo
     tried.add(cut.index);
     summary = await summarize(cut.index, fillChars);
     const written = summaryTokens(summary, tokenizer);
-    if (written + suffix[cut.index] <= room) {
+    if (written + suffix[cut.index] <= room && useful(summary, cut.index)) {
       fit = { cut, summary, reported, quoted };
       const wider = fill(room - written, firstCut);
       if (wider.index >= cut.index || tried.has(wider.index)) break;
@@ -272,6 +309,10 @@ export async function compactNative(input: NativeCompactionInput, deps: NativeCo
 
 function noop(reason: string): NativeCompactionOutcome {
   return { compacted: false, reason };
+}
+
+function refuse(why: string): NativeCompactionOutcome {
+  return { compacted: false, refused: true, reason: `refused: ${why}` };
 }
 
 function throwIfAborted(signal: AbortSignal | undefined): void {

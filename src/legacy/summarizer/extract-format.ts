@@ -181,6 +181,54 @@ export function sectionLines(doc: SummaryDoc, id: SectionId): string[] {
   }
 }
 
+/**
+ * The labels of the compact form (renderCompact): what a summary looks like when its cap is too
+ * small for the sectioned format — no title, no headings, one line each for the identifiers, the
+ * latest user request and the task, as much of each as fits.
+ *
+ *   Ids: src/billing/invoice_rounding.ts, BILL-4821, roundHalfEven()
+ *   Request: Now make the rounding tests pass […] in CI
+ */
+export const COMPACT_LABELS = ["Ids:", "Request:", "Task:"] as const;
+
+/** The cap below which the extractive summarizer writes the compact form. */
+export const COMPACT_BELOW_CHARS = 360;
+
+/**
+ * The compact form within `maxChars`: identifiers first (best first: up to about half the cap
+ * while a latest request is waiting, but the best one that fits in any case), then the latest
+ * request cut to what is left (head and tail kept), then more identifiers and the task if room is
+ * left; "" when not even one item fits. Linear in the number of identifiers.
+ */
+export function renderCompact(ids: readonly string[], latest: string, task: string, maxChars: number, clipText: (s: string, max: number) => string): string {
+  const [idsLabel, requestLabel, taskLabel] = COMPACT_LABELS;
+  // A request or task cut to under a dozen characters says nothing.
+  const MIN_TEXT = 12;
+  const taken = new Set<number>();
+  const extend = (line: string, limit: number): string => {
+    ids.forEach((id, i) => {
+      if (taken.has(i)) return;
+      const next = line ? `${line}, ${id}` : `${idsLabel} ${id}`;
+      // One that does not fit is skipped: a shorter one after it may.
+      if (next.length > limit) return;
+      line = next;
+      taken.add(i);
+    });
+    return line;
+  };
+  let idLine = extend("", latest ? Math.floor(maxChars / 2) : maxChars);
+  if (!idLine) idLine = extend("", maxChars);
+  const sep = (line: string) => (line ? line.length + 1 : 0);
+  let requestLine = "";
+  const forRequest = maxChars - sep(idLine) - requestLabel.length - 1;
+  if (latest && forRequest >= MIN_TEXT) requestLine = `${requestLabel} ${clipText(latest, forRequest)}`;
+  idLine = extend(idLine, maxChars - sep(requestLine));
+  let taskLine = "";
+  const forTask = maxChars - sep(idLine) - sep(requestLine) - taskLabel.length - 1;
+  if (task && forTask >= MIN_TEXT * 2) taskLine = `${taskLabel} ${clipText(task, forTask)}`;
+  return [idLine, requestLine, taskLine].filter((l) => l !== "").join("\n");
+}
+
 /** Renders lines grouped by section: title, then "\n\n## Heading" and "\n" + line per line. */
 export function renderSections(lines: ReadonlyMap<SectionId, readonly string[]>): string {
   let out = SUMMARY_TITLE;

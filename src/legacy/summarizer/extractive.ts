@@ -19,7 +19,7 @@
  */
 import type { SummarizeInput, TextSummarizer } from "./summarizer.js";
 import { fitToBudget, type Entry } from "./extract-budget.js";
-import { emptyDoc, escapeBlock, identifierLine, parseSummary, type SectionId, type SummaryDoc } from "./extract-format.js";
+import { COMPACT_BELOW_CHARS, emptyDoc, escapeBlock, identifierLine, parseSummary, renderCompact, type SectionId, type SummaryDoc } from "./extract-format.js";
 import { KIND_WEIGHT } from "./extract-identifiers.js";
 import { FAILED, collect, constraintStrength, decisionWeight, type Collected, type ScoredIdentifier } from "./extract-messages.js";
 import { factClause, factContext, factSignal, factSpeaker } from "./extract-facts.js";
@@ -88,8 +88,21 @@ export function summarizeExtractive(input: SummarizeInput): string {
 
   const { doc, scores } = merge(prev, collected, previous !== "", input.customInstructions ?? "", maxChars);
   checkAbort();
+  if (maxChars < COMPACT_BELOW_CHARS) return compactForm(doc, scores, maxChars);
   const shares = isConversation(doc) ? { facts: FACT_SHARE_CHAT } : {};
   return fitToBudget(entriesOf(doc, scores, keywords, maxChars), maxChars, shares);
+}
+
+/**
+ * A summary for a cap too small for the sectioned format (a title and a heading alone would use
+ * most of it): the best identifiers and the latest request, then the task. An earlier summary in
+ * another format (a compact one included) contributes its first line when nothing else is known.
+ */
+function compactForm(doc: SummaryDoc, scores: ReadonlyMap<string, number>, maxChars: number): string {
+  const ids = doc.identifiers.map((id) => id.value).sort((a, b) => (scores.get(b) ?? 0) - (scores.get(a) ?? 0));
+  const task = doc.goals.find((g) => g.startsWith("Task: "))?.slice("Task: ".length) ?? doc.goals[0] ?? "";
+  const latest = oneLine(doc.latest || doc.requests.at(-1) || doc.decisions.at(-1) || doc.earlier[0] || doc.facts.at(-1) || "");
+  return renderCompact(ids, latest, oneLine(task), maxChars, clipHeadTail);
 }
 
 /** Another summarizer's summary, line by line, cut to a share of the budget. */

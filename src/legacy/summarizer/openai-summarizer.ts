@@ -9,7 +9,8 @@
  *   <previous-summary>; the last answer is the summary. A single message larger than a chunk is
  *   cut to its head and tail.
  * - **Falls back** to the extractive summarizer when the model fails after its retries (a
- *   ModelError: 4xx, 429, 5xx, network, timeout, malformed or empty answer). The answer's details
+ *   ModelError: 4xx, 429, 5xx, network, timeout, malformed or empty answer, or one that holds
+ *   nothing of what it summarizes — compaction/summary-content.ts). The answer's details
  *   then say `summarizer: extractive`, `summarizer_fallback_from: openai` and why. Once the model
  *   has failed in a compaction, the compaction's later summarize calls fall back at once
  *   (`priorAttempt`) instead of waiting for the model again.
@@ -18,6 +19,7 @@
  */
 import type { TextSummarizer, SummarizeInput, Summarizer, SummaryDetails, SummaryResult } from "./summarizer.js";
 import { capChars } from "../compaction/summary-fit.js";
+import { carriesContent } from "../compaction/summary-content.js";
 import type { ChatCompletionsClient } from "./chat-completions.js";
 import { createExtractiveSummarizer, DEFAULT_MAX_CHARS } from "./extractive.js";
 import { clipHeadTail } from "./extract-text.js";
@@ -132,6 +134,11 @@ async function summarizeWithModel(input: SummarizeInput, o: OpenAISummarizerOpti
     }
     // The running summary is held to the cap, so the next chunk's prompt stays within its budget.
     running = capChars(text, maxChars);
+  }
+  // An answer that holds nothing of what it summarizes (boilerplate, a refusal, a cap that cut it to
+  // nothing) is no summary: the extractive one is written instead.
+  if (!carriesContent(running, previous, input.messages)) {
+    throw new ModelResponseError(`${o.client.endpoint}: the answer holds nothing of the conversation it was to summarize`, 1, 200);
   }
   return {
     summary: running,

@@ -1,4 +1,4 @@
-import type { EngineCallHooks, EngineCallOutcome, EngineOperation } from "../../registry/router.js";
+import type { EngineCallHooks, EngineCallOutcome, EngineOperation, FallbackKind } from "../../registry/router.js";
 import type { ContextdMetrics } from "./metrics.js";
 import { inSpan, SpanKind, type Tracing } from "./tracing.js";
 
@@ -34,10 +34,10 @@ export function engineCallHooks(metrics: ContextdMetrics, tracing: Tracing): Eng
       if (!d) durations.set(key, (d = metrics.engineCallDuration.labels({ engine: engineId, operation: op })));
       d.observe(seconds);
     },
-    fallback(selectedId: string, op: EngineOperation) {
-      const key = `${selectedId} ${op}`;
+    fallback(selectedId: string, op: EngineOperation, reason: FallbackKind) {
+      const key = `${selectedId} ${op} ${reason}`;
       let f = fallbacks.get(key);
-      if (!f) fallbacks.set(key, (f = metrics.engineFallbacks.labels({ engine: selectedId, operation: op })));
+      if (!f) fallbacks.set(key, (f = metrics.engineFallbacks.labels({ engine: selectedId, operation: op, reason })));
       f.inc();
     },
   };

@@ -39,7 +39,7 @@ export class ContextdMetrics {
   });
   readonly engineCalls = new Counter({
     name: "contextd_engine_calls_total",
-    help: "Calls to context engines, by engine, operation and outcome (ok, error, timeout, contract, rejected).",
+    help: "Calls to context engines, by engine, operation and outcome (ok, error, timeout, contract, cancelled, short).",
     labelNames: ["engine", "operation", "outcome"] as const,
     registers: [this.registry],
   });
@@ -52,8 +52,9 @@ export class ContextdMetrics {
   });
   readonly engineFallbacks = new Counter({
     name: "contextd_engine_fallbacks_total",
-    help: "Calls answered by legacy instead of the selected engine, by the selected engine and operation.",
-    labelNames: ["engine", "operation"] as const,
+    help:
+      "Calls answered by legacy instead of the selected engine, by the selected engine, operation and reason (quarantined, not_registered, error, timeout, contract, rejected, short).",
+    labelNames: ["engine", "operation", "reason"] as const,
     registers: [this.registry],
   });
   readonly engineQuarantined = new Gauge({

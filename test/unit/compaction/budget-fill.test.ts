@@ -74,7 +74,8 @@ describe("the latest user request when the cut falls inside its own turn", () =>
     }
     return stored(out, tokenizer);
   };
-  const forgetful: Summarizer = { kind: "forgetful", summarize: async () => "The agent has been reading files." };
+  // It says something of the history (read_file), but not the request the agent is working on.
+  const forgetful: Summarizer = { kind: "forgetful", summarize: async () => "The agent has been calling read_file." };
 
   it("is quoted verbatim in the summary when the summarizer left it out", async () => {
     const messages = build();
@@ -82,7 +83,7 @@ describe("the latest user request when the cut falls inside its own turn", () =>
     const r = out.result!;
     const kept = keptOf(messages, r.firstKeptEntryId);
     expect(kept).not.toContain(messages[2]);
-    expect(r.summary).toBe(`The agent has been reading files.\n\n${LATEST_REQUEST_HEADING}\n${request}`);
+    expect(r.summary).toBe(`The agent has been calling read_file.\n\n${LATEST_REQUEST_HEADING}\n${request}`);
     expect(r.details).toMatchObject({ latest_request_quoted: true, cut: "intra_turn" });
     expect(r.tokensAfter).toBe(tokenizer.countMessage(summaryMessage(r.summary)) + kept.reduce((s, m) => s + m.tokenCount, 0));
     expect(r.tokensAfter).toBeGreaterThanOrEqual(0.8 * promptBudget(32_000, DEFAULTS.reserveTokens));
@@ -111,6 +112,6 @@ describe("the latest user request when the cut falls inside its own turn", () =>
     const messages = [...build(), ...stored([textMessage(Role.ROLE_USER, "and now the next request")], tokenizer).map((m) => ({ ...m, id: "last" }))];
     const out = await compactNative({ messages, tokenBudget: 32_000, target: BUDGET, force: false }, { summarizer: forgetful, tokenizer, settings: DEFAULTS });
     expect(keptOf(messages, out.result!.firstKeptEntryId).at(-1)!.id).toBe("last");
-    expect(out.result!.summary).toBe("The agent has been reading files.");
+    expect(out.result!.summary).toBe("The agent has been calling read_file.");
   });
 });

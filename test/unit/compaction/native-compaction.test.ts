@@ -65,7 +65,7 @@ function verboseSummarizer(chars = 200_000): Summarizer & { calls: SummarizeInpu
     calls,
     async summarize(input) {
       calls.push(input);
-      return "the user asked for many things and the assistant did many more. ".repeat(Math.ceil(chars / 64)).slice(0, chars);
+      return "the user asked me to look at many things and the assistant did more ".repeat(Math.ceil(chars / 68)).slice(0, chars);
     },
   };
 }

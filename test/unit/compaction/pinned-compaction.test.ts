@@ -140,14 +140,14 @@ describe("native compaction with pinned system messages", () => {
     expect(deps.summarizer.calls.at(-1)!.messages.map(messageText)).toEqual(["first"]);
   });
 
-  it("terminates when the pinned messages alone are over the budget: nothing else kept, an empty summary, no summarizer call", async () => {
+  it("refuses when the pinned messages leave no room for a useful summary: no summarizer call, no empty summary, a reason naming them", async () => {
     const view = [system(words(2_000, "rules"), 9_000), ...conversation(6).slice(1)];
     const summarizer = recording();
     const out = await compactNative({ messages: view, tokenBudget: 8_000, target: BUDGET, force: false }, { summarizer, tokenizer, settings: SETTINGS });
-    expect(out.compacted).toBe(true);
+    expect(out).toMatchObject({ compacted: false, refused: true });
+    expect(out.result).toBeUndefined();
     expect(summarizer.calls).toHaveLength(0);
-    expect(out.result).toMatchObject({ summary: "", firstKeptEntryId: "" });
-    expect(out.result!.tokensAfter).toBe(summaryTokens("", tokenizer) + sum(view.filter(isSystem))); // both system messages, nothing else
+    expect(out.reason).toMatch(/^refused: a prompt budget of 8000 tokens cannot hold a useful summary: the summary message alone takes \d+ and the pinned system messages \d+/);
   });
 
   it("with the extractive summarizer, the summary quotes the conversation but never a system message", async () => {

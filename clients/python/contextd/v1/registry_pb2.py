@@ -14,53 +14,57 @@ _sym_db = _symbol_database.Default()
 from contextd.v1 import engine_pb2 as contextd_dot_v1_dot_engine__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x63ontextd/v1/registry.proto\x12\x0b\x63ontextd.v1\x1a\x18\x63ontextd/v1/engine.proto\"\x84\x01\n\x0fQuarantineState\x12\x11\n\toperation\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x14\n\x0c\x66\x61iled_at_ms\x18\x03 \x01(\x03\x12\x15\n\rrelease_at_ms\x18\x04 \x01(\x03\x12\x11\n\tejections\x18\x05 \x01(\r\x12\x0e\n\x06manual\x18\x06 \x01(\x08\"\xb7\x02\n\x0c\x45ngineStatus\x12\x11\n\tengine_id\x18\x01 \x01(\t\x12\r\n\x05owner\x18\x02 \x01(\t\x12\x10\n\x08\x65ndpoint\x18\x03 \x01(\t\x12%\n\x04info\x18\x04 \x01(\x0b\x32\x17.contextd.v1.EngineInfo\x12)\n\x06health\x18\x05 \x01(\x0e\x32\x19.contextd.v1.EngineHealth\x12\x30\n\nquarantine\x18\x06 \x01(\x0b\x32\x1c.contextd.v1.QuarantineState\x12\x18\n\x10registered_at_ms\x18\x07 \x01(\x03\x12\r\n\x05\x63\x61lls\x18\x08 \x01(\x04\x12\x10\n\x08\x66\x61ilures\x18\t \x01(\x04\x12\x11\n\tfallbacks\x18\n \x01(\x04\x12\x10\n\x08timeouts\x18\x0b \x01(\x04\x12\x0f\n\x07\x62uiltin\x18\x0c \x01(\x08\"\x88\x01\n\x15RegisterEngineRequest\x12\x11\n\tengine_id\x18\x01 \x01(\t\x12\r\n\x05owner\x18\x02 \x01(\t\x12\x10\n\x08\x65ndpoint\x18\x03 \x01(\t\x12 \n\x18\x61llow_same_owner_refresh\x18\x04 \x01(\x08\x12\x19\n\x11protocol_versions\x18\x05 \x03(\r\"\xb9\x01\n\x16RegisterEngineResponse\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x16\n\x0e\x65xisting_owner\x18\x02 \x01(\t\x12%\n\x07refusal\x18\x03 \x01(\x0e\x32\x14.contextd.v1.Refusal\x12\x0f\n\x07message\x18\x04 \x01(\t\x12)\n\x06\x65ngine\x18\x05 \x01(\x0b\x32\x19.contextd.v1.EngineStatus\x12\x18\n\x10protocol_version\x18\x06 \x01(\r\",\n\x17\x44\x65registerEngineRequest\x12\x11\n\tengine_id\x18\x01 \x01(\t\"0\n\x18\x44\x65registerEngineResponse\x12\x14\n\x0c\x64\x65registered\x18\x01 \x01(\x08\"\x14\n\x12ListEnginesRequest\"A\n\x13ListEnginesResponse\x12*\n\x07\x65ngines\x18\x01 \x03(\x0b\x32\x19.contextd.v1.EngineStatus\"%\n\x10GetEngineRequest\x12\x11\n\tengine_id\x18\x01 \x01(\t\">\n\x11GetEngineResponse\x12)\n\x06\x65ngine\x18\x01 \x01(\x0b\x32\x19.contextd.v1.EngineStatus\".\n\x13WatchEnginesRequest\x12\x17\n\x0finclude_current\x18\x01 \x01(\x08\"\x84\x01\n\x0b\x45ngineEvent\x12*\n\x04type\x18\x01 \x01(\x0e\x32\x1c.contextd.v1.EngineEventType\x12)\n\x06\x65ngine\x18\x02 \x01(\x0b\x32\x19.contextd.v1.EngineStatus\x12\r\n\x05\x61t_ms\x18\x03 \x01(\x03\x12\x0f\n\x07message\x18\x04 \x01(\t\"?\n\x14WatchEnginesResponse\x12\'\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x18.contextd.v1.EngineEvent\"<\n\x17QuarantineEngineRequest\x12\x11\n\tengine_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"E\n\x18QuarantineEngineResponse\x12)\n\x06\x65ngine\x18\x01 \x01(\x0b\x32\x19.contextd.v1.EngineStatus\"+\n\x16\x43learQuarantineRequest\x12\x11\n\tengine_id\x18\x01 \x01(\t\"D\n\x17\x43learQuarantineResponse\x12)\n\x06\x65ngine\x18\x01 \x01(\x0b\x32\x19.contextd.v1.EngineStatus*\x8d\x02\n\x07Refusal\x12\x17\n\x13REFUSAL_UNSPECIFIED\x10\x00\x12\x10\n\x0cREFUSAL_NONE\x10\x01\x12!\n\x1dREFUSAL_DEFAULT_SLOT_RESERVED\x10\x02\x12\x1a\n\x16REFUSAL_OWNED_BY_OTHER\x10\x03\x12\x1e\n\x1aREFUSAL_ALREADY_REGISTERED\x10\x04\x12\x1c\n\x18REFUSAL_CONTRACT_INVALID\x10\x05\x12\x17\n\x13REFUSAL_UNREACHABLE\x10\x06\x12\x1f\n\x1bREFUSAL_VERSION_UNSUPPORTED\x10\x07\x12 \n\x1cREFUSAL_ENDPOINT_NOT_ALLOWED\x10\x08*\x82\x01\n\x0c\x45ngineHealth\x12\x1d\n\x19\x45NGINE_HEALTH_UNSPECIFIED\x10\x00\x12\x19\n\x15\x45NGINE_HEALTH_SERVING\x10\x01\x12\x1d\n\x19\x45NGINE_HEALTH_NOT_SERVING\x10\x02\x12\x19\n\x15\x45NGINE_HEALTH_UNKNOWN\x10\x03*\xe3\x01\n\x0f\x45ngineEventType\x12!\n\x1d\x45NGINE_EVENT_TYPE_UNSPECIFIED\x10\x00\x12 \n\x1c\x45NGINE_EVENT_TYPE_REGISTERED\x10\x01\x12\"\n\x1e\x45NGINE_EVENT_TYPE_DEREGISTERED\x10\x02\x12$\n ENGINE_EVENT_TYPE_HEALTH_CHANGED\x10\x03\x12!\n\x1d\x45NGINE_EVENT_TYPE_QUARANTINED\x10\x04\x12\x1e\n\x1a\x45NGINE_EVENT_TYPE_RELEASED\x10\x05\x32\x81\x05\n\x0fRegistryService\x12Y\n\x0eRegisterEngine\x12\".contextd.v1.RegisterEngineRequest\x1a#.contextd.v1.RegisterEngineResponse\x12_\n\x10\x44\x65registerEngine\x12$.contextd.v1.DeregisterEngineRequest\x1a%.contextd.v1.DeregisterEngineResponse\x12P\n\x0bListEngines\x12\x1f.contextd.v1.ListEnginesRequest\x1a .contextd.v1.ListEnginesResponse\x12J\n\tGetEngine\x12\x1d.contextd.v1.GetEngineRequest\x1a\x1e.contextd.v1.GetEngineResponse\x12U\n\x0cWatchEngines\x12 .contextd.v1.WatchEnginesRequest\x1a!.contextd.v1.WatchEnginesResponse0\x01\x12_\n\x10QuarantineEngine\x12$.contextd.v1.QuarantineEngineRequest\x1a%.contextd.v1.QuarantineEngineResponse\x12\\\n\x0f\x43learQuarantine\x12#.contextd.v1.ClearQuarantineRequest\x1a$.contextd.v1.ClearQuarantineResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x63ontextd/v1/registry.proto\x12\x0b\x63ontextd.v1\x1a\x18\x63ontextd/v1/engine.proto\"\x84\x01\n\x0fQuarantineState\x12\x11\n\toperation\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x14\n\x0c\x66\x61iled_at_ms\x18\x03 \x01(\x03\x12\x15\n\rrelease_at_ms\x18\x04 \x01(\x03\x12\x11\n\tejections\x18\x05 \x01(\r\x12\x0e\n\x06manual\x18\x06 \x01(\x08\"\xc0\x03\n\x0c\x45ngineStatus\x12\x11\n\tengine_id\x18\x01 \x01(\t\x12\r\n\x05owner\x18\x02 \x01(\t\x12\x10\n\x08\x65ndpoint\x18\x03 \x01(\t\x12%\n\x04info\x18\x04 \x01(\x0b\x32\x17.contextd.v1.EngineInfo\x12)\n\x06health\x18\x05 \x01(\x0e\x32\x19.contextd.v1.EngineHealth\x12\x30\n\nquarantine\x18\x06 \x01(\x0b\x32\x1c.contextd.v1.QuarantineState\x12\x18\n\x10registered_at_ms\x18\x07 \x01(\x03\x12\r\n\x05\x63\x61lls\x18\x08 \x01(\x04\x12\x10\n\x08\x66\x61ilures\x18\t \x01(\x04\x12\x11\n\tfallbacks\x18\n \x01(\x04\x12\x10\n\x08timeouts\x18\x0b \x01(\x04\x12\x0f\n\x07\x62uiltin\x18\x0c \x01(\x08\x12M\n\x13\x66\x61llbacks_by_reason\x18\r \x03(\x0b\x32\x30.contextd.v1.EngineStatus.FallbacksByReasonEntry\x1a\x38\n\x16\x46\x61llbacksByReasonEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\"\x88\x01\n\x15RegisterEngineRequest\x12\x11\n\tengine_id\x18\x01 \x01(\t\x12\r\n\x05owner\x18\x02 \x01(\t\x12\x10\n\x08\x65ndpoint\x18\x03 \x01(\t\x12 \n\x18\x61llow_same_owner_refresh\x18\x04 \x01(\x08\x12\x19\n\x11protocol_versions\x18\x05 \x03(\r\"\xb9\x01\n\x16RegisterEngineResponse\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x16\n\x0e\x65xisting_owner\x18\x02 \x01(\t\x12%\n\x07refusal\x18\x03 \x01(\x0e\x32\x14.contextd.v1.Refusal\x12\x0f\n\x07message\x18\x04 \x01(\t\x12)\n\x06\x65ngine\x18\x05 \x01(\x0b\x32\x19.contextd.v1.EngineStatus\x12\x18\n\x10protocol_version\x18\x06 \x01(\r\",\n\x17\x44\x65registerEngineRequest\x12\x11\n\tengine_id\x18\x01 \x01(\t\"0\n\x18\x44\x65registerEngineResponse\x12\x14\n\x0c\x64\x65registered\x18\x01 \x01(\x08\"\x14\n\x12ListEnginesRequest\"A\n\x13ListEnginesResponse\x12*\n\x07\x65ngines\x18\x01 \x03(\x0b\x32\x19.contextd.v1.EngineStatus\"%\n\x10GetEngineRequest\x12\x11\n\tengine_id\x18\x01 \x01(\t\">\n\x11GetEngineResponse\x12)\n\x06\x65ngine\x18\x01 \x01(\x0b\x32\x19.contextd.v1.EngineStatus\".\n\x13WatchEnginesRequest\x12\x17\n\x0finclude_current\x18\x01 \x01(\x08\"\x84\x01\n\x0b\x45ngineEvent\x12*\n\x04type\x18\x01 \x01(\x0e\x32\x1c.contextd.v1.EngineEventType\x12)\n\x06\x65ngine\x18\x02 \x01(\x0b\x32\x19.contextd.v1.EngineStatus\x12\r\n\x05\x61t_ms\x18\x03 \x01(\x03\x12\x0f\n\x07message\x18\x04 \x01(\t\"?\n\x14WatchEnginesResponse\x12\'\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x18.contextd.v1.EngineEvent\"<\n\x17QuarantineEngineRequest\x12\x11\n\tengine_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"E\n\x18QuarantineEngineResponse\x12)\n\x06\x65ngine\x18\x01 \x01(\x0b\x32\x19.contextd.v1.EngineStatus\"+\n\x16\x43learQuarantineRequest\x12\x11\n\tengine_id\x18\x01 \x01(\t\"D\n\x17\x43learQuarantineResponse\x12)\n\x06\x65ngine\x18\x01 \x01(\x0b\x32\x19.contextd.v1.EngineStatus*\x8d\x02\n\x07Refusal\x12\x17\n\x13REFUSAL_UNSPECIFIED\x10\x00\x12\x10\n\x0cREFUSAL_NONE\x10\x01\x12!\n\x1dREFUSAL_DEFAULT_SLOT_RESERVED\x10\x02\x12\x1a\n\x16REFUSAL_OWNED_BY_OTHER\x10\x03\x12\x1e\n\x1aREFUSAL_ALREADY_REGISTERED\x10\x04\x12\x1c\n\x18REFUSAL_CONTRACT_INVALID\x10\x05\x12\x17\n\x13REFUSAL_UNREACHABLE\x10\x06\x12\x1f\n\x1bREFUSAL_VERSION_UNSUPPORTED\x10\x07\x12 \n\x1cREFUSAL_ENDPOINT_NOT_ALLOWED\x10\x08*\x82\x01\n\x0c\x45ngineHealth\x12\x1d\n\x19\x45NGINE_HEALTH_UNSPECIFIED\x10\x00\x12\x19\n\x15\x45NGINE_HEALTH_SERVING\x10\x01\x12\x1d\n\x19\x45NGINE_HEALTH_NOT_SERVING\x10\x02\x12\x19\n\x15\x45NGINE_HEALTH_UNKNOWN\x10\x03*\xe3\x01\n\x0f\x45ngineEventType\x12!\n\x1d\x45NGINE_EVENT_TYPE_UNSPECIFIED\x10\x00\x12 \n\x1c\x45NGINE_EVENT_TYPE_REGISTERED\x10\x01\x12\"\n\x1e\x45NGINE_EVENT_TYPE_DEREGISTERED\x10\x02\x12$\n ENGINE_EVENT_TYPE_HEALTH_CHANGED\x10\x03\x12!\n\x1d\x45NGINE_EVENT_TYPE_QUARANTINED\x10\x04\x12\x1e\n\x1a\x45NGINE_EVENT_TYPE_RELEASED\x10\x05\x32\x81\x05\n\x0fRegistryService\x12Y\n\x0eRegisterEngine\x12\".contextd.v1.RegisterEngineRequest\x1a#.contextd.v1.RegisterEngineResponse\x12_\n\x10\x44\x65registerEngine\x12$.contextd.v1.DeregisterEngineRequest\x1a%.contextd.v1.DeregisterEngineResponse\x12P\n\x0bListEngines\x12\x1f.contextd.v1.ListEnginesRequest\x1a .contextd.v1.ListEnginesResponse\x12J\n\tGetEngine\x12\x1d.contextd.v1.GetEngineRequest\x1a\x1e.contextd.v1.GetEngineResponse\x12U\n\x0cWatchEngines\x12 .contextd.v1.WatchEnginesRequest\x1a!.contextd.v1.WatchEnginesResponse0\x01\x12_\n\x10QuarantineEngine\x12$.contextd.v1.QuarantineEngineRequest\x1a%.contextd.v1.QuarantineEngineResponse\x12\\\n\x0f\x43learQuarantine\x12#.contextd.v1.ClearQuarantineRequest\x1a$.contextd.v1.ClearQuarantineResponseb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'contextd.v1.registry_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _REFUSAL._serialized_start=1630
-  _REFUSAL._serialized_end=1899
-  _ENGINEHEALTH._serialized_start=1902
-  _ENGINEHEALTH._serialized_end=2032
-  _ENGINEEVENTTYPE._serialized_start=2035
-  _ENGINEEVENTTYPE._serialized_end=2262
+  _ENGINESTATUS_FALLBACKSBYREASONENTRY._options = None
+  _ENGINESTATUS_FALLBACKSBYREASONENTRY._serialized_options = b'8\001'
+  _REFUSAL._serialized_start=1767
+  _REFUSAL._serialized_end=2036
+  _ENGINEHEALTH._serialized_start=2039
+  _ENGINEHEALTH._serialized_end=2169
+  _ENGINEEVENTTYPE._serialized_start=2172
+  _ENGINEEVENTTYPE._serialized_end=2399
   _QUARANTINESTATE._serialized_start=70
   _QUARANTINESTATE._serialized_end=202
   _ENGINESTATUS._serialized_start=205
-  _ENGINESTATUS._serialized_end=516
-  _REGISTERENGINEREQUEST._serialized_start=519
-  _REGISTERENGINEREQUEST._serialized_end=655
-  _REGISTERENGINERESPONSE._serialized_start=658
-  _REGISTERENGINERESPONSE._serialized_end=843
-  _DEREGISTERENGINEREQUEST._serialized_start=845
-  _DEREGISTERENGINEREQUEST._serialized_end=889
-  _DEREGISTERENGINERESPONSE._serialized_start=891
-  _DEREGISTERENGINERESPONSE._serialized_end=939
-  _LISTENGINESREQUEST._serialized_start=941
-  _LISTENGINESREQUEST._serialized_end=961
-  _LISTENGINESRESPONSE._serialized_start=963
-  _LISTENGINESRESPONSE._serialized_end=1028
-  _GETENGINEREQUEST._serialized_start=1030
-  _GETENGINEREQUEST._serialized_end=1067
-  _GETENGINERESPONSE._serialized_start=1069
-  _GETENGINERESPONSE._serialized_end=1131
-  _WATCHENGINESREQUEST._serialized_start=1133
-  _WATCHENGINESREQUEST._serialized_end=1179
-  _ENGINEEVENT._serialized_start=1182
-  _ENGINEEVENT._serialized_end=1314
-  _WATCHENGINESRESPONSE._serialized_start=1316
-  _WATCHENGINESRESPONSE._serialized_end=1379
-  _QUARANTINEENGINEREQUEST._serialized_start=1381
-  _QUARANTINEENGINEREQUEST._serialized_end=1441
-  _QUARANTINEENGINERESPONSE._serialized_start=1443
-  _QUARANTINEENGINERESPONSE._serialized_end=1512
-  _CLEARQUARANTINEREQUEST._serialized_start=1514
-  _CLEARQUARANTINEREQUEST._serialized_end=1557
-  _CLEARQUARANTINERESPONSE._serialized_start=1559
-  _CLEARQUARANTINERESPONSE._serialized_end=1627
-  _REGISTRYSERVICE._serialized_start=2265
-  _REGISTRYSERVICE._serialized_end=2906
+  _ENGINESTATUS._serialized_end=653
+  _ENGINESTATUS_FALLBACKSBYREASONENTRY._serialized_start=597
+  _ENGINESTATUS_FALLBACKSBYREASONENTRY._serialized_end=653
+  _REGISTERENGINEREQUEST._serialized_start=656
+  _REGISTERENGINEREQUEST._serialized_end=792
+  _REGISTERENGINERESPONSE._serialized_start=795
+  _REGISTERENGINERESPONSE._serialized_end=980
+  _DEREGISTERENGINEREQUEST._serialized_start=982
+  _DEREGISTERENGINEREQUEST._serialized_end=1026
+  _DEREGISTERENGINERESPONSE._serialized_start=1028
+  _DEREGISTERENGINERESPONSE._serialized_end=1076
+  _LISTENGINESREQUEST._serialized_start=1078
+  _LISTENGINESREQUEST._serialized_end=1098
+  _LISTENGINESRESPONSE._serialized_start=1100
+  _LISTENGINESRESPONSE._serialized_end=1165
+  _GETENGINEREQUEST._serialized_start=1167
+  _GETENGINEREQUEST._serialized_end=1204
+  _GETENGINERESPONSE._serialized_start=1206
+  _GETENGINERESPONSE._serialized_end=1268
+  _WATCHENGINESREQUEST._serialized_start=1270
+  _WATCHENGINESREQUEST._serialized_end=1316
+  _ENGINEEVENT._serialized_start=1319
+  _ENGINEEVENT._serialized_end=1451
+  _WATCHENGINESRESPONSE._serialized_start=1453
+  _WATCHENGINESRESPONSE._serialized_end=1516
+  _QUARANTINEENGINEREQUEST._serialized_start=1518
+  _QUARANTINEENGINEREQUEST._serialized_end=1578
+  _QUARANTINEENGINERESPONSE._serialized_start=1580
+  _QUARANTINEENGINERESPONSE._serialized_end=1649
+  _CLEARQUARANTINEREQUEST._serialized_start=1651
+  _CLEARQUARANTINEREQUEST._serialized_end=1694
+  _CLEARQUARANTINERESPONSE._serialized_start=1696
+  _CLEARQUARANTINERESPONSE._serialized_end=1764
+  _REGISTRYSERVICE._serialized_start=2402
+  _REGISTRYSERVICE._serialized_end=3043
 # @@protoc_insertion_point(module_scope)

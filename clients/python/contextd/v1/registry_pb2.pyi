@@ -63,12 +63,20 @@ class EngineEvent(_message.Message):
     def __init__(self, type: _Optional[_Union[EngineEventType, str]] = ..., engine: _Optional[_Union[EngineStatus, _Mapping]] = ..., at_ms: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
 class EngineStatus(_message.Message):
-    __slots__ = ["builtin", "calls", "endpoint", "engine_id", "failures", "fallbacks", "health", "info", "owner", "quarantine", "registered_at_ms", "timeouts"]
+    __slots__ = ["builtin", "calls", "endpoint", "engine_id", "failures", "fallbacks", "fallbacks_by_reason", "health", "info", "owner", "quarantine", "registered_at_ms", "timeouts"]
+    class FallbacksByReasonEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     BUILTIN_FIELD_NUMBER: _ClassVar[int]
     CALLS_FIELD_NUMBER: _ClassVar[int]
     ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     ENGINE_ID_FIELD_NUMBER: _ClassVar[int]
     FAILURES_FIELD_NUMBER: _ClassVar[int]
+    FALLBACKS_BY_REASON_FIELD_NUMBER: _ClassVar[int]
     FALLBACKS_FIELD_NUMBER: _ClassVar[int]
     HEALTH_FIELD_NUMBER: _ClassVar[int]
     INFO_FIELD_NUMBER: _ClassVar[int]
@@ -82,13 +90,14 @@ class EngineStatus(_message.Message):
     engine_id: str
     failures: int
     fallbacks: int
+    fallbacks_by_reason: _containers.ScalarMap[str, int]
     health: EngineHealth
     info: _engine_pb2.EngineInfo
     owner: str
     quarantine: QuarantineState
     registered_at_ms: int
     timeouts: int
-    def __init__(self, engine_id: _Optional[str] = ..., owner: _Optional[str] = ..., endpoint: _Optional[str] = ..., info: _Optional[_Union[_engine_pb2.EngineInfo, _Mapping]] = ..., health: _Optional[_Union[EngineHealth, str]] = ..., quarantine: _Optional[_Union[QuarantineState, _Mapping]] = ..., registered_at_ms: _Optional[int] = ..., calls: _Optional[int] = ..., failures: _Optional[int] = ..., fallbacks: _Optional[int] = ..., timeouts: _Optional[int] = ..., builtin: bool = ...) -> None: ...
+    def __init__(self, engine_id: _Optional[str] = ..., owner: _Optional[str] = ..., endpoint: _Optional[str] = ..., info: _Optional[_Union[_engine_pb2.EngineInfo, _Mapping]] = ..., health: _Optional[_Union[EngineHealth, str]] = ..., quarantine: _Optional[_Union[QuarantineState, _Mapping]] = ..., registered_at_ms: _Optional[int] = ..., calls: _Optional[int] = ..., failures: _Optional[int] = ..., fallbacks: _Optional[int] = ..., timeouts: _Optional[int] = ..., builtin: bool = ..., fallbacks_by_reason: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
 class GetEngineRequest(_message.Message):
     __slots__ = ["engine_id"]

@@ -222,6 +222,10 @@ export interface ContextEngineServiceCompactRequest {
 }
 
 export interface ContextEngineServiceCompactResponse {
+  /**
+   * False when compaction was needed and did not happen (the engine could not compact, or refused
+   * because no useful summary fits the budget); `ok` with `compacted: false` is "nothing to do".
+   */
   ok: boolean;
   compacted: boolean;
   reason: string;

@@ -75,6 +75,11 @@ export interface DelegateCompactionRequest {
 }
 
 export interface DelegateCompactionResponse {
+  /**
+   * False when the host refused: the budget cannot hold a summary that says anything, or the
+   * summarizer wrote nothing of what it would replace (`reason` starts with `refused:`); pass it on
+   * as your Compact's `ok`.
+   */
   ok: boolean;
   compacted: boolean;
   reason: string;

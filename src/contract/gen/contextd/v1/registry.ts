@@ -237,12 +237,33 @@ export interface EngineStatus {
   health: EngineHealth;
   quarantine?: QuarantineState | undefined;
   registeredAtMs: number;
+  /**
+   * Counters of this replica since the engine was registered here. `calls`: calls made to it;
+   * `failures`: those that failed through the engine's fault (errors, timeouts, answers that break
+   * the contract); `timeouts`: those of the failures that were timeouts.
+   */
   calls: number;
   failures: number;
+  /**
+   * Calls routed to this engine that `legacy` answered instead, whatever the reason — including
+   * while it was quarantined, when it is not called at all.
+   */
   fallbacks: number;
   timeouts: number;
   /** True for the in-process `legacy` engine. */
   builtin: boolean;
+  /**
+   * `fallbacks` by reason: `quarantined` (routed while quarantined), `not_registered`, `error`,
+   * `timeout`, `contract` (it failed on the call), `rejected` (its max_concurrent_calls were in
+   * flight), `short` (it did not answer within the runtime's own deadline less the time contextd
+   * keeps for legacy's answer, `engines.fallback_reserve`; not held against the engine).
+   */
+  fallbacksByReason: { [key: string]: number };
+}
+
+export interface EngineStatus_FallbacksByReasonEntry {
+  key: string;
+  value: number;
 }
 
 export interface RegisterEngineRequest {
@@ -498,6 +519,7 @@ function createBaseEngineStatus(): EngineStatus {
     fallbacks: 0,
     timeouts: 0,
     builtin: false,
+    fallbacksByReason: {},
   };
 }
 
@@ -539,6 +561,9 @@ export const EngineStatus: MessageFns<EngineStatus> = {
     if (message.builtin !== false) {
       writer.uint32(96).bool(message.builtin);
     }
+    globalThis.Object.entries(message.fallbacksByReason).forEach(([key, value]: [string, number]) => {
+      EngineStatus_FallbacksByReasonEntry.encode({ key: key as any, value }, writer.uint32(106).fork()).join();
+    });
     return writer;
   },
 
@@ -651,6 +676,17 @@ export const EngineStatus: MessageFns<EngineStatus> = {
             message.builtin = reader.bool();
             continue;
           }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            const entry13 = EngineStatus_FallbacksByReasonEntry.decode(reader, reader.uint32());
+            if (entry13.value !== undefined) {
+              message.fallbacksByReason[entry13.key] = entry13.value;
+            }
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -685,6 +721,33 @@ export const EngineStatus: MessageFns<EngineStatus> = {
       fallbacks: isSet(object.fallbacks) ? globalThis.Number(object.fallbacks) : 0,
       timeouts: isSet(object.timeouts) ? globalThis.Number(object.timeouts) : 0,
       builtin: isSet(object.builtin) ? globalThis.Boolean(object.builtin) : false,
+      fallbacksByReason: isObject(object.fallbacksByReason)
+        ? (globalThis.Object.entries(object.fallbacksByReason) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : isObject(object.fallbacks_by_reason)
+        ? (globalThis.Object.entries(object.fallbacks_by_reason) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
     };
   },
 
@@ -726,6 +789,15 @@ export const EngineStatus: MessageFns<EngineStatus> = {
     if (message.builtin !== false) {
       obj.builtin = message.builtin;
     }
+    if (message.fallbacksByReason) {
+      const entries = globalThis.Object.entries(message.fallbacksByReason) as [string, number][];
+      if (entries.length > 0) {
+        obj.fallbacksByReason = {};
+        entries.forEach(([k, v]) => {
+          obj.fallbacksByReason[k] = Math.round(v);
+        });
+      }
+    }
     return obj;
   },
 
@@ -750,6 +822,102 @@ export const EngineStatus: MessageFns<EngineStatus> = {
     message.fallbacks = object.fallbacks ?? 0;
     message.timeouts = object.timeouts ?? 0;
     message.builtin = object.builtin ?? false;
+    message.fallbacksByReason = (globalThis.Object.entries(object.fallbacksByReason ?? {}) as [string, number][])
+      .reduce((acc: { [key: string]: number }, [key, value]: [string, number]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.Number(value);
+        }
+        return acc;
+      }, {});
+    return message;
+  },
+};
+
+function createBaseEngineStatus_FallbacksByReasonEntry(): EngineStatus_FallbacksByReasonEntry {
+  return { key: "", value: 0 };
+}
+
+export const EngineStatus_FallbacksByReasonEntry: MessageFns<EngineStatus_FallbacksByReasonEntry> = {
+  encode(message: EngineStatus_FallbacksByReasonEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== 0) {
+      writer.uint32(16).uint64(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EngineStatus_FallbacksByReasonEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEngineStatus_FallbacksByReasonEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.value = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EngineStatus_FallbacksByReasonEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.Number(object.value) : 0,
+    };
+  },
+
+  toJSON(message: EngineStatus_FallbacksByReasonEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== 0) {
+      obj.value = Math.round(message.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EngineStatus_FallbacksByReasonEntry>, I>>(
+    base?: I,
+  ): EngineStatus_FallbacksByReasonEntry {
+    return EngineStatus_FallbacksByReasonEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EngineStatus_FallbacksByReasonEntry>, I>>(
+    object: I,
+  ): EngineStatus_FallbacksByReasonEntry {
+    const message = createBaseEngineStatus_FallbacksByReasonEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? 0;
     return message;
   },
 };
@@ -2296,6 +2464,10 @@ function longToNumber(int64: { toString(): string }): number {
     throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
   }
   return num;
+}
+
+function isObject(value: any): boolean {
+  return typeof value === "object" && value !== null;
 }
 
 function isSet(value: any): boolean {

@@ -137,6 +137,14 @@ export interface CompactRequest {
 }
 
 export interface CompactResponse {
+  /**
+   * False when a compaction was needed and did not happen: the engine failed, or the compaction
+   * was refused — the budget cannot hold a summary that says anything (the summary message's own
+   * wrapper plus a few tokens), or the summarizer wrote nothing of what it would replace; `reason`
+   * starts with `refused:` then. `ok` with `compacted: false` means there was nothing to do (the
+   * view already fits, or nothing to fold). A committed summary always carries content from what it
+   * replaced.
+   */
   ok: boolean;
   compacted: boolean;
   reason: string;

@@ -1,0 +1,60 @@
+import { blockText } from "../../contract/messages.js";
+import type { Message } from "../../contract/gen/contextd/v1/types.js";
+import { COMPACT_LABELS, SECTIONS, SUMMARY_TITLE } from "../summarizer/extract-format.js";
+import { LATEST_REQUEST_HEADING } from "./latest-request.js";
+
+/**
+ * Whether a summary says anything: a committed summary must carry content from what it replaces
+ * (the previous summary and the messages folded into it), not only the summarizer's scaffolding
+ * (the extractive title and headings) or a model's boilerplate.
+ *
+ * The test is deliberately lenient — a paraphrase passes — but a summary must share at least one
+ * *content word* with its sources: a word of 3 or more letters or digits, or any word holding a
+ * digit or one of `_./:-` (identifiers, numbers, paths), that is neither scaffolding, nor a common
+ * function word, nor one of the few words every summary uses. Linear in the length of the summary and the sources (one
+ * scan each, a set of the summary's words, a stop at the first shared one).
+ */
+export function carriesContent(summary: string, previousSummary: string, replaced: readonly Message[]): boolean {
+  const wanted = new Set<string>();
+  for (const w of contentWords(summary)) wanted.add(w);
+  if (wanted.size === 0) return false;
+  const shares = (text: string): boolean => {
+    for (const w of contentWords(text)) if (wanted.has(w)) return true;
+    return false;
+  };
+  if (shares(previousSummary)) return true;
+  for (const m of replaced) {
+    for (const block of m.content) if (shares(blockText(block))) return true;
+    if (m.toolName && shares(m.toolName)) return true;
+  }
+  return false;
+}
+
+// A word: letters and digits, joined by the characters identifiers use inside them.
+const WORD = /[\p{L}\p{N}]+(?:[_./:\-][\p{L}\p{N}]+)*/gu;
+const MARKED = /[\p{N}_./:-]/u;
+
+/** Words that say nothing of a conversation: the summarizers' own scaffolding and summary boilerplate. */
+const STOP = new Set(
+  [
+    SUMMARY_TITLE,
+    ...SECTIONS.map((s) => s.heading),
+    LATEST_REQUEST_HEADING,
+    ...COMPACT_LABELS,
+    "the and for are was but not you all any can had her him his its our out she has how who why did get got let may now off own say too use way yes",
+    "this that these those with from into about have been were will would could should there their what when where which while then than",
+    "user users assistant conversation conversations summary summaries earlier previous before after latest request requests message messages",
+    "none nothing empty content context history compacted compaction verbatim",
+  ]
+    .join(" ")
+    .toLowerCase()
+    .match(WORD) ?? [],
+);
+
+function* contentWords(text: string): Generator<string> {
+  if (!text) return;
+  for (const match of text.matchAll(WORD)) {
+    const w = match[0].toLowerCase();
+    if ((w.length >= 3 || MARKED.test(w)) && !STOP.has(w)) yield w;
+  }
+}
