@@ -23,7 +23,7 @@ const raw = (path: string) => ({
 });
 const service = { echo: raw("/bench.Echo/Echo"), appendMessages: raw("/contextd.v1.SessionService/AppendMessages") };
 /** An id as long as contextd's (16 hex digits) and a typical count. */
-const APPENDED = Buffer.from(AppendMessagesResponse.encode({ entryIds: ["0123456789abcdef"], tokenCounts: [430], replayed: false }).finish());
+const APPENDED = Buffer.from(AppendMessagesResponse.encode({ entryIds: ["0123456789abcdef"], tokenCounts: [430], replayed: false, heldIndexes: [] }).finish());
 
 const server = new Server({ "grpc.max_receive_message_length": 64 * 1024 * 1024, "grpc.max_send_message_length": 64 * 1024 * 1024 });
 server.addService(service, {

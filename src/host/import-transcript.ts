@@ -3,6 +3,7 @@ import type * as S from "../contract/gen/contextd/v1/session.js";
 import type { Message, TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
 import { summaryMessage } from "../contract/messages.js";
 import { toTranscriptEntry } from "../openclaw/session-entries.js";
+import { openclawMessageKey } from "../openclaw/message-key.js";
 import { sessionFileSteps, isSessionFile } from "../openclaw/session-file.js";
 import { activeBranchSteps } from "../openclaw/session-tree.js";
 import { TimeSlices } from "../openclaw/slices.js";
@@ -21,6 +22,8 @@ import { quote } from "../contract/quote.js";
  * model (src/openclaw/session-tree.ts): the branch ending at the file's leaf, from its latest
  * compaction — whose summary heads the view — or reset on. Entries on abandoned branches, dropped
  * by a reset or excluded from context are kept but `hidden`. New appends follow the file's leaf.
+ * Message entries get the message key `openclaw:<entry id>` (src/openclaw/message-key.ts), the key
+ * the OpenClaw plugin appends them under, so a message imported here is never appended twice.
  *
  * A file without that header is read as conversation lines (the forms of `contextctl replay`,
  * conversation-lines.ts), one message per line, in order.
@@ -90,6 +93,8 @@ export class TranscriptImports {
       const e = entry.entry;
       if (e?.$case === "message") {
         validateMessage(e.value, `${where}: message`, this.limits.maxMessageBytes);
+        // The key the OpenClaw plugin appends this message under: a later append of it is held.
+        entry.messageKey = openclawMessageKey(entry.id);
         // Compacted away is not hidden: it was part of the view once.
         entry.hidden = onPath.has(i) && i < branch.activeFromIndex ? e.value.excludeFromContext : !visible.has(i);
       } else entry.hidden = !onPath.has(i);

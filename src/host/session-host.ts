@@ -15,7 +15,7 @@ import { runtimeSettings } from "./runtime-settings.js";
 import { admitExisting, sessionNotFound } from "./session-visibility.js";
 import { appendDigest } from "./append-digest.js";
 import { NO_OBSERVER, type HostObserver } from "./host-observer.js";
-import { checkIdempotencyKey, requireBudget, requireEnum, requireSession, validateAppend, type AppendLimits } from "./validate.js";
+import { checkIdempotencyKey, checkMessageKeys, requireBudget, requireEnum, requireSession, validateAppend, type AppendLimits } from "./validate.js";
 
 function overflowing(answer: { promptAuthority: PromptAuthority; estimatedTokens: number }, budget: number): boolean {
   return answer.promptAuthority === PromptAuthority.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW && answer.estimatedTokens > budget;
@@ -77,31 +77,41 @@ export class SessionHost {
     const session = requireSession(req.session);
     const key = checkIdempotencyKey(req.idempotencyKey);
     validateAppend(req.messages, this.limits);
+    const messageKeys = checkMessageKeys(req.messageKeys, req.messages.length);
     const tokenCounts = await this.tokenizer.countMessages(req.messages);
     // Runtimes do not choose entry ids; the copy keeps the bytes it was received as (received-messages.ts).
-    const counted = req.messages.map((message, i) => ({ message: withIdAndCount(message, "", message.tokenCount), tokenCount: tokenCounts[i] }));
+    const counted = req.messages.map((message, i) => ({
+      message: withIdAndCount(message, "", message.tokenCount),
+      tokenCount: tokenCounts[i],
+      ...(messageKeys?.[i] ? { key: messageKeys[i] } : {}),
+    }));
     const labels = { sessionKey: session.sessionKey, agentId: session.agentId };
+    const requestKey = key ? { key, requestHash: appendDigest(req.messages, req.isHeartbeat, messageKeys) } : undefined;
     let stored;
-    if (key) {
-      const outcome = await this.store.appendIdempotent(
-        session.sessionId,
-        counted,
-        labels,
-        { key, requestHash: appendDigest(req.messages, req.isHeartbeat) },
-        this.limits.maxSessionEntries,
-      );
-      if (outcome.replayed) return { entryIds: outcome.entryIds, tokenCounts: outcome.tokenCounts, replayed: true };
+    let answer: Pick<S.AppendMessagesResponse, "entryIds" | "tokenCounts" | "heldIndexes">;
+    if (messageKeys) {
+      // Messages the session already holds by key are not stored again, nor ingested again.
+      const outcome = await this.store.appendKeyed(session.sessionId, counted, labels, requestKey, this.limits.maxSessionEntries);
+      if (outcome.replayed) return { entryIds: outcome.entryIds, tokenCounts: outcome.tokenCounts, replayed: true, heldIndexes: [] };
       stored = outcome.entries;
+      answer = { entryIds: outcome.entryIds, tokenCounts: outcome.tokenCounts, heldIndexes: outcome.held };
     } else {
-      stored = await this.store.appendMessages(session.sessionId, counted, labels, this.limits.maxSessionEntries);
+      if (requestKey) {
+        const outcome = await this.store.appendIdempotent(session.sessionId, counted, labels, requestKey, this.limits.maxSessionEntries);
+        if (outcome.replayed) return { entryIds: outcome.entryIds, tokenCounts: outcome.tokenCounts, replayed: true, heldIndexes: [] };
+        stored = outcome.entries;
+      } else {
+        stored = await this.store.appendMessages(session.sessionId, counted, labels, this.limits.maxSessionEntries);
+      }
+      answer = { entryIds: stored.map((e) => e.id), tokenCounts: counted.map((c) => c.tokenCount), heldIndexes: [] };
     }
-    this.observer.appended(
-      counted.length,
-      counted.reduce((sum, c) => sum + c.tokenCount, 0),
-    );
     const storedMessages = stored.flatMap((e) => (e.entry?.$case === "message" ? [e.entry.value] : []));
-    await this.ingest(session, storedMessages, req.isHeartbeat, call);
-    return { entryIds: stored.map((e) => e.id), tokenCounts: counted.map((c) => c.tokenCount), replayed: false };
+    this.observer.appended(
+      storedMessages.length,
+      storedMessages.reduce((sum, m) => sum + m.tokenCount, 0),
+    );
+    if (storedMessages.length > 0) await this.ingest(session, storedMessages, req.isHeartbeat, call);
+    return { ...answer, replayed: false };
   }
 
   /** The transcript is already durable; an engine that cannot ingest falls back and never fails the append. */

@@ -71,6 +71,8 @@ export class SessionQueries {
       selectedEngineId: this.router.select(ref).selectedId,
       overview: contextOverview(totals),
       parentSessionId: s.parentSessionId,
+      lastMessageKey: s.lastMessageKey,
+      lastMessageTimestampMs: s.lastMessageTimestampMs,
     };
   }
 }

@@ -67,6 +67,26 @@ export function checkIdempotencyKey(key: string | undefined): string {
 }
 
 /**
+ * AppendMessagesRequest.message_keys: none at all (undefined), or one per message — each at most
+ * 256 characters of printable text, "" for a message without a key, none repeated.
+ */
+export function checkMessageKeys(keys: readonly string[] | undefined, messageCount: number): string[] | undefined {
+  if (!keys || keys.length === 0) return undefined;
+  if (keys.length !== messageCount) {
+    throw new InvalidArgumentError(`message_keys has ${keys.length} keys for ${messageCount} messages: give one per message ("" for none), or none at all`);
+  }
+  const first = new Map<string, number>();
+  keys.forEach((key, i) => {
+    checkIdText(key, `message_keys[${i}]`);
+    if (key === "") return;
+    const j = first.get(key);
+    if (j !== undefined) throw new InvalidArgumentError(`message_keys[${i}] repeats message_keys[${j}] ("${key}")`);
+    first.set(key, i);
+  });
+  return keys.some((k) => k !== "") ? [...keys] : undefined;
+}
+
+/**
  * Checks a whole batch before anything is written, so a bad message rejects the batch and leaves
  * the transcript as it was. Returns each message's encoded size.
  */

@@ -4,6 +4,7 @@
 export { fromContextdMessage, OPENCLAW_ROLES, toContextdMessage, type AgentMessage } from "./agent-message.js";
 export { fromContentBlock, toContentBlock } from "./content-blocks.js";
 export { jsonEqual, type Json, type JsonObject } from "./json.js";
+export { OPENCLAW_MESSAGE_KEY_PREFIX, openclawMessageKey } from "./message-key.js";
 export { bashExecutionText, branchSummaryText, compactionSummaryText } from "./render.js";
 export { fromTranscriptEntry, toTranscriptEntry } from "./session-entries.js";
 export {

@@ -28,4 +28,6 @@ export const SESSION_COLUMNS: readonly (readonly [keyof RawSession, string])[] =
   ["expiresAtMs", "expires_at_ms"],
   ["endedAtMs", "ended_at_ms"],
   ["endReason", "end_reason"],
+  ["lastMessageKey", "last_message_key"],
+  ["lastMessageTimestampMs", "last_message_timestamp_ms"],
 ];

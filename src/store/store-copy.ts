@@ -73,6 +73,9 @@ export interface RawSession {
   expiresAtMs: number;
   endedAtMs: number;
   endReason: number;
+  /** The newest keyed message's key and the newest message's timestamp (SessionRecord). */
+  lastMessageKey: string;
+  lastMessageTimestampMs: number;
 }
 
 export interface RawEntry {
@@ -85,6 +88,8 @@ export interface RawEntry {
   tokenCount: number;
   timestampMs: number;
   hidden: boolean;
+  /** AppendMessagesRequest.message_keys of a message entry; null for none. */
+  messageKey: string | null;
   /** TranscriptEntry.encode(entry).finish(). */
   payload: Uint8Array;
 }

@@ -38,6 +38,14 @@ export interface TranscriptStore {
    */
   appendIdempotent(sessionId: string, messages: NewMessage[], create: SessionLabels, key: IdempotencyKey, maxEntries?: number): Promise<IdempotentAppend>;
   /**
+   * An append of messages that carry keys (NewMessage.key), with or without an idempotency key: in
+   * one transaction, the messages whose key the session already holds are not stored (their slots
+   * answer the holding entry's id and token count, their indexes are `held`), the others are
+   * appended as appendMessages does — so a keyed message is stored once, whichever request brings
+   * it first. With `key`, as appendIdempotent (a replay writes and holds nothing).
+   */
+  appendKeyed(sessionId: string, messages: NewMessage[], create: SessionLabels, key?: IdempotencyKey, maxEntries?: number): Promise<KeyedAppend>;
+  /**
    * Creates a session from a runtime's transcript file, in one transaction: entries keep their ids,
    * parent ids, timestamps and `hidden` flags; the active view is set as `transcript` says. Throws
    * AlreadyExistsError when the session exists, InvalidArgumentError for an inconsistent plan.
@@ -165,6 +173,8 @@ export interface SessionLabels {
 export interface NewMessage {
   message: Message;
   tokenCount: number;
+  /** The runtime's key for the message (AppendMessagesRequest.message_keys); only appendKeyed looks at it. */
+  key?: string;
 }
 
 export interface IdempotencyKey {
@@ -174,6 +184,20 @@ export interface IdempotencyKey {
 }
 
 export type IdempotentAppend = { replayed: false; entries: TranscriptEntry[] } | { replayed: true; entryIds: string[]; tokenCounts: number[] };
+
+/** appendKeyed's answer. */
+export type KeyedAppend =
+  | {
+      replayed: false;
+      /** The entries this call stored, in request order (held messages left out). */
+      entries: TranscriptEntry[];
+      /** Per requested message: the id and token count of its entry, stored now or held before. */
+      entryIds: string[];
+      tokenCounts: number[];
+      /** Indexes of the messages whose key the session already held. */
+      held: number[];
+    }
+  | { replayed: true; entryIds: string[]; tokenCounts: number[] };
 
 /** A transcript file as the store imports it (host/import-transcript.ts plans it). */
 export interface ImportedTranscript {
@@ -215,6 +239,10 @@ export interface SessionRecord {
   systemAdditionTokens: number;
   /** The header line of the file the session was imported from ("" for a session begun in contextd). */
   headerJson: string;
+  /** The key of the newest message entry that has one ("" when none has). */
+  lastMessageKey: string;
+  /** The timestamp of the newest message entry (0 without one). */
+  lastMessageTimestampMs: number;
 }
 
 export interface ViewMessage {

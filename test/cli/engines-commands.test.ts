@@ -112,7 +112,7 @@ describe("contextctl engines / isolate / release against a real contextd and a P
         .split("│")
         .slice(1, -1)
         .map((c) => c.trim()),
-    ).toEqual([...HEAD, "calls", "failures", "fallbacks", "timeouts"]);
+    ).toEqual([...HEAD, "calls", "failures", "fallbacks", "timeouts", "fell back because"]);
     expect(row(run.stdout, "legacy")).toEqual(["legacy", "core", "(in process)", "active", "SERVING"]);
     expect(row(run.stdout, "py")).toEqual(["py", "team", engine.address, "active", "SERVING"]);
   });
@@ -167,6 +167,9 @@ describe("contextctl engines / isolate / release against a real contextd and a P
     expect(run).toMatchObject({ code: 0, stderr: "" });
     const until = new Date(releaseAt).toISOString().slice(11, 19);
     expect(row(run.stdout, "py-faulty")).toEqual(["py-faulty", "team", faulty.address, `quarantined until ${until} (assemble: ${record.reason})`, "SERVING"]);
+    // The failed Assemble fell back on an error: counted, and said why, in the last columns.
+    const cells = tableRows(run.stdout).find((r) => r[0] === "py-faulty")!;
+    expect(cells.slice(-3)).toEqual(["1", "0", "error 1"]);
     expect((await contextctl(contextd.address, ["release", "py-faulty"])).code).toBe(0);
     expect(row((await contextctl(contextd.address, ["engines"])).stdout, "py-faulty")?.[3]).toBe("active");
   });

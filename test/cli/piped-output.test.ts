@@ -56,7 +56,13 @@ describe("contextctl writes all of its output into a pipe before it exits", () =
     expect(readFileSync(piped).equals(direct)).toBe(true);
     if (args[0] === "--json") {
       const text = direct.toString("utf8");
-      if (args[1] === "transcript") expect(text.trim().split("\n").map((l) => JSON.parse(l) as unknown)).toHaveLength(24);
+      if (args[1] === "transcript")
+        expect(
+          text
+            .trim()
+            .split("\n")
+            .map((l) => JSON.parse(l) as unknown),
+        ).toHaveLength(24);
       else expect(() => JSON.parse(text) as unknown).not.toThrow();
     }
   });

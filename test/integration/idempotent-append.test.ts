@@ -38,7 +38,7 @@ describe("idempotent appends", () => {
     await engine.waitForEvent(() => ingests() === 2);
     for (let i = 0; i < 3; i++) {
       const again = await cx.appendMessages({ session, messages: turn(1), idempotencyKey: "turn-1" });
-      expect(again).toEqual({ entryIds: first.entryIds, tokenCounts: first.tokenCounts, replayed: true });
+      expect(again).toEqual({ entryIds: first.entryIds, tokenCounts: first.tokenCounts, replayed: true, heldIndexes: [] });
     }
     expect(await count("idem-1")).toBe(2);
     // The next turn still reaches the engine: the replays did not.
@@ -99,5 +99,54 @@ describe("idempotent appends", () => {
     const ctrl = await refusal(cx.appendMessages({ session: { sessionId: "idem-6" }, messages: turn(1), idempotencyKey: "a\nb" }));
     expect(ctrl.code).toBe(status.INVALID_ARGUMENT);
     expect((await refusal(cx.getSession({ session: { sessionId: "idem-6" } }))).code).toBe(status.NOT_FOUND);
+  });
+
+  describe("message keys", () => {
+    const keys = (n: number) => [`msg-${n}-q`, `msg-${n}-a`];
+
+    it("a message whose key the session holds is stored once, whichever request brings it; the engine ingests it once", async () => {
+      const session = { sessionId: "keys-1" };
+      const before = ingests();
+      const first = await cx.appendMessages({ session, messages: turn(1), messageKeys: keys(1) });
+      expect(first.heldIndexes).toEqual([]);
+      await engine.waitForEvent(() => ingests() === before + 2);
+      // The same turn again under a request key (a commit after a catch-up), with the next turn.
+      const again = await cx.appendMessages({ session, messages: [...turn(1), ...turn(2)], messageKeys: [...keys(1), ...keys(2)], idempotencyKey: "commit-1" });
+      expect(again).toMatchObject({ replayed: false, heldIndexes: [0, 1] });
+      expect(again.entryIds.slice(0, 2)).toEqual(first.entryIds);
+      await engine.waitForEvent(() => ingests() === before + 4);
+      // A replay of that request holds nothing and writes nothing.
+      expect(
+        await cx.appendMessages({ session, messages: [...turn(1), ...turn(2)], messageKeys: [...keys(1), ...keys(2)], idempotencyKey: "commit-1" }),
+      ).toEqual({
+        ...again,
+        replayed: true,
+        heldIndexes: [],
+      });
+      expect(await count("keys-1")).toBe(4);
+      const info = (await cx.getSession({ session })).info!;
+      expect(info.lastMessageKey).toBe("msg-2-a");
+      expect(Number(info.lastMessageTimestampMs)).toBeGreaterThan(0);
+      const transcript = (await cx.getTranscript({ session })).entries;
+      expect(transcript.map((e) => e.messageKey)).toEqual([...keys(1), ...keys(2)]);
+      expect(ingests()).toBe(before + 4);
+    });
+
+    it("keys that do not match the messages are INVALID_ARGUMENT naming the field; nothing is written", async () => {
+      const session = { sessionId: "keys-2" };
+      const short = await refusal(cx.appendMessages({ session, messages: turn(1), messageKeys: ["only-one"] }));
+      expect(short.code).toBe(status.INVALID_ARGUMENT);
+      expect(short.details).toBe('message_keys has 1 keys for 2 messages: give one per message ("" for none), or none at all');
+      const repeated = await refusal(cx.appendMessages({ session, messages: turn(1), messageKeys: ["same", "same"] }));
+      expect(repeated.details).toBe('message_keys[1] repeats message_keys[0] ("same")');
+      const ctrl = await refusal(cx.appendMessages({ session, messages: turn(1), messageKeys: ["ok", "a\tb"] }));
+      expect(ctrl.details).toBe("message_keys[1] contains control characters");
+      expect((await refusal(cx.getSession({ session }))).code).toBe(status.NOT_FOUND);
+      // "" is a message without a key: stored every time.
+      await cx.appendMessages({ session, messages: turn(1), messageKeys: ["k-q", ""] });
+      const again = await cx.appendMessages({ session, messages: turn(1), messageKeys: ["k-q", ""] });
+      expect(again.heldIndexes).toEqual([0]);
+      expect(await count("keys-2")).toBe(3);
+    });
   });
 });

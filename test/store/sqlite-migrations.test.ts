@@ -41,10 +41,10 @@ afterEach(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-describe("schema migrations 1 → 2 → 3 → 4 → 5", () => {
+describe("schema migrations 1 → 2 → 3 → 4 → 5 → 6", () => {
   it("upgrades a version-1 file in place, keeping its data", async () => {
     // Build a version-1 file: only migration 1, then data written through its schema.
-    expect(MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3, 4, 5]);
+    expect(MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6]);
     const v1 = new Database(dbPath);
     migrate(v1, 1);
     expect(v1.pragma("user_version", { simple: true })).toBe(1);
@@ -69,8 +69,16 @@ describe("schema migrations 1 → 2 → 3 → 4 → 5", () => {
     const store = openAt();
     const db = (store as unknown as { db: Database.Database }).db;
     expect(db.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
-    expect(SCHEMA_VERSION).toBe(5);
-    expect(await store.getSession("old")).toMatchObject({ sessionKey: "k", agentId: "a", totalTokens: 12, lastSeq: 1 });
+    expect(SCHEMA_VERSION).toBe(6);
+    // Migration 6 filled in the newest message's timestamp from the entries; no key was ever given.
+    expect(await store.getSession("old")).toMatchObject({
+      sessionKey: "k",
+      agentId: "a",
+      totalTokens: 12,
+      lastSeq: 1,
+      lastMessageKey: "",
+      lastMessageTimestampMs: 5000,
+    });
     expect(await store.readEntries("old", 0, 10)).toEqual([entry]);
     const view = (await store.readActiveView("old"))!;
     expect(messageText(view.messages[0].message)).toBe("from v1");
@@ -116,6 +124,22 @@ describe("schema migrations 1 → 2 → 3 → 4 → 5", () => {
       (i) => i.name,
     );
     expect(indexes).toContain("entries_pinned");
+
+    // Migration 6: message keys on the upgraded file — a keyed message is held the second time.
+    const first = await store.appendKeyed("old", [{ ...msg("keyed message", 2), key: "m1" }], LABELS);
+    const second = await store.appendKeyed(
+      "old",
+      [
+        { ...msg("keyed message", 2), key: "m1" },
+        { ...msg("new", 1), key: "m2" },
+      ],
+      LABELS,
+    );
+    expect(second).toMatchObject({ replayed: false, held: [0] });
+    if (first.replayed || second.replayed) throw new Error("no idempotency key was given");
+    expect(second.entryIds[0]).toBe(first.entryIds[0]);
+    expect(indexes).toContain("entries_by_message_key");
+    expect((await store.getSession("old"))!.lastMessageKey).toBe("m2");
 
     // Opening it again does not migrate twice.
     await store.close();

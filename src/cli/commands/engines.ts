@@ -23,6 +23,8 @@ export function registerEngines(program: Command): void {
         "`quarantined until 14:03:10 (OPERATION: REASON)` for an automatic one (e.g. `assemble: deadline: ...`; the\n" +
         "earliest release, local time, then a passing health check releases it), or `quarantined until a health check\n" +
         "passes (...)` once that time is past. The health column is the last health check's answer, whatever the state.\n" +
+        "fallbacks counts the calls routed to the engine that legacy answered, also while it was quarantined; the last\n" +
+        "column says why, most frequent first (quarantined, not_registered, error, timeout, contract, rejected, short).\n" +
         'With --json: {"engines": [EngineStatus, ...]} (proto JSON; a quarantined engine has its "quarantine" record).\n' +
         examples("contextctl engines", "contextctl --json engines | jq -r '.engines[] | select(.quarantine) | .engineId'"),
     )
@@ -42,8 +44,9 @@ export function registerEngines(program: Command): void {
           e.failures,
           e.fallbacks,
           e.timeouts,
+          fallbackReasons(e),
         ]);
-        const head = ["id", "owner", "endpoint", "state", "health", "calls", "failures", "fallbacks", "timeouts"];
+        const head = ["id", "owner", "endpoint", "state", "health", "calls", "failures", "fallbacks", "timeouts", "fell back because"];
         process.stdout.write(`${table(head, rows)}\n`);
       }),
     );
@@ -102,4 +105,14 @@ async function watchEngines(options: ClientOptions, includeCurrent: boolean, onE
     process.off("SIGTERM", stop);
     client.close();
   }
+}
+
+/** `quarantined 12, timeout 1`: an engine's fallbacks by reason, most frequent first; `-` for none. */
+function fallbackReasons(e: EngineStatus): string {
+  const counts = Object.entries(e.fallbacksByReason).filter(([, n]) => n > 0);
+  if (counts.length === 0) return "-";
+  return counts
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .map(([reason, n]) => `${reason} ${n.toLocaleString("en-US")}`)
+    .join(", ");
 }

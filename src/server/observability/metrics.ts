@@ -52,8 +52,7 @@ export class ContextdMetrics {
   });
   readonly engineFallbacks = new Counter({
     name: "contextd_engine_fallbacks_total",
-    help:
-      "Calls answered by legacy instead of the selected engine, by the selected engine, operation and reason (quarantined, not_registered, error, timeout, contract, rejected, short).",
+    help: "Calls answered by legacy instead of the selected engine, by the selected engine, operation and reason (quarantined, not_registered, error, timeout, contract, rejected, short).",
     labelNames: ["engine", "operation", "reason"] as const,
     registers: [this.registry],
   });

@@ -1,11 +1,12 @@
 import { InvalidArgumentError } from "../../contract/errors.js";
-import type { IdempotencyKey, IdempotentAppend, NewMessage, SessionLabels } from "../types.js";
+import type { IdempotencyKey, IdempotentAppend, KeyedAppend, NewMessage, SessionLabels } from "../types.js";
 import { run, type PgDatabase } from "./database.js";
 import { isUniqueViolation } from "./errors.js";
 import type { IdempotencyRow } from "./rows.js";
 import { SQL } from "./statements.js";
 import { appendInTransaction, checkSessionId, lockSession } from "./transcript-writes.js";
-import { checkIdempotencyKey, replayOf } from "../idempotency-replay.js";
+import { checkIdempotencyKey, keyedAnswer, replayOf } from "../idempotency-replay.js";
+import { checkAppend } from "../sqlite/transcript-writes.js";
 
 /**
  * PostgresStore.appendIdempotent: the key is looked up and recorded in the transaction of the
@@ -47,5 +48,59 @@ export async function appendIdempotent(
       return { replayed: false, entries };
     },
     { retryOn: (err) => isUniqueViolation(err, "idempotency_keys_pkey") },
+  );
+}
+
+/**
+ * PostgresStore.appendKeyed: as appendIdempotent, and under the same session lock the message keys
+ * the session holds are read (one statement) and those messages left out. Two appends bringing one
+ * message key — on two replicas — take turns on the lock, so the second finds the first's key;
+ * should both create the session at once, the unique index on (session, message key) refuses the
+ * second, which is run again and then finds it.
+ */
+export async function appendKeyed(
+  db: PgDatabase,
+  sessionId: string,
+  messages: NewMessage[],
+  create: SessionLabels,
+  key: IdempotencyKey | undefined,
+  maxEntries = Number.POSITIVE_INFINITY,
+): Promise<KeyedAppend> {
+  checkAppend(sessionId, messages);
+  if (key) checkIdempotencyKey(key);
+  return db.transaction(
+    async (conn): Promise<KeyedAppend> => {
+      const held = new Map<number, { id: string; tokenCount: number }>();
+      if (await lockSession(conn, sessionId)) {
+        if (key) {
+          const [seen] = await run<IdempotencyRow>(conn, SQL.idempotencyKey, [sessionId, key.key]);
+          if (seen) return replayOf(seen, key, sessionId);
+        }
+        const keys = messages.flatMap((m) => (m.key ? [m.key] : []));
+        if (keys.length > 0) {
+          const rows = await run<{ message_key: string; id: string; token_count: number }>(conn, SQL.entriesByMessageKey, [sessionId, keys]);
+          const byKey = new Map(rows.map((r) => [r.message_key, { id: r.id, tokenCount: r.token_count }]));
+          messages.forEach((m, i) => {
+            const h = m.key ? byKey.get(m.key) : undefined;
+            if (h) held.set(i, h);
+          });
+        }
+      }
+      const fresh = messages.filter((_, i) => !held.has(i));
+      const entries = fresh.length > 0 || held.size === 0 ? await appendInTransaction(conn, sessionId, fresh, create, maxEntries) : [];
+      const answer = keyedAnswer(messages, entries, held);
+      if (key) {
+        await run(conn, SQL.insertIdempotencyKey, [
+          sessionId,
+          key.key,
+          key.requestHash,
+          JSON.stringify(answer.entryIds),
+          JSON.stringify(answer.tokenCounts),
+          Date.now(),
+        ]);
+      }
+      return answer;
+    },
+    { retryOn: (err) => isUniqueViolation(err, "idempotency_keys_pkey") || isUniqueViolation(err, "entries_by_message_key") },
   );
 }

@@ -156,6 +156,21 @@ export const MIGRATIONS: readonly Migration[] = [
         REFERENCING OLD TABLE AS changed_entries FOR EACH STATEMENT EXECUTE FUNCTION contextd_entries_changed();
     `,
   },
+  {
+    version: 5,
+    description: "message keys: a runtime's identity of each message, unique in its session; where the session's messages end",
+    sql: `
+      -- As SQLite's migration 6: AppendMessagesRequest.message_keys, unique per session (NULL for
+      -- none), and the newest keyed message's key and newest message's timestamp on the session row.
+      ALTER TABLE entries ADD COLUMN message_key TEXT COLLATE "C";
+      CREATE UNIQUE INDEX entries_by_message_key ON entries (session_id, message_key) WHERE message_key IS NOT NULL;
+      ALTER TABLE sessions ADD COLUMN last_message_key TEXT COLLATE "C" NOT NULL DEFAULT '';
+      ALTER TABLE sessions ADD COLUMN last_message_timestamp_ms BIGINT NOT NULL DEFAULT 0;
+      UPDATE sessions s SET last_message_timestamp_ms = coalesce((
+        SELECT e.timestamp_ms FROM entries e
+        WHERE e.session_id = s.session_id AND e.kind = 'message' ORDER BY e.seq DESC LIMIT 1), 0);
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

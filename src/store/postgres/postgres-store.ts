@@ -12,6 +12,7 @@ import type {
   ExpiredSubagent,
   IdempotencyKey,
   IdempotentAppend,
+  KeyedAppend,
   ImportedTranscript,
   NewMessage,
   RawEntry,
@@ -35,7 +36,7 @@ import { count, PgDatabase, run } from "./database.js";
 import { listPage, listPageSize, parseListCursor, readWindow } from "../paging.js";
 import { ViewCache } from "../view-cache.js";
 import { readActiveView } from "./active-view-read.js";
-import { appendIdempotent } from "./idempotent-append.js";
+import { appendIdempotent, appendKeyed } from "./idempotent-append.js";
 import { migrate, type MigrationOutcome } from "./migrations.js";
 import { createPool, parsePostgresUrl, type ParsedPostgresUrl } from "./pool-config.js";
 import { RegistryListener } from "./registry-listener.js";
@@ -121,6 +122,10 @@ export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy 
     maxEntries?: number,
   ): Promise<IdempotentAppend> {
     return appendIdempotent(this.db, sessionId, messages, create, key, maxEntries);
+  }
+
+  async appendKeyed(sessionId: string, messages: NewMessage[], create: SessionLabels, key?: IdempotencyKey, maxEntries?: number): Promise<KeyedAppend> {
+    return appendKeyed(this.db, sessionId, messages, create, key, maxEntries);
   }
 
   async importSession(sessionId: string, labels: SessionLabels, transcript: ImportedTranscript): Promise<SessionRecord> {

@@ -16,6 +16,7 @@ export {
   messageEntryRow,
   newEntryId,
   newSessionRow,
+  noteMessageEntry,
   toSessionRecord,
   toViewMessage,
   type EntryKind,
@@ -31,7 +32,7 @@ export function bytea(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
-/** The parameters of insertEntries ($2…$10) for `rows`, all of one session ($1). */
+/** The parameters of insertEntries ($2…$11) for `rows`, all of one session ($1). */
 export function entryArrays(rows: readonly EntryRow[]): unknown[] {
   return [
     rows.map((r) => r.seq),
@@ -42,6 +43,7 @@ export function entryArrays(rows: readonly EntryRow[]): unknown[] {
     rows.map((r) => r.token_count),
     rows.map((r) => r.timestamp_ms),
     rows.map((r) => r.hidden === 1),
+    rows.map((r) => r.message_key),
     rows.map((r) => bytea(r.payload)),
   ];
 }
@@ -61,6 +63,8 @@ export function sessionParams(row: SessionRow): unknown[] {
     row.latest_compaction_seq,
     row.active_from_seq,
     row.active_summary_tokens,
+    row.last_message_key,
+    row.last_message_timestamp_ms,
   ];
 }
 

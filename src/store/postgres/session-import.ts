@@ -1,6 +1,6 @@
 import type { ImportedTranscript, SessionLabels, SessionRecord } from "../types.js";
 import type { PgDatabase } from "./database.js";
-import { chunks, importedEntryRow, toSessionRecord } from "./rows.js";
+import { chunks, importedEntryRow, noteMessageEntry, toSessionRecord } from "./rows.js";
 import { checkSessionId, insertEntries, insertNewSession, saveSession } from "./transcript-writes.js";
 import { checkImportPlan } from "../import-plan.js";
 
@@ -24,6 +24,7 @@ export async function importSession(db: PgDatabase, sessionId: string, labels: S
       if (r.kind === "message") {
         row.message_count += 1;
         row.total_tokens += r.token_count;
+        noteMessageEntry(row, r);
       } else if (r.kind === "compaction") row.compaction_count += 1;
     }
     for (const part of chunks(rows)) await insertEntries(conn, sessionId, part);

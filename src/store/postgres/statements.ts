@@ -8,7 +8,7 @@ function stmt(name: string, text: string): Statement {
   return { name: `contextd_${name}`, text };
 }
 
-const ENTRY_COLUMNS = "session_id, seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, payload";
+const ENTRY_COLUMNS = "session_id, seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, message_key, payload";
 
 /** Part 0 of the active-view statements: the session row $1 as JSON, in the columns of the entry parts. */
 const VIEW_SESSION_PART = `WITH s AS (SELECT * FROM sessions WHERE session_id = $1)
@@ -29,13 +29,19 @@ export const SQL = {
     "save_session",
     `UPDATE sessions SET updated_at_ms = $2, entry_count = $3, message_count = $4, compaction_count = $5,
        total_tokens = $6, last_seq = $7, last_entry_id = $8, latest_compaction_id = $9,
-       latest_compaction_seq = $10, active_from_seq = $11, active_summary_tokens = $12
+       latest_compaction_seq = $10, active_from_seq = $11, active_summary_tokens = $12,
+       last_message_key = $13, last_message_timestamp_ms = $14
      WHERE session_id = $1`,
   ),
   insertEntries: stmt(
     "insert_entries",
     `INSERT INTO entries (${ENTRY_COLUMNS})
-     SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::bigint[], $8::bigint[], $9::boolean[], $10::bytea[])`,
+     SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::bigint[], $8::bigint[], $9::boolean[], $10::text[], $11::bytea[])`,
+  ),
+  /** The entries that hold any of the message keys $2 in session $1 (AppendMessagesRequest.message_keys). */
+  entriesByMessageKey: stmt(
+    "entries_by_message_key",
+    "SELECT message_key, id, token_count FROM entries WHERE session_id = $1 AND message_key = ANY($2::text[])",
   ),
   entryById: stmt("entry_by_id", "SELECT seq, kind, role, hidden FROM entries WHERE session_id = $1 AND id = $2"),
   idempotencyKey: stmt("idempotency_key", "SELECT * FROM idempotency_keys WHERE session_id = $1 AND idempotency_key = $2"),

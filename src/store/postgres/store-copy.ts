@@ -39,7 +39,8 @@ export async function readRawSession(db: PgDatabase, sessionId: string): Promise
 export async function readRawEntries(db: PgDatabase, sessionId: string, afterSeq: number, limit: number): Promise<RawEntry[]> {
   const { rows } = await db.read((conn) =>
     conn.query<RawEntry>(
-      `SELECT seq, id, parent_id AS "parentId", kind, role, token_count AS "tokenCount", timestamp_ms AS "timestampMs", hidden, payload
+      `SELECT seq, id, parent_id AS "parentId", kind, role, token_count AS "tokenCount", timestamp_ms AS "timestampMs", hidden,
+              message_key AS "messageKey", payload
        FROM entries WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
       [sessionId, afterSeq, limit],
     ),
@@ -132,8 +133,8 @@ class PgRawWriter implements RawWriter {
   async writeEntries(sessionId: string, entries: RawEntry[]): Promise<void> {
     for (const part of chunks(entries)) {
       await this.query(
-        `INSERT INTO entries (session_id, seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, payload)
-         SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::bigint[], $8::bigint[], $9::boolean[], $10::bytea[])`,
+        `INSERT INTO entries (session_id, seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, message_key, payload)
+         SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::bigint[], $8::bigint[], $9::boolean[], $10::text[], $11::bytea[])`,
         [
           sessionId,
           part.map((e) => e.seq),
@@ -144,6 +145,7 @@ class PgRawWriter implements RawWriter {
           part.map((e) => e.tokenCount),
           part.map((e) => e.timestampMs),
           part.map((e) => e.hidden),
+          part.map((e) => e.messageKey),
           part.map((e) => bytea(e.payload)),
         ],
       );

@@ -10,6 +10,7 @@ import {
   newEntryId,
   newSessionParams,
   newSessionRow,
+  noteMessageEntry,
   sessionParams,
   toSessionRecord,
   type EntryRow,
@@ -56,7 +57,7 @@ export async function appendInTransaction(
   if (after > maxEntries) {
     throw new ResourceExhaustedError(`session "${sessionId}" would have ${after} entries, over limits.max_session_entries (${maxEntries})`);
   }
-  const built = messages.map((m, i) => nextMessage(row, newEntryId(), m.message, m.tokenCount, now, i));
+  const built = messages.map((m, i) => nextMessage(row, newEntryId(), m.message, m.tokenCount, now, i, m.key));
   await insertEntries(
     conn,
     sessionId,
@@ -190,14 +191,15 @@ export async function insertEntries(conn: Conn, sessionId: string, rows: readonl
 }
 
 /** Builds the next message entry after the session's last entry and advances `row` (in memory). */
-function nextMessage(row: SessionRow, id: string, message: NewMessage["message"], tokenCount: number, now: number, index: number) {
+function nextMessage(row: SessionRow, id: string, message: NewMessage["message"], tokenCount: number, now: number, index: number, messageKey?: string) {
   const pos = { sessionId: row.session_id, seq: row.last_seq + 1, parentId: row.last_entry_id };
-  const built = messageEntryRow(pos, id, message, tokenCount, now, `message ${index}`);
+  const built = messageEntryRow(pos, id, message, tokenCount, now, `message ${index}`, messageKey);
   row.last_seq = pos.seq;
   row.last_entry_id = id;
   row.entry_count += 1;
   row.message_count += 1;
   row.total_tokens += tokenCount;
+  noteMessageEntry(row, built.row);
   return built;
 }
 

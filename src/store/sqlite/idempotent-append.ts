@@ -1,7 +1,7 @@
-import type { IdempotencyKey, IdempotentAppend, NewMessage, SessionLabels } from "../types.js";
+import type { IdempotencyKey, IdempotentAppend, KeyedAppend, NewMessage, SessionLabels } from "../types.js";
 import type { Statements } from "./statements.js";
-import { appendInTransaction } from "./transcript-writes.js";
-import { replayOf } from "../idempotency-replay.js";
+import { appendInTransaction, heldMessageKeys } from "./transcript-writes.js";
+import { keyedAnswer, replayOf } from "../idempotency-replay.js";
 
 /**
  * The body of SqliteStore.appendIdempotent that the group commit runs inside its transaction
@@ -33,4 +33,38 @@ export function appendIdempotentInTransaction(
     created_at_ms: Date.now(),
   });
   return { replayed: false, entries };
+}
+
+/**
+ * The body of appendKeyed (SqliteStore runs it in the group commit, like appendIdempotent): the
+ * idempotency key first (a replay holds and writes nothing), then the message keys the session
+ * holds, then the append of the others and the record of the idempotency key — one transaction.
+ */
+export function appendKeyedInTransaction(
+  stmts: Statements,
+  sessionId: string,
+  messages: NewMessage[],
+  create: SessionLabels,
+  key: IdempotencyKey | undefined,
+  maxEntries = Number.POSITIVE_INFINITY,
+): KeyedAppend {
+  if (key) {
+    const seen = stmts.idempotencyKey.get(sessionId, key.key);
+    if (seen) return replayOf(seen, key, sessionId);
+  }
+  const held = stmts.session.get(sessionId) ? heldMessageKeys(stmts, sessionId, messages) : new Map<number, { id: string; tokenCount: number }>();
+  const fresh = messages.filter((_, i) => !held.has(i));
+  const entries = fresh.length > 0 || held.size === 0 ? appendInTransaction(stmts, sessionId, fresh, create, maxEntries) : [];
+  const answer = keyedAnswer(messages, entries, held);
+  if (key) {
+    stmts.insertIdempotencyKey.run({
+      session_id: sessionId,
+      idempotency_key: key.key,
+      request_hash: key.requestHash,
+      entry_ids: JSON.stringify(answer.entryIds),
+      token_counts: JSON.stringify(answer.tokenCounts),
+      created_at_ms: Date.now(),
+    });
+  }
+  return answer;
 }

@@ -157,6 +157,23 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX entries_pinned ON entries (session_id, seq) WHERE kind = 'message' AND role = 4 AND hidden = 0;
     `,
   },
+  {
+    version: 6,
+    description: "message keys: a runtime's identity of each message, unique in its session; where the session's messages end",
+    sql: `
+      -- AppendMessagesRequest.message_keys: a message whose key its session already holds is not
+      -- stored again. NULL for a message without a key (and every other entry).
+      ALTER TABLE entries ADD COLUMN message_key TEXT;
+      CREATE UNIQUE INDEX entries_by_message_key ON entries (session_id, message_key) WHERE message_key IS NOT NULL;
+      -- SessionInfo.last_message_key / last_message_timestamp_ms, kept by every write that adds a
+      -- message entry (so GetSession reads no entries for them).
+      ALTER TABLE sessions ADD COLUMN last_message_key TEXT NOT NULL DEFAULT '';
+      ALTER TABLE sessions ADD COLUMN last_message_timestamp_ms INTEGER NOT NULL DEFAULT 0;
+      UPDATE sessions SET last_message_timestamp_ms = coalesce((
+        SELECT e.timestamp_ms FROM entries e
+        WHERE e.session_id = sessions.session_id AND e.kind = 'message' ORDER BY e.seq DESC LIMIT 1), 0);
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

@@ -49,6 +49,9 @@ export interface SessionRow {
   active_summary_tokens: number;
   system_addition_tokens: number;
   header_json: string;
+  /** The message_key of the newest keyed message entry ('' when none), and the newest message's timestamp (migration 6). */
+  last_message_key: string;
+  last_message_timestamp_ms: number;
 }
 
 /** The subagent TTL columns of a session row (migration 4). */
@@ -83,7 +86,16 @@ export interface EntryRow {
   token_count: number;
   timestamp_ms: number;
   hidden: 0 | 1;
+  /** AppendMessagesRequest.message_keys (migration 6); null for an entry without one. */
+  message_key: string | null;
   payload: Uint8Array;
+}
+
+/** Advances the session's newest-message columns past a message entry it now holds (in memory). */
+export function noteMessageEntry(row: SessionRow, entry: Pick<EntryRow, "kind" | "timestamp_ms" | "message_key">): void {
+  if (entry.kind !== "message") return;
+  row.last_message_timestamp_ms = entry.timestamp_ms;
+  if (entry.message_key) row.last_message_key = entry.message_key;
 }
 
 export interface PayloadRow {
@@ -108,6 +120,8 @@ export function toSessionRecord(row: SessionRow): SessionRecord {
     latestCompactionId: row.latest_compaction_id,
     systemAdditionTokens: row.system_addition_tokens,
     headerJson: row.header_json,
+    lastMessageKey: row.last_message_key,
+    lastMessageTimestampMs: row.last_message_timestamp_ms,
   };
 }
 
@@ -158,7 +172,7 @@ export function checkMessageInput(input: Message | undefined, tokenCount: number
 
 /**
  * Builds the stored form of a message entry: the message gets the entry id, its token count and
- * a timestamp (its own when set, else `nowMs`).
+ * a timestamp (its own when set, else `nowMs`); the entry gets the runtime's `messageKey` ("" for none).
  */
 export function messageEntryRow(
   pos: Position,
@@ -167,6 +181,7 @@ export function messageEntryRow(
   tokenCount: number,
   nowMs: number,
   what: string,
+  messageKey = "",
 ): { row: EntryRow; entry: TranscriptEntry } {
   checkMessageInput(input, tokenCount, what);
   const timestampMs = input.timestampMs ? input.timestampMs : nowMs;
@@ -174,7 +189,7 @@ export function messageEntryRow(
   if (body) {
     // A message as the runtime sent it (received-messages.ts): its bytes go into the payload as they
     // are, followed by the fields set here; the decoded message is complete, so no copy fills defaults.
-    const head = TranscriptEntry.fromPartial({ id, parentId: pos.parentId, seq: pos.seq, timestampMs, hidden: input.excludeFromContext });
+    const head = TranscriptEntry.fromPartial({ id, parentId: pos.parentId, seq: pos.seq, timestampMs, hidden: input.excludeFromContext, messageKey });
     const built = entryPayloadWithBody(TranscriptEntry.encode(head).finish(), body, {
       id,
       tokenCount,
@@ -192,6 +207,7 @@ export function messageEntryRow(
     timestampMs,
     entry: { $case: "message", value: message },
     hidden: message.excludeFromContext,
+    messageKey,
   });
   return { row: entryRow(pos, entry, "message", message.role, tokenCount, what), entry };
 }
@@ -230,6 +246,7 @@ function entryRowFields(pos: Position, entry: TranscriptEntry, kind: EntryKind, 
     token_count: tokenCount,
     timestamp_ms: entry.timestampMs,
     hidden: entry.hidden ? 1 : 0,
+    message_key: kind === "message" && entry.messageKey ? entry.messageKey : null,
   };
 }
 
@@ -274,6 +291,8 @@ export function newSessionRow(sessionId: string, labels: SessionLabels | undefin
     active_summary_tokens: 0,
     system_addition_tokens: 0,
     header_json: "",
+    last_message_key: "",
+    last_message_timestamp_ms: 0,
   };
 }
 

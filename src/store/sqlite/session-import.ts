@@ -3,7 +3,7 @@ import type Database from "better-sqlite3";
 
 import { AlreadyExistsError } from "../../contract/errors.js";
 import type { ImportedTranscript, SessionLabels, SessionRecord } from "../types.js";
-import { importedEntryRow, newSessionRow, toSessionRecord, type EntryRow } from "./rows.js";
+import { importedEntryRow, newSessionRow, noteMessageEntry, toSessionRecord, type EntryRow } from "./rows.js";
 import type { Statements } from "./statements.js";
 import { checkSessionId, saveSession } from "./transcript-writes.js";
 import { checkImportPlan } from "../import-plan.js";
@@ -49,6 +49,7 @@ export async function importSession(
       if (entry.kind === "message") {
         row.message_count += 1;
         row.total_tokens += entry.token_count;
+        noteMessageEntry(row, entry);
       } else if (entry.kind === "compaction") row.compaction_count += 1;
     }
     row.last_seq = t.entries.length;

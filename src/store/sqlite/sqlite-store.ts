@@ -14,6 +14,7 @@ import type {
   ExpiredSubagent,
   IdempotencyKey,
   IdempotentAppend,
+  KeyedAppend,
   ImportedTranscript,
   NewMessage,
   RawEntry,
@@ -36,7 +37,7 @@ import type {
 import { readActiveView } from "./active-view-read.js";
 import { GroupCommit } from "./group-commit.js";
 import { WalSync } from "./wal-sync.js";
-import { appendIdempotentInTransaction } from "./idempotent-append.js";
+import { appendIdempotentInTransaction, appendKeyedInTransaction } from "./idempotent-append.js";
 import { checkIdempotencyKey } from "../idempotency-replay.js";
 import { migrate } from "./migrations.js";
 import { importSession } from "./session-import.js";
@@ -147,6 +148,12 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
     writes.checkAppend(sessionId, messages);
     checkIdempotencyKey(key);
     return this.commits.write(() => appendIdempotentInTransaction(this.stmts, sessionId, messages, create, key, maxEntries));
+  }
+
+  async appendKeyed(sessionId: string, messages: NewMessage[], create: SessionLabels, key?: IdempotencyKey, maxEntries?: number): Promise<KeyedAppend> {
+    writes.checkAppend(sessionId, messages);
+    if (key) checkIdempotencyKey(key);
+    return this.commits.write(() => appendKeyedInTransaction(this.stmts, sessionId, messages, create, key, maxEntries));
   }
 
   async importSession(sessionId: string, labels: SessionLabels, transcript: ImportedTranscript): Promise<SessionRecord> {

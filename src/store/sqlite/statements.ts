@@ -16,6 +16,8 @@ export interface Statements {
   insertSession: Stmt<[SessionRow], void>;
   saveSession: Stmt<[SessionRow], void>;
   insertEntry: Stmt<[EntryRow], void>;
+  /** The entry that holds a message key in a session (AppendMessagesRequest.message_keys). */
+  entryByMessageKey: Stmt<[string, string], { id: string; token_count: number }>;
   entryById: Stmt<[string, string], { seq: number; kind: string; role: number | null; hidden: number }>;
   idempotencyKey: Stmt<[string, string], IdempotencyRow>;
   insertIdempotencyKey: Stmt<[IdempotencyRow], void>;
@@ -75,12 +77,16 @@ export function prepareStatements(db: Database.Database): Statements {
          message_count = @message_count, compaction_count = @compaction_count,
          total_tokens = @total_tokens, last_seq = @last_seq, last_entry_id = @last_entry_id,
          latest_compaction_id = @latest_compaction_id, latest_compaction_seq = @latest_compaction_seq,
-         active_from_seq = @active_from_seq, active_summary_tokens = @active_summary_tokens
+         active_from_seq = @active_from_seq, active_summary_tokens = @active_summary_tokens,
+         last_message_key = @last_message_key, last_message_timestamp_ms = @last_message_timestamp_ms
        WHERE session_id = @session_id`,
     ),
     insertEntry: db.prepare<[EntryRow], void>(
-      `INSERT INTO entries (session_id, seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, payload)
-       VALUES (@session_id, @seq, @id, @parent_id, @kind, @role, @token_count, @timestamp_ms, @hidden, @payload)`,
+      `INSERT INTO entries (session_id, seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, message_key, payload)
+       VALUES (@session_id, @seq, @id, @parent_id, @kind, @role, @token_count, @timestamp_ms, @hidden, @message_key, @payload)`,
+    ),
+    entryByMessageKey: db.prepare<[string, string], { id: string; token_count: number }>(
+      "SELECT id, token_count FROM entries WHERE session_id = ? AND message_key = ?",
     ),
     entryById: db.prepare<[string, string], { seq: number; kind: string; role: number | null; hidden: number }>(
       "SELECT seq, kind, role, hidden FROM entries WHERE session_id = ? AND id = ?",

@@ -33,7 +33,8 @@ export class SqliteStoreCopy {
   readRawEntries(sessionId: string, afterSeq: number, limit: number): RawEntry[] {
     const rows = this.db
       .prepare(
-        `SELECT seq, id, parent_id AS parentId, kind, role, token_count AS tokenCount, timestamp_ms AS timestampMs, hidden, payload
+        `SELECT seq, id, parent_id AS parentId, kind, role, token_count AS tokenCount, timestamp_ms AS timestampMs, hidden,
+                message_key AS messageKey, payload
          FROM entries WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
       )
       .all(sessionId, afterSeq, limit) as (Omit<RawEntry, "hidden"> & { hidden: number })[];
@@ -106,8 +107,8 @@ class SqliteRawWriter implements RawWriter {
     const cols = SESSION_COLUMNS.map(([, c]) => c);
     this.insertSession = db.prepare(`INSERT INTO sessions (${cols.join(", ")}) VALUES (${SESSION_COLUMNS.map(([k]) => `@${k}`).join(", ")})`);
     this.insertEntry = db.prepare(
-      `INSERT INTO entries (session_id, seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, payload)
-       VALUES (@sessionId, @seq, @id, @parentId, @kind, @role, @tokenCount, @timestampMs, @hidden, @payload)`,
+      `INSERT INTO entries (session_id, seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, message_key, payload)
+       VALUES (@sessionId, @seq, @id, @parentId, @kind, @role, @tokenCount, @timestampMs, @hidden, @messageKey, @payload)`,
     );
     this.insertRevision = db.prepare(
       `INSERT INTO entry_revisions (session_id, entry_id, revision, token_count, replaced_at_ms, reason, payload)

@@ -3,7 +3,7 @@ import type Database from "better-sqlite3";
 import { AlreadyExistsError, ConflictError, InvalidArgumentError, NotFoundError, ResourceExhaustedError } from "../../contract/errors.js";
 import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import type { EntryRewriteInput, NewMessage, RewriteOutcome, SeedEntry, SessionLabels, SessionRecord } from "../types.js";
-import { checkTimeMs, compactionEntryRow, messageEntryRow, newEntryId, newSessionRow, toSessionRecord, type SessionRow } from "./rows.js";
+import { checkTimeMs, compactionEntryRow, messageEntryRow, newEntryId, newSessionRow, noteMessageEntry, toSessionRecord, type SessionRow } from "./rows.js";
 import type { Statements } from "./statements.js";
 import { planRewrites, rewriteTotals } from "./rewrite-plan.js";
 import { seedCompaction } from "../seed-entries.js";
@@ -13,10 +13,17 @@ import { firstKeptSeq as checkFirstKept } from "../first-kept.js";
 // IMMEDIATE transaction, so the session row read at its start cannot change under it: the helpers
 // below advance that row in memory and saveSession writes it back once, at the end.
 
-/** What an append is refused for before any transaction. */
+/** What an append is refused for before any transaction (both stores). */
 export function checkAppend(sessionId: string, messages: NewMessage[]): void {
   checkSessionId(sessionId);
   if (!Array.isArray(messages)) throw new InvalidArgumentError("messages must be a list");
+  const seen = new Map<string, number>();
+  messages.forEach((m, i) => {
+    if (!m?.key) return;
+    const first = seen.get(m.key);
+    if (first !== undefined) throw new InvalidArgumentError(`message_keys[${i}] repeats message_keys[${first}] ("${m.key}")`);
+    seen.set(m.key, i);
+  });
 }
 
 /** The body of appendMessages, for callers that already hold an IMMEDIATE transaction. */
@@ -35,9 +42,24 @@ export function appendInTransaction(
     throw new ResourceExhaustedError(`session "${sessionId}" would have ${after} entries, over limits.max_session_entries (${maxEntries})`);
   }
   const row = existing ?? insertSession(stmts, sessionId, create, now);
-  const out = messages.map((m, i) => appendMessage(stmts, row, newEntryId(), m.message, m.tokenCount, now, i));
+  const out = messages.map((m, i) => appendMessage(stmts, row, newEntryId(), m.message, m.tokenCount, now, i, m.key));
   saveSession(stmts, row, now);
   return out;
+}
+
+/**
+ * The messages of `messages` whose key the session already holds, by index, with the holding
+ * entry's id and token count (appendKeyed). Read inside the append's transaction, so no other write
+ * can store one of these keys between this lookup and the insert.
+ */
+export function heldMessageKeys(stmts: Statements, sessionId: string, messages: NewMessage[]): Map<number, { id: string; tokenCount: number }> {
+  const held = new Map<number, { id: string; tokenCount: number }>();
+  messages.forEach((m, i) => {
+    if (!m.key) return;
+    const row = stmts.entryByMessageKey.get(sessionId, m.key);
+    if (row) held.set(i, { id: row.id, tokenCount: row.token_count });
+  });
+  return held;
 }
 
 export function createSession(
@@ -159,15 +181,17 @@ export function appendMessage(
   tokenCount: number,
   now: number,
   index: number,
+  messageKey?: string,
 ): TranscriptEntry {
   const pos = { sessionId: row.session_id, seq: row.last_seq + 1, parentId: row.last_entry_id };
-  const built = messageEntryRow(pos, id, message, tokenCount, now, `message ${index}`);
+  const built = messageEntryRow(pos, id, message, tokenCount, now, `message ${index}`, messageKey);
   stmts.insertEntry.run(built.row);
   row.last_seq = pos.seq;
   row.last_entry_id = id;
   row.entry_count += 1;
   row.message_count += 1;
   row.total_tokens += tokenCount;
+  noteMessageEntry(row, built.row);
   return built.entry;
 }
 

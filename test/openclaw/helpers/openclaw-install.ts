@@ -65,7 +65,11 @@ export async function ensureOpenClaw(): Promise<OpenClawInstall> {
 /** Whether `node [script] --version` runs and names `expected`. */
 function runsAs(node: string, expected: string, script?: string): boolean {
   try {
-    const out = execFileSync(node, script ? [script, "--version"] : ["--version"], { encoding: "utf8", timeout: 60_000, env: { PATH: process.env.PATH ?? "" } });
+    const out = execFileSync(node, script ? [script, "--version"] : ["--version"], {
+      encoding: "utf8",
+      timeout: 60_000,
+      env: { PATH: process.env.PATH ?? "" },
+    });
     return script ? out.includes(expected) : out.trim() === expected;
   } catch {
     return false;

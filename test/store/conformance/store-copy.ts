@@ -23,6 +23,7 @@ export async function fillStore(store: ContextdStore): Promise<void> {
   await store.setSystemAdditionTokens("chat", 33);
   await store.appendIdempotent("keyed", [msg("once", 2)], LABELS, { key: "k1", requestHash: "h1" });
   await store.appendIdempotent("keyed", [msg("twice", 3)], LABELS, { key: "k2", requestHash: "h2" });
+  await store.appendKeyed("keyed", [{ ...msg("by message key", 1), key: "m-1" }, msg("without one", 1)], LABELS);
   await store.appendMessages("empty", [], { sessionKey: "sk", agentId: "other", parentSessionId: "chat" });
   await store.endSubagentSession("empty", SubagentEndReason.SUBAGENT_END_REASON_COMPLETED, 1_700_000_000_500);
   await store.claimRegistration(registration("alpha", "alice"), { refresh: true });

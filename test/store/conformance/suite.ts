@@ -2,6 +2,7 @@ import { describe } from "vitest";
 
 import { useStores, type StoreFactory } from "./harness.js";
 import { describeKeysAndImports } from "./keys-and-imports.js";
+import { describeMessageKeys } from "./message-keys.js";
 import { describePinned } from "./pinned.js";
 import { describeRegistry } from "./registry.js";
 import { describeRewrites } from "./rewrites.js";
@@ -22,6 +23,7 @@ export function describeStoreConformance(name: string, factory: StoreFactory): v
     describePinned(stores);
     describeRewrites(stores);
     describeKeysAndImports(stores);
+    describeMessageKeys(stores);
     describeRegistry(stores);
     describeStoreCopy(stores);
     describeSubagents(stores);

@@ -147,7 +147,9 @@ describe("native compaction with pinned system messages", () => {
     expect(out).toMatchObject({ compacted: false, refused: true });
     expect(out.result).toBeUndefined();
     expect(summarizer.calls).toHaveLength(0);
-    expect(out.reason).toMatch(/^refused: a prompt budget of 8000 tokens cannot hold a useful summary: the summary message alone takes \d+ and the pinned system messages \d+/);
+    expect(out.reason).toMatch(
+      /^refused: a prompt budget of 8000 tokens cannot hold a useful summary: the summary message alone takes \d+ and the pinned system messages \d+/,
+    );
   });
 
   it("with the extractive summarizer, the summary quotes the conversation but never a system message", async () => {

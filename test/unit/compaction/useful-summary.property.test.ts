@@ -89,7 +89,11 @@ function check(messages: Message[], outcome: NativeCompactionOutcome, tokenBudge
   const replacedText = replaced.map(messageText).join("\n");
   const ids = IDENTIFIERS.filter((id) => replacedText.includes(id));
   const latest = [...replaced].reverse().find((m) => m.role === Role.ROLE_USER);
-  const latestWords = latest ? messageText(latest).split(" ").filter((w) => w.length >= 3) : [];
+  const latestWords = latest
+    ? messageText(latest)
+        .split(" ")
+        .filter((w) => w.length >= 3)
+    : [];
   const holdsKeyFact = ids.some((id) => r.summary.includes(id)) || latestWords.some((w) => r.summary.includes(w));
   if (ids.length > 0 || latestWords.length > 0) expect(holdsKeyFact, r.summary).toBe(true);
 }

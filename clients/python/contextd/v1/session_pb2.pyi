@@ -29,26 +29,30 @@ class AfterTurnResponse(_message.Message):
     def __init__(self, engine_id: _Optional[str] = ..., mode: _Optional[_Union[_types_pb2.Mode, str]] = ..., fallback_reason: _Optional[str] = ...) -> None: ...
 
 class AppendMessagesRequest(_message.Message):
-    __slots__ = ["idempotency_key", "is_heartbeat", "messages", "session"]
+    __slots__ = ["idempotency_key", "is_heartbeat", "message_keys", "messages", "session"]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     IS_HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_KEYS_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
     idempotency_key: str
     is_heartbeat: bool
+    message_keys: _containers.RepeatedScalarFieldContainer[str]
     messages: _containers.RepeatedCompositeFieldContainer[_types_pb2.Message]
     session: _types_pb2.SessionRef
-    def __init__(self, session: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., is_heartbeat: bool = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+    def __init__(self, session: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., is_heartbeat: bool = ..., idempotency_key: _Optional[str] = ..., message_keys: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class AppendMessagesResponse(_message.Message):
-    __slots__ = ["entry_ids", "replayed", "token_counts"]
+    __slots__ = ["entry_ids", "held_indexes", "replayed", "token_counts"]
     ENTRY_IDS_FIELD_NUMBER: _ClassVar[int]
+    HELD_INDEXES_FIELD_NUMBER: _ClassVar[int]
     REPLAYED_FIELD_NUMBER: _ClassVar[int]
     TOKEN_COUNTS_FIELD_NUMBER: _ClassVar[int]
     entry_ids: _containers.RepeatedScalarFieldContainer[str]
+    held_indexes: _containers.RepeatedScalarFieldContainer[int]
     replayed: bool
     token_counts: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, entry_ids: _Optional[_Iterable[str]] = ..., token_counts: _Optional[_Iterable[int]] = ..., replayed: bool = ...) -> None: ...
+    def __init__(self, entry_ids: _Optional[_Iterable[str]] = ..., token_counts: _Optional[_Iterable[int]] = ..., replayed: bool = ..., held_indexes: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class AssembleRequest(_message.Message):
     __slots__ = ["auto_compact", "available_tools", "model", "prompt", "session", "token_budget"]
@@ -301,11 +305,13 @@ class RollbackSubagentSpawnResponse(_message.Message):
     def __init__(self, rolled_back: bool = ...) -> None: ...
 
 class SessionInfo(_message.Message):
-    __slots__ = ["active_tokens", "compaction_count", "created_at_ms", "entry_count", "message_count", "overview", "parent_session_id", "selected_engine_id", "session", "total_tokens", "updated_at_ms"]
+    __slots__ = ["active_tokens", "compaction_count", "created_at_ms", "entry_count", "last_message_key", "last_message_timestamp_ms", "message_count", "overview", "parent_session_id", "selected_engine_id", "session", "total_tokens", "updated_at_ms"]
     ACTIVE_TOKENS_FIELD_NUMBER: _ClassVar[int]
     COMPACTION_COUNT_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     ENTRY_COUNT_FIELD_NUMBER: _ClassVar[int]
+    LAST_MESSAGE_KEY_FIELD_NUMBER: _ClassVar[int]
+    LAST_MESSAGE_TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_COUNT_FIELD_NUMBER: _ClassVar[int]
     OVERVIEW_FIELD_NUMBER: _ClassVar[int]
     PARENT_SESSION_ID_FIELD_NUMBER: _ClassVar[int]
@@ -317,6 +323,8 @@ class SessionInfo(_message.Message):
     compaction_count: int
     created_at_ms: int
     entry_count: int
+    last_message_key: str
+    last_message_timestamp_ms: int
     message_count: int
     overview: ContextOverview
     parent_session_id: str
@@ -324,4 +332,4 @@ class SessionInfo(_message.Message):
     session: _types_pb2.SessionRef
     total_tokens: int
     updated_at_ms: int
-    def __init__(self, session: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., entry_count: _Optional[int] = ..., message_count: _Optional[int] = ..., compaction_count: _Optional[int] = ..., total_tokens: _Optional[int] = ..., active_tokens: _Optional[int] = ..., selected_engine_id: _Optional[str] = ..., overview: _Optional[_Union[ContextOverview, _Mapping]] = ..., parent_session_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, session: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., entry_count: _Optional[int] = ..., message_count: _Optional[int] = ..., compaction_count: _Optional[int] = ..., total_tokens: _Optional[int] = ..., active_tokens: _Optional[int] = ..., selected_engine_id: _Optional[str] = ..., overview: _Optional[_Union[ContextOverview, _Mapping]] = ..., parent_session_id: _Optional[str] = ..., last_message_key: _Optional[str] = ..., last_message_timestamp_ms: _Optional[int] = ...) -> None: ...

@@ -289,13 +289,14 @@ class ToolCallBlock(_message.Message):
     def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., signature: _Optional[str] = ..., extra_json: _Optional[str] = ...) -> None: ...
 
 class TranscriptEntry(_message.Message):
-    __slots__ = ["compaction", "custom", "extra_json", "hidden", "id", "message", "parent_id", "revision", "runtime", "runtime_type", "seq", "timestamp_ms"]
+    __slots__ = ["compaction", "custom", "extra_json", "hidden", "id", "message", "message_key", "parent_id", "revision", "runtime", "runtime_type", "seq", "timestamp_ms"]
     COMPACTION_FIELD_NUMBER: _ClassVar[int]
     CUSTOM_FIELD_NUMBER: _ClassVar[int]
     EXTRA_JSON_FIELD_NUMBER: _ClassVar[int]
     HIDDEN_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_KEY_FIELD_NUMBER: _ClassVar[int]
     PARENT_ID_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
     RUNTIME_FIELD_NUMBER: _ClassVar[int]
@@ -308,13 +309,14 @@ class TranscriptEntry(_message.Message):
     hidden: bool
     id: str
     message: Message
+    message_key: str
     parent_id: str
     revision: int
     runtime: RuntimeEntry
     runtime_type: str
     seq: int
     timestamp_ms: int
-    def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., seq: _Optional[int] = ..., timestamp_ms: _Optional[int] = ..., message: _Optional[_Union[Message, _Mapping]] = ..., compaction: _Optional[_Union[CompactionEntry, _Mapping]] = ..., custom: _Optional[_Union[CustomEntry, _Mapping]] = ..., runtime: _Optional[_Union[RuntimeEntry, _Mapping]] = ..., revision: _Optional[int] = ..., runtime_type: _Optional[str] = ..., extra_json: _Optional[str] = ..., hidden: bool = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., seq: _Optional[int] = ..., timestamp_ms: _Optional[int] = ..., message: _Optional[_Union[Message, _Mapping]] = ..., compaction: _Optional[_Union[CompactionEntry, _Mapping]] = ..., custom: _Optional[_Union[CustomEntry, _Mapping]] = ..., runtime: _Optional[_Union[RuntimeEntry, _Mapping]] = ..., revision: _Optional[int] = ..., runtime_type: _Optional[str] = ..., extra_json: _Optional[str] = ..., hidden: bool = ..., message_key: _Optional[str] = ...) -> None: ...
 
 class Usage(_message.Message):
     __slots__ = ["cache_read", "cache_write", "cost", "input", "output", "total"]

@@ -65,10 +65,24 @@ export interface AppendMessagesRequest {
    * `commitTurn(advancementKey)` maps onto it.
    */
   idempotencyKey: string;
+  /**
+   * One key per message (or none at all): the runtime's identity of each message, so that a message
+   * that reaches contextd twice — a turn retried under another request key, history caught up after
+   * an outage or a fallback, an import followed by the same turn — is stored once. A message whose
+   * key the session already holds is not stored again: its slot in the answer holds that entry's id
+   * and token count, its index is in `held_indexes`, and the engine does not ingest it again. Keys
+   * are scoped to the session, kept with their entries (TranscriptEntry.message_key) as long as the
+   * session exists; at most 256 characters, no control characters, unique within the request; ""
+   * for a message without one. The OpenClaw plugin sends `openclaw:<entry id>`.
+   */
+  messageKeys: string[];
 }
 
 export interface AppendMessagesResponse {
-  /** The entry ids assigned, in the order of the request. */
+  /**
+   * The entry ids, in the order of the request: assigned by this append, or — for a message whose
+   * key the session already held — that entry's.
+   */
   entryIds: string[];
   tokenCounts: number[];
   /**
@@ -76,6 +90,11 @@ export interface AppendMessagesResponse {
    * the first request.
    */
   replayed: boolean;
+  /**
+   * Indexes of the messages whose `message_keys` entry the session already held: nothing was stored
+   * for them. Empty on a replay (which stored nothing at all).
+   */
+  heldIndexes: number[];
 }
 
 export interface AssembleRequest {
@@ -245,6 +264,13 @@ export interface SessionInfo {
     | undefined;
   /** For a subagent session: its parent. */
   parentSessionId: string;
+  /**
+   * The `message_key` of the newest message entry that has one ("" when none has): where a runtime
+   * that keys its messages left off, to find what the session does not hold yet.
+   */
+  lastMessageKey: string;
+  /** `timestamp_ms` of the newest message entry (0 without one). */
+  lastMessageTimestampMs: number;
 }
 
 export interface GetSessionRequest {
@@ -321,7 +347,7 @@ export interface DeleteSessionResponse {
 }
 
 function createBaseAppendMessagesRequest(): AppendMessagesRequest {
-  return { session: undefined, messages: [], isHeartbeat: false, idempotencyKey: "" };
+  return { session: undefined, messages: [], isHeartbeat: false, idempotencyKey: "", messageKeys: [] };
 }
 
 export const AppendMessagesRequest: MessageFns<AppendMessagesRequest> = {
@@ -337,6 +363,9 @@ export const AppendMessagesRequest: MessageFns<AppendMessagesRequest> = {
     }
     if (message.idempotencyKey !== "") {
       writer.uint32(34).string(message.idempotencyKey);
+    }
+    for (const v of message.messageKeys) {
+      writer.uint32(42).string(v!);
     }
     return writer;
   },
@@ -386,6 +415,14 @@ export const AppendMessagesRequest: MessageFns<AppendMessagesRequest> = {
             message.idempotencyKey = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.messageKeys.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -412,6 +449,11 @@ export const AppendMessagesRequest: MessageFns<AppendMessagesRequest> = {
         : isSet(object.idempotency_key)
         ? globalThis.String(object.idempotency_key)
         : "",
+      messageKeys: globalThis.Array.isArray(object?.messageKeys)
+        ? object.messageKeys.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.message_keys)
+        ? object.message_keys.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -429,6 +471,9 @@ export const AppendMessagesRequest: MessageFns<AppendMessagesRequest> = {
     if (message.idempotencyKey !== "") {
       obj.idempotencyKey = message.idempotencyKey;
     }
+    if (message.messageKeys?.length) {
+      obj.messageKeys = message.messageKeys;
+    }
     return obj;
   },
 
@@ -443,12 +488,13 @@ export const AppendMessagesRequest: MessageFns<AppendMessagesRequest> = {
     message.messages = object.messages?.map((e) => Message.fromPartial(e)) || [];
     message.isHeartbeat = object.isHeartbeat ?? false;
     message.idempotencyKey = object.idempotencyKey ?? "";
+    message.messageKeys = object.messageKeys?.map((e) => e) || [];
     return message;
   },
 };
 
 function createBaseAppendMessagesResponse(): AppendMessagesResponse {
-  return { entryIds: [], tokenCounts: [], replayed: false };
+  return { entryIds: [], tokenCounts: [], replayed: false, heldIndexes: [] };
 }
 
 export const AppendMessagesResponse: MessageFns<AppendMessagesResponse> = {
@@ -465,6 +511,13 @@ export const AppendMessagesResponse: MessageFns<AppendMessagesResponse> = {
     }
     if (message.replayed !== false) {
       writer.uint32(24).bool(message.replayed);
+    }
+    if (message.heldIndexes.length !== 0) {
+      writer.uint32(34).fork();
+      for (const v of message.heldIndexes) {
+        writer.uint32(v);
+      }
+      writer.join();
     }
     return writer;
   },
@@ -516,6 +569,24 @@ export const AppendMessagesResponse: MessageFns<AppendMessagesResponse> = {
             message.replayed = reader.bool();
             continue;
           }
+          case 4: {
+            if (tag === 32) {
+              message.heldIndexes.push(reader.uint32());
+
+              continue;
+            }
+
+            if (tag === 34) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.heldIndexes.push(reader.uint32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -541,6 +612,11 @@ export const AppendMessagesResponse: MessageFns<AppendMessagesResponse> = {
         ? object.token_counts.map((e: any) => globalThis.Number(e))
         : [],
       replayed: isSet(object.replayed) ? globalThis.Boolean(object.replayed) : false,
+      heldIndexes: globalThis.Array.isArray(object?.heldIndexes)
+        ? object.heldIndexes.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.held_indexes)
+        ? object.held_indexes.map((e: any) => globalThis.Number(e))
+        : [],
     };
   },
 
@@ -555,6 +631,9 @@ export const AppendMessagesResponse: MessageFns<AppendMessagesResponse> = {
     if (message.replayed !== false) {
       obj.replayed = message.replayed;
     }
+    if (message.heldIndexes?.length) {
+      obj.heldIndexes = message.heldIndexes.map((e) => Math.round(e));
+    }
     return obj;
   },
 
@@ -566,6 +645,7 @@ export const AppendMessagesResponse: MessageFns<AppendMessagesResponse> = {
     message.entryIds = object.entryIds?.map((e) => e) || [];
     message.tokenCounts = object.tokenCounts?.map((e) => e) || [];
     message.replayed = object.replayed ?? false;
+    message.heldIndexes = object.heldIndexes?.map((e) => e) || [];
     return message;
   },
 };
@@ -2539,6 +2619,8 @@ function createBaseSessionInfo(): SessionInfo {
     selectedEngineId: "",
     overview: undefined,
     parentSessionId: "",
+    lastMessageKey: "",
+    lastMessageTimestampMs: 0,
   };
 }
 
@@ -2576,6 +2658,12 @@ export const SessionInfo: MessageFns<SessionInfo> = {
     }
     if (message.parentSessionId !== "") {
       writer.uint32(90).string(message.parentSessionId);
+    }
+    if (message.lastMessageKey !== "") {
+      writer.uint32(98).string(message.lastMessageKey);
+    }
+    if (message.lastMessageTimestampMs !== 0) {
+      writer.uint32(104).int64(message.lastMessageTimestampMs);
     }
     return writer;
   },
@@ -2681,6 +2769,22 @@ export const SessionInfo: MessageFns<SessionInfo> = {
             message.parentSessionId = reader.string();
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.lastMessageKey = reader.string();
+            continue;
+          }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.lastMessageTimestampMs = longToNumber(reader.int64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2742,6 +2846,16 @@ export const SessionInfo: MessageFns<SessionInfo> = {
         : isSet(object.parent_session_id)
         ? globalThis.String(object.parent_session_id)
         : "",
+      lastMessageKey: isSet(object.lastMessageKey)
+        ? globalThis.String(object.lastMessageKey)
+        : isSet(object.last_message_key)
+        ? globalThis.String(object.last_message_key)
+        : "",
+      lastMessageTimestampMs: isSet(object.lastMessageTimestampMs)
+        ? globalThis.Number(object.lastMessageTimestampMs)
+        : isSet(object.last_message_timestamp_ms)
+        ? globalThis.Number(object.last_message_timestamp_ms)
+        : 0,
     };
   },
 
@@ -2780,6 +2894,12 @@ export const SessionInfo: MessageFns<SessionInfo> = {
     if (message.parentSessionId !== "") {
       obj.parentSessionId = message.parentSessionId;
     }
+    if (message.lastMessageKey !== "") {
+      obj.lastMessageKey = message.lastMessageKey;
+    }
+    if (message.lastMessageTimestampMs !== 0) {
+      obj.lastMessageTimestampMs = Math.round(message.lastMessageTimestampMs);
+    }
     return obj;
   },
 
@@ -2803,6 +2923,8 @@ export const SessionInfo: MessageFns<SessionInfo> = {
       ? ContextOverview.fromPartial(object.overview)
       : undefined;
     message.parentSessionId = object.parentSessionId ?? "";
+    message.lastMessageKey = object.lastMessageKey ?? "";
+    message.lastMessageTimestampMs = object.lastMessageTimestampMs ?? 0;
     return message;
   },
 };

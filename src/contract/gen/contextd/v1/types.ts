@@ -606,6 +606,11 @@ export interface TranscriptEntry {
    * or its message is excluded from context. Kept in the history and in exports.
    */
   hidden: boolean;
+  /**
+   * The runtime's key of a message entry (AppendMessagesRequest.message_keys); an OpenClaw session
+   * file's message entries are imported under `openclaw:<entry id>`. Empty for an entry without one.
+   */
+  messageKey: string;
 }
 
 /** The host's view of the runtime that made the call, handed to engines (schema_version 1). */
@@ -2768,6 +2773,7 @@ function createBaseTranscriptEntry(): TranscriptEntry {
     runtimeType: "",
     extraJson: "",
     hidden: false,
+    messageKey: "",
   };
 }
 
@@ -2810,6 +2816,9 @@ export const TranscriptEntry: MessageFns<TranscriptEntry> = {
     }
     if (message.hidden !== false) {
       writer.uint32(96).bool(message.hidden);
+    }
+    if (message.messageKey !== "") {
+      writer.uint32(106).string(message.messageKey);
     }
     return writer;
   },
@@ -2923,6 +2932,14 @@ export const TranscriptEntry: MessageFns<TranscriptEntry> = {
             message.hidden = reader.bool();
             continue;
           }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.messageKey = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2970,6 +2987,11 @@ export const TranscriptEntry: MessageFns<TranscriptEntry> = {
         ? globalThis.String(object.extra_json)
         : "",
       hidden: isSet(object.hidden) ? globalThis.Boolean(object.hidden) : false,
+      messageKey: isSet(object.messageKey)
+        ? globalThis.String(object.messageKey)
+        : isSet(object.message_key)
+        ? globalThis.String(object.message_key)
+        : "",
     };
   },
 
@@ -3007,6 +3029,9 @@ export const TranscriptEntry: MessageFns<TranscriptEntry> = {
     }
     if (message.hidden !== false) {
       obj.hidden = message.hidden;
+    }
+    if (message.messageKey !== "") {
+      obj.messageKey = message.messageKey;
     }
     return obj;
   },
@@ -3050,6 +3075,7 @@ export const TranscriptEntry: MessageFns<TranscriptEntry> = {
     message.runtimeType = object.runtimeType ?? "";
     message.extraJson = object.extraJson ?? "";
     message.hidden = object.hidden ?? false;
+    message.messageKey = object.messageKey ?? "";
     return message;
   },
 };
