@@ -8,8 +8,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SubagentEndReason } from "../../src/contract/gen/contextd/v1/types.js";
 import { ContextdClient } from "../../src/sdk/runtime-client.js";
-import { createEngine } from "../../integrations/openclaw/src/engine.js";
-import { parseConfig } from "../../integrations/openclaw/src/config.js";
+import { Budgets } from "../../integrations/openclaw/src/budget.js";
+import { createEngine, type EngineShared } from "../../integrations/openclaw/src/engine.js";
+import { parseConfig, type PluginConfig } from "../../integrations/openclaw/src/config.js";
+import { ServingLog } from "../../integrations/openclaw/src/serving-log.js";
 import type { AgentMessage, ContextEngine } from "../../integrations/openclaw/src/openclaw-api.js";
 import { startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
 
@@ -31,11 +33,16 @@ describe("the OpenClaw plugin's engine against a real contextd", () => {
   let engine: ContextEngine;
   const warnings: string[] = [];
   const log = { info: () => {}, warn: (m: string) => warnings.push(m), error: (m: string) => warnings.push(m) };
+  const shared = (config: PluginConfig): EngineShared => ({ budgets: new Budgets(config), serving: new ServingLog(log, config.address) });
+  const engineOn = (client: ContextdClient, raw: Record<string, unknown>) => {
+    const config = parseConfig(raw);
+    return createEngine(client, config, log, shared(config));
+  };
 
   beforeAll(async () => {
     contextd = await startContextd({ config: { compaction: { keep_recent_tokens: 50 } } });
     cx = new ContextdClient({ address: contextd.address });
-    engine = createEngine(cx, parseConfig({ address: contextd.address, defaultTokenBudget: 50_000 }), log);
+    engine = engineOn(cx, { address: contextd.address, defaultTokenBudget: 50_000 });
   });
   afterAll(async () => {
     cx?.close();
@@ -93,18 +100,28 @@ describe("the OpenClaw plugin's engine against a real contextd", () => {
     expect((await cx.getSession({ session: { sessionId: "plug-2" } })).info!.messageCount).toBe(4);
   });
 
-  it("assemble catches up on messages contextd missed, and falls back to OpenClaw's history when contextd is unreachable", async () => {
+  it("assemble never appends the copy of the history OpenClaw hands it (made for the model); without OpenClaw's transcript reader nothing is caught up", async () => {
+    // Called outside OpenClaw, the plugin cannot read OpenClaw's stored transcript: the history
+    // passed in (with tool call ids rewritten for the provider, in a real turn) must not be written.
     const s = { sessionId: "plug-3", sessionKey: "agent:main:plug-3" };
     const history = [user("before the plugin", 3000), assistant("reply", 3001)];
-    const first = await engine.assemble({ ...s, messages: history });
-    expect(first.messages).toEqual(history);
-    expect((await cx.getSession({ session: { sessionId: "plug-3" } })).info!.messageCount).toBe(2);
+    const first = await engine.assemble({ ...s, messages: history, runtimeContext: undefined });
+    expect(first.messages).toBe(history); // contextd has no such session: OpenClaw's own history
+    await expect(cx.getSession({ session: { sessionId: "plug-3" } })).rejects.toMatchObject({ code: 5 });
+  });
 
-    const offline = createEngine(new ContextdClient({ address: "127.0.0.1:1", timeoutMs: 2_000 }), parseConfig({ address: "127.0.0.1:1" }), log);
+  it("when contextd is unreachable, assemble hands back OpenClaw's history (said once) and commitTurn throws for OpenClaw's outbox", async () => {
+    const s = { sessionId: "plug-3b", sessionKey: "agent:main:plug-3b" };
+    const history = [user("hello", 3000), assistant("reply", 3001)];
+    const offline = engineOn(new ContextdClient({ address: "127.0.0.1:1", timeoutMs: 2_000 }), { address: "127.0.0.1:1" });
     const before = warnings.length;
     const fallback = await offline.assemble({ ...s, messages: history });
     expect(fallback.messages).toBe(history);
     expect(warnings.slice(before).join("\n")).toMatch(/contextd: assemble failed.*UNAVAILABLE/);
+    // The same episode is not logged again on every call.
+    const logged = warnings.length;
+    await offline.assemble({ ...s, messages: history });
+    expect(warnings.length).toBe(logged);
     await expect(offline.commitTurn({ ...s, advancementKey: "k", messages: history })).rejects.toMatchObject({ code: 14 });
   });
 

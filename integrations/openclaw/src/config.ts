@@ -28,6 +28,11 @@ export interface PluginConfig {
   callTimeoutMs: number;
   /** Deadline of Compact; OpenClaw's own compaction safety timeout (its abort signal) still applies. */
   compactTimeoutMs: number;
+  /**
+   * Tokens set aside per tool a model request carries, for its schema, which OpenClaw's budgets
+   * leave out (budget.ts). 12 of OpenClaw's coding tools take about 2,600 tokens.
+   */
+  toolSchemaTokens: number;
 }
 
 const DEFAULTS = {
@@ -36,14 +41,17 @@ const DEFAULTS = {
   defaultTokenBudget: 128_000,
   callTimeoutMs: 15_000,
   compactTimeoutMs: 180_000,
+  toolSchemaTokens: 250,
 };
 
 export function parseConfig(raw: Record<string, unknown> | undefined): PluginConfig {
   const c = raw ?? {};
-  const num = (key: string, fallback: number) => {
+  const num = (key: string, fallback: number, min = 1) => {
     const v = c[key];
     if (v === undefined) return fallback;
-    if (typeof v !== "number" || !Number.isInteger(v) || v <= 0) throw new Error(`contextd plugin config: ${key} must be a positive integer`);
+    if (typeof v !== "number" || !Number.isInteger(v) || v < min) {
+      throw new Error(`contextd plugin config: ${key} must be an integer of at least ${min}`);
+    }
     return v;
   };
   const tls = c.tls as PluginConfig["tls"] | boolean | undefined;
@@ -55,6 +63,7 @@ export function parseConfig(raw: Record<string, unknown> | undefined): PluginCon
     defaultTokenBudget: num("defaultTokenBudget", DEFAULTS.defaultTokenBudget),
     callTimeoutMs: num("callTimeoutMs", DEFAULTS.callTimeoutMs),
     compactTimeoutMs: num("compactTimeoutMs", DEFAULTS.compactTimeoutMs),
+    toolSchemaTokens: num("toolSchemaTokens", DEFAULTS.toolSchemaTokens, 0),
   };
 }
 

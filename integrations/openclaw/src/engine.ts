@@ -8,10 +8,12 @@ import {
   type ServiceError,
   type SessionRef,
 } from "contextd/client";
-import { fromContextdMessage, toContextdMessage, type AgentMessage } from "contextd/openclaw";
-import { keyFor, missingFromContextd, turnKey } from "./catch-up.js";
+import { fromContextdMessage, openclawMessageKey, toContextdMessage, type AgentMessage } from "contextd/openclaw";
+import type { Budgets } from "./budget.js";
+import { keyFor, missingFromContextd, turnKey, turnMessageKeys } from "./catch-up.js";
 import type { PluginConfig } from "./config.js";
-import { agentOf, readTranscript } from "./openclaw-runtime.js";
+import { agentOf, readStoredMessages, readTranscript, type StoredMessage } from "./openclaw-runtime.js";
+import type { ServingLog } from "./serving-log.js";
 import type { CompactParams, CompactResult, ContextEngine, PluginLogger, SessionParams, SessionTarget } from "./openclaw-api.js";
 
 export const ENGINE_ID = "contextd";
@@ -22,28 +24,60 @@ export const VERSION = "0.1.0";
  * contextd owns the transcript the model sees and its compaction; OpenClaw keeps its own
  * transcript too, which is what lets the agent keep answering while contextd is away:
  *
- * - assemble: contextd's context (catching up first on turns it missed, see catch-up.ts); when
- *   contextd cannot be reached, OpenClaw's own history, unchanged, with a warning.
+ * - assemble: contextd's context (at a turn's start catching up first on turns it missed, see
+ *   catch-up.ts); when contextd cannot be reached, OpenClaw's own history, unchanged, with a warning.
  * - commitTurn (how OpenClaw 2026.9.x hands over each accepted turn): AppendMessages with the
- *   turn's advancement key as the idempotency key, so OpenClaw's retries land once. When contextd
+ *   turn's advancement key as the idempotency key, so OpenClaw's retries land once, and each
+ *   message's key, so a message that reached contextd another way is not stored twice. When contextd
  *   cannot be reached it throws: OpenClaw keeps the turn in its outbox and commits it again before
  *   the next turn (which, until then, runs on OpenClaw's built-in engine).
  * - compact: contextd's Compact, OpenClaw's abort signal as cancellation and the safety timeout as
  *   the deadline.
  */
-export function createEngine(cx: ContextdClient, config: PluginConfig, log: PluginLogger): ContextEngine {
+export function createEngine(cx: ContextdClient, config: PluginConfig, log: PluginLogger, shared: EngineShared): ContextEngine {
   const ref = (sessionId: string, sessionKey?: string, target?: SessionTarget): SessionRef => ({
     sessionId,
     sessionKey: sessionKey ?? target?.sessionKey ?? "",
     agentId: config.agentId ?? target?.agentId ?? agentOf(sessionKey ?? target?.sessionKey) ?? "",
   });
-  const budget = (b?: number) => (b && b > 0 ? Math.floor(b) : config.defaultTokenBudget);
-  const append = async (session: SessionRef, messages: AgentMessage[], idempotencyKey: string, isHeartbeat = false) => {
-    if (messages.length === 0) return { replayed: false, entryIds: [] as string[] };
+  const append = async (session: SessionRef, messages: AgentMessage[], idempotencyKey: string, isHeartbeat = false, messageKeys?: string[]) => {
+    if (messages.length === 0) return { replayed: false, entryIds: [] as string[], heldIndexes: [] as number[] };
     const converted = messages.map((m, i) => toContextdMessage(m, `messages[${i}]`));
-    return cx.appendMessages({ session, messages: converted, idempotencyKey, isHeartbeat });
+    const keyed = messageKeys?.some((k) => k !== "") ? { messageKeys } : {};
+    return cx.appendMessages({ session, messages: converted, idempotencyKey, isHeartbeat, ...keyed });
   };
   const warn = (what: string, err: unknown) => log.warn(`contextd: ${what}: ${describe(err)}`);
+
+  /**
+   * Appends the stored messages of the session contextd does not have yet (catch-up.ts): turns
+   * OpenClaw ran on its own engine while a commit could not reach contextd, and anything else
+   * OpenClaw holds that never reached the plugin. Only at a turn's start, where OpenClaw fences the
+   * read before the turn's own messages (those come with commitTurn).
+   */
+  const catchUp = async (session: SessionRef, sessionId: string, stored: StoredMessage[]) => {
+    let mark = { lastMessageKey: "", lastMessageTimestampMs: 0 };
+    try {
+      const info = (await cx.getSession({ session })).info!;
+      mark = { lastMessageKey: info.lastMessageKey, lastMessageTimestampMs: Number(info.lastMessageTimestampMs) };
+    } catch (err) {
+      if (code(err) !== status.NOT_FOUND) throw err;
+    }
+    const missing = missingFromContextd(stored, mark);
+    let caughtUp = 0;
+    for (let i = 0; i < missing.length; i += CATCH_UP_BATCH) {
+      const batch = missing.slice(i, i + CATCH_UP_BATCH);
+      const keys = batch.map((m) => openclawMessageKey(m.entryId));
+      const res = await append(
+        session,
+        batch.map((m) => m.message),
+        "",
+        false,
+        keys,
+      );
+      caughtUp += batch.length - res.heldIndexes.length;
+    }
+    if (caughtUp > 0) log.info(`contextd: caught up session ${sessionId} with ${caughtUp} message(s) it had not seen`);
+  };
 
   return {
     info: {
@@ -85,25 +119,28 @@ export function createEngine(cx: ContextdClient, config: PluginConfig, log: Plug
 
     async assemble(p) {
       const session = ref(p.sessionId, p.sessionKey);
+      // OpenClaw passes runtimeContext (undefined) only to a turn's first assemble; the ones before
+      // each model request of its tool loop have none (budget.ts).
+      const turnStart = "runtimeContext" in p;
+      const prompt = userPrompt(p.prompt);
       const request = {
         session,
-        tokenBudget: budget(p.tokenBudget),
+        tokenBudget: shared.budgets.forAssemble(p.sessionId, p, turnStart),
         // OpenClaw's prompt is the user message it is about to send, not in the transcript yet. When
         // it passes none (assembling between tool calls), contextd uses the latest user message of
         // the session, which catch-up below has made the one OpenClaw holds.
-        ...(p.prompt !== undefined ? { prompt: p.prompt } : {}),
+        ...(prompt !== undefined ? { prompt } : {}),
         model: p.model ?? "",
         availableTools: p.availableTools ? [...p.availableTools] : [],
       };
       try {
-        let res = await assembleOrNothing(cx, request);
-        const missing = missingFromContextd(p.messages, res?.messages ?? []);
-        if (missing.length > 0) {
-          await append(session, missing, keyFor("catch-up", p.sessionId, missing));
-          log.info(`contextd: caught up session ${p.sessionId} with ${missing.length} message(s) it had not seen`);
-          res = await assembleOrNothing(cx, request);
+        if (turnStart) {
+          const stored = await readStoredMessages(p.sessionId, p.sessionKey);
+          if (stored) await catchUp(session, p.sessionId, stored);
         }
+        const res = await assembleOrNothing(cx, request);
         if (!res) return { messages: p.messages, estimatedTokens: 0 };
+        shared.serving.served(p.sessionId, res);
         return {
           messages: res.messages.map(fromContextdMessage),
           estimatedTokens: res.estimatedTokens,
@@ -111,13 +148,27 @@ export function createEngine(cx: ContextdClient, config: PluginConfig, log: Plug
           promptAuthority: res.promptAuthority === PromptAuthority.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW ? "preassembly_may_overflow" : "assembled",
         };
       } catch (err) {
-        warn(`assemble failed, the model gets OpenClaw's own history of session ${p.sessionId}`, err);
+        shared.serving.unreachable(p.sessionId, `assemble failed, the model gets OpenClaw's own history of session ${p.sessionId}`, describe(err));
         return { messages: p.messages, estimatedTokens: 0 };
       }
     },
 
+    // The turn's messages under their message keys, so that a turn contextd already caught up (or
+    // imported) is held rather than stored again; the advancement key makes OpenClaw's retries of
+    // the commit land once and answer `duplicate`. What OpenClaw stores before the turn and contextd
+    // lacks — a turn that failed, one that ran on OpenClaw's own engine — goes first, so contextd's
+    // order is OpenClaw's (a commit OpenClaw held in its outbox while contextd was away lands before
+    // what followed it).
     async commitTurn(p) {
-      const res = await append(ref(p.sessionId, p.sessionKey, p.sessionTarget), p.messages, turnKey(p.advancementKey), p.isHeartbeat === true);
+      const session = ref(p.sessionId, p.sessionKey, p.sessionTarget);
+      const stored = await readStoredMessages(p.sessionId, p.sessionKey, p.sessionTarget).catch((err: unknown) => {
+        warn(`commitTurn could not read OpenClaw's transcript of session ${p.sessionId}; the turn is appended without message keys`, err);
+        return undefined;
+      });
+      const start = p.admission?.activeMessagePosition;
+      if (stored && typeof start === "number" && start > 0) await catchUp(session, p.sessionId, stored.slice(0, start));
+      const keys = stored ? turnMessageKeys(p.messages, stored, p.admission, p.terminal) : undefined;
+      const res = await append(session, p.messages, turnKey(p.advancementKey), p.isHeartbeat === true, keys);
       return { status: res.replayed ? "duplicate" : "committed" };
     },
 
@@ -155,7 +206,21 @@ export function createEngine(cx: ContextdClient, config: PluginConfig, log: Plug
       }
     },
 
-    compact: (p) => compact(cx, config, ref(p.sessionId, p.sessionKey, p.sessionTarget), p, budget(p.tokenBudget)),
+    // Overflow recovery compacts in the middle of a turn whose messages so far (the user's request,
+    // the tool calls made) OpenClaw has stored but not committed; its retry then asks the model to
+    // "continue the current task from the existing transcript". So contextd first catches up on what
+    // OpenClaw stores (by key: commitTurn holds them later), and the compacted context it assembles
+    // for the retry holds the turn so far.
+    async compact(p) {
+      const session = ref(p.sessionId, p.sessionKey, p.sessionTarget);
+      try {
+        const stored = await readStoredMessages(p.sessionId, p.sessionKey, p.sessionTarget);
+        if (stored) await catchUp(session, p.sessionId, stored);
+      } catch (err) {
+        warn(`compact could not catch up session ${p.sessionId} first`, err);
+      }
+      return compact(cx, config, session, p, shared.budgets.forCompact(p.tokenBudget));
+    },
 
     async prepareSubagentSpawn(p) {
       if (!p.parentSessionId) return undefined;
@@ -183,6 +248,29 @@ export function createEngine(cx: ContextdClient, config: PluginConfig, log: Plug
     // The channel is shared by every engine instance of the process (config.ts): nothing to free.
     async dispose() {},
   };
+}
+
+/** What every engine instance of the process shares (OpenClaw builds one per turn): budgets seen, what was logged. */
+export interface EngineShared {
+  budgets: Budgets;
+  serving: ServingLog;
+}
+
+/** Messages per catch-up append: well under contextd's default limits.max_messages_per_append (1000). */
+const CATCH_UP_BATCH = 200;
+
+/**
+ * The user's text in OpenClaw's prompt. When it retries a turn (overflow recovery, an interrupted
+ * attempt) the prompt is a continuation OpenClaw writes around the queued user message, or only an
+ * instruction to continue: the user's text is taken out of the first, and the second is no prompt at
+ * all (contextd then uses the latest user message of the session). Any other prompt is the user's.
+ */
+export function userPrompt(prompt: string | undefined): string | undefined {
+  if (prompt === undefined) return undefined;
+  const queued = /^\[Queued user message from a previous active turn;[^\]\n]*\]\n([\s\S]*?)\n\nContinue the current task/.exec(prompt);
+  if (queued) return queued[1];
+  if (prompt.startsWith("Continue the current task from the existing transcript")) return undefined;
+  return prompt;
 }
 
 /** contextd session ids of the subagents this process spawned, by OpenClaw child session key. */

@@ -27,6 +27,22 @@ export interface PluginApi {
     id: string,
     factory: (ctx: { config?: unknown; agentDir?: string; workspaceDir?: string }) => ContextEngine | Promise<ContextEngine>,
   ): void;
+  /** A background service (started by the Gateway only); absent in older OpenClaw builds. */
+  registerService?(service: PluginService): void;
+}
+
+/** OpenClaw's `OpenClawPluginService`: what `openclaw health` reports a failure of. */
+export interface PluginService {
+  id: string;
+  start(ctx: { logger?: PluginLogger; serviceHealth?: { reportFailure(error: unknown): void; clearFailure(): void } }): void | Promise<void>;
+  stop?(ctx: unknown): void | Promise<void>;
+}
+
+/** Where a committed turn sits in OpenClaw's transcript (`TranscriptEntryAnchor`). */
+export interface TranscriptAnchor {
+  entryId?: string;
+  /** The message's index among the active branch's visible messages. */
+  activeMessagePosition?: number;
 }
 
 export interface SessionTarget {
@@ -37,6 +53,7 @@ export interface SessionTarget {
 }
 
 export interface RuntimeSettings {
+  /** Before each model request of a tool loop: `promptTokenBudget` is the whole window, `maxOutputTokens` null. */
   limits?: { promptTokenBudget?: number | null; maxOutputTokens?: number | null };
   model?: { requested?: string | null; resolved?: string | null };
 }
@@ -104,6 +121,9 @@ export interface ContextEngine {
   ): Promise<void>;
   commitTurn(params: {
     advancementKey: string;
+    /** The turn's first message (its user message) and last one, in OpenClaw's transcript. */
+    admission?: TranscriptAnchor;
+    terminal?: TranscriptAnchor;
     messages: AgentMessage[];
     sessionId: string;
     sessionKey?: string;

@@ -3,7 +3,7 @@
  * resolving SecretRefs. `openclaw/plugin-sdk/*` is resolved by OpenClaw's plugin loader, so it is
  * required lazily, when first needed, and a missing export degrades instead of failing the load.
  */
-import type { SessionTarget } from "./openclaw-api.js";
+import type { AgentMessage, SessionTarget } from "./openclaw-api.js";
 
 type TranscriptRuntime = typeof import("openclaw/plugin-sdk/session-transcript-runtime");
 type SecretRuntime = typeof import("openclaw/plugin-sdk/secret-input-runtime");
@@ -30,6 +30,29 @@ export async function readTranscript(sessionId: string, sessionKey: string | und
   const agentId = target?.agentId ?? agentOf(sessionKey);
   // The store path OpenClaw gives bootstrap points at the session index; the reader finds the transcript from the ids.
   return runtime.readSessionTranscriptEvents({ agentId, sessionKey: target?.sessionKey ?? sessionKey, sessionId: target?.sessionId ?? sessionId });
+}
+
+/** A message of OpenClaw's transcript as it stores it (tool call ids, `details` and all), with its entry id. */
+export interface StoredMessage {
+  entryId: string;
+  message: AgentMessage;
+}
+
+/**
+ * The messages of the session's active branch, oldest first, as OpenClaw stores them — never the
+ * copy it sends the model, which rewrites tool call ids and drops tool results' `details` — with
+ * their entry ids; undefined when this OpenClaw offers no reader. During a turn's first assemble
+ * (and bootstrap) OpenClaw fences the read before the turn's own user message.
+ */
+export async function readStoredMessages(sessionId: string, sessionKey: string | undefined, target?: SessionTarget): Promise<StoredMessage[] | undefined> {
+  const runtime = load<TranscriptRuntime>("openclaw/plugin-sdk/session-transcript-runtime");
+  if (!runtime?.readVisibleSessionTranscriptMessageEntries) return undefined;
+  const entries = await runtime.readVisibleSessionTranscriptMessageEntries({
+    agentId: target?.agentId ?? agentOf(sessionKey ?? target?.sessionKey),
+    sessionKey: target?.sessionKey ?? sessionKey,
+    sessionId: target?.sessionId ?? sessionId,
+  });
+  return entries.map((e) => ({ entryId: e.entryId, message: e.message as AgentMessage }));
 }
 
 /** A SecretInput (a plain string, "${VAR}" already substituted, or a SecretRef) as its value. */

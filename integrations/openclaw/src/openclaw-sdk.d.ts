@@ -11,4 +11,15 @@ declare module "openclaw/plugin-sdk/secret-input-runtime" {
 declare module "openclaw/plugin-sdk/session-transcript-runtime" {
   /** The session's transcript as raw rows: its header, then every entry (the JSONL lines). */
   export function readSessionTranscriptEvents(scope: { agentId?: string; sessionKey?: string; sessionId: string; storePath?: string }): Promise<unknown[]>;
+  /**
+   * The message entries of the session's active branch, oldest first, as stored: the list index is
+   * a message's `activeMessagePosition`. Fenced before the current turn's user entry while a turn
+   * starts (bootstrap, the turn's first assemble).
+   */
+  export function readVisibleSessionTranscriptMessageEntries(scope: {
+    agentId?: string;
+    sessionKey?: string;
+    sessionId: string;
+    storePath?: string;
+  }): Promise<{ entryId: string; parentId: string | null; seq: number; message: unknown; role: string }[]>;
 }

@@ -135,7 +135,12 @@ export async function compactNative(input: NativeCompactionInput, deps: NativeCo
   );
   const n = rest.length;
   const total = pinnedTokens + previousTokens + suffix[0];
-  const tokensBefore = input.currentTokenCount && input.currentTokenCount > 0 ? input.currentTokenCount : total;
+  // Whether to compact is decided on the runtime's count when it gives one (it sees the whole prompt:
+  // system prompt, tool schemas); what is recorded is the view before and after, both counted by the
+  // host, so tokens_before and tokens_after measure the same thing (the runtime's count goes in details).
+  const runtimeCount = input.currentTokenCount && input.currentTokenCount > 0 ? input.currentTokenCount : undefined;
+  const observed = runtimeCount ?? total;
+  const tokensBefore = total;
 
   const threshold = input.target === CompactionTarget.COMPACTION_TARGET_THRESHOLD;
   const budget = promptBudget(input.tokenBudget, settings.reserveTokens);
@@ -146,11 +151,11 @@ export async function compactNative(input: NativeCompactionInput, deps: NativeCo
   const maxChars = Math.max(0, Math.floor(settings.summaryMaxChars));
 
   if (!input.force) {
-    if (!threshold && tokensBefore <= budget) {
-      return noop(`within budget: ${tokensBefore} of ${budget} tokens`);
+    if (!threshold && observed <= budget) {
+      return noop(`within budget: ${observed} of ${budget} tokens`);
     }
-    if (threshold && tokensBefore <= keepRecentSetting) {
-      return noop(`below threshold: ${tokensBefore} of ${keepRecentSetting} keep_recent_tokens`);
+    if (threshold && observed <= keepRecentSetting) {
+      return noop(`below threshold: ${observed} of ${keepRecentSetting} keep_recent_tokens`);
     }
     if (threshold && foldableCount > 0 && suffix[0] <= keepRecent) {
       return noop(
@@ -220,6 +225,7 @@ export async function compactNative(input: NativeCompactionInput, deps: NativeCo
         target: threshold ? "threshold" : "budget",
         prompt_budget: budget,
         ...(quoted ? { latest_request_quoted: true } : {}),
+        ...(runtimeCount !== undefined ? { runtime_token_count: runtimeCount } : {}),
         ...(pinnedMessages > 0 ? { pinned_messages: pinnedMessages, pinned_tokens: pinnedTokens } : {}),
       },
     };

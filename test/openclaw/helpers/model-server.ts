@@ -7,6 +7,12 @@
  * Replies: the newest user text holding `SAY:<token>` is answered with `<token>`; anything else with
  * a fixed sentence. A prompt holding `OVERFLOW_ONCE:<tag>` is answered, the first time only, with
  * the provider error OpenClaw treats as a context overflow (400 `context_length_exceeded`).
+ *
+ * Tool calls: a prompt holding `TOOLS:<n>:<tag>` is first answered with n tool calls, one response
+ * each, to OpenClaw's `read` tool (file `probe.txt` of the workspace) with ids `call_<tag>_<k>` — the
+ * underscores are what OpenClaw rewrites in the copy it sends providers — and only then with the
+ * reply. `OVERFLOW_AFTER_TOOLS:<tag>` answers the request after the last tool result, once, with the
+ * overflow error (overflow recovery in the middle of a tool loop).
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -20,8 +26,8 @@ export interface RecordedRequest {
   n: number;
   path: string;
   body: { model?: string; stream?: boolean; messages?: ChatMessage[]; [k: string]: unknown };
-  /** How it was answered: "reply" or "overflow". */
-  answer: "reply" | "overflow";
+  /** How it was answered: "reply", "overflow" or "tool_call". */
+  answer: "reply" | "overflow" | "tool_call";
 }
 
 export interface ModelServer {
@@ -67,12 +73,22 @@ export async function startModelServer(): Promise<ModelServer> {
         res.end(JSON.stringify({ error: { message: "invalid JSON" } }));
         return;
       }
-      const users = (body.messages ?? []).filter((m) => m.role === "user").map((m) => contentText(m.content));
+      const messages = body.messages ?? [];
+      const users = messages.filter((m) => m.role === "user").map((m) => contentText(m.content));
       const prompt = [...users].reverse().find((t) => !t.includes(INTERNAL_CONTEXT)) ?? "";
       const overflow = /OVERFLOW_ONCE:(\w+)/.exec(prompt);
+      const tools = /TOOLS:(\d+):(\w+)/.exec(prompt);
+      const afterTools = /OVERFLOW_AFTER_TOOLS:(\w+)/.exec(prompt);
+      // Tool results since the prompt's own user message: how far its tool loop has come.
+      let promptAt = messages.length - 1;
+      while (promptAt >= 0 && !(messages[promptAt].role === "user" && contentText(messages[promptAt].content).includes(prompt))) promptAt--;
+      const results = messages.slice(promptAt + 1).filter((m) => m.role === "tool").length;
       const n = recorded.length + 1;
-      if (overflow && !overflowed.has(overflow[1])) {
-        overflowed.add(overflow[1]);
+      const overflowNow =
+        (overflow && !overflowed.has(overflow[1]) && overflow[1]) ||
+        (afterTools && tools && results >= Number(tools[1]) && !overflowed.has(afterTools[1]) && afterTools[1]);
+      if (overflowNow) {
+        overflowed.add(overflowNow);
         recorded.push({ n, path, body, answer: "overflow" });
         res.writeHead(400, { "content-type": "application/json" });
         res.end(
@@ -86,6 +102,11 @@ export async function startModelServer(): Promise<ModelServer> {
             },
           }),
         );
+        return;
+      }
+      if (tools && results < Number(tools[1])) {
+        recorded.push({ n, path, body, answer: "tool_call" });
+        toolCall(res, body, `call_${tools[2]}_${results + 1}`, n);
         return;
       }
       recorded.push({ n, path, body, answer: "reply" });
@@ -104,6 +125,28 @@ export async function startModelServer(): Promise<ModelServer> {
     textOf: (r) => (r.body.messages ?? []).map((m) => contentText(m.content)).join("\n"),
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
+}
+
+/** A streamed answer that calls OpenClaw's `read` tool on `probe.txt` (OpenClaw always streams). */
+function toolCall(res: http.ServerResponse, body: RecordedRequest["body"], callId: string, n: number): void {
+  const id = `chatcmpl-${n}`;
+  const created = Math.floor(Date.now() / 1000);
+  const model = body.model ?? "fake-model";
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+  const send = (o: unknown) => res.write(`data: ${JSON.stringify(o)}\n\n`);
+  const chunk = (delta: unknown, finish: string | null) => ({
+    id,
+    object: "chat.completion.chunk",
+    created,
+    model,
+    choices: [{ index: 0, delta, finish_reason: finish }],
+  });
+  send(chunk({ role: "assistant", content: null, tool_calls: [{ index: 0, id: callId, type: "function", function: { name: "read", arguments: "" } }] }, null));
+  send(chunk({ tool_calls: [{ index: 0, function: { arguments: JSON.stringify({ path: "probe.txt" }) } }] }, null));
+  send(chunk({}, "tool_calls"));
+  send({ id, object: "chat.completion.chunk", created, model, choices: [], usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } });
+  res.write("data: [DONE]\n\n");
+  res.end();
 }
 
 function answer(res: http.ServerResponse, body: RecordedRequest["body"], text: string, n: number): void {

@@ -11,6 +11,7 @@ import path from "node:path";
 import { cacheDir, type OpenClawInstall } from "./openclaw-install.js";
 
 export const PLUGIN_DIR = path.resolve(import.meta.dirname, "../../../integrations/openclaw");
+const STORED_MESSAGES = path.resolve(import.meta.dirname, "../scripts/stored-messages.mjs");
 
 export interface HomeOptions {
   modelBaseUrl: string;
@@ -45,6 +46,11 @@ export class OpenClawHome {
   ) {
     for (const d of [this.stateDir, path.join(this.dir, "home"), path.join(this.dir, "tmp"), path.join(this.dir, "workspace"), path.join(this.dir, "logs")])
       mkdirSync(d, { recursive: true });
+    // What the model server's tool calls read (model-server.ts, TOOLS:<n>:<tag>).
+    writeFileSync(
+      path.join(this.dir, "workspace", "probe.txt"),
+      Array.from({ length: 20 }, (_, i) => `probe line ${i + 1}: invoice_rounding.ts BILL-4821`).join("\n") + "\n",
+    );
     this.writeConfig(options);
   }
 
@@ -108,6 +114,30 @@ export class OpenClawHome {
   /** One agent turn on `sessionKey` through OpenClaw's embedded runner. */
   turn(sessionKey: string, message: string, extraEnv: Record<string, string> = {}): Promise<TurnResult> {
     return this.cli(["agent", "--local", "--session-key", sessionKey, "--json", "-m", message], extraEnv);
+  }
+
+  /**
+   * OpenClaw's stored messages of a session (its active branch, oldest first, with entry ids), read
+   * through OpenClaw's own SDK (scripts/stored-messages.mjs).
+   */
+  storedMessages(sessionKey: string, sessionId: string, agentId = "main"): Promise<{ entryId: string; message: Record<string, unknown> }[]> {
+    const key = sessionKey.startsWith("agent:") ? sessionKey : `agent:${agentId}:${sessionKey}`;
+    return new Promise((resolve, reject) => {
+      const child = spawn(this.install.node, [STORED_MESSAGES, this.install.packageDir, agentId, key, sessionId], {
+        env: this.env(),
+        cwd: path.join(this.dir, "workspace"),
+        stdio: ["ignore", "pipe", "pipe", "pipe"],
+      });
+      let out = "";
+      let err = "";
+      child.stdio[3]!.on("data", (d: Buffer) => (out += d.toString()));
+      child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+      child.on("error", reject);
+      child.on("close", (code) => {
+        if (code !== 0) return reject(new Error(`reading OpenClaw's transcript of ${key} failed (${code}): ${err}`));
+        resolve(JSON.parse(out) as { entryId: string; message: Record<string, unknown> }[]);
+      });
+    });
   }
 
   /** Any OpenClaw CLI command, e.g. `["sessions", "compact", key, "--json"]`. */

@@ -119,14 +119,17 @@ describe("compactNative — no-ops", () => {
     expect(out.result).toBeUndefined();
   });
 
-  it("uses the runtime's token count when given", async () => {
+  it("decides on the runtime's token count when given, and records its own count of the view before and after (the runtime's in details)", async () => {
     const t = new Transcript();
     const messages = conversation(t, 3, 500);
     const out = await run({ messages, tokenBudget: 128_000, currentTokenCount: 100_000 });
     expect(out.reason).toBe("within budget: 100000 of 111616 tokens");
     const over = await run({ messages, tokenBudget: 128_000, currentTokenCount: 120_000 });
     expect(over.compacted).toBe(true);
-    expect(over.result!.tokensBefore).toBe(120_000);
+    const own = messages.reduce((sum, m) => sum + m.tokenCount, 0);
+    expect(over.result!.tokensBefore).toBe(own);
+    expect(over.result!.details).toMatchObject({ runtime_token_count: 120_000 });
+    expect(over.reason).toContain(`(${own} → ${over.result!.tokensAfter} tokens)`);
   });
 
   it("does nothing under THRESHOLD while the view is within keep_recent_tokens", async () => {

@@ -151,7 +151,12 @@ export interface CompactRequest {
   force: boolean;
   compactionTarget: CompactionTarget;
   customInstructions: string;
-  /** The runtime's own count; 0 lets the host use its stored counts. */
+  /**
+   * The runtime's own count of what it sends the model (its whole prompt, e.g. with its system
+   * prompt and tool schemas); 0 lets the host use its stored counts. It decides whether a compaction
+   * is needed; the compaction's `tokens_before` and `tokens_after` are both the host's count of the
+   * active view, so they compare (the runtime's count is kept in `details.runtime_token_count`).
+   */
   currentTokenCount: number;
 }
 
