@@ -121,9 +121,18 @@ export class OpenClawHome {
    * through OpenClaw's own SDK (scripts/stored-messages.mjs).
    */
   storedMessages(sessionKey: string, sessionId: string, agentId = "main"): Promise<{ entryId: string; message: Record<string, unknown> }[]> {
+    return this.readStored(sessionKey, sessionId, agentId, []);
+  }
+
+  /** The session file's rows as OpenClaw's own reader returns them (readSessionTranscriptEvents): header, then every entry. */
+  transcriptEvents(sessionKey: string, sessionId: string, agentId = "main"): Promise<Record<string, unknown>[]> {
+    return this.readStored(sessionKey, sessionId, agentId, ["events"]);
+  }
+
+  private readStored<T>(sessionKey: string, sessionId: string, agentId: string, extra: string[]): Promise<T> {
     const key = sessionKey.startsWith("agent:") ? sessionKey : `agent:${agentId}:${sessionKey}`;
     return new Promise((resolve, reject) => {
-      const child = spawn(this.install.node, [STORED_MESSAGES, this.install.packageDir, agentId, key, sessionId], {
+      const child = spawn(this.install.node, [STORED_MESSAGES, this.install.packageDir, agentId, key, sessionId, ...extra], {
         env: this.env(),
         cwd: path.join(this.dir, "workspace"),
         stdio: ["ignore", "pipe", "pipe", "pipe"],
@@ -135,7 +144,7 @@ export class OpenClawHome {
       child.on("error", reject);
       child.on("close", (code) => {
         if (code !== 0) return reject(new Error(`reading OpenClaw's transcript of ${key} failed (${code}): ${err}`));
-        resolve(JSON.parse(out) as { entryId: string; message: Record<string, unknown> }[]);
+        resolve(JSON.parse(out) as T);
       });
     });
   }
