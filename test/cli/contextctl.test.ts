@@ -131,9 +131,10 @@ describe("contextctl against a real contextd", () => {
     expect(run.code).toBe(0);
     const row = tableRows(run.stdout).find((r) => r[0] === sessionId);
     expect(row).toBeDefined();
-    expect(int(row![2])).toBe(41);
-    expect(int(row![3])).toBeGreaterThan(0);
-    expect(row![6]).toMatch(/^\d{4}-\d\d-\d\dT/);
+    expect(row![1]).toBe("-"); // no session key given
+    expect(int(row![3])).toBe(41);
+    expect(int(row![4])).toBeGreaterThan(0);
+    expect(row![7]).toMatch(/^\d{4}-\d\d-\d\dT/);
     const json = JSON.parse((await contextctl(server.address, "--json", "sessions")).stdout);
     expect(json.sessions.map((s: { session: { sessionId: string } }) => s.session.sessionId)).toContain(sessionId);
   });

@@ -33,6 +33,8 @@ export interface PluginConfig {
    * leave out (budget.ts). 12 of OpenClaw's coding tools take about 2,600 tokens.
    */
   toolSchemaTokens: number;
+  /** How often the Gateway's service checks that contextd answers (health-service.ts). */
+  healthCheckIntervalMs: number;
 }
 
 const DEFAULTS = {
@@ -42,6 +44,7 @@ const DEFAULTS = {
   callTimeoutMs: 15_000,
   compactTimeoutMs: 180_000,
   toolSchemaTokens: 250,
+  healthCheckIntervalMs: 30_000,
 };
 
 export function parseConfig(raw: Record<string, unknown> | undefined): PluginConfig {
@@ -64,6 +67,7 @@ export function parseConfig(raw: Record<string, unknown> | undefined): PluginCon
     callTimeoutMs: num("callTimeoutMs", DEFAULTS.callTimeoutMs),
     compactTimeoutMs: num("compactTimeoutMs", DEFAULTS.compactTimeoutMs),
     toolSchemaTokens: num("toolSchemaTokens", DEFAULTS.toolSchemaTokens, 0),
+    healthCheckIntervalMs: num("healthCheckIntervalMs", DEFAULTS.healthCheckIntervalMs, 100),
   };
 }
 

@@ -169,6 +169,7 @@ export function createEngine(cx: ContextdClient, config: PluginConfig, log: Plug
       if (stored && typeof start === "number" && start > 0) await catchUp(session, p.sessionId, stored.slice(0, start));
       const keys = stored ? turnMessageKeys(p.messages, stored, p.admission, p.terminal) : undefined;
       const res = await append(session, p.messages, turnKey(p.advancementKey), p.isHeartbeat === true, keys);
+      shared.serving.committed(p.sessionId);
       return { status: res.replayed ? "duplicate" : "committed" };
     },
 

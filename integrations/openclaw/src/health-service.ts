@@ -1,17 +1,14 @@
 import { status, type ContextdClient, type ServiceError } from "contextd/client";
 import type { PluginLogger, PluginService } from "./openclaw-api.js";
 
-/** How often the Gateway's service checks that contextd answers. */
-const CHECK_INTERVAL_MS = 30_000;
-
 /**
- * A Gateway service that checks contextd every 30 s with a cheap authorized call (ListSessions of
- * one): `openclaw health` and `openclaw status --deep` then show "contextd unreachable" (or a
+ * A Gateway service that checks contextd every `healthCheckIntervalMs` (30 s) with a cheap
+ * authorized call (ListSessions of one): `openclaw health` and `openclaw status --deep` then show "contextd unreachable" (or a
  * refused token) as a failure of this plugin, and the log says once when contextd answers
  * (`contextd: connected to contextd at …`). OpenClaw starts services in the Gateway only; a one-shot
  * `openclaw agent --local` run logs per session instead (serving-log.ts).
  */
-export function healthService(client: () => Promise<ContextdClient>, address: string, fallbackLog: PluginLogger): PluginService {
+export function healthService(client: () => Promise<ContextdClient>, address: string, intervalMs: number, fallbackLog: PluginLogger): PluginService {
   let timer: NodeJS.Timeout | undefined;
   return {
     id: "contextd-health",
@@ -33,7 +30,7 @@ export function healthService(client: () => Promise<ContextdClient>, address: st
         }
       };
       await check();
-      timer = setInterval(() => void check(), CHECK_INTERVAL_MS);
+      timer = setInterval(() => void check(), intervalMs);
       timer.unref();
     },
     stop() {

@@ -24,6 +24,6 @@ export default {
       serving: new ServingLog(api.logger, config.address),
     };
     api.registerContextEngine(ENGINE_ID, async (ctx) => createEngine(await clientFor(config, ctx.config ?? api.config), config, api.logger, shared));
-    api.registerService?.(healthService(() => clientFor(config, api.config), config.address, api.logger));
+    api.registerService?.(healthService(() => clientFor(config, api.config), config.address, config.healthCheckIntervalMs, api.logger));
   },
 };

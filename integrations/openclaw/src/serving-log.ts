@@ -36,6 +36,18 @@ export class ServingLog {
     this.set(sessionId, now);
   }
 
+  /**
+   * A turn was committed to contextd. Said only when nothing was said of the session before in this
+   * process: a session's first turn has no history for contextd to assemble yet, so this is then the
+   * first sign that contextd holds it.
+   */
+  committed(sessionId: string): void {
+    const previous = this.state.get(sessionId);
+    if (previous !== undefined && previous !== "down") return;
+    this.log.info(`contextd: session ${sessionId} is kept by contextd at ${this.address}`);
+    this.set(sessionId, "committed");
+  }
+
   /** contextd could not be reached (or refused the call): said once per episode. */
   unreachable(sessionId: string, what: string, reason: string): void {
     if (this.state.get(sessionId) === "down") return;

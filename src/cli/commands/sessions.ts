@@ -7,7 +7,7 @@ import { action, clientOptions, globals, withSessions } from "./shared.js";
 export function registerSessions(program: Command): void {
   program
     .command("sessions")
-    .description("list sessions, newest activity first")
+    .description("list sessions, newest activity first, with the runtime's session key (OpenClaw's agent:<id>:<key>)")
     .addHelpText(
       "after",
       '\nWith --json: {"sessions": [SessionInfo, ...]} (proto JSON), every page of ListSessions.\n' +
@@ -30,6 +30,7 @@ export function registerSessions(program: Command): void {
         if (sessions.length === 0) return void process.stdout.write("no sessions\n");
         const rows = sessions.map((s) => [
           s.session?.sessionId ?? "",
+          s.session?.sessionKey || "-",
           s.session?.agentId || "-",
           s.messageCount,
           s.compactionCount,
@@ -37,7 +38,7 @@ export function registerSessions(program: Command): void {
           s.totalTokens,
           iso(s.updatedAtMs),
         ]);
-        process.stdout.write(`${table(["session", "agent", "messages", "compactions", "active tokens", "total tokens", "updated"], rows)}\n`);
+        process.stdout.write(`${table(["session", "key", "agent", "messages", "compactions", "active tokens", "total tokens", "updated"], rows)}\n`);
       }),
     );
 }

@@ -175,8 +175,11 @@ export class OpenClawHome {
     });
   }
 
-  /** Starts `openclaw gateway run` (configure `gatewayPort` first); resolves once it says it is ready. */
-  async startGateway(): Promise<{ stop(): Promise<void> }> {
+  /**
+   * Starts `openclaw gateway run` (configure `gatewayPort` first); resolves once it says it is ready.
+   * `output()` is everything it printed so far; `waitFor(re)` resolves once its output matches.
+   */
+  async startGateway(): Promise<{ stop(): Promise<void>; output(): string; waitFor(re: RegExp, timeoutMs?: number): Promise<void> }> {
     const child: ChildProcess = spawn(this.install.node, [this.install.cli, "gateway", "run"], {
       env: this.env({ OPENCLAW_GATEWAY_TOKEN: GATEWAY_TOKEN, OPENCLAW_DISABLE_BONJOUR: "1", OPENCLAW_SKIP_CHANNELS: "1" }),
       cwd: path.join(this.dir, "workspace"),
@@ -199,7 +202,26 @@ export class OpenClawHome {
         reject(new Error(`the OpenClaw gateway exited (${code}) before it was ready:\n${output}`));
       });
     });
+    const waiters = new Set<() => void>();
+    child.stdout?.on("data", () => waiters.forEach((w) => w()));
+    child.stderr?.on("data", () => waiters.forEach((w) => w()));
     return {
+      output: () => output,
+      waitFor: (re, timeoutMs = 60_000) =>
+        new Promise<void>((resolve, reject) => {
+          const check = () => {
+            if (!re.test(output)) return;
+            waiters.delete(check);
+            clearTimeout(timer);
+            resolve();
+          };
+          const timer = setTimeout(() => {
+            waiters.delete(check);
+            reject(new Error(`the OpenClaw gateway did not print ${re} in ${timeoutMs} ms:\n${output}`));
+          }, timeoutMs);
+          waiters.add(check);
+          check();
+        }),
       stop: () =>
         new Promise<void>((resolve) => {
           if (child.exitCode !== null) return resolve();
