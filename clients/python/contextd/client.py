@@ -144,7 +144,9 @@ class Client:
 
     def append_messages(self, request: S.AppendMessagesRequest | None = None, /, *, timeout: float | None = None,
                         metadata: Metadata = (), **fields: Any) -> S.AppendMessagesResponse:
-        """Stores messages (all or none). With `idempotency_key=`, a retry writes nothing and answers `replayed`."""
+        """Stores messages (all or none). With `idempotency_key=`, a retry writes nothing and answers `replayed`;
+        with `message_keys=` (one per message), a message whose key the session already holds is not stored
+        again (its index is in `held_indexes`)."""
         return self._call("AppendMessages", S.AppendMessagesRequest, request, fields, timeout, metadata)
 
     def assemble(self, request: S.AssembleRequest | None = None, /, *, timeout: float | None = None,

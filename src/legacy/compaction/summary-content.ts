@@ -11,23 +11,34 @@ import { LATEST_REQUEST_HEADING } from "./latest-request.js";
  * The test is deliberately lenient — a paraphrase passes — but a summary must share at least one
  * *content word* with its sources: a word of 3 or more letters or digits, or any word holding a
  * digit or one of `_./:-` (identifiers, numbers, paths), that is neither scaffolding, nor a common
- * function word, nor one of the few words every summary uses. Linear in the length of the summary and the sources (one
+ * function word, nor one of the few words every summary uses. Sources with no such word at all (a
+ * lone "ok") need any word of theirs in the summary. Linear in the length of the summary and the sources (one
  * scan each, a set of the summary's words, a stop at the first shared one).
  */
 export function carriesContent(summary: string, previousSummary: string, replaced: readonly Message[]): boolean {
-  const wanted = new Set<string>();
-  for (const w of contentWords(summary)) wanted.add(w);
-  if (wanted.size === 0) return false;
-  const shares = (text: string): boolean => {
-    for (const w of contentWords(text)) if (wanted.has(w)) return true;
+  // Content words of the summary, and — for sources too short to have any ("ok", "yes") — every
+  // word that is not scaffolding.
+  const strong = new Set<string>();
+  const weak = new Set<string>();
+  for (const w of words(summary)) (isContentWord(w) ? strong : weak).add(w);
+  if (strong.size === 0 && weak.size === 0) return false;
+  let sourcesHaveContent = false;
+  let weakShared = false;
+  const scan = (text: string): boolean => {
+    for (const w of words(text)) {
+      if (isContentWord(w)) {
+        sourcesHaveContent = true;
+        if (strong.has(w)) return true;
+      } else if (weak.has(w)) weakShared = true;
+    }
     return false;
   };
-  if (shares(previousSummary)) return true;
+  if (scan(previousSummary)) return true;
   for (const m of replaced) {
-    for (const block of m.content) if (shares(blockText(block))) return true;
-    if (m.toolName && shares(m.toolName)) return true;
+    for (const block of m.content) if (scan(blockText(block))) return true;
+    if (m.toolName && scan(m.toolName)) return true;
   }
-  return false;
+  return !sourcesHaveContent && weakShared;
 }
 
 // A word: letters and digits, joined by the characters identifiers use inside them.
@@ -51,10 +62,15 @@ const STOP = new Set(
     .match(WORD) ?? [],
 );
 
-function* contentWords(text: string): Generator<string> {
+/** The words of `text`, lower case, scaffolding and function words left out. */
+function* words(text: string): Generator<string> {
   if (!text) return;
   for (const match of text.matchAll(WORD)) {
     const w = match[0].toLowerCase();
-    if ((w.length >= 3 || MARKED.test(w)) && !STOP.has(w)) yield w;
+    if (!STOP.has(w)) yield w;
   }
+}
+
+function isContentWord(w: string): boolean {
+  return w.length >= 3 || MARKED.test(w);
 }
