@@ -10,16 +10,15 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fromContextdMessage } from "../../src/openclaw/agent-message.js";
 import { ContextdClient } from "../../src/sdk/runtime-client.js";
-import { startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
-import { startModelServer, type ModelServer } from "./helpers/model-server.js";
-import { OpenClawHome, type TurnResult } from "./helpers/openclaw-home.js";
-import { ensureOpenClaw, type OpenClawInstall } from "./helpers/openclaw-install.js";
+import type { ContextdProcess } from "../helpers/contextd-process.js";
+import type { ModelServer } from "./helpers/model-server.js";
+import type { OpenClawHome, TurnResult } from "./helpers/openclaw-home.js";
+import { startOpenClawStack, stopOpenClawStack } from "./helpers/openclaw-stack.js";
 
 const DEGRADED = /degraded to "legacy"/;
 const KEY = "catch-up-1";
 
 describe("OpenClaw's transcript and contextd's agree message for message, with no duplicates", () => {
-  let install: OpenClawInstall;
   let model: ModelServer;
   let contextd: ContextdProcess;
   let home: OpenClawHome;
@@ -27,18 +26,9 @@ describe("OpenClaw's transcript and contextd's agree message for message, with n
   let sessionId = "";
 
   beforeAll(async () => {
-    install = await ensureOpenClaw();
-    model = await startModelServer();
-    contextd = await startContextd({ config: { compaction: { keep_recent_tokens: 200 } } });
-    cx = new ContextdClient({ address: contextd.address });
-    home = new OpenClawHome(install, { modelBaseUrl: model.baseUrl, plugin: { address: contextd.address } });
+    ({ model, contextd, cx, home } = await startOpenClawStack({ compaction: { keep_recent_tokens: 200 } }));
   }, 900_000);
-  afterAll(async () => {
-    cx?.close();
-    await contextd?.cleanup();
-    await model?.close();
-    home?.cleanup();
-  });
+  afterAll(() => stopOpenClawStack({ cx, contextd, model, home }));
 
   const ok = (t: TurnResult) => {
     expect(t.stderr, t.stdout).not.toMatch(DEGRADED);

@@ -12,17 +12,16 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fromContextdMessage } from "../../src/openclaw/agent-message.js";
-import { ContextdClient } from "../../src/sdk/runtime-client.js";
+import type { ContextdClient } from "../../src/sdk/runtime-client.js";
 import { contextctl } from "../cli/run-contextctl.js";
-import { startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
-import { startModelServer, type ModelServer } from "./helpers/model-server.js";
-import { OpenClawHome } from "./helpers/openclaw-home.js";
-import { ensureOpenClaw, type OpenClawInstall } from "./helpers/openclaw-install.js";
+import type { ContextdProcess } from "../helpers/contextd-process.js";
+import type { ModelServer } from "./helpers/model-server.js";
+import type { OpenClawHome } from "./helpers/openclaw-home.js";
+import { startOpenClawStack, stopOpenClawStack } from "./helpers/openclaw-stack.js";
 
 const SAMPLE_V4 = path.resolve(import.meta.dirname, "../fixtures/openclaw/sample-v4.jsonl");
 
 describe("contextctl import-openclaw moves an OpenClaw deployment's sessions into contextd", () => {
-  let install: OpenClawInstall;
   let model: ModelServer;
   let contextd: ContextdProcess;
   let home: OpenClawHome;
@@ -30,12 +29,8 @@ describe("contextctl import-openclaw moves an OpenClaw deployment's sessions int
   const sessions: Record<string, string> = {};
 
   beforeAll(async () => {
-    install = await ensureOpenClaw();
-    model = await startModelServer();
-    contextd = await startContextd();
-    cx = new ContextdClient({ address: contextd.address });
     // A deployment that never used contextd: turns on two session keys through OpenClaw alone.
-    home = new OpenClawHome(install, { modelBaseUrl: model.baseUrl });
+    ({ model, contextd, cx, home } = await startOpenClawStack({}, { plugin: false }));
     for (const [key, prompts] of [
       ["mig-a", ["Hello SAY:a1", `A long one SAY:a2 ${"the invoice rounding rule, once more. ".repeat(60)}`]],
       ["mig-b", ["Read it TOOLS:1:mig SAY:b1"]],
@@ -52,12 +47,7 @@ describe("contextctl import-openclaw moves an OpenClaw deployment's sessions int
     copyFileSync(SAMPLE_V4, path.join(legacy, "legacy-1.jsonl"));
     writeFileSync(path.join(legacy, "sessions.json"), JSON.stringify({ "agent:legacy:old": { sessionId: "legacy-1", updatedAt: 1 } }));
   }, 900_000);
-  afterAll(async () => {
-    cx?.close();
-    await contextd?.cleanup();
-    await model?.close();
-    home?.cleanup();
-  });
+  afterAll(() => stopOpenClawStack({ cx, contextd, model, home }));
 
   const run = async (...args: string[]) => {
     const r = await contextctl(contextd.address, "--json", "import-openclaw", "--state-dir", home.stateDir, ...args);

@@ -46,7 +46,8 @@ describe("operating OpenClaw on contextd", () => {
   };
 
   it("the README's install steps: OpenClaw runs on contextd and `openclaw doctor` has nothing to say about the plugin", async () => {
-    const home = newHome(install, { modelBaseUrl: model.baseUrl });
+    // With a Gateway, as a deployment has (doctor also waits a minute for one that is configured and absent).
+    const home = newHome(install, { modelBaseUrl: model.baseUrl, gatewayPort: await getFreePort() });
     const steps = [
       ["plugins", "install", "--link", "--force", "--accept-capabilities", PLUGIN_DIR],
       ["config", "set", "plugins.entries.contextd.config.address", contextd.address],
@@ -72,8 +73,15 @@ describe("operating OpenClaw on contextd", () => {
     const next = await home.turn("ops-1", "Again SAY:again", env);
     expect(next.stderr).toMatch(new RegExp(`contextd: session \\S+ is served by contextd at ${contextd.address} \\(engine legacy\\)`));
 
-    const doctor = await home.cli(["doctor", "--non-interactive"]);
-    const said = `${doctor.stdout}\n${doctor.stderr}`;
+    const gateway = await home.startGateway(env);
+    let said: string;
+    try {
+      await gateway.waitFor(/contextd: connected to contextd at /);
+      const doctor = await home.cli(["doctor", "--non-interactive"], env);
+      said = `${doctor.stdout}\n${doctor.stderr}`;
+    } finally {
+      await gateway.stop();
+    }
     for (const warning of [
       /plugins\.allow/,
       /can't verify where this plugin came from/,
@@ -90,7 +98,7 @@ describe("operating OpenClaw on contextd", () => {
     const row = tableRows(sessions.stdout).find((r) => r[1] === "agent:main:ops-1");
     expect(row, sessions.stdout).toBeDefined();
     expect(row![2]).toBe("main");
-  });
+  }, 300_000);
 
   it("a frozen sidecar: contextd answers from legacy within the plugin's deadline, and the model gets contextd's context", async () => {
     let engine: EngineProcess | undefined;

@@ -11,11 +11,12 @@ import type { AppendMessagesRequest } from "../../src/contract/gen/contextd/v1/s
 import { Role } from "../../src/contract/gen/contextd/v1/types.js";
 import { messageText, textMessage } from "../../src/contract/messages.js";
 import { ContextdClient } from "../../src/sdk/runtime-client.js";
-import { startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
+import type { ContextdProcess } from "../helpers/contextd-process.js";
 import { startLossyProxy } from "./helpers/lossy-proxy.js";
-import { contentText, startModelServer, type ModelServer } from "./helpers/model-server.js";
+import { contentText, type ModelServer } from "./helpers/model-server.js";
 import { OpenClawHome, type TurnResult } from "./helpers/openclaw-home.js";
-import { ensureOpenClaw, type OpenClawInstall } from "./helpers/openclaw-install.js";
+import type { OpenClawInstall } from "./helpers/openclaw-install.js";
+import { startOpenClawStack, stopOpenClawStack } from "./helpers/openclaw-stack.js";
 
 /** What OpenClaw prints when it silently runs a turn on its own engine instead of the slot's. */
 const DEGRADED = /degraded to "legacy"/;
@@ -28,19 +29,10 @@ describe("OpenClaw 2026.9.6 runs its agent turns on contextd", () => {
   let cx: ContextdClient;
 
   beforeAll(async () => {
-    install = await ensureOpenClaw();
-    model = await startModelServer();
     // A short verbatim tail, so that compacting this small conversation really summarizes turns.
-    contextd = await startContextd({ config: { compaction: { keep_recent_tokens: 200 } } });
-    cx = new ContextdClient({ address: contextd.address });
-    home = new OpenClawHome(install, { modelBaseUrl: model.baseUrl, plugin: { address: contextd.address } });
+    ({ install, model, contextd, cx, home } = await startOpenClawStack({ compaction: { keep_recent_tokens: 200 } }));
   }, 900_000);
-  afterAll(async () => {
-    cx?.close();
-    await contextd?.cleanup();
-    await model?.close();
-    home?.cleanup();
-  });
+  afterAll(() => stopOpenClawStack({ cx, contextd, model, home }));
 
   const ok = (t: TurnResult) => {
     expect(t.stderr, t.stdout).not.toMatch(DEGRADED);

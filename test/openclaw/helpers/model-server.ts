@@ -127,61 +127,58 @@ export async function startModelServer(): Promise<ModelServer> {
   };
 }
 
-/** A streamed answer that calls OpenClaw's `read` tool on `probe.txt` (OpenClaw always streams). */
-function toolCall(res: http.ServerResponse, body: RecordedRequest["body"], callId: string, n: number): void {
+const USAGE = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+
+/**
+ * A streamed chat.completion (server-sent events, as OpenClaw always asks for): one chunk per delta,
+ * the last with `finish`, then the usage chunk when asked for, then `[DONE]`.
+ */
+function stream(res: http.ServerResponse, body: RecordedRequest["body"], n: number, deltas: unknown[], finish: string): void {
   const id = `chatcmpl-${n}`;
   const created = Math.floor(Date.now() / 1000);
   const model = body.model ?? "fake-model";
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
   const send = (o: unknown) => res.write(`data: ${JSON.stringify(o)}\n\n`);
-  const chunk = (delta: unknown, finish: string | null) => ({
+  const chunk = (delta: unknown, finishReason: string | null) => ({
     id,
     object: "chat.completion.chunk",
     created,
     model,
-    choices: [{ index: 0, delta, finish_reason: finish }],
+    choices: [{ index: 0, delta, finish_reason: finishReason }],
   });
-  send(chunk({ role: "assistant", content: null, tool_calls: [{ index: 0, id: callId, type: "function", function: { name: "read", arguments: "" } }] }, null));
-  send(chunk({ tool_calls: [{ index: 0, function: { arguments: JSON.stringify({ path: "probe.txt" }) } }] }, null));
-  send(chunk({}, "tool_calls"));
-  send({ id, object: "chat.completion.chunk", created, model, choices: [], usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } });
+  for (const delta of deltas) send(chunk(delta, null));
+  send(chunk({}, finish));
+  if ((body.stream_options as { include_usage?: boolean } | undefined)?.include_usage)
+    send({ id, object: "chat.completion.chunk", created, model, choices: [], usage: USAGE });
   res.write("data: [DONE]\n\n");
   res.end();
 }
 
+/** An answer that calls OpenClaw's `read` tool on `probe.txt`. */
+function toolCall(res: http.ServerResponse, body: RecordedRequest["body"], callId: string, n: number): void {
+  stream(
+    res,
+    body,
+    n,
+    [
+      { role: "assistant", content: null, tool_calls: [{ index: 0, id: callId, type: "function", function: { name: "read", arguments: "" } }] },
+      { tool_calls: [{ index: 0, function: { arguments: JSON.stringify({ path: "probe.txt" }) } }] },
+    ],
+    "tool_calls",
+  );
+}
+
 function answer(res: http.ServerResponse, body: RecordedRequest["body"], text: string, n: number): void {
-  const id = `chatcmpl-${n}`;
-  const created = Math.floor(Date.now() / 1000);
-  const model = body.model ?? "fake-model";
-  const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
-  if (!body.stream) {
-    res.writeHead(200, { "content-type": "application/json" });
-    res.end(
-      JSON.stringify({
-        id,
-        object: "chat.completion",
-        created,
-        model,
-        choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }],
-        usage,
-      }),
-    );
-    return;
-  }
-  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
-  const send = (o: unknown) => res.write(`data: ${JSON.stringify(o)}\n\n`);
-  const chunk = (delta: unknown, finish: string | null) => ({
-    id,
-    object: "chat.completion.chunk",
-    created,
-    model,
-    choices: [{ index: 0, delta, finish_reason: finish }],
-  });
-  send(chunk({ role: "assistant", content: "" }, null));
-  send(chunk({ content: text }, null));
-  send(chunk({}, "stop"));
-  if ((body.stream_options as { include_usage?: boolean } | undefined)?.include_usage)
-    send({ id, object: "chat.completion.chunk", created, model, choices: [], usage });
-  res.write("data: [DONE]\n\n");
-  res.end();
+  if (body.stream) return stream(res, body, n, [{ role: "assistant", content: "" }, { content: text }], "stop");
+  res.writeHead(200, { "content-type": "application/json" });
+  res.end(
+    JSON.stringify({
+      id: `chatcmpl-${n}`,
+      object: "chat.completion",
+      created: Math.floor(Date.now() / 1000),
+      model: body.model ?? "fake-model",
+      choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }],
+      usage: USAGE,
+    }),
+  );
 }

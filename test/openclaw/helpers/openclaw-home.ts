@@ -179,9 +179,11 @@ export class OpenClawHome {
    * Starts `openclaw gateway run` (configure `gatewayPort` first); resolves once it says it is ready.
    * `output()` is everything it printed so far; `waitFor(re)` resolves once its output matches.
    */
-  async startGateway(): Promise<{ stop(): Promise<void>; output(): string; waitFor(re: RegExp, timeoutMs?: number): Promise<void> }> {
+  async startGateway(
+    extraEnv: Record<string, string> = {},
+  ): Promise<{ stop(): Promise<void>; output(): string; waitFor(re: RegExp, timeoutMs?: number): Promise<void> }> {
     const child: ChildProcess = spawn(this.install.node, [this.install.cli, "gateway", "run"], {
-      env: this.env({ OPENCLAW_GATEWAY_TOKEN: GATEWAY_TOKEN, OPENCLAW_DISABLE_BONJOUR: "1", OPENCLAW_SKIP_CHANNELS: "1" }),
+      env: this.env({ OPENCLAW_GATEWAY_TOKEN: GATEWAY_TOKEN, OPENCLAW_DISABLE_BONJOUR: "1", OPENCLAW_SKIP_CHANNELS: "1", ...extraEnv }),
       cwd: path.join(this.dir, "workspace"),
       stdio: ["ignore", "pipe", "pipe"],
     });
