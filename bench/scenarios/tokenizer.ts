@@ -9,6 +9,10 @@
  *   (real English chat, each counted once) when the data is there, and gpt-tokenizer counting each
  *   text whole with no cache at all (what contextd did before the piece cache:
  *   `tokens_per_s_without_piece_cache`). Also reported: the first batches of a fresh process.
+ * - adversarial_tokens_per_s: the worst of countText over texts that are one long BPE piece each —
+ *   1 MB (100 kB with --quick) of one letter, of spaces, of punctuation, of brackets, of digits, of
+ *   one CJK character, of emoji with joiners, of an alternating pair — where a merge that rescans the
+ *   whole piece at every step is quadratic. `adversarial_ratio` = that / tokens_per_s (goal ≥ 0.5).
  * - cached_assemble_speedup: what storing counts at append saves. A 27k-token view (60 messages) is
  *   stored in the real SQLite store (src/store/sqlite); "stored counts" = readActiveView, which sums
  *   the counts stored with the entries (what Assemble does); "re-tokenize" = the same read plus
@@ -37,7 +41,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const tokenizer = createTokenizer("o200k_base");
   const rounds = ctx.quick ? 3 : 12;
   const perBatch = 300;
-  const totalSteps = FRESH_BATCHES + FILL_TOKENS / 1e6 + 3 * (rounds + 1) + 2 * (rounds + 1);
+  const totalSteps = FRESH_BATCHES + FILL_TOKENS / 1e6 + 3 * (rounds + 1) + 2 * (rounds + 1) + 8;
   let steps = 0;
   const step = (phase: string) => ctx.progress.update(++steps, totalSteps, phase);
 
@@ -101,6 +105,28 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   ];
   const rates = await interleave(variants, { rounds, onBatch: () => step("tokens/s, long-running") });
 
+  // --- adversarial shapes: one long piece each ----------------------------------------------------
+  const adversarialBytes = ctx.quick ? 100_000 : 1_000_000;
+  const shapes: [string, string][] = [
+    ["one letter", "a"],
+    ["spaces", " "],
+    ["punctuation", "!"],
+    ["brackets", "[{"],
+    ["digits", "7"],
+    ["one CJK character", "日"],
+    ["emoji with joiners", "👨‍👩‍👧"],
+    ["alternating pair", "ab"],
+  ];
+  const adversarial = shapes.map(([shape, unit]) => {
+    const text = unit.repeat(Math.ceil(adversarialBytes / Buffer.byteLength(unit)));
+    const s = nowMs();
+    const tokens = tokenizer.countText(text);
+    const ms = nowMs() - s;
+    step(`adversarial: ${shape}`);
+    return { shape, tokens, ms, rate: (tokens * 1000) / Math.max(ms, 0.001) };
+  });
+  const worst = adversarial.reduce((a, b) => (b.rate < a.rate ? b : a));
+
   // --- stored counts vs re-tokenizing on Assemble's read path -----------------------------------
   const dir = makeTempDir("tokenizer");
   const store = await openStore(`sqlite:${path.join(dir, "t.db")}`);
@@ -148,6 +174,10 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         tokens_per_s_without_piece_cache: round(median(rates.whole_text), 0),
         piece_cache_speedup: round(ratio(codingRate, median(rates.whole_text)), 2),
         tokens_per_s_locomo: rates.locomo ? round(real, 0) : null,
+        adversarial_tokens_per_s: round(worst.rate, 0),
+        adversarial_worst_shape: worst.shape,
+        adversarial_ratio: round(ratio(worst.rate, codingRate), 2),
+        adversarial_bytes: adversarialBytes,
         cached_assemble_speedup: round(ratio(retok, stored), 1),
         view: { messages: probe.messages.length, tokens: probe.tokens },
         view_read_ms_stored_counts: round(stored, 3),
@@ -160,6 +190,8 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         "tokens_per_s_without_piece_cache",
         "piece_cache_speedup",
         "tokens_per_s_locomo",
+        "adversarial_tokens_per_s",
+        "adversarial_ratio",
         "cached_assemble_speedup",
         "view_read_ms_stored_counts",
         "view_read_ms_retokenized",
@@ -181,6 +213,11 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
             ["view read + re-tokenize ms", round(retok, 3)],
             ["speedup of stored counts", round(ratio(retok, stored), 1)],
           ],
+        },
+        {
+          title: `tokenizer: texts that are one BPE piece of ${adversarialBytes.toLocaleString("en-US")} bytes`,
+          headers: ["shape", "tokens", "ms", "tokens/s"],
+          rows: adversarial.map((a) => [a.shape, a.tokens, round(a.ms, 1), round(a.rate, 0)]),
         },
       ],
     };

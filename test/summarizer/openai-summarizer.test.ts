@@ -110,9 +110,17 @@ describe("the openai summarizer against a chat-completions server", () => {
   });
 
   it("holds the summary to maxChars even when the model writes more", async () => {
-    server.script(completion("parseConfig ".repeat(50)));
-    const out = asSummaryResult(await summarizer().summarize(input({ maxChars: 100 })));
-    expect(out.summary).toBe("parseConfig ".repeat(50).slice(0, 100));
+    server.script(completion("parseConfig ".repeat(100)));
+    const out = asSummaryResult(await summarizer().summarize(input({ maxChars: 400 })));
+    expect(out.summary).toBe("parseConfig ".repeat(100).slice(0, 400));
+  });
+
+  it("writes a summary shorter than 360 characters (a tight budget) as the extractive compact form, without asking the model", async () => {
+    const out = asSummaryResult(await summarizer().summarize(input({ maxChars: 120 })));
+    expect(server.requests).toHaveLength(0);
+    expect(out.details).toMatchObject({ summarizer: "extractive", summarizer_model_skipped: true, summarizer_requests: 0 });
+    expect(out.summary.length).toBeLessThanOrEqual(120);
+    expect(out.summary).toMatch(/^Ids: .*src\/app\.ts/);
   });
 
   it("summarizes a history larger than the window chunk by chunk, carrying the running summary forward", async () => {

@@ -67,6 +67,35 @@ describe("bpeCounter (pieces counted with a cache)", () => {
   }
 });
 
+/**
+ * Adversarial shapes: one long piece (a run of one letter, of spaces, of punctuation, of digits, of
+ * one CJK character, of emoji with joiners, of alternating pairs, of brackets), where a merge that
+ * rescans every pair at every step is quadratic. Counts must still be gpt-tokenizer's exactly.
+ */
+const RUN_UNITS = ["a", "Z", " ", "\t", "\n", "!", ".", "[", "[{", "0", "7", "日", "한", "é", "👍🏽", "👨‍👩‍👧", "ab", "xy ", "=>", "_", "-"];
+const arbRun = fc
+  .record({
+    prefix: fc.constantFrom("", " ", "x", "\n", "1"),
+    unit: fc.constantFrom(...RUN_UNITS),
+    times: fc.integer({ min: 1, max: 3_000 }),
+    suffix: fc.constantFrom("", " ", "x", "!", "\n"),
+  })
+  .map(({ prefix, unit, times, suffix }) => prefix + unit.repeat(times) + suffix);
+
+describe("bpeCounter on adversarial text (long runs that are one piece)", () => {
+  for (const name of NAMES) {
+    it(`${name}: counts runs of up to thousands of one unit exactly as gpt-tokenizer counts them`, () => {
+      const count = bpeCounter(name);
+      fc.assert(
+        fc.property(arbRun, (t) => {
+          expect(count(t)).toBe(whole[name](t));
+        }),
+        { numRuns: 150 },
+      );
+    });
+  }
+});
+
 describe("a byte-order mark (U+FEFF) is counted as tiktoken counts it", () => {
   it("one token where the encoding has its three bytes as one key; gpt-tokenizer says two", () => {
     for (const name of NAMES) {

@@ -14,6 +14,8 @@
  *   then say `summarizer: extractive`, `summarizer_fallback_from: openai` and why. Once the model
  *   has failed in a compaction, the compaction's later summarize calls fall back at once
  *   (`priorAttempt`) instead of waiting for the model again.
+ * - **Short summaries** (a cap under COMPACT_BELOW_CHARS, 360 characters: a tight budget) are the
+ *   extractive summarizer's compact form, without asking the model (`summarizer_model_skipped`).
  * - **Cancellation is not a failure**: when the caller's signal aborts, the request and any retry
  *   wait stop at once and the AbortError propagates; nothing falls back.
  */
@@ -22,6 +24,7 @@ import { capChars } from "../compaction/summary-fit.js";
 import { carriesContent } from "../compaction/summary-content.js";
 import type { ChatCompletionsClient } from "./chat-completions.js";
 import { createExtractiveSummarizer, DEFAULT_MAX_CHARS } from "./extractive.js";
+import { COMPACT_BELOW_CHARS } from "./extract-format.js";
 import { clipHeadTail } from "./extract-text.js";
 import { isAbortError, ModelError, ModelResponseError } from "./model-errors.js";
 import { cleanSummary, renderMessage, SUMMARY_SYSTEM_PROMPT, summaryInstructions, summaryPrompt } from "./summary-prompt.js";
@@ -73,6 +76,15 @@ export function createOpenAISummarizer(options: OpenAISummarizerOptions): Summar
   return {
     kind: OPENAI_KIND,
     async summarize(input: SummarizeInput): Promise<SummaryResult> {
+      // A summary this short (a tight budget) is the extractive compact form: the identifiers and
+      // the latest request, verbatim. A model asked for a few words would spend a request to write
+      // what its cap then cuts short.
+      if (Number.isFinite(input.maxChars) && input.maxChars < COMPACT_BELOW_CHARS) {
+        return {
+          summary: await fallback.summarize(input),
+          details: { summarizer: fallback.kind, summarizer_model: client.model, summarizer_requests: 0, summarizer_model_skipped: true },
+        };
+      }
       const prior = input.priorAttempt;
       if (prior?.summarizer_fallback_from === OPENAI_KIND) {
         // The same failure explains this summary too (and the requests it took are still all there were).
