@@ -8,6 +8,7 @@ import { compactionQuality } from "./compaction_quality.js";
 import { compactionDeadline } from "./compaction_deadline.js";
 import { failover } from "./failover.js";
 import { memory } from "./memory.js";
+import { noisyNeighbor } from "./noisy_neighbor.js";
 import { tokenizer } from "./tokenizer.js";
 import { gatewayOverhead } from "./gateway_overhead.js";
 import { observabilityOverhead } from "./observability_overhead.js";
@@ -17,6 +18,7 @@ export const SCENARIOS: Scenario[] = [
   observabilityOverhead,
   assembleScaling,
   assembleUnderLoad,
+  noisyNeighbor,
   appendThroughput,
   failover,
   compactionDeadline,

@@ -91,3 +91,10 @@ export class UnimplementedError extends ContextdError {
     super(status.UNIMPLEMENTED, message);
   }
 }
+
+/**
+ * An engine's answer broke the contract (over its budget or size bound, unknown entries, garbage):
+ * the engine's fault, which the router counts against it before `legacy` answers instead. It never
+ * reaches a client as itself.
+ */
+export class ContractViolation extends Error {}

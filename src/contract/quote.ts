@@ -1,4 +1,21 @@
 /**
+ * Characters that act on a terminal or a log viewer instead of showing as themselves: C0 and C1
+ * controls, DEL, line and paragraph separators, bidi overrides and isolates, zero-width characters
+ * and the BOM. Untrusted text shows them as `\uXXXX` escapes.
+ */
+const UNSAFE_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff]/g;
+
+const escapeUnsafe = (text: string) => text.replace(UNSAFE_CHARACTERS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+
+/** Whether `value` holds any character that would act instead of showing (see UNSAFE_CHARACTERS). */
+export function hasUnsafeCharacters(value: string): boolean {
+  UNSAFE_CHARACTERS.lastIndex = 0;
+  const found = UNSAFE_CHARACTERS.test(value);
+  UNSAFE_CHARACTERS.lastIndex = 0;
+  return found;
+}
+
+/**
  * An untrusted value as it may appear in an error message or a log line: JSON-quoted (so control
  * characters, bidi overrides and zero-width characters show as escapes instead of acting on a
  * terminal or a log viewer) and cut to `max` characters, with its full length said. A caller's
@@ -6,9 +23,24 @@
  */
 export function quote(value: string, max = 64): string {
   const shown = value.length > max ? `${value.slice(0, max)}…` : value;
-  const text = JSON.stringify(shown).replace(
-    /[\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
-  );
+  const text = escapeUnsafe(JSON.stringify(shown));
   return value.length > max ? `${text} (${value.length} characters)` : text;
+}
+
+/**
+ * A message with untrusted parts — an engine's error text, a reason it gave — as it may be stored,
+ * echoed to runtimes or logged: unsafe characters escaped as quote() escapes them, cut to at most
+ * `max` characters (escapes included) with its full length said. Not quoted: it reads as the
+ * sentence it is.
+ */
+export function boundedText(value: string, max = 1024): string {
+  let shown = escapeUnsafe(value.length > max ? value.slice(0, max) : value);
+  if (shown.length <= max && value.length <= max) return shown;
+  if (shown.length > max) {
+    shown = shown.slice(0, max);
+    // Never end inside an escape: `\u00` would read as a different character.
+    const escape = shown.lastIndexOf("\\u");
+    if (escape > max - 6) shown = shown.slice(0, escape);
+  }
+  return `${shown}… (${value.length} characters)`;
 }

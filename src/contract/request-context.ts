@@ -32,6 +32,8 @@ export type UnaryHandler<Req, Res, P> = (request: Req, ctx: RequestContext<P>) =
 /** Where a server-streaming handler writes; the stream ends when the handler's promise settles. */
 export interface StreamSink<Res> {
   write(message: Res): void;
+  /** Messages written and not yet sent: grows while the caller does not read. */
+  readonly backlog: number;
   /** Fires when the caller goes away (cancelled, closed). */
   readonly closed: AbortSignal;
 }

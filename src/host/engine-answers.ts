@@ -1,7 +1,8 @@
 import { isSummaryMessage } from "../contract/messages.js";
 import { type ContextEngineServiceAssembleResponse, type ContextEngineServiceCompactResponse } from "../contract/gen/contextd/v1/engine.js";
 import { PromptAuthority, Role, type Message } from "../contract/gen/contextd/v1/types.js";
-import { ContractViolation } from "../registry/router.js";
+import { ContractViolation } from "../contract/errors.js";
+import { quote } from "../contract/quote.js";
 
 /**
  * Contract checks on engine answers. A violation is the engine's fault: the router counts it,
@@ -30,7 +31,7 @@ export function checkCompaction(answer: ContextEngineServiceCompactResponse, vie
   if (!answer.result) throw new ContractViolation("compact answered compacted=true without a result");
   const first = answer.result.firstKeptEntryId;
   if (first && !view.some((m) => m.id === first && !isSummaryMessage(m))) {
-    throw new ContractViolation(`first_kept_entry_id "${first}" is not an entry of the session's active view`);
+    throw new ContractViolation(`first_kept_entry_id ${quote(first)} is not an entry of the session's active view`);
   }
 }
 
@@ -47,8 +48,8 @@ export function resolveKeptEntries(answer: ContextEngineServiceAssembleResponse,
   let last = -1;
   answer.keptEntryIds.forEach((id, i) => {
     const at = position.get(id);
-    if (at === undefined) throw new ContractViolation(`kept_entry_ids[${i}] "${id}" is no message of the view the engine was sent`);
-    if (at <= last) throw new ContractViolation(`kept_entry_ids[${i}] "${id}" is named twice or out of the view's order`);
+    if (at === undefined) throw new ContractViolation(`kept_entry_ids[${i}] ${quote(id)} is no message of the view the engine was sent`);
+    if (at <= last) throw new ContractViolation(`kept_entry_ids[${i}] ${quote(id)} is named twice or out of the view's order`);
     last = at;
     kept.push(sent[at]);
   });

@@ -1,6 +1,7 @@
 import { CancelledError, DeadlineExceededError, FailedPreconditionError, InvalidArgumentError, ResourceExhaustedError } from "../contract/errors.js";
 import type { HostServiceService } from "../contract/gen/contextd/v1/host.js";
 import type { Handlers } from "../contract/request-context.js";
+import { boundedText } from "../contract/quote.js";
 import { TranscriptEntry, Usage } from "../contract/gen/contextd/v1/types.js";
 import { chatMessages } from "../legacy/summarizer/chat-messages.js";
 import type { ChatModel } from "../legacy/summarizer/create-summarizer.js";
@@ -67,7 +68,7 @@ export function hostHandlers(
       const outcome = await store.rewriteEntries(
         session.sessionId,
         req.rewrites.map((r) => ({ entryId: r.entryId, message: r.message!, tokenCount: tokenizer.countMessage(r.message!) })),
-        req.reason || `rewritten by engine "${grant.engineId}"`,
+        req.reason ? boundedText(req.reason, 1024) : `rewritten by engine "${grant.engineId}"`,
       );
       return { rewrittenEntries: outcome.rewrittenEntries, bytesFreed: outcome.bytesFreed };
     },

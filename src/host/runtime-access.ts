@@ -10,6 +10,8 @@ export interface RuntimeAccess {
   readonly agents: AgentScope;
   /** Seals this caller's page tokens (page-token.ts): derived from its credential. */
   readonly pageKey: PageKey;
+  /** The runtime token's name, for per-tenant limits (tenant-limits.ts); undefined without auth. */
+  readonly tenant?: string;
 }
 
 /** A token's agent patterns (`"*"`, `"team-*"`, exact ids) as a store filter. */

@@ -59,10 +59,12 @@ export class SessionHost {
   /**
    * The session's active view. With `access` (the first read of an RPC whose session was resolved
    * for `view` use, session-visibility.ts) the session is admitted on the row the view holds:
-   * another agent's session is missing, and `session` takes the stored agent and key.
+   * another agent's session is missing — the store refuses it on its row, before reading any of its
+   * entries, so the refusal takes the time a missing id takes — and `session` takes the stored agent
+   * and key.
    */
   async readView(session: SessionRef, access?: RuntimeAccess): Promise<ActiveView> {
-    const view = await this.store.readActiveView(session.sessionId);
+    const view = await this.store.readActiveView(session.sessionId, access?.agents);
     if (access) admitExisting(access, session, view?.session);
     if (!view) throw sessionNotFound(session.sessionId);
     return view;

@@ -1,6 +1,8 @@
 import type { SessionServiceService } from "../contract/gen/contextd/v1/session.js";
 import type { SessionRef } from "../contract/gen/contextd/v1/types.js";
 import type { Handlers, RequestContext } from "../contract/request-context.js";
+import { encodedSize } from "../contract/received-messages.js";
+import type { TenantLimits } from "../contract/tenant-limits.js";
 import type { TranscriptStore } from "../store/types.js";
 import type { TranscriptExports } from "./export-transcript.js";
 import type { TranscriptImports } from "./import-transcript.js";
@@ -13,8 +15,13 @@ import type { Subagents } from "./subagents.js";
 /**
  * SessionService's handlers: the server's authorization rule proved a runtime credential (its
  * RuntimeAccess is the principal); here each call resolves the sessions it names against it
- * (session-visibility.ts: another agent's session is answered as a missing one), then the host
- * does the work.
+ * (session-visibility.ts: another agent's session is answered as a missing one), is admitted
+ * against its token's and its agents' limits (tenant-limits.ts), then the host does the work.
+ *
+ * The agents a call counts against are those of its sessions as resolved: the stored agent of an
+ * existing session, the claimed one of a session to create — and for Assemble, Compact and
+ * AfterTurn (resolved on the view they read) the agent the request names; without one, such a call
+ * counts against its token only.
  */
 export function sessionHandlers(
   host: SessionHost,
@@ -23,6 +30,7 @@ export function sessionHandlers(
   imports: TranscriptImports,
   exports: TranscriptExports,
   store: TranscriptStore,
+  limits: TenantLimits,
 ): Handlers<typeof SessionServiceService, RuntimeAccess> {
   const call = (ctx: RequestContext<RuntimeAccess>): HostCall => ({
     deadlineMs: ctx.deadlineMs,
@@ -31,17 +39,35 @@ export function sessionHandlers(
     access: ctx.principal,
     trace: ctx.trace,
   });
-  /** `sessions` names each session the request refers to, its field and how the call uses it (session-visibility.ts). */
-  function rpc<Req, Res>(sessions: (req: Req) => [SessionRef | undefined, string, SessionUse][], fn: (req: Req, call: HostCall) => Promise<Res>) {
+  /**
+   * `sessions` names each session the request refers to, its field and how the call uses it
+   * (session-visibility.ts); `appendBytes`, what the call appends (the per-token byte rate).
+   */
+  function rpc<Req, Res>(
+    sessions: (req: Req) => [SessionRef | undefined, string, SessionUse][],
+    fn: (req: Req, call: HostCall) => Promise<Res>,
+    appendBytes?: (req: Req) => number,
+  ) {
     return async (req: Req, ctx: RequestContext<RuntimeAccess>): Promise<Res> => {
-      for (const [ref, field, use] of sessions(req)) await resolveSession(store, ctx.principal, ref, field, use);
-      return fn(req, call(ctx));
+      const named = sessions(req);
+      for (const [ref, field, use] of named) await resolveSession(store, ctx.principal, ref, field, use);
+      const release = limits.admit({
+        tenant: ctx.principal.tenant,
+        agents: named.map(([ref]) => ref?.agentId ?? ""),
+        appendBytes: appendBytes?.(req) ?? 0,
+      });
+      try {
+        return await fn(req, call(ctx));
+      } finally {
+        release();
+      }
     };
   }
   return {
     appendMessages: rpc(
       (r) => [[r.session, "session", "create"]],
       (r, c) => host.appendMessages(r, c),
+      (r) => r.messages.reduce((sum, m) => sum + encodedSize(m), 0),
     ),
     assemble: rpc(
       (r) => [[r.session, "session", "view"]],
@@ -94,6 +120,7 @@ export function sessionHandlers(
     importTranscript: rpc(
       (r) => [[r.session, "session", "create"]],
       (r) => imports.importTranscript(r),
+      (r) => r.jsonl.length,
     ),
     exportTranscript: rpc(
       (r) => [[r.session, "session", "existing"]],

@@ -11,7 +11,8 @@ import { requireSession } from "./validate.js";
  * which the store then requires to be new); `view` — it must exist, and the host's first read is
  * the session's active view, which holds the session row: the claim is checked here, and the host
  * admits the session on the row it reads (`admitExisting`, SessionHost.readView) instead of reading
- * the row twice (Assemble, Compact, AfterTurn: a store round trip less per call).
+ * the row twice (Assemble, Compact, AfterTurn: a store round trip less per call); the store reads
+ * the entries only of a session within the caller's agents, so a refusal costs what a miss costs.
  */
 export type SessionUse = "existing" | "create" | "view";
 

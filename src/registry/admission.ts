@@ -1,4 +1,4 @@
-import { status, type ChannelCredentials } from "@grpc/grpc-js";
+import { status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { PROTOCOL_VERSION } from "../contract/engine-api.js";
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from "../contract/errors.js";
@@ -12,14 +12,14 @@ import {
   type RegisterEngineResponse,
 } from "../contract/gen/contextd/v1/registry.js";
 import { CORE_OWNER, engineIdProblem, LEGACY_ENGINE_ID } from "../contract/engine-id.js";
-import { quote } from "../contract/quote.js";
+import { hasUnsafeCharacters, quote } from "../contract/quote.js";
 import type { RegistryStore, StoredRegistration } from "../store/registry-store.js";
 import type { EndpointAllowList, EndpointChecker } from "./endpoint-allow-list.js";
 import type { EngineEvents } from "./engine-events.js";
 import type { EngineReservations } from "./engine-reservations.js";
 import { newCounters, toEngineStatus, type EngineRegistry, type RegisteredEngine } from "./engine-registry.js";
 import type { Quarantine } from "./quarantine.js";
-import { RemoteEngine } from "./remote-engine.js";
+import { RemoteEngine, type EngineDialing } from "./remote-engine.js";
 
 export const SUPPORTED_PROTOCOL_VERSIONS = [PROTOCOL_VERSION];
 
@@ -29,7 +29,7 @@ const TRANSIENT_PROBE_CODES = new Set<number>([status.UNAVAILABLE, status.DEADLI
 export interface AdmissionSettings {
   /** Deadline of the GetInfo and health probes made before admitting. */
   probeTimeoutMs: number;
-  credentials: ChannelCredentials;
+  dialing: EngineDialing;
 }
 
 /**
@@ -95,7 +95,7 @@ export class Admission {
     if (!version)
       return refuse(Refusal.REFUSAL_VERSION_UNSUPPORTED, `protocol_versions [${offered.join(", ")}] has none of [${SUPPORTED_PROTOCOL_VERSIONS.join(", ")}]`);
 
-    const remote = new RemoteEngine(endpoint, emptyInfo(engineId), this.settings.credentials, { checker: this.allowList, checked: checked.dial });
+    const remote = new RemoteEngine(endpoint, emptyInfo(engineId), this.settings.dialing, { checker: this.allowList, checked: checked.dial });
     const probe = await this.probe(remote, engineId, version);
     if (probe.refusal) {
       remote.close();
@@ -175,8 +175,10 @@ export class Admission {
       return { refusal: Refusal.REFUSAL_CONTRACT_INVALID, message: "GetInfo must answer an EngineInfo with non-empty id and name" };
     }
     if (info.id !== engineId) {
-      return { refusal: Refusal.REFUSAL_CONTRACT_INVALID, message: `GetInfo says id "${info.id}", but the registration is for "${engineId}"` };
+      return { refusal: Refusal.REFUSAL_CONTRACT_INVALID, message: `GetInfo says id ${quote(info.id)}, but the registration is for "${engineId}"` };
     }
+    const problem = engineInfoProblem(info);
+    if (problem) return { refusal: Refusal.REFUSAL_CONTRACT_INVALID, message: `GetInfo: ${problem}` };
     if (info.protocolVersions.length && !info.protocolVersions.includes(version)) {
       return {
         refusal: Refusal.REFUSAL_VERSION_UNSUPPORTED,
@@ -224,7 +226,7 @@ export class Admission {
         await this.store.deleteRegistration(r.engineId);
         continue;
       }
-      this.registry.set(restoredEngine(r, this.settings.credentials, this.allowList));
+      this.registry.set(restoredEngine(r, this.settings.dialing, this.allowList));
     }
   }
 }
@@ -236,13 +238,8 @@ export class Admission {
  * is checked against this replica's allow list before the first dial (RemoteEngine): stored by
  * another replica, or under another config, it is not trusted as it is.
  */
-export function restoredEngine(
-  r: StoredRegistration,
-  credentials: ChannelCredentials,
-  checker: EndpointChecker,
-  previous?: RegisteredEngine,
-): RegisteredEngine {
-  const remote = new RemoteEngine(r.endpoint, r.info, credentials, { checker });
+export function restoredEngine(r: StoredRegistration, dialing: EngineDialing, checker: EndpointChecker, previous?: RegisteredEngine): RegisteredEngine {
+  const remote = new RemoteEngine(r.endpoint, r.info, dialing, { checker });
   return {
     id: r.engineId,
     owner: r.owner,
@@ -262,4 +259,25 @@ export function restoredEngine(
 
 function emptyInfo(id: string): EngineInfo {
   return { id, name: "", version: "", ownsCompaction: false, turnMaintenanceMode: 0, capabilities: undefined, hostRequirements: [], protocolVersions: [] };
+}
+
+/** Bounds of what an EngineInfo says of itself: every runtime reads it (ListEngines, WatchEngines). */
+const INFO_LIMITS = { name: 128, version: 64, requirement: 64, requirements: 16, protocolVersions: 16 };
+
+/** Why `info` is not fit to store and show to every runtime, or undefined. */
+function engineInfoProblem(info: EngineInfo): string | undefined {
+  const text = (field: string, value: string, max: number) => {
+    if (value.length > max) return `${field} is ${value.length} characters, over ${max}`;
+    if (hasUnsafeCharacters(value)) return `${field} ${quote(value)} holds control, bidi or zero-width characters`;
+    return undefined;
+  };
+  if (info.hostRequirements.length > INFO_LIMITS.requirements)
+    return `host_requirements has ${info.hostRequirements.length} entries, over ${INFO_LIMITS.requirements}`;
+  if (info.protocolVersions.length > INFO_LIMITS.protocolVersions)
+    return `protocol_versions has ${info.protocolVersions.length} entries, over ${INFO_LIMITS.protocolVersions}`;
+  return (
+    text("name", info.name, INFO_LIMITS.name) ??
+    text("version", info.version, INFO_LIMITS.version) ??
+    info.hostRequirements.map((r, i) => text(`host_requirements[${i}]`, r, INFO_LIMITS.requirement)).find(Boolean)
+  );
 }

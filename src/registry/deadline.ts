@@ -2,19 +2,23 @@ import type { CallContext } from "../contract/engine-api.js";
 import { CancelledError, DeadlineExceededError } from "../contract/errors.js";
 
 /**
- * Runs `fn` under an absolute deadline. The signal handed to `fn` fires when the deadline passes or
- * the caller cancels, and the returned promise settles at that moment even if `fn` ignores the
- * signal — a hung engine must never hold the runtime past its deadline. A late result is dropped.
+ * Runs `fn` under an absolute deadline. The signal handed to `fn` fires when the deadline passes,
+ * the caller cancels, or `ended` fires (the call is ended for another reason: its engine lost its
+ * standing), and the returned promise settles at that moment even if `fn` ignores the signal — a
+ * hung engine must never hold the runtime past its deadline. A late result is dropped. `ended`'s
+ * reason is the rejection.
  */
 export async function withDeadline<T>(
   deadlineMs: number,
   callerSignal: AbortSignal | undefined,
   describe: string,
   fn: (ctx: CallContext) => Promise<T>,
+  ended?: AbortSignal,
 ): Promise<T> {
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   let onCallerAbort: (() => void) | undefined;
+  let onStop: (() => void) | undefined;
   const budgetMs = deadlineMs - Date.now();
 
   const stop = new Promise<never>((_, reject) => {
@@ -38,6 +42,14 @@ export async function withDeadline<T>(
       if (callerSignal.aborted) onCallerAbort();
       else callerSignal.addEventListener("abort", onCallerAbort, { once: true });
     }
+    if (ended) {
+      onStop = () => {
+        controller.abort(ended.reason);
+        reject(ended.reason);
+      };
+      if (ended.aborted) onStop();
+      else ended.addEventListener("abort", onStop, { once: true });
+    }
   });
 
   try {
@@ -47,6 +59,7 @@ export async function withDeadline<T>(
   } finally {
     if (timer) clearTimeout(timer);
     if (onCallerAbort) callerSignal?.removeEventListener("abort", onCallerAbort);
+    if (onStop) ended?.removeEventListener("abort", onStop);
     stop.catch(() => undefined);
   }
 }

@@ -12,10 +12,9 @@ const HealthClient = makeGenericClientConstructor(healthService, "Health");
  * The generated client, but Assemble's request carries the view's messages as the bytes they were
  * stored as (contract/encoded-messages.ts): the one request whose size grows with the session.
  */
-const EngineClient = makeGenericClientConstructor(
-  withSplicedMessages(E.ContextEngineServiceService, "assemble", "request", E.ContextEngineServiceAssembleRequest, 2),
-  "contextd.v1.ContextEngineService",
-) as unknown as typeof E.ContextEngineServiceClient;
+export const ENGINE_SERVICE = withSplicedMessages(E.ContextEngineServiceService, "assemble", "request", E.ContextEngineServiceAssembleRequest, 2);
+
+const EngineClient = makeGenericClientConstructor(ENGINE_SERVICE, "contextd.v1.ContextEngineService") as unknown as typeof E.ContextEngineServiceClient;
 
 const OPTIONS = {
   ...CHANNEL_OPTIONS,
@@ -64,6 +63,8 @@ export class EngineChannel {
     readonly endpoint: string,
     private readonly credentials: ChannelCredentials,
     private target: DialTarget,
+    /** The largest answer read at all (AnswerLimits.maxBytes): larger ones fail on their length prefix. */
+    private readonly maxAnswerBytes = OPTIONS["grpc.max_receive_message_length"],
   ) {
     this.current = this.dial();
   }
@@ -132,7 +133,7 @@ export class EngineChannel {
 
   private dial(): Generation {
     const { target, options } = this.target;
-    const channel = new Channel(target, this.credentials, { ...OPTIONS, ...options });
+    const channel = new Channel(target, this.credentials, { ...OPTIONS, ...options, "grpc.max_receive_message_length": this.maxAnswerBytes });
     return {
       channel,
       engine: new EngineClient(target, this.credentials, { channelOverride: channel }),

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import type { HostServiceService } from "../contract/gen/contextd/v1/host.js";
 import type { CompactionResult, HostContext } from "../contract/gen/contextd/v1/types.js";
-import { PermissionDeniedError, UnauthenticatedError } from "../contract/errors.js";
+import { PermissionDeniedError, UnauthenticatedError, UnavailableError } from "../contract/errors.js";
 import { quote } from "../contract/quote.js";
 import { callerBinding, checkCaller, type CallerBinding, type HostCaller } from "./caller-binding.js";
 
@@ -46,6 +46,27 @@ export interface HostGrant {
   delegatedCompactions: Array<{ entryId: string; result: CompactionResult }>;
   /** Set when the engine call ended (answered, failed, timed out or cancelled). */
   ended: boolean;
+  /** Why the engine lost its standing during the call (quarantined, deregistered): the token is dead. */
+  revoked?: string;
+  /** Ends the engine call this grant belongs to at once (the router sets it when it makes the call). */
+  cancel?: (error: EngineRevokedError) => void;
+}
+
+/** How an engine lost its standing: what its revoked calls fall back as. */
+export type LostStanding = "quarantined" | "deregistered";
+
+/**
+ * An engine call ended because its engine lost its standing while it ran — quarantined (by an
+ * operator, a health check, another call's failure) or deregistered: its host token dies, its
+ * answer is discarded, and the runtime is answered by `legacy` (or, strict, this status).
+ */
+export class EngineRevokedError extends UnavailableError {
+  constructor(
+    message: string,
+    readonly standing: LostStanding,
+  ) {
+    super(message);
+  }
 }
 
 /**
@@ -120,6 +141,7 @@ export class HostGrants {
   verify(token: string, sessionId: string, rpc: HostRpc, caller: HostCaller): HostGrant {
     const grant = token ? this.grants.get(token) : undefined;
     if (!grant) throw new UnauthenticatedError(this.unknownTokenMessage(token));
+    if (grant.revoked) throw new UnauthenticatedError(`host token revoked: ${grant.revoked}`);
     if (grant.ended) {
       throw new UnauthenticatedError("host token no longer valid: the engine call that carried it has ended");
     }
@@ -138,6 +160,23 @@ export class HostGrants {
       );
     }
     return grant;
+  }
+
+  /**
+   * Ends the standing of every live grant of `engineId`: their tokens are refused from now on (an
+   * engine an operator isolated, or that left, must not read or rewrite a transcript with a token
+   * it still holds) and their engine calls are ended at once, to be answered by `legacy`. Returns
+   * how many calls were in flight.
+   */
+  revokeEngine(engineId: string, standing: LostStanding, why: string): number {
+    let n = 0;
+    for (const grant of this.grants.values()) {
+      if (grant.engineId !== engineId || grant.ended || grant.revoked) continue;
+      grant.revoked = why;
+      grant.cancel?.(new EngineRevokedError(why, standing));
+      n++;
+    }
+    return n;
   }
 
   /** Why `token` is unknown here: issued by another replica (or an earlier run), or not a host token at all. */

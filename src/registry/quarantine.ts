@@ -4,6 +4,10 @@ import type { RegistryStore } from "../store/registry-store.js";
 import type { EngineEvents } from "./engine-events.js";
 import type { EngineRegistry, RegisteredEngine } from "./engine-registry.js";
 import type { EngineOperation, FailureKind, FailureObserver } from "./router.js";
+import { boundedText } from "../contract/quote.js";
+
+/** The longest quarantine reason kept (an engine's error text within it is cut shorter still). */
+const QUARANTINE_REASON_MAX_CHARS = 1024;
 
 /** Bulkhead rejections of one engine are logged at most this often. */
 const REJECTION_LOG_INTERVAL_MS = 1_000;
@@ -67,7 +71,10 @@ export class Quarantine implements FailureObserver {
    * answer was late (bench compaction_deadline). The registry sync does not apply the store's state
    * to this engine until the write is done (beginLocalWrite), and a failed write is retried there.
    */
-  async isolate(engine: RegisteredEngine, operation: string, reason: string, manual: boolean, opts: { afterAnswer?: boolean } = {}): Promise<void> {
+  async isolate(engine: RegisteredEngine, operation: string, why: string, manual: boolean, opts: { afterAnswer?: boolean } = {}): Promise<void> {
+    // Stored, and read by every runtime (GetEngine, ListEngines, WatchEngines): an operator's words
+    // or an engine's error text, bounded and escaped here where every reason enters.
+    const reason = boundedText(why, QUARANTINE_REASON_MAX_CHARS);
     const written = this.registry.beginLocalWrite(engine.id);
     const now = Date.now();
     const ejections = engine.ejections + 1;

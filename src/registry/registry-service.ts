@@ -1,4 +1,4 @@
-import { FailedPreconditionError, InvalidArgumentError } from "../contract/errors.js";
+import { FailedPreconditionError, InvalidArgumentError, ResourceExhaustedError } from "../contract/errors.js";
 import type { RegistryServiceService } from "../contract/gen/contextd/v1/registry.js";
 import type { Handlers } from "../contract/request-context.js";
 import { LEGACY_ENGINE_ID } from "../legacy/legacy-engine.js";
@@ -16,6 +16,9 @@ export interface RegistryCaller {
   /** Throws unless the caller proves `owner` (its token or mTLS identity) or is an operator. */
   requireOwnerOrOperator(owner: string): void;
 }
+
+/** Unsent events a WatchEngines stream may hold before it is ended (its watcher is not reading). */
+export const MAX_WATCH_BACKLOG = 1024;
 
 /** RegistryService's handlers: engines register; operators inspect and steer. */
 export function registryHandlers(
@@ -56,13 +59,26 @@ export function registryHandlers(
     },
     // Events until the caller goes away or the server drains (EngineEvents.closeAll).
     watchEngines: (req, _ctx, sink) =>
-      new Promise<void>((resolve) => {
+      new Promise<void>((resolve, reject) => {
         if (req.includeCurrent) {
           for (const engine of registry.list()) {
             sink.write({ event: { type: EngineEventType.ENGINE_EVENT_TYPE_REGISTERED, engine: toEngineStatus(engine), atMs: Date.now(), message: "current" } });
           }
         }
-        const unsubscribe = events.subscribe((event) => sink.write({ event }), resolve);
+        // A watcher that does not read would have every later event held for it in memory: past
+        // MAX_WATCH_BACKLOG unsent events its stream ends, and it can watch again with include_current.
+        const unsubscribe = events.subscribe((event) => {
+          if (sink.backlog >= MAX_WATCH_BACKLOG) {
+            unsubscribe();
+            reject(
+              new ResourceExhaustedError(
+                `WatchEngines: the watcher fell ${MAX_WATCH_BACKLOG} events behind and its stream was ended; watch again with include_current`,
+              ),
+            );
+            return;
+          }
+          sink.write({ event });
+        }, resolve);
         sink.closed.addEventListener(
           "abort",
           () => {

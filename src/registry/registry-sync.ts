@@ -1,4 +1,4 @@
-import type { ChannelCredentials } from "@grpc/grpc-js";
+import type { EngineDialing } from "./remote-engine.js";
 import type { Logger } from "pino";
 import { EngineInfo } from "../contract/gen/contextd/v1/engine.js";
 import { EngineEventType, type QuarantineState } from "../contract/gen/contextd/v1/registry.js";
@@ -13,7 +13,7 @@ export interface RegistrySyncSettings {
   /** How often the whole registry is read again, whatever the notifications said (engines.reconcile_interval). */
   reconcileIntervalMs: number;
   /** For the RemoteEngine of an engine registered at another replica. */
-  credentials: ChannelCredentials;
+  dialing: EngineDialing;
   /** This replica's engines.allow_endpoints: an engine registered elsewhere dials only what it allows. */
   allowList: EndpointChecker;
 }
@@ -171,7 +171,7 @@ export class RegistrySync {
         engine.remote.setInfo(r.info);
         engine.registeredAtMs = r.registeredAtMs;
       } else {
-        engine = restoredEngine(r, this.settings.credentials, this.settings.allowList, current);
+        engine = restoredEngine(r, this.settings.dialing, this.settings.allowList, current);
         this.registry.set(engine);
         current?.remote?.close();
       }

@@ -1,16 +1,26 @@
-import { status, type ChannelCredentials, type ServiceError } from "@grpc/grpc-js";
+import { status, type ChannelCredentials, type Client, type ServiceError } from "@grpc/grpc-js";
 import type { CallContext, ContextEngine } from "../contract/engine-api.js";
 import type * as E from "../contract/gen/contextd/v1/engine.js";
-import { CancelledError, DeadlineExceededError } from "../contract/errors.js";
+import { CancelledError, ContractViolation, DeadlineExceededError } from "../contract/errors.js";
 import { callUnary, type UnaryMethod } from "../contract/client-call.js";
+import { boundedText } from "../contract/quote.js";
+import { answerProblem, assembleBound, compactBound, smallBound, type AnswerBound, type AnswerLimits } from "./answer-limits.js";
 import type { DialTarget, EndpointChecker } from "./endpoint-allow-list.js";
-import { EngineChannel, EngineUnreachableError } from "./engine-channel.js";
+import { ENGINE_SERVICE, EngineChannel, EngineUnreachableError } from "./engine-channel.js";
 
 export type HealthAnswer = "SERVING" | "NOT_SERVING" | "UNREACHABLE";
 
 const TRANSPORT_DEADLINE_SLACK_MS = 25;
 
-type Unary<Req, Res> = UnaryMethod<Req, Res>;
+/** How contextd reaches sidecars: the channel credentials, and how large their answers may be. */
+export interface EngineDialing {
+  credentials: ChannelCredentials;
+  answerLimits: AnswerLimits;
+}
+
+type EngineMethod = keyof typeof ENGINE_SERVICE & string;
+type RequestOf<M extends EngineMethod> = Parameters<(typeof ENGINE_SERVICE)[M]["requestSerialize"]>[0];
+type ResponseOf<M extends EngineMethod> = ReturnType<(typeof ENGINE_SERVICE)[M]["responseDeserialize"]>;
 
 /** Bounds the endpoint check made before the first dial of an engine read from the store. */
 const FIRST_CHECK_MS = 5_000;
@@ -46,10 +56,14 @@ export class RemoteEngine implements ContextEngine {
   constructor(
     readonly endpoint: string,
     private engineInfo: E.EngineInfo,
-    private readonly credentials: ChannelCredentials,
+    private readonly dialing: EngineDialing,
     private readonly guard: EndpointGuard,
   ) {
-    if (guard.checked) this.channel = new EngineChannel(endpoint, credentials, guard.checked);
+    if (guard.checked) this.channel = this.open(guard.checked);
+  }
+
+  private open(target: DialTarget): EngineChannel {
+    return new EngineChannel(this.endpoint, this.dialing.credentials, target, this.dialing.answerLimits.maxBytes);
   }
 
   /** The channel to a checked target, checking first when there is none yet. */
@@ -88,7 +102,7 @@ export class RemoteEngine implements ContextEngine {
     }
     this.refused = undefined;
     if (this.channel) this.channel.repoint(result.dial);
-    else this.channel = new EngineChannel(this.endpoint, this.credentials, result.dial);
+    else this.channel = this.open(result.dial);
     return undefined;
   }
 
@@ -100,11 +114,16 @@ export class RemoteEngine implements ContextEngine {
     this.engineInfo = info;
   }
 
-  /** `pick` names the method on the client of the moment (the channel may have been replaced). */
-  private async call<Req, Res>(
-    pick: (c: E.ContextEngineServiceClient) => Unary<Req, Res>,
+  /**
+   * One call of `method` on the client of the moment (the channel may have been replaced). Its
+   * answer is checked against `bound` (given the size of the request as sent) on its wire bytes,
+   * before it is decoded: an answer over it is the engine's ContractViolation.
+   */
+  private async call<M extends EngineMethod, Req extends RequestOf<M> = RequestOf<M>, Res = ResponseOf<M>>(
+    method: M,
     req: Req,
     ctx: Pick<CallContext, "signal" | "deadlineMs" | "trace">,
+    bound: (requestBytes: number) => AnswerBound = smallBound(this.dialing.answerLimits),
   ): Promise<Res> {
     // The router's own timer enforces the deadline (and names it); the transport deadline is a
     // backstop a little later so the engine is still told when the time is up.
@@ -114,10 +133,32 @@ export class RemoteEngine implements ContextEngine {
     const channel = await this.ready(deadline.getTime());
     await channel.connect(deadline.getTime());
     if (ctx.signal.aborted) throw new CancelledError(`${this.endpoint}: cancelled by the caller`);
-    const client = channel.engine;
+    const client = channel.engine as unknown as Client;
+    const def = ENGINE_SERVICE[method] as unknown as { path: string; requestSerialize(r: Req): Buffer; responseDeserialize(b: Buffer): Res };
+    let requestBytes = 0;
+    let problem: string | undefined;
+    const unary: UnaryMethod<Req, Res> = (request, metadata, options, callback) =>
+      client.makeUnaryRequest(
+        def.path,
+        (r: Req) => {
+          const bytes = def.requestSerialize(r);
+          requestBytes = bytes.length;
+          return bytes;
+        },
+        (bytes: Buffer) => {
+          problem = answerProblem(bytes, bound(requestBytes));
+          if (problem) throw new Error(problem); // grpc-js ends the call; the catch below names it
+          return def.responseDeserialize(bytes);
+        },
+        request,
+        metadata,
+        options,
+        (err, res) => callback(err, res as Res),
+      );
     try {
-      return await callUnary(client, pick(client), req, { address: this.endpoint }, { deadlineMs: deadline.getTime(), signal: ctx.signal, trace: ctx.trace });
+      return await callUnary(client, unary, req, { address: this.endpoint }, { deadlineMs: deadline.getTime(), signal: ctx.signal, trace: ctx.trace });
     } catch (err) {
+      if (problem) throw new ContractViolation(`its ${def.path.slice(def.path.lastIndexOf("/") + 1)} answer ${problem}`);
       throw engineError(err as ServiceError, this.endpoint);
     }
   }
@@ -125,7 +166,7 @@ export class RemoteEngine implements ContextEngine {
   /** GetInfo with a short deadline (admission). */
   getInfo(timeoutMs: number): Promise<E.EngineInfo | undefined> {
     const signal = new AbortController().signal;
-    return this.call((c) => c.getInfo, {}, { signal, deadlineMs: Date.now() + timeoutMs }).then((r) => r.info);
+    return this.call("getInfo", {}, { signal, deadlineMs: Date.now() + timeoutMs }).then((r) => r.info);
   }
 
   /** One grpc.health.v1 Check of the whole server (service ""), under its own deadline. */
@@ -157,37 +198,37 @@ export class RemoteEngine implements ContextEngine {
   }
 
   ingest(req: E.IngestRequest, ctx: CallContext) {
-    return this.call((c) => c.ingest, req, ctx);
+    return this.call("ingest", req, ctx);
   }
   ingestBatch(req: E.IngestBatchRequest, ctx: CallContext) {
-    return this.call((c) => c.ingestBatch, req, ctx);
+    return this.call("ingestBatch", req, ctx);
   }
   assemble(req: E.ContextEngineServiceAssembleRequest, ctx: CallContext) {
-    return this.call((c) => c.assemble, req, ctx);
+    return this.call("assemble", req, ctx, assembleBound(this.dialing.answerLimits, req));
   }
-  compact(req: E.ContextEngineServiceCompactRequest, ctx: CallContext) {
-    return this.call((c) => c.compact, req, ctx);
+  async compact(req: E.ContextEngineServiceCompactRequest, ctx: CallContext) {
+    return withBoundedReason(await this.call("compact", req, ctx, compactBound(this.dialing.answerLimits, req)));
   }
-  bootstrap(req: E.BootstrapRequest, ctx: CallContext) {
-    return this.call((c) => c.bootstrap, req, ctx);
+  async bootstrap(req: E.BootstrapRequest, ctx: CallContext) {
+    return withBoundedReason(await this.call("bootstrap", req, ctx));
   }
   afterTurn(req: E.ContextEngineServiceAfterTurnRequest, ctx: CallContext) {
-    return this.call((c) => c.afterTurn, req, ctx);
+    return this.call("afterTurn", req, ctx);
   }
-  maintain(req: E.ContextEngineServiceMaintainRequest, ctx: CallContext) {
-    return this.call((c) => c.maintain, req, ctx);
+  async maintain(req: E.ContextEngineServiceMaintainRequest, ctx: CallContext) {
+    return withBoundedReason(await this.call("maintain", req, ctx));
   }
   prepareSubagentSpawn(req: E.ContextEngineServicePrepareSubagentSpawnRequest, ctx: CallContext) {
-    return this.call((c) => c.prepareSubagentSpawn, req, ctx);
+    return this.call("prepareSubagentSpawn", req, ctx);
   }
   rollbackSubagentSpawn(req: E.ContextEngineServiceRollbackSubagentSpawnRequest, ctx: CallContext) {
-    return this.call((c) => c.rollbackSubagentSpawn, req, ctx);
+    return this.call("rollbackSubagentSpawn", req, ctx);
   }
   onSubagentEnded(req: E.OnSubagentEndedRequest, ctx: CallContext) {
-    return this.call((c) => c.onSubagentEnded, req, ctx);
+    return this.call("onSubagentEnded", req, ctx);
   }
   async dispose(ctx: CallContext): Promise<void> {
-    await this.call((c) => c.dispose, {}, ctx);
+    await this.call("dispose", {}, ctx);
   }
 
   close(): void {
@@ -195,6 +236,17 @@ export class RemoteEngine implements ContextEngine {
     this.channel?.close();
   }
 }
+
+/**
+ * The `reason` an engine gives reaches the runtime and the logs: bounded and escaped like any
+ * untrusted text, here where the answer enters contextd.
+ */
+function withBoundedReason<T extends { reason: string }>(answer: T): T {
+  return answer.reason ? { ...answer, reason: boundedText(answer.reason, REASON_MAX_CHARS) } : answer;
+}
+
+/** The longest reason an engine's answer carries on. */
+const REASON_MAX_CHARS = 1024;
 
 /** The engine's deadline passing is a timeout wherever it is noticed first (here or in the router). */
 function engineError(err: ServiceError, endpoint: string): Error {

@@ -1,12 +1,13 @@
 import type { CallContext, ContextEngine } from "../contract/engine-api.js";
 import { LEGACY_ENGINE_ID } from "../contract/engine-id.js";
-import { CancelledError, ContextdError, DeadlineExceededError, ResourceExhaustedError } from "../contract/errors.js";
+import { CancelledError, ContextdError, ContractViolation, DeadlineExceededError, ResourceExhaustedError } from "../contract/errors.js";
+import { boundedText } from "../contract/quote.js";
 import { status } from "@grpc/grpc-js";
 import { Mode, SelectionSource, type SessionRef } from "../contract/gen/contextd/v1/types.js";
 import { Bulkhead } from "./bulkhead.js";
 import { withDeadline } from "./deadline.js";
 import type { EngineRegistry, RegisteredEngine } from "./engine-registry.js";
-import type { HostGrant, HostGrants } from "./host-grants.js";
+import { EngineRevokedError, type HostGrant, type HostGrants } from "./host-grants.js";
 
 export type EngineOperation = "ingest" | "assemble" | "compact" | "after_turn" | "maintain" | "bootstrap" | "subagent";
 export type OnFailure = "fallback" | "strict";
@@ -65,9 +66,10 @@ export interface CallerContext {
 
 /**
  * How an engine call ended, for metrics: the failure kinds, the caller's cancellation, `short` (it
- * ran out of the share of a short runtime deadline it was given, not its own deadline), or ok.
+ * ran out of the share of a short runtime deadline it was given, not its own deadline), `revoked`
+ * (its engine was quarantined or deregistered while it ran), or ok.
  */
-export type EngineCallOutcome = "ok" | FailureKind | "cancelled" | "short";
+export type EngineCallOutcome = "ok" | FailureKind | "cancelled" | "short" | "revoked";
 
 /**
  * Why a call was answered by `legacy` instead of the selected engine (a bounded set: a metric label
@@ -118,9 +120,6 @@ export class CallerDeadlineError extends DeadlineExceededError {}
  * engine every tenant uses), but this call falls back to `legacy` in the reserve.
  */
 export class ShortDeadlineError extends DeadlineExceededError {}
-
-/** Thrown by a `validate` callback when an engine's answer breaks the contract. */
-export class ContractViolation extends Error {}
 
 /**
  * Routes engine calls: resolves the slot, bounds every call with its deadline, and falls back to
@@ -217,6 +216,11 @@ export class Router {
       // Cancellation, or the runtime's own deadline, is the caller's doing: never held against the engine.
       // A CancelledError the engine raised while the caller is still there is the engine's failure.
       if (err instanceof CallerDeadlineError || caller.signal?.aborted) throw err;
+      if (err instanceof EngineRevokedError) {
+        if (this.onFailure(target.id) === "strict") throw new ContextdError(status.UNAVAILABLE, `${err.message} (on_failure: strict, no fallback)`);
+        const kind = err.standing === "deregistered" ? "not_registered" : "quarantined";
+        return { ...(await this.onLegacy(selection, op, caller, fn, validate, err.message, kind)), failedGrant: tried };
+      }
       if (err instanceof ShortDeadlineError) {
         const reason = `engine "${target.id}" did not answer ${op} within the runtime's deadline less the time kept for legacy's answer (${errorText(err)})`;
         return { ...(await this.onLegacy(selection, op, caller, fn, validate, reason, "short")), failedGrant: tried };
@@ -284,21 +288,35 @@ export class Router {
     const shareMs = caller.deadlineMs - Math.min(reserveMs, Math.max(0, (caller.deadlineMs - now) / 2));
     const deadlineMs = Math.min(configuredMs, shareMs);
     const issued = target.builtin ? undefined : this.grants.issue(target, session.sessionId, deadlineMs);
-    if (issued) onIssued?.(issued.grant);
+    // Revoking the grant (the engine quarantined or deregistered meanwhile) ends the call at once.
+    const revoked = issued ? new AbortController() : undefined;
+    if (issued) {
+      issued.grant.cancel = (error) => revoked!.abort(error);
+      onIssued?.(issued.grant);
+    }
     target.counters.calls++;
     const started = performance.now();
     let outcome: EngineCallOutcome = "ok";
     const run = (trace: Record<string, string> | undefined) =>
-      withDeadline(deadlineMs, caller.signal, `engine "${target.id}" ${op}`, (ctx) => fn(target.engine, { ...ctx, host: issued?.host, trace }, target)).then(
-        (value) => {
-          if (validate) validate(value, target);
-          return value;
-        },
-      );
+      withDeadline(
+        deadlineMs,
+        caller.signal,
+        `engine "${target.id}" ${op}`,
+        (ctx) => fn(target.engine, { ...ctx, host: issued?.host, trace }, target),
+        revoked?.signal,
+      ).then((value) => {
+        if (validate) validate(value, target);
+        return value;
+      });
     try {
       const value = this.hooks ? await this.hooks.around(target.id, op, caller.trace, run) : await run(caller.trace);
       return { value, grant: issued?.grant };
     } catch (err) {
+      if (err instanceof EngineRevokedError) {
+        // Not a failure of this call: the engine was taken out of service while it ran.
+        outcome = "revoked";
+        throw err;
+      }
       outcome = caller.signal?.aborted
         ? "cancelled"
         : err instanceof DeadlineExceededError
@@ -328,6 +346,14 @@ export class Router {
   }
 }
 
+/**
+ * An error as a fallback or quarantine reason: its text is often the engine's own (a gRPC error's
+ * details), which reaches every runtime (fallback_reason, GetEngine, WatchEngines), the store and
+ * the logs — so bounded and escaped like any untrusted text.
+ */
 function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  return boundedText(err instanceof Error ? err.message : String(err), REASON_MAX_CHARS);
 }
+
+/** The longest error text a reason carries (a reason adds a few words of its own). */
+const REASON_MAX_CHARS = 512;

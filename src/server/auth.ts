@@ -102,6 +102,18 @@ export class Authenticator {
     if (this.match(token).length === 0) throw new UnauthenticatedError("token not recognised");
   }
 
+  /**
+   * The tenant a call's token is, for per-tenant limits: the configured credential it matches, as
+   * `<role> <name>` (`runtime acme`). Undefined with auth off, or for a missing or unknown token —
+   * the method's rule refuses such a call.
+   */
+  tenantOf(metadata: Metadata): string | undefined {
+    if (!this.required) return undefined;
+    const token = bearerToken(metadata);
+    const match = token === undefined ? undefined : this.match(token)[0];
+    return match ? `${match.role} ${match.name}` : undefined;
+  }
+
   /** Throws PERMISSION_DENIED when the runtime's token does not cover `agentId`. */
   checkAgent(principal: RuntimePrincipal, agentId: string): void {
     if (!agentAllowed(principal.agents, agentId))

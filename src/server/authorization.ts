@@ -77,6 +77,8 @@ export function sessionAuthorization(auth: Authenticator): Authorize<RuntimeAcce
       checkAgent: (agentId: string) => auth.checkAgent(principal, agentId),
       mayActFor: (agentId: string) => agentAllowed(principal.agents, agentId),
       agents: agentScope(principal.agents),
+      // As Authenticator.tenantOf names it: the per-token counters are one tenant's.
+      tenant: principal.anonymous ? undefined : `runtime ${principal.name}`,
       // The presented token is the one the principal was proven from (auth off: none, one key for all).
       // Derived on first use: only the listing RPCs seal page tokens, and a key costs a sha256 and an
       // HKDF (~40 µs) that every append and Assemble would otherwise pay.

@@ -21,6 +21,7 @@ import {
   text,
 } from "./config-values.js";
 import { engines } from "./engines-config-schema.js";
+import { DEFAULT_TENANT_LIMITS } from "../contract/tenant-limits.js";
 
 /**
  * The config file's schema (SPEC §7), and the config's types derived from it. Every object is
@@ -218,6 +219,15 @@ export const configSchema = z.strictObject({
       max_session_entries: int(1).prefault(1000000),
       /** The largest ImportTranscript file (bytes): parsing one is bounded by it (16 MiB). */
       max_import_bytes: int(1).prefault(16777216),
+      /** Per runtime token and per agent (src/contract/tenant-limits.ts): one tenant must not take the service from the others. */
+      tenant: z
+        .strictObject({
+          max_calls_in_flight: int(1).prefault(DEFAULT_TENANT_LIMITS.maxCallsInFlight),
+          max_calls_in_flight_per_agent: int(1).prefault(DEFAULT_TENANT_LIMITS.maxCallsInFlightPerAgent),
+          append_bytes_per_second: int(1).prefault(DEFAULT_TENANT_LIMITS.appendBytesPerSecond),
+          max_watch_streams: int(1).prefault(DEFAULT_TENANT_LIMITS.maxWatchStreams),
+        })
+        .prefault({}),
     })
     .prefault({}),
 });

@@ -1,7 +1,7 @@
-import { Server } from "@grpc/grpc-js";
+import { Server, type Metadata } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { HostServiceService } from "../contract/gen/contextd/v1/host.js";
-import { EngineHealth, RegistryServiceService } from "../contract/gen/contextd/v1/registry.js";
+import { EngineEventType, EngineHealth, RegistryServiceService } from "../contract/gen/contextd/v1/registry.js";
 import { AssembleResponse, SessionServiceService } from "../contract/gen/contextd/v1/session.js";
 import { withSplicedMessages } from "../contract/encoded-messages.js";
 import { withReceivedMessages } from "../contract/received-messages.js";
@@ -25,6 +25,7 @@ import { HealthMonitor } from "../registry/health-monitor.js";
 import { HostGrants } from "../registry/host-grants.js";
 import { Quarantine } from "../registry/quarantine.js";
 import { RegistrySync } from "../registry/registry-sync.js";
+import type { EngineDialing } from "../registry/remote-engine.js";
 import { registryHandlers } from "../registry/registry-service.js";
 import { Router } from "../registry/router.js";
 import { openStore, type ContextdStore } from "../store/open-store.js";
@@ -39,12 +40,14 @@ import { routingSettings } from "./routing-settings.js";
 import { bindService, decodingDefinition } from "./middleware/bind-service.js";
 import { chain, serverInterceptors } from "./middleware/interceptors.js";
 import { InFlightLimit, loadShedding } from "./middleware/load-shedding.js";
+import { tenantAdmission } from "./middleware/tenant-admission.js";
 import { engineCallHooks } from "./observability/engine-call-hooks.js";
 import { instrumentStore } from "./observability/instrumented-store.js";
 import { ContextdMetrics } from "./observability/metrics.js";
 import { MetricsServer } from "./observability/metrics-server.js";
 import { createTracing, type Tracing } from "./observability/tracing.js";
 import { addStandardServices, StorePing, type ContextdHealth } from "./standard-services.js";
+import { TenantLimits } from "../contract/tenant-limits.js";
 
 const SERVICE_NAMES = ["contextd.v1.SessionService", "contextd.v1.RegistryService", "contextd.v1.HostService"];
 const MIN_GRPC_MESSAGE_BYTES = 64 * 1024 * 1024;
@@ -116,6 +119,14 @@ export class Contextd {
       maxSessionEntries: config.limits.max_session_entries,
       maxImportBytes: config.limits.max_import_bytes,
     };
+    const tenant = config.limits.tenant;
+    const tenantLimits = new TenantLimits({
+      maxCallsInFlight: tenant.max_calls_in_flight,
+      maxCallsInFlightPerAgent: tenant.max_calls_in_flight_per_agent,
+      appendBytesPerSecond: tenant.append_bytes_per_second,
+      maxWatchStreams: tenant.max_watch_streams,
+    });
+    const tenants = { limits: tenantLimits, tenantOf: (md: Metadata) => auth.tenantOf(md) };
     const opened = await openStore(config.store);
     // For measuring only (bench/scenarios/observability_overhead.ts): what contextd costs without its
     // metrics, tracing and access-log middleware. Not a configuration: production always has them.
@@ -144,13 +155,18 @@ export class Contextd {
       logger,
     );
     const allowList = new EndpointAllowList(e.allow_endpoints);
+    const answers = e.answer_limits;
+    const dialing: EngineDialing = {
+      credentials: engineCredentials(e.tls),
+      answerLimits: { maxBytes: answers.max_bytes, baseBytes: answers.base_bytes, bytesPerBudgetToken: answers.bytes_per_budget_token },
+    };
     const admission = new Admission(
       registry,
       store,
       quarantine,
       allowList,
       events,
-      { probeTimeoutMs: ADMISSION_PROBE_MS, credentials: engineCredentials(e.tls) },
+      { probeTimeoutMs: ADMISSION_PROBE_MS, dialing },
       logger,
       new EngineReservations(reservedEngines(config)),
     );
@@ -161,11 +177,21 @@ export class Contextd {
       store,
       quarantine,
       events,
-      { reconcileIntervalMs: reconcileIntervalMs(config), credentials: engineCredentials(e.tls), allowList },
+      { reconcileIntervalMs: reconcileIntervalMs(config), dialing, allowList },
       logger.child({ component: "registry-sync" }),
       (added) => void monitor.check(added).catch(() => undefined),
     );
     const grants = new HostGrants(config.host_endpoint);
+    // An engine quarantined (by an operator, its health, a failure) or deregistered — here or at
+    // another replica — loses its standing at once: its live host tokens are refused and its calls
+    // in flight are ended and answered by legacy.
+    events.subscribe((event) => {
+      const id = event.engine?.engineId;
+      if (!id) return;
+      if (event.type === EngineEventType.ENGINE_EVENT_TYPE_QUARANTINED)
+        grants.revokeEngine(id, "quarantined", `engine "${id}" was quarantined (${event.message})`);
+      if (event.type === EngineEventType.ENGINE_EVENT_TYPE_DEREGISTERED) grants.revokeEngine(id, "deregistered", `engine "${id}" was deregistered`);
+    });
     const router = new Router(registry, routingSettings(config), grants, quarantine, bare ? undefined : engineCallHooks(metrics, tracing));
     metrics.watchEngines(() => registry.list().map((r) => ({ id: r.id, quarantined: r.quarantine !== undefined, health: HEALTH_VALUE[r.health] ?? -1 })));
 
@@ -192,11 +218,11 @@ export class Contextd {
       "grpc.max_receive_message_length": maxBytes,
       "grpc.max_send_message_length": maxBytes,
       ...(serverLimits.max_concurrent_streams !== undefined ? { "grpc.max_concurrent_streams": serverLimits.max_concurrent_streams } : {}),
-      interceptors: bare ? [chain([loadShedding(shedding)])] : serverInterceptors({ logger, metrics, tracing, shedding }),
+      interceptors: bare ? [chain([loadShedding(shedding), tenantAdmission(tenants)])] : serverInterceptors({ logger, metrics, tracing, shedding, tenants }),
     });
     const imports = new TranscriptImports(store, tokenizer, limits);
     const exports = new TranscriptExports(store, maxBytes);
-    const sessions = sessionHandlers(host, new SessionQueries(host, store, router), new Subagents(host, store), imports, exports, store);
+    const sessions = sessionHandlers(host, new SessionQueries(host, store, router), new Subagents(host, store), imports, exports, store, tenantLimits);
     server.addService(
       decodingDefinition(withReceivedMessages(withSplicedMessages(SessionServiceService, "assemble", "response", AssembleResponse, 1), "appendMessages", 2)),
       bindService(SessionServiceService, sessions, { logger, authorize: sessionAuthorization(auth) }),

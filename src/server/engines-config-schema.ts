@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DEFAULT_ANSWER_LIMITS } from "../registry/answer-limits.js";
 import { allowListEntryProblem } from "../registry/endpoint-allow-list.js";
 import { formatDuration } from "./duration.js";
 import { duration, filePath, int, oneOf, show, stringMap, text } from "./config-values.js";
@@ -61,6 +62,17 @@ export const engines = z.strictObject({
    * runtime still gets legacy's answer in time.
    */
   fallback_reserve: duration().prefault("1s"),
+  /**
+   * How large an engine's answer may be (src/registry/answer-limits.ts): over the bound its request
+   * justifies, it is a contract violation, refused on its wire bytes before it is decoded.
+   */
+  answer_limits: z
+    .strictObject({
+      max_bytes: int(1).prefault(DEFAULT_ANSWER_LIMITS.maxBytes),
+      base_bytes: int(1).prefault(DEFAULT_ANSWER_LIMITS.baseBytes),
+      bytes_per_budget_token: int(1).prefault(DEFAULT_ANSWER_LIMITS.bytesPerBudgetToken),
+    })
+    .prefault({}),
   /** The bulkhead: calls in flight to one sidecar at most; the ones over it fall back at once. */
   max_concurrent_calls: int(1).prefault(64),
   /**

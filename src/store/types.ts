@@ -68,8 +68,12 @@ export interface TranscriptStore {
   readEntries(sessionId: string, afterSeq: number, limit: number): Promise<TranscriptEntry[]>;
   /** Token totals of the active view by role, without reading its messages; undefined when the session does not exist. */
   readActiveTotals(sessionId: string): Promise<ActiveTotals | undefined>;
-  /** The active view; undefined when the session does not exist. */
-  readActiveView(sessionId: string): Promise<ActiveView | undefined>;
+  /**
+   * The active view; undefined when the session does not exist or is not one of `agents`' — the
+   * entries of such a session are never read, so a refusal costs what a missing id costs (a caller
+   * must not learn, from the time it took, how long another agent's session is).
+   */
+  readActiveView(sessionId: string, agents?: AgentScope): Promise<ActiveView | undefined>;
   /**
    * Appends a compaction entry when `expectedLatestCompactionId` (empty string for "none yet") is
    * still the session's latest compaction; otherwise throws ConflictError and writes nothing.
@@ -141,6 +145,11 @@ export interface AgentScope {
 
 /** Every session (the prefix ""): listings without an agent filter. */
 export const ALL_AGENTS: AgentScope = { exact: [], prefixes: [""] };
+
+/** Whether a session of `agentId` is within `scope`. */
+export function inAgentScope(scope: AgentScope, agentId: string): boolean {
+  return scope.exact.includes(agentId) || scope.prefixes.some((p) => agentId.startsWith(p));
+}
 
 /** endSubagentSession's answer. */
 export type SubagentEnd = { ended: true } | { ended: false; endedAtMs: number; reason: number };

@@ -56,6 +56,11 @@
  *   fit the budget minus 50 as kept_entry_ids. "reference_unknown", "reference_twice" and
  *   "reference_order" break that answer: an id the view does not have appended, the last id named
  *   again, the ids reversed. Other RPCs answer as "ok".
+ * - "huge" (TS engine only): Assemble answers "ok"'s messages and one more of `huge_bytes` (40 MB)
+ *   of text; Compact answers compacted=true with a summary of `huge_bytes`. Others as "ok".
+ * - "hostile_text" (TS engine only): text of `hostile_bytes` (1 MB) characters of terminal escapes,
+ *   bells and right-to-left overrides — Assemble as the one kept_entry_id (unknown to the view),
+ *   Compact as the reason of ok=false; every other RPC fails with it as its error text.
  * - `get_info` (GetInfo): "ok", "hang" (logs `cancelled` when the call ends), "throw", "crash",
  *   "garbage_bytes", "slow" / "ignore_cancel" / "late" (answer after the wait, logging `answered`
  *   or `answered_late`). GetInfo is logged (`call`) only when told to misbehave.
@@ -89,7 +94,9 @@ export type EngineMode =
   | "by_reference"
   | "reference_unknown"
   | "reference_twice"
-  | "reference_order";
+  | "reference_order"
+  | "huge"
+  | "hostile_text";
 
 /** What the control file can make an RPC do (each key is read on every call of that RPC). */
 export type EngineOp = "assemble" | "compact" | "ingest" | "bootstrap" | "after_turn" | "maintain" | "subagent" | "get_info";
@@ -110,6 +117,10 @@ export type EngineControl = Partial<Record<EngineOp, EngineMode>> & {
   slow_ms?: number;
   /** How long after the call's deadline "late" answers (default 200). */
   late_ms?: number;
+  /** The size of "huge"'s extra message or summary (default 40 000 000). */
+  huge_bytes?: number;
+  /** The length of "hostile_text"'s text (default 1 000 000). */
+  hostile_bytes?: number;
 };
 
 /** Replaces the control file atomically (write + rename): the engine never reads half a file. */

@@ -6,8 +6,11 @@
  *   const watch = healthWatch(address);
  *   await watch.next("NOT_SERVING");
  *   watch.close();
+ *   const loop = healthLoop(address);        // Check after Check: how long the server kept it waiting
+ *   ...; const latencies = await loop.stop();
  */
 import { credentials, Client, type ClientReadableStream } from "@grpc/grpc-js";
+import { performance } from "node:perf_hooks";
 
 export type HealthStatus = "UNKNOWN" | "SERVING" | "NOT_SERVING" | "SERVICE_UNKNOWN";
 const NAMES: HealthStatus[] = ["UNKNOWN", "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN"];
@@ -81,6 +84,58 @@ export function healthWatch(address: string): HealthWatch {
     close() {
       call.cancel();
       client.close();
+    },
+  };
+}
+
+export interface HealthLoop {
+  /** Latency of every check answered so far (ms). */
+  latencies: number[];
+  /** Resolves once `n` checks have been answered. */
+  answered(n: number): Promise<void>;
+  /** Stops after the check in flight and resolves with every latency, the one in flight included. */
+  stop(): Promise<number[]>;
+}
+
+/** Check calls one after another on one channel (service "": the server as a whole). */
+export function healthLoop(address: string): HealthLoop {
+  const client = new Client(address, credentials.createInsecure());
+  const latencies: number[] = [];
+  const waiters: Array<() => void> = [];
+  let running = true;
+  const check = () =>
+    new Promise<void>((resolve, reject) => {
+      const started = performance.now();
+      // The deadline is far above the bound so a stall shows as a long latency, not an error.
+      const deadline = Date.now() + 60_000;
+      client.makeUnaryRequest(
+        "/grpc.health.v1.Health/Check",
+        () => Buffer.alloc(0),
+        (b: Buffer) => b,
+        {},
+        { deadline },
+        (err) => {
+          if (err) return reject(err);
+          latencies.push(performance.now() - started);
+          for (const w of waiters.splice(0)) w();
+          resolve();
+        },
+      );
+    });
+  const done = (async () => {
+    while (running) await check();
+  })();
+  return {
+    latencies,
+    answered: (n) =>
+      new Promise((resolve) => {
+        const look = () => (latencies.length >= n ? resolve() : waiters.push(look));
+        look();
+      }),
+    stop: async () => {
+      running = false;
+      await done.finally(() => client.close());
+      return latencies;
     },
   };
 }

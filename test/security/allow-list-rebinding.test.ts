@@ -19,6 +19,7 @@ import { EngineInfo } from "../../src/contract/gen/contextd/v1/engine.js";
 import { EngineHealth } from "../../src/contract/gen/contextd/v1/registry.js";
 import { LegacyEngine } from "../../src/legacy/legacy-engine.js";
 import { restoredEngine } from "../../src/registry/admission.js";
+import { DEFAULT_ANSWER_LIMITS } from "../../src/registry/answer-limits.js";
 import { EndpointAllowList } from "../../src/registry/endpoint-allow-list.js";
 import { EngineEvents } from "../../src/registry/engine-events.js";
 import { EngineRegistry, type RegisteredEngine } from "../../src/registry/engine-registry.js";
@@ -59,7 +60,7 @@ describe("finding: allow-list bypasses — re-checked when a name's address chan
     // As a registration read from the store (another replica's, or from before a restart).
     engine = restoredEngine(
       { engineId: "rebound", owner: "acme", endpoint: `engine.test:${port}`, info, protocolVersion: 1, registeredAtMs: Date.now() },
-      credentials.createInsecure(),
+      { credentials: credentials.createInsecure(), answerLimits: DEFAULT_ANSWER_LIMITS },
       allowList,
     );
     registry.set(engine);

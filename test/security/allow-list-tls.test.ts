@@ -8,6 +8,7 @@ import { credentials } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EngineInfo } from "../../src/contract/gen/contextd/v1/engine.js";
 import { restoredEngine } from "../../src/registry/admission.js";
+import { DEFAULT_ANSWER_LIMITS } from "../../src/registry/answer-limits.js";
 import { EndpointAllowList } from "../../src/registry/endpoint-allow-list.js";
 import { startHostTokenEngine, type HostTokenEngine } from "./helpers/host-token-engine.js";
 import { createPki, type Pki } from "./helpers/test-pki.js";
@@ -40,7 +41,7 @@ describe("finding: allow-list bypasses — dialling checked addresses keeps TLS 
         protocolVersion: 1,
         registeredAtMs: 0,
       },
-      tls,
+      { credentials: tls, answerLimits: DEFAULT_ANSWER_LIMITS },
       allowList,
     ).remote!;
 

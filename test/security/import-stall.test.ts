@@ -5,13 +5,14 @@
  * every check must be answered promptly, because the import is read in time slices
  * (src/openclaw/slices.ts). A file over the cap is refused before it is parsed.
  */
-import { Client, credentials, status } from "@grpc/grpc-js";
+import { status } from "@grpc/grpc-js";
 import { performance } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ContextdClient } from "../../src/sdk/runtime-client.js";
 import { startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
 import { largeSessionFile } from "./large-session-file.js";
 import { refusal } from "../helpers/registry-client.js";
+import { healthLoop } from "../helpers/health.js";
 
 /** Default limits.max_import_bytes (16 MiB). */
 const CAP = 16 * 1024 * 1024;
@@ -20,58 +21,6 @@ const CAP = 16 * 1024 * 1024;
  * server did not answer at all for the seconds the whole file took (4–7 s for this one).
  */
 const HEALTH_BOUND_MS = 2_000;
-
-interface HealthLoop {
-  /** Latency of every check answered so far (ms). */
-  latencies: number[];
-  /** Resolves once `n` checks have been answered. */
-  answered(n: number): Promise<void>;
-  /** Stops after the check in flight and resolves with every latency, the one in flight included. */
-  stop(): Promise<number[]>;
-}
-
-/** Check calls one after another on one channel (service "": the server as a whole). */
-function healthLoop(address: string): HealthLoop {
-  const client = new Client(address, credentials.createInsecure());
-  const latencies: number[] = [];
-  const waiters: Array<() => void> = [];
-  let running = true;
-  const check = () =>
-    new Promise<void>((resolve, reject) => {
-      const started = performance.now();
-      // The deadline is far above the bound so a stall shows as a long latency, not an error.
-      const deadline = Date.now() + 60_000;
-      client.makeUnaryRequest(
-        "/grpc.health.v1.Health/Check",
-        () => Buffer.alloc(0),
-        (b: Buffer) => b,
-        {},
-        { deadline },
-        (err) => {
-          if (err) return reject(err);
-          latencies.push(performance.now() - started);
-          for (const w of waiters.splice(0)) w();
-          resolve();
-        },
-      );
-    });
-  const done = (async () => {
-    while (running) await check();
-  })();
-  return {
-    latencies,
-    answered: (n) =>
-      new Promise((resolve) => {
-        const look = () => (latencies.length >= n ? resolve() : waiters.push(look));
-        look();
-      }),
-    stop: async () => {
-      running = false;
-      await done.finally(() => client.close());
-      return latencies;
-    },
-  };
-}
 
 describe("security: one large ImportTranscript must not stall the server", () => {
   let contextd: ContextdProcess;

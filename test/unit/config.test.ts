@@ -52,6 +52,7 @@ const DEFAULTS: ContextdConfig = {
     quarantine: { base_ejection: 30000, max_ejection: 300000 },
     on_failure: "fallback",
     fallback_reserve: 1000,
+    answer_limits: { max_bytes: 67108864, base_bytes: 1048576, bytes_per_budget_token: 64 },
     max_concurrent_calls: 64,
     overrides: {},
     managed: [],
@@ -59,7 +60,13 @@ const DEFAULTS: ContextdConfig = {
   compaction: { reserve_tokens: 16384, keep_recent_tokens: 20000, summary_max_chars: 16000, summarizer: { kind: "extractive" } },
   tokenizer: "o200k_base",
   image_tokens: 1200,
-  limits: { max_message_bytes: 4194304, max_messages_per_append: 1000, max_session_entries: 1000000, max_import_bytes: 16777216 },
+  limits: {
+    max_message_bytes: 4194304,
+    max_messages_per_append: 1000,
+    max_session_entries: 1000000,
+    max_import_bytes: 16777216,
+    tenant: { max_calls_in_flight: 64, max_calls_in_flight_per_agent: 32, append_bytes_per_second: 8388608, max_watch_streams: 16 },
+  },
 };
 
 const HASH = "ab".repeat(32);
@@ -189,6 +196,7 @@ limits: { max_message_bytes: 1024, max_messages_per_append: 10, max_session_entr
         quarantine: { base_ejection: 60000, max_ejection: 60000 },
         on_failure: "strict",
         fallback_reserve: 1000,
+        answer_limits: { max_bytes: 67108864, base_bytes: 1048576, bytes_per_budget_token: 64 },
         max_concurrent_calls: 16,
         overrides: { lossless: { timeouts: { compact: 300000 }, on_failure: "fallback", max_concurrent_calls: 4 }, quiet: { timeouts: {} } },
         managed: [
@@ -204,7 +212,13 @@ limits: { max_message_bytes: 1024, max_messages_per_append: 10, max_session_entr
       },
       tokenizer: "heuristic",
       image_tokens: 0,
-      limits: { max_message_bytes: 1024, max_messages_per_append: 10, max_session_entries: 50, max_import_bytes: 16777216 },
+      limits: {
+        max_message_bytes: 1024,
+        max_messages_per_append: 10,
+        max_session_entries: 50,
+        max_import_bytes: 16777216,
+        tenant: { max_calls_in_flight: 64, max_calls_in_flight_per_agent: 32, append_bytes_per_second: 8388608, max_watch_streams: 16 },
+      },
     });
   });
 

@@ -8,14 +8,20 @@
 import { status } from "@grpc/grpc-js";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { CallContext, ContextEngine } from "../../src/contract/engine-api.js";
-import { CancelledError, ContextdError, DeadlineExceededError, ResourceExhaustedError, UnauthenticatedError } from "../../src/contract/errors.js";
+import {
+  CancelledError,
+  ContextdError,
+  ContractViolation,
+  DeadlineExceededError,
+  ResourceExhaustedError,
+  UnauthenticatedError,
+} from "../../src/contract/errors.js";
 import { ContextEngineServiceCompactRequest, type ContextEngineServiceCompactResponse } from "../../src/contract/gen/contextd/v1/engine.js";
 import { EngineEventType } from "../../src/contract/gen/contextd/v1/registry.js";
 import { Mode, SelectionSource, type SessionRef } from "../../src/contract/gen/contextd/v1/types.js";
 import { HostGrants } from "../../src/registry/host-grants.js";
 import {
   CallerDeadlineError,
-  ContractViolation,
   Router,
   type CallerContext,
   type EngineCallHooks,
@@ -345,6 +351,50 @@ describe("Router: the reserve kept for legacy's answer (engines.fallback_reserve
     await compact();
     expect(registered.counters).toEqual({ calls: 1, failures: 1, fallbacks: 3, fallbacksByReason: { error: 1, quarantined: 2 }, timeouts: 0 });
     expect(heard.fallbacks.map((f) => f.kind)).toEqual(["error", "quarantined", "quarantined"]);
+  });
+});
+
+describe("Router: an engine that loses its standing while its call runs", () => {
+  it("quarantined meanwhile: the call ends at once and legacy answers; its host token is refused; its late answer is dropped", async () => {
+    const { e1, registered, grants, heard, compact } = setup();
+    e1.behaviour = { kind: "hold" };
+    const call = compact({ deadlineMs: T0 + 60_000 });
+    await vi.advanceTimersByTimeAsync(10);
+    const token = e1.calls[0]!.ctx.host!.token;
+    expect(grants.revokeEngine("e1", "quarantined", 'engine "e1" was quarantined (manual: maintenance)')).toBe(1);
+    const routed = await call;
+    expect(Date.now()).toBe(T0 + 10);
+    expect(routed).toMatchObject({ engineId: "legacy", mode: Mode.MODE_FALLBACK, fallbackReason: 'engine "e1" was quarantined (manual: maintenance)' });
+    expect(() => grants.verify(token, "s1", "ReadTranscript", { peer: "127.0.0.1:40000" })).toThrow('host token revoked: engine "e1" was quarantined');
+    e1.release(); // its answer comes now: nobody hears it
+    expect(heard.ended.map((c) => c.outcome)).toEqual(["revoked", "ok"]);
+    expect(heard.fallbacks.map((f) => f.kind)).toEqual(["quarantined"]);
+    // Not this call's failure: counted as a fallback, not against the engine.
+    expect(registered.counters).toMatchObject({ calls: 1, failures: 0, fallbacks: 1 });
+    expect(registered.quarantine).toBeUndefined(); // (the fixture's Quarantine was not asked; contextd's was)
+  });
+
+  it("deregistered meanwhile under on_failure strict: UNAVAILABLE, saying so", async () => {
+    const { e1, grants, compact } = setup({ onFailure: "strict" });
+    e1.behaviour = { kind: "hold" };
+    const call = compact({ deadlineMs: T0 + 60_000 });
+    const settled = expect(call).rejects.toMatchObject({ code: status.UNAVAILABLE, message: 'engine "e1" was deregistered (on_failure: strict, no fallback)' });
+    await vi.advanceTimersByTimeAsync(10);
+    grants.revokeEngine("e1", "deregistered", 'engine "e1" was deregistered');
+    await settled;
+    e1.release();
+  });
+
+  it("only the engine's own calls: another engine's token stays good", async () => {
+    const { e1, grants, compact } = setup();
+    e1.behaviour = { kind: "hold" };
+    const call = compact({ deadlineMs: T0 + 60_000 });
+    await vi.advanceTimersByTimeAsync(10);
+    expect(grants.revokeEngine("someone-else", "quarantined", "x")).toBe(0);
+    const token = e1.calls[0]!.ctx.host!.token;
+    expect(grants.verify(token, "s1", "ReadTranscript", { peer: "127.0.0.1:40000" }).engineId).toBe("e1");
+    e1.release();
+    expect(await call).toMatchObject({ engineId: "e1", mode: Mode.MODE_NORMAL });
   });
 });
 

@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { statusOf } from "../../contract/grpc-status.js";
 import { lazyChild } from "../../contract/lazy-logger.js";
 import { requestIdOf, traceContextOf } from "../../contract/metadata.js";
+import { boundedText } from "../../contract/quote.js";
 import {
   BootstrapResponse,
   ContextEngineServiceAfterTurnResponse,
@@ -54,8 +55,17 @@ interface RpcSpec<Req, Res> {
 /** Maps what an engine method threw to the gRPC status its caller gets (contextd's own mapping). */
 export function toStatus(err: unknown, scope?: CallScope): { code: status; details: string } {
   const cause = scope?.cause();
-  return statusOf(err, scope ? { deadlineMs: scope.deadlineMs, cause: cause === "deadline" ? "deadline" : cause ? "cancelled" : undefined } : undefined);
+  const answer = statusOf(
+    err,
+    scope ? { deadlineMs: scope.deadlineMs, cause: cause === "deadline" ? "deadline" : cause ? "cancelled" : undefined } : undefined,
+  );
+  // Error text travels in HTTP/2 trailers: one over the peer's header limit (a few kB) loses the
+  // whole answer, and the caller waits for its deadline instead of hearing the error.
+  return { code: answer.code, details: boundedText(answer.details, MAX_DETAILS_CHARS) };
 }
+
+/** The longest error text an engine sends (escapes and the length note fit in trailers besides). */
+const MAX_DETAILS_CHARS = 1024;
 
 function serviceError(code: status, details: string): Partial<ServiceError> {
   return { code, details, metadata: new Metadata() };

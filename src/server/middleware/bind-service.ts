@@ -163,7 +163,14 @@ function streamAdapter<P>(path: string, handler: ServerStreamHandler<unknown, un
     };
     try {
       ctx = context(path, call, options, controller);
-      handler(call.request, ctx, { write: (m) => void call.write(m), closed: closed.signal }).then(() => {
+      const sink = {
+        write: (m: unknown) => void call.write(m),
+        closed: closed.signal,
+        get backlog() {
+          return call.writableLength;
+        },
+      };
+      handler(call.request, ctx, sink).then(() => {
         if (!closed.signal.aborted) call.end();
       }, fail);
     } catch (err) {

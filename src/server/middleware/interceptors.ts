@@ -6,6 +6,7 @@ import { REQUEST_ID_KEY, metadataValue, nextRequestId } from "../../contract/met
 import type { ContextdMetrics } from "../observability/metrics.js";
 import { SpanKind, type Tracing } from "../observability/tracing.js";
 import { loadShedding, type LoadSheddingDeps } from "./load-shedding.js";
+import { tenantAdmission, type TenantAdmissionDeps } from "./tenant-admission.js";
 import type { CallStep, MethodInfo, Step } from "./step.js";
 
 /**
@@ -20,20 +21,32 @@ import type { CallStep, MethodInfo, Step } from "./step.js";
  *    `tracing.otlp_endpoint`;
  * 3. metrics and access log: `grpc_server_handled_total` / `grpc_server_handling_seconds` by
  *    service, method and code, and one log line per call (debug when OK, info when refused);
- * 4. load shedding: over `server.max_concurrent_calls` calls in flight, RESOURCE_EXHAUSTED at once,
- *    before the request is decoded (load-shedding.ts). Last, so that a shed call is still counted,
- *    logged and traced by the steps before it.
+ * 4. load shedding: over `server.max_concurrent_calls` calls in flight, RESOURCE_EXHAUSTED without
+ *    running the handler (load-shedding.ts). After the steps above, so that a shed call is still
+ *    counted, logged and traced;
+ * 5. tenant admission: over its token's calls in flight (or WatchEngines streams), the same
+ *    (tenant-admission.ts).
+ *
+ * A step refuses a call when its metadata arrives: the call stops counting at once, and is answered
+ * when its request message has been read (see `chain`).
  *
  * The steps share one grpc-js server interceptor: an interceptor per step costs a call object and
  * its listeners per step and per call, which measured as several percent of an Assemble
  * (bench/scenarios/observability_overhead.ts). Authorization, the AbortSignal and the error →
  * status mapping follow in bind-service.ts, where the decoded request and the typed handler are.
  */
-export function serverInterceptors(deps: { logger: Logger; metrics: ContextdMetrics; tracing: Tracing; shedding?: LoadSheddingDeps }): ServerInterceptor[] {
+export function serverInterceptors(deps: {
+  logger: Logger;
+  metrics: ContextdMetrics;
+  tracing: Tracing;
+  shedding?: LoadSheddingDeps;
+  tenants?: TenantAdmissionDeps;
+}): ServerInterceptor[] {
   const steps: Step[] = [requestId()];
   if (deps.tracing.enabled) steps.push(tracing(deps.tracing));
   steps.push(metricsAndAccessLog(deps.metrics, deps.logger));
   if (deps.shedding) steps.push(loadShedding(deps.shedding));
+  if (deps.tenants) steps.push(tenantAdmission(deps.tenants));
   return [chain(steps)];
 }
 
@@ -46,6 +59,7 @@ export function chain(steps: Step[]): ServerInterceptor {
     const m = info;
     const active = steps.map((s) => s(m));
     let ended = false;
+    let refused: Pick<StatusObject, "code" | "details"> | undefined;
     const end = (s: Pick<StatusObject, "code" | "details">) => {
       if (ended) return;
       ended = true;
@@ -56,15 +70,23 @@ export function chain(steps: Step[]): ServerInterceptor {
         next({
           onReceiveMetadata: (md: Metadata, mdNext: (m: Metadata) => void) => {
             for (const a of active) {
-              const refused = a.metadata?.(md);
+              refused = a.metadata?.(md) ?? undefined;
               if (refused) {
-                // Not passed on: the request is never decoded and the handler never runs.
+                // Counted as ended now (the steps after this one never see the call), and answered
+                // once its request has arrived (onReceiveMessage). Answering before would leave the
+                // request's bytes unread: HTTP/2 flow control counts them against the whole
+                // connection, and a client sending large requests into refusals then stalled every
+                // call on its connection, the admitted ones included.
                 end(refused);
-                call.sendStatus({ code: refused.code, details: refused.details, metadata: new Metadata() });
-                return;
+                break;
               }
             }
             mdNext(md);
+          },
+          onReceiveMessage: (message: unknown, messageNext: (m: unknown) => void) => {
+            // Not passed on: the handler never runs.
+            if (refused) call.sendStatus({ code: refused.code, details: refused.details, metadata: new Metadata() });
+            else messageNext(message);
           },
           onCancel: () => end({ code: status.CANCELLED, details: "cancelled by the caller" }),
         }),

@@ -5,7 +5,7 @@ import type { CallStep, MethodInfo, Step } from "./step.js";
 /**
  * Server-level admission (load shedding): at most `limit` calls are worked on at a time, across
  * every connection. A call over the limit is answered RESOURCE_EXHAUSTED at once, before its
- * request is decoded or its handler runs — it was never processed, so the runtime may retry it
+ * handler runs — it was never processed, so the runtime may retry it
  * with backoff (or another replica). Without the limit a burst is accepted whole: every call holds
  * its request, its view and its store work until it finishes, memory grows with the burst, and the
  * event loop serves all of them late instead of most of them on time.

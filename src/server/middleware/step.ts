@@ -17,7 +17,8 @@ export interface CallStep {
   /**
    * The call's metadata arrived; a step may change it before the handler sees it, or refuse the
    * call by returning its status: the call then ends with it at once (every step's `end` hears it;
-   * the steps after the refusing one never see the metadata) and the handler never runs.
+   * the steps after the refusing one never see the metadata) and the handler never runs. The
+   * caller hears the status once its request has been read (interceptors.ts `chain` says why).
    */
   metadata?(md: Metadata): Pick<StatusObject, "code" | "details"> | void;
   /** The handler sent an answer. */

@@ -1,4 +1,4 @@
-import type { ActiveView } from "../types.js";
+import { ALL_AGENTS, type ActiveView, type AgentScope } from "../types.js";
 import { extendView, holds, toActiveView, wholeView, type ViewCache, type ViewRow } from "../view-cache.js";
 import { run, type PgDatabase } from "./database.js";
 import { sessionFromJson, type PayloadRow } from "./rows.js";
@@ -16,13 +16,17 @@ type Row = PayloadRow & { part: number; session: string | null };
  * is decoded on every Assemble, which made Assemble on PostgreSQL more than twice as slow as on
  * SQLite once SQLite cached (bench assemble_scaling `postgres_vs_sqlite_assemble_p50_ratio`).
  */
-export async function readActiveView(db: PgDatabase, cache: ViewCache, sessionId: string): Promise<ActiveView | undefined> {
+export async function readActiveView(db: PgDatabase, cache: ViewCache, sessionId: string, agents: AgentScope = ALL_AGENTS): Promise<ActiveView | undefined> {
+  // The statements read the session row only when its agent is within `agents` (as listings filter),
+  // so another agent's session costs what a missing id costs: none of its entries are read.
+  const scope = [[...agents.exact], [...agents.prefixes]];
   const cached = cache.get(sessionId);
   if (cached) {
-    const key = [sessionId, cached.lastSeq, cached.createdAtMs, cached.latestCompactionSeq, cached.activeFromSeq, cached.revision];
+    const key = [sessionId, ...scope, cached.lastSeq, cached.createdAtMs, cached.latestCompactionSeq, cached.activeFromSeq, cached.revision];
     const rows = await db.read((conn) => run<Row>(conn, SQL.activeViewSince, key));
     if (rows.length === 0) {
-      cache.delete(sessionId);
+      // Missing, or outside `agents`: a caller refused must not evict the owner's cached view.
+      if (agents === ALL_AGENTS) cache.delete(sessionId);
       return undefined;
     }
     const row: ViewRow = sessionFromJson(rows[0].session!);
@@ -32,7 +36,7 @@ export async function readActiveView(db: PgDatabase, cache: ViewCache, sessionId
       return toActiveView(row, view);
     }
   }
-  const rows = await db.read((conn) => run<Row>(conn, SQL.activeView, [sessionId]));
+  const rows = await db.read((conn) => run<Row>(conn, SQL.activeView, [sessionId, ...scope]));
   if (rows.length === 0) return undefined;
   const row: ViewRow = sessionFromJson(rows[0].session!);
   // Part 1 the latest compaction entry, 2 the pinned system messages before the cut, 3 the kept range.

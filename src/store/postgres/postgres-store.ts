@@ -161,8 +161,8 @@ export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy 
     });
   }
 
-  async readActiveView(sessionId: string): Promise<ActiveView | undefined> {
-    return readActiveView(this.db, this.views, sessionId);
+  async readActiveView(sessionId: string, agents?: AgentScope): Promise<ActiveView | undefined> {
+    return readActiveView(this.db, this.views, sessionId, agents);
   }
 
   async readActiveTotals(sessionId: string): Promise<ActiveTotals | undefined> {

@@ -10,8 +10,13 @@ function stmt(name: string, text: string): Statement {
 
 const ENTRY_COLUMNS = "session_id, seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, message_key, payload";
 
-/** Part 0 of the active-view statements: the session row $1 as JSON, in the columns of the entry parts. */
-const VIEW_SESSION_PART = `WITH s AS (SELECT * FROM sessions WHERE session_id = $1)
+/**
+ * Part 0 of the active-view statements: the session row $1 as JSON, in the columns of the entry
+ * parts — only when its agent is within the AgentScope $2 (exact ids), $3 (prefixes); else no row,
+ * and no entry part joins anything.
+ */
+const VIEW_SESSION_PART = `WITH s AS (SELECT * FROM sessions WHERE session_id = $1
+       AND (agent_id = ANY($2::text[]) OR EXISTS (SELECT 1 FROM unnest($3::text[]) AS p(prefix) WHERE left(agent_id, length(p.prefix)) = p.prefix)))
      SELECT 0 AS part, row_to_json(s)::text AS session, NULL::bigint AS seq, NULL::bigint AS token_count, NULL::bytea AS payload FROM s`;
 
 export const SQL = {
@@ -71,8 +76,8 @@ export const SQL = {
      ORDER BY part, seq`,
   ),
   /**
-   * The session row, and the kept messages after seq $2 only while a cached view read at
-   * ($3 created_at_ms, $4 latest_compaction_seq, $5 active_from_seq, $6 view_revision) still holds
+   * The session row, and the kept messages after seq $4 only while a cached view read at
+   * ($5 created_at_ms, $6 latest_compaction_seq, $7 active_from_seq, $8 view_revision) still holds
    * (view-cache.ts): one statement, one snapshot; no entry rows when the view must be read whole.
    */
   activeViewSince: stmt(
@@ -80,8 +85,8 @@ export const SQL = {
     `${VIEW_SESSION_PART}
      UNION ALL
      SELECT 3, NULL, e.seq, e.token_count, e.payload FROM s JOIN entries e
-       ON e.session_id = s.session_id AND e.seq > $2 AND e.seq >= s.active_from_seq AND e.kind = 'message' AND NOT e.hidden
-     WHERE s.created_at_ms = $3 AND s.latest_compaction_seq = $4 AND s.active_from_seq = $5 AND s.view_revision = $6
+       ON e.session_id = s.session_id AND e.seq > $4 AND e.seq >= s.active_from_seq AND e.kind = 'message' AND NOT e.hidden
+     WHERE s.created_at_ms = $5 AND s.latest_compaction_seq = $6 AND s.active_from_seq = $7 AND s.view_revision = $8
      ORDER BY part, seq`,
   ),
   /** Token totals of the active view by role (pinned system messages included), with the session row, in one statement. */

@@ -1,4 +1,4 @@
-import type { ActiveView } from "../types.js";
+import { ALL_AGENTS, inAgentScope, type ActiveView, type AgentScope } from "../types.js";
 import { extendView, holds, toActiveView, wholeView, type ViewCache } from "../view-cache.js";
 import type { Statements } from "./statements.js";
 
@@ -7,11 +7,12 @@ import type { Statements } from "./statements.js";
  * extended with what was appended since, else read and decoded whole. Runs inside the caller's read
  * transaction, so the row and the entries are one snapshot.
  */
-export function readActiveView(stmts: Statements, cache: ViewCache, sessionId: string): ActiveView | undefined {
+export function readActiveView(stmts: Statements, cache: ViewCache, sessionId: string, agents: AgentScope = ALL_AGENTS): ActiveView | undefined {
   cache.checkDataVersion(stmts.dataVersion.get()!.data_version);
   // No row, no cached view: deletes of this connection clear the cache, others' move data_version.
   const row = stmts.session.get(sessionId);
-  if (!row) return undefined;
+  // Another agent's session is refused on its row, before anything whose cost depends on it.
+  if (!row || !inAgentScope(agents, row.agent_id)) return undefined;
   const cached = cache.get(sessionId);
   let view = cached;
   if (!view || !holds(view, row)) {

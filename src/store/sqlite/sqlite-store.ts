@@ -181,8 +181,8 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
     return this.db.transaction(() => reads.readEntries(this.stmts, sessionId, afterSeq, limit)).deferred();
   }
 
-  async readActiveView(sessionId: string): Promise<ActiveView | undefined> {
-    return this.db.transaction(() => readActiveView(this.stmts, this.views, sessionId)).deferred();
+  async readActiveView(sessionId: string, agents?: AgentScope): Promise<ActiveView | undefined> {
+    return this.db.transaction(() => readActiveView(this.stmts, this.views, sessionId, agents)).deferred();
   }
 
   async readActiveTotals(sessionId: string): Promise<ActiveTotals | undefined> {

@@ -68,6 +68,8 @@ const MODE_NAMES = [
   "reference_unknown",
   "reference_twice",
   "reference_order",
+  "huge",
+  "hostile_text",
 ] as const;
 type Mode = (typeof MODE_NAMES)[number];
 const MODES = new Set<string>(MODE_NAMES);
@@ -84,6 +86,8 @@ type ControlFile = Partial<Record<Op, string>> & {
   health?: string;
   leak_host_token_to?: string;
   ignore_cancel_ms?: number;
+  huge_bytes?: number;
+  hostile_bytes?: number;
   slow_ms?: number;
   late_ms?: number;
 };
@@ -185,7 +189,15 @@ function untilCancelled(op: Op, ctx: EngineCallContext, ms?: number): Promise<bo
  * budget, an unknown entry, ...); without one, the garbage modes answer as "ok" would.
  * ("garbage_bytes" never gets here: the wire wrapper below answers it.)
  */
-type GarbageMode = "garbage" | "over_budget" | "unknown_entry" | "by_reference" | "reference_unknown" | "reference_twice" | "reference_order";
+type GarbageMode =
+  "garbage" | "over_budget" | "unknown_entry" | "by_reference" | "reference_unknown" | "reference_twice" | "reference_order" | "huge" | "hostile_text";
+
+/** `hostile_bytes` characters (default 1 MB) of terminal escapes, a bell and a right-to-left override. */
+function hostileText(control: { hostile_bytes?: unknown }): string {
+  const unit = "\u001b[8m\u0007\u202ehidden";
+  const n = msSetting(control.hostile_bytes, 1_000_000);
+  return unit.repeat(Math.ceil(n / unit.length)).slice(0, n);
+}
 async function misbehave<T>(
   op: Op,
   ctx: EngineCallContext,
@@ -217,6 +229,11 @@ async function misbehave<T>(
     // eslint-disable-next-line no-fallthrough -- process.exit() never returns
     case "throw":
       throw new Error("misbehaving engine: told to throw");
+    case "hostile_text":
+      // Assemble and Compact answer with hostile text; every other op fails with it as its error.
+      if (op === "assemble" || op === "compact") return (await garbage?.(mode)) ?? ok();
+      throw new Error(hostileText(control));
+    case "huge":
     case "garbage":
     case "over_budget":
     case "unknown_entry":
@@ -562,6 +579,16 @@ const engine = await serveEngine(
         return { messages: kept, estimatedTokens: sumTokens(kept), promptAuthority: PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED };
       };
       return misbehave<Partial<ContextEngineServiceAssembleResponse>>("assemble", ctx, ok, (mode) => {
+        if (mode === "huge") {
+          // "ok"'s answer and one message of `huge_bytes` (40 MB) of text after it.
+          const n = msSetting(readControl().huge_bytes, 40_000_000);
+          const huge = textMessage(Role.ROLE_USER, "a".repeat(n), { tokenCount: 1 });
+          return { ...ok(), messages: [...ok().messages, huge] };
+        }
+        if (mode === "hostile_text") {
+          // Answered by reference, naming an id of `hostile_bytes` terminal escapes the view does not have.
+          return { messages: [], keptEntryIds: [hostileText(readControl())], promptAuthority: PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED };
+        }
         if (mode === "by_reference" || mode.startsWith("reference_")) {
           // "ok"'s choice answered by id (kept_entry_ids), after a note of the engine's own.
           const note = textMessage(Role.ROLE_USER, "a note the engine adds", { tokenCount: 6 });
@@ -594,18 +621,33 @@ const engine = await serveEngine(
         (mode) =>
           mode === "over_budget"
             ? undefined
-            : {
-                ok: true,
-                compacted: true,
-                reason: "misbehaving engine: garbage",
-                result: {
-                  summary: "garbage summary",
-                  firstKeptEntryId: "no-such-entry",
-                  tokensBefore: req.currentTokenCount || sumTokens(req.messages),
-                  tokensAfter: 1,
-                  details: undefined,
-                },
-              },
+            : mode === "hostile_text"
+              ? { ok: false, compacted: false, reason: hostileText(readControl()), result: undefined }
+              : mode === "huge"
+                ? {
+                    ok: true,
+                    compacted: true,
+                    reason: "a huge summary",
+                    result: {
+                      summary: "s".repeat(msSetting(readControl().huge_bytes, 40_000_000)),
+                      firstKeptEntryId: "",
+                      tokensBefore: req.currentTokenCount || sumTokens(req.messages),
+                      tokensAfter: 1,
+                      details: undefined,
+                    },
+                  }
+                : {
+                    ok: true,
+                    compacted: true,
+                    reason: "misbehaving engine: garbage",
+                    result: {
+                      summary: "garbage summary",
+                      firstKeptEntryId: "no-such-entry",
+                      tokensBefore: req.currentTokenCount || sumTokens(req.messages),
+                      tokensAfter: 1,
+                      details: undefined,
+                    },
+                  },
       );
     },
   },

@@ -1,0 +1,154 @@
+import { ResourceExhaustedError } from "./errors.js";
+import { quote } from "./quote.js";
+
+/**
+ * Per-tenant limits (`limits.tenant`): one runtime token, or one agent, must not take the service
+ * from the others. The server-wide `server.max_concurrent_calls` sheds load when contextd as a whole
+ * is full; these keep any one tenant from filling it:
+ * - calls in flight per runtime token and per agent: a tenant with many calls open holds the event
+ *   loop, the store and the counting threads that every other tenant's calls need;
+ * - append bytes per second per runtime token (AppendMessages, ImportTranscript): appends are what
+ *   costs contextd CPU per byte (decoding, counting, durable writes);
+ * - WatchEngines streams per caller: each stream holds events in memory for its watcher.
+ * A call over a limit is refused RESOURCE_EXHAUSTED naming the limit, before any work is done for
+ * it: it was not processed, and may be retried with backoff.
+ *
+ * Tenants are the credentials auth proves (`runtime <name>`, `owner <name>`, ...): with
+ * `auth.required: false` (local development, one trusted caller) there are none, and only the
+ * per-agent limit applies.
+ */
+export interface TenantLimitSettings {
+  /** Calls in flight per runtime token. */
+  maxCallsInFlight: number;
+  /** Calls in flight per agent id (across tokens). */
+  maxCallsInFlightPerAgent: number;
+  /** Bytes appended per second per runtime token, with a burst of one second's worth. */
+  appendBytesPerSecond: number;
+  /** WatchEngines streams open per caller. */
+  maxWatchStreams: number;
+}
+
+export const DEFAULT_TENANT_LIMITS: TenantLimitSettings = {
+  maxCallsInFlight: 64,
+  maxCallsInFlightPerAgent: 32,
+  appendBytesPerSecond: 8 * 1024 * 1024,
+  maxWatchStreams: 16,
+};
+
+/** The config keys named in refusals. */
+const KEYS = {
+  calls: "limits.tenant.max_calls_in_flight",
+  agentCalls: "limits.tenant.max_calls_in_flight_per_agent",
+  bytes: "limits.tenant.append_bytes_per_second",
+  watches: "limits.tenant.max_watch_streams",
+};
+
+/** What a call does, once its request is decoded and its sessions resolved. */
+export interface TenantWork {
+  /** The runtime token's tenant name (`runtime <name>`); undefined without auth. */
+  tenant?: string;
+  /** The agents whose sessions it acts on ("" not counted). */
+  agents: readonly string[];
+  /** Bytes it appends (0 for calls that append nothing). */
+  appendBytes: number;
+}
+
+/** A token bucket in bytes, one second deep, that may go into debt for one large append. */
+interface Bucket {
+  level: number;
+  atMs: number;
+}
+
+/**
+ * The counters. The per-token limits are applied by a server middleware step when the call's
+ * metadata arrives — before its handler runs, so a refusal costs little however much work the call
+ * would have been (src/server/middleware/tenant-admission.ts); the per-agent and byte limits by
+ * SessionService once it knows the call's sessions and size (src/host/session-service.ts).
+ */
+export class TenantLimits {
+  private readonly calls = new Map<string, number>();
+  private readonly agentCalls = new Map<string, number>();
+  private readonly watches = new Map<string, number>();
+  private readonly buckets = new Map<string, Bucket>();
+
+  constructor(
+    readonly settings: TenantLimitSettings,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /**
+   * Counts a call of `tenant` in flight (a WatchEngines stream when `watch`), or answers why it is
+   * refused. Each admission must be matched by one call of the function it returns.
+   */
+  enter(tenant: string, watch: boolean): { release: () => void } | { refusal: string } {
+    const map = watch ? this.watches : this.calls;
+    const limit = watch ? this.settings.maxWatchStreams : this.settings.maxCallsInFlight;
+    if ((map.get(tenant) ?? 0) >= limit) {
+      return {
+        refusal: watch
+          ? `${tenant} has ${limit} WatchEngines streams open, its limit (${KEYS.watches})`
+          : `${tenant} has ${limit} calls in flight, its limit (${KEYS.calls}); the call was not processed, retry it with backoff`,
+      };
+    }
+    increment(map, tenant);
+    return { release: once(() => decrement(map, tenant)) };
+  }
+
+  /**
+   * Admits a call's work against its agents' calls in flight and its token's append rate, or
+   * throws ResourceExhaustedError naming the limit (nothing is counted then). Each admission must
+   * be matched by one call of the function it returns, when the call ends.
+   */
+  admit(work: TenantWork): () => void {
+    const agents = [...new Set(work.agents.filter((a) => a !== ""))];
+    const max = this.settings.maxCallsInFlightPerAgent;
+    const busy = agents.find((a) => (this.agentCalls.get(a) ?? 0) >= max);
+    if (busy !== undefined) {
+      throw new ResourceExhaustedError(
+        `agent ${quote(busy)} has ${max} calls in flight, its limit (${KEYS.agentCalls}); the call was not processed, retry it with backoff`,
+      );
+    }
+    if (work.tenant !== undefined && work.appendBytes > 0) this.take(work.tenant, work.appendBytes);
+    for (const a of agents) increment(this.agentCalls, a);
+    return once(() => {
+      for (const a of agents) decrement(this.agentCalls, a);
+    });
+  }
+
+  /**
+   * Takes `bytes` from the tenant's bucket. An append larger than the bucket (one second's worth)
+   * is admitted when the bucket is full and leaves it in debt, so that any append within the
+   * message and import limits can pass, at the configured rate on average.
+   */
+  private take(tenant: string, bytes: number): void {
+    const rate = this.settings.appendBytesPerSecond;
+    const now = this.now();
+    const bucket = this.buckets.get(tenant) ?? { level: rate, atMs: now };
+    const level = Math.min(rate, bucket.level + ((now - bucket.atMs) * rate) / 1000);
+    if (bytes > level && level < rate) {
+      const waitMs = Math.ceil(((Math.min(bytes, rate) - level) * 1000) / rate);
+      throw new ResourceExhaustedError(
+        `${tenant} is over its ${rate} bytes per second of appends (${KEYS.bytes}); the call was not processed, retry it in ${waitMs} ms or later`,
+      );
+    }
+    this.buckets.set(tenant, { level: level - bytes, atMs: now });
+  }
+}
+
+function once(fn: () => void): () => void {
+  let done = false;
+  return () => {
+    if (!done) fn();
+    done = true;
+  };
+}
+
+function increment(map: Map<string, number>, key: string): void {
+  map.set(key, (map.get(key) ?? 0) + 1);
+}
+
+function decrement(map: Map<string, number>, key: string): void {
+  const n = (map.get(key) ?? 0) - 1;
+  if (n > 0) map.set(key, n);
+  else map.delete(key);
+}
