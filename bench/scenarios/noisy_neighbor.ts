@@ -2,15 +2,15 @@
  * noisy_neighbor: does one tenant at its limits slow another? Two runtime tokens on one contextd
  * (auth required, the default `limits.tenant`): `quiet` assembles its one session (legacy, budget
  * 32k, a view that fits) in batches of sequential calls, in two interleaved variants — alone, and
- * while `noisy` runs more closed-loop workers than its limits admit, each appending batches of
+ * while `noisy` (a process of its own: bench/harness/noisy-tenant.ts) runs more closed-loop workers than its limits admit, each appending batches of
  * coding messages and assembling its own sessions back to back, retrying at once whatever it is
  * refused. `neighbor_p99_ratio_under_noisy_tenant` is quiet's p99 under the noise over its p99 alone.
  */
-import { status, type ServiceError } from "@grpc/grpc-js";
-import type { Message } from "../../src/contract/gen/contextd/v1/types.js";
+import path from "node:path";
 import { ContextdClient } from "../harness/clients.js";
 import { startContextd } from "../harness/contextd.js";
 import { interleave } from "../harness/interleave.js";
+import { REPO_ROOT, spawnNode } from "../harness/processes.js";
 import { codingMessages } from "../harness/messages.js";
 import type { Scenario, ScenarioContext, ScenarioResult } from "../harness/scenario.js";
 import { nowMs, ratio, round, summarize } from "../harness/stats.js";
@@ -26,11 +26,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
   const calls = ctx.quick ? 30 : 150;
   const totalSteps = 2 + (rounds + 1) * 2;
   let steps = 0;
-  ctx.progress.update(0, totalSteps, "generating messages, starting contextd");
-  const pool: Message[] = [];
-  for (let seed = 900; pool.length < (ctx.quick ? 2_000 : 10_000); seed++) pool.push(...codingMessages({ count: 500, seed }));
-  let next = 0;
-  const take = (n: number): Message[] => Array.from({ length: n }, () => pool[next++ % pool.length]);
+  ctx.progress.update(0, totalSteps, "starting contextd");
 
   const cd = await startContextd({
     config: {
@@ -56,37 +52,37 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
 
     const noise = { ok: 0, refused: 0, errors: 0, ms: 0 };
     const refusals = new Map<string, number>();
-    const startNoise = () => {
-      let stop = false;
-      const t0 = nowMs();
-      let warmed!: () => void;
-      const warm = new Promise<void>((resolve) => (warmed = resolve));
-      const worker = async (w: number) => {
-        const session = { sessionId: `noisy-${w}`, agentId: `noisy-${w % NOISY_AGENTS}` };
-        for (let i = 0; !stop; i++) {
-          try {
-            if (i % 2 === 0) await noisy.appendMessages({ session, messages: take(BATCH) });
-            else await noisy.assemble({ session, tokenBudget: BUDGET });
-            noise.ok++;
-            warmed();
-          } catch (err) {
-            const e = err as ServiceError;
-            if (e.code === status.RESOURCE_EXHAUSTED) {
-              noise.refused++;
-              const limit = /\((limits\.[a-z_.]+|server\.[a-z_]+)\)/.exec(e.details)?.[1] ?? "other";
-              refusals.set(limit, (refusals.get(limit) ?? 0) + 1);
-            } else noise.errors++;
-          }
-        }
-      };
-      const running = Promise.all(Array.from({ length: NOISY_WORKERS }, (_, w) => worker(w)));
-      return {
-        warm,
-        stop: async () => {
-          stop = true;
-          await running;
-          noise.ms += nowMs() - t0;
-        },
+    const errorCodes = new Map<string, number>();
+    const add = (into: Map<string, number>, from: unknown) => {
+      for (const [k, v] of Object.entries((from ?? {}) as Record<string, number>)) into.set(k, (into.get(k) ?? 0) + v);
+    };
+    const startNoise = async () => {
+      const child = spawnNode({
+        args: [
+          path.join(REPO_ROOT, "dist/bench/harness/noisy-tenant.js"),
+          JSON.stringify({
+            address: cd.address,
+            token: "bench-noisy",
+            workers: NOISY_WORKERS,
+            agents: NOISY_AGENTS,
+            batch: BATCH,
+            budget: BUDGET,
+            poolSize: ctx.quick ? 2_000 : 10_000,
+          }),
+        ],
+      });
+      await child.waitForLine((l) => l.msg === "noisy warm", 60_000);
+      return async () => {
+        const done = child.waitForLine((l) => l.msg === "noisy done", 60_000);
+        child.kill("SIGTERM");
+        const counts = await done;
+        await child.exited;
+        noise.ok += Number(counts.ok);
+        noise.refused += Number(counts.refused);
+        noise.errors += Number(counts.errors);
+        noise.ms += Number(counts.ms);
+        add(refusals, counts.refusals);
+        add(errorCodes, counts.errorCodes);
       };
     };
     const assembleBatch = async (): Promise<number[]> => {
@@ -104,12 +100,11 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         {
           name: "noisy",
           batch: async () => {
-            const n = startNoise();
+            const stopNoise = await startNoise();
             try {
-              await n.warm;
               return await assembleBatch();
             } finally {
-              await n.stop();
+              await stopNoise();
             }
           },
         },
@@ -130,6 +125,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         noisy_refused_per_s: round((noise.refused * 1000) / Math.max(1, noise.ms), 0),
         noisy_refused_by_limit: Object.fromEntries(refusals),
         noisy_errors: noise.errors,
+        noisy_errors_by_code: Object.fromEntries(errorCodes),
         target_view: { messages: settled.messages.length, tokens: settled.estimatedTokens, compacted_at_setup: Boolean(first.compaction) },
         samples_per_variant: alone.n,
       },

@@ -1,4 +1,4 @@
-import { ResourceExhaustedError } from "./errors.js";
+import { CancelledError, ResourceExhaustedError } from "./errors.js";
 import { quote } from "./quote.js";
 
 /**
@@ -9,7 +9,8 @@ import { quote } from "./quote.js";
  *   loop, the store and the counting threads that every other tenant's calls need;
  * - append bytes per second per runtime token (AppendMessages, ImportTranscript): appends are what
  *   costs contextd CPU per byte (decoding, counting, durable writes);
- * - WatchEngines streams per caller: each stream holds events in memory for its watcher.
+ * - WatchEngines streams per caller: each stream holds events in memory for its watcher;
+ * - calls per runtime token doing work at once (`turn`): the rest of its calls in flight wait.
  * A call over a limit is refused RESOURCE_EXHAUSTED naming the limit, before any work is done for
  * it: it was not processed, and may be retried with backoff.
  *
@@ -26,6 +27,8 @@ export interface TenantLimitSettings {
   appendBytesPerSecond: number;
   /** WatchEngines streams open per caller. */
   maxWatchStreams: number;
+  /** Calls per runtime token doing work at once; its other calls in flight wait their turn, in order. */
+  maxCallsRunning: number;
 }
 
 export const DEFAULT_TENANT_LIMITS: TenantLimitSettings = {
@@ -33,6 +36,7 @@ export const DEFAULT_TENANT_LIMITS: TenantLimitSettings = {
   maxCallsInFlightPerAgent: 32,
   appendBytesPerSecond: 8 * 1024 * 1024,
   maxWatchStreams: 16,
+  maxCallsRunning: 2,
 };
 
 /** The config keys named in refusals. */
@@ -53,6 +57,20 @@ export interface TenantWork {
   appendBytes: number;
 }
 
+/** A call's turn at doing work (TenantLimits.turn). */
+export interface Turn {
+  /** Ends the turn; the tenant's next waiting call starts. */
+  leave(): void;
+  /** Gives the turn up while `work` waits on something outside contextd, and takes it back after. */
+  away<T>(work: () => Promise<T>): Promise<T>;
+}
+
+/** One tenant's calls running, and those waiting for a turn. */
+interface Turns {
+  running: number;
+  waiting: (() => void)[];
+}
+
 /** A token bucket in bytes, one second deep, that may go into debt for one large append. */
 interface Bucket {
   level: number;
@@ -70,6 +88,7 @@ export class TenantLimits {
   private readonly agentCalls = new Map<string, number>();
   private readonly watches = new Map<string, number>();
   private readonly buckets = new Map<string, Bucket>();
+  private readonly turns = new Map<string, Turns>();
 
   constructor(
     readonly settings: TenantLimitSettings,
@@ -92,6 +111,72 @@ export class TenantLimits {
     }
     increment(map, tenant);
     return { release: once(() => decrement(map, tenant)) };
+  }
+
+  /**
+   * Waits until the tenant has fewer than `maxCallsRunning` calls doing work, and counts this one.
+   * Every call's work shares one event loop: calls running at once take turns on it step by step, so
+   * a tenant with 60 calls running would get 60 steps for every one of another tenant's. Running at
+   * most a few per tenant, each tenant's call waits behind a few steps of each other tenant's, however
+   * many calls they have in flight. A call gives its turn up while it waits on an engine
+   * (`Turn.away`): that wait costs contextd nothing, and a slow engine must not hold its tenant to a
+   * few calls at a time. Rejects with CancelledError if `signal` aborts first (the caller has gone:
+   * its call is dropped without doing any work).
+   */
+  async turn(tenant: string | undefined, signal: AbortSignal): Promise<Turn> {
+    if (tenant === undefined) return { leave: () => {}, away: (work) => work() };
+    await this.acquire(tenant, signal);
+    let held = true;
+    return {
+      leave: () => {
+        if (held) this.release(tenant);
+        held = false;
+      },
+      away: async (work) => {
+        if (!held) return work();
+        this.release(tenant);
+        held = false;
+        try {
+          return await work();
+        } finally {
+          await this.acquire(tenant, signal);
+          held = true;
+        }
+      },
+    };
+  }
+
+  private async acquire(tenant: string, signal: AbortSignal): Promise<void> {
+    let turns = this.turns.get(tenant);
+    if (!turns) this.turns.set(tenant, (turns = { running: 0, waiting: [] }));
+    if (turns.running < this.settings.maxCallsRunning) {
+      turns.running++;
+      return;
+    }
+    const mine = turns;
+    await new Promise<void>((resolve, reject) => {
+      if (signal.aborted) return reject(new CancelledError("the call ended before its turn"));
+      const go = () => {
+        signal.removeEventListener("abort", gone);
+        resolve();
+      };
+      const gone = () => {
+        mine.waiting.splice(mine.waiting.indexOf(go), 1);
+        reject(new CancelledError("the call ended before its turn"));
+      };
+      signal.addEventListener("abort", gone, { once: true });
+      mine.waiting.push(go);
+    });
+  }
+
+  private release(tenant: string): void {
+    const turns = this.turns.get(tenant);
+    if (!turns) return;
+    // The turn passes to the tenant's next waiting call, if any: `running` stays.
+    const next = turns.waiting.shift();
+    if (next) return next();
+    turns.running--;
+    if (turns.running === 0) this.turns.delete(tenant);
   }
 
   /**

@@ -62,6 +62,11 @@ export interface CallerContext {
   signal?: AbortSignal;
   /** The W3C trace context to continue in the engine call (`traceparent`, `tracestate`). */
   trace?: Record<string, string>;
+  /**
+   * Runs a wait on a sidecar engine: the caller's tenant gives its turn at doing work up meanwhile
+   * (src/contract/tenant-limits.ts). Absent: the wait is run as is.
+   */
+  away?: <T>(work: () => Promise<T>) => Promise<T>;
 }
 
 /**
@@ -297,14 +302,17 @@ export class Router {
     target.counters.calls++;
     const started = performance.now();
     let outcome: EngineCallOutcome = "ok";
-    const run = (trace: Record<string, string> | undefined) =>
+    const engineCall = (trace: Record<string, string> | undefined) =>
       withDeadline(
         deadlineMs,
         caller.signal,
         `engine "${target.id}" ${op}`,
         (ctx) => fn(target.engine, { ...ctx, host: issued?.host, trace }, target),
         revoked?.signal,
-      ).then((value) => {
+      );
+    const away = target.builtin ? undefined : caller.away;
+    const run = (trace: Record<string, string> | undefined) =>
+      (away ? away(() => engineCall(trace)) : engineCall(trace)).then((value) => {
         if (validate) validate(value, target);
         return value;
       });

@@ -226,6 +226,7 @@ export const configSchema = z.strictObject({
           max_calls_in_flight_per_agent: int(1).prefault(DEFAULT_TENANT_LIMITS.maxCallsInFlightPerAgent),
           append_bytes_per_second: int(1).prefault(DEFAULT_TENANT_LIMITS.appendBytesPerSecond),
           max_watch_streams: int(1).prefault(DEFAULT_TENANT_LIMITS.maxWatchStreams),
+          max_calls_running: int(1).prefault(DEFAULT_TENANT_LIMITS.maxCallsRunning),
         })
         .prefault({}),
     })

@@ -125,6 +125,7 @@ export class Contextd {
       maxCallsInFlightPerAgent: tenant.max_calls_in_flight_per_agent,
       appendBytesPerSecond: tenant.append_bytes_per_second,
       maxWatchStreams: tenant.max_watch_streams,
+      maxCallsRunning: tenant.max_calls_running,
     });
     const tenants = { limits: tenantLimits, tenantOf: (md: Metadata) => auth.tenantOf(md) };
     const opened = await openStore(config.store);

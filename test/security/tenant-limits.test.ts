@@ -18,7 +18,7 @@ import { startContextd, type ContextdProcess } from "../helpers/contextd-process
 import { startTsEngine, type EngineProcess } from "../helpers/engine-process.js";
 import { refusal, registryClient } from "../helpers/registry-client.js";
 
-const LIMITS = { max_calls_in_flight: 4, max_calls_in_flight_per_agent: 3, append_bytes_per_second: 1_000_000, max_watch_streams: 2 };
+const LIMITS = { max_calls_in_flight: 4, max_calls_in_flight_per_agent: 3, append_bytes_per_second: 1_000_000, max_watch_streams: 2, max_calls_running: 1 };
 
 describe("per-tenant limits keep one runtime token from taking the service from another", () => {
   let cd: ContextdProcess;
@@ -85,6 +85,16 @@ describe("per-tenant limits keep one runtime token from taking the service from 
       },
     };
   }
+
+  it("calls waiting on a sidecar engine give their turn up: more than limits.tenant.max_calls_running of one token's calls reach the engine at once, and its other calls still run", async () => {
+    const held = await hold("noisy-a", 2); // max_calls_running is 1: both reached the engine
+    try {
+      const answer = await noisy.assemble({ session: { sessionId: "noisy-c-session", agentId: "noisy-c" }, tokenBudget: 1_000 });
+      expect(answer.messages.length).toBe(1);
+    } finally {
+      await held.release();
+    }
+  });
 
   it("a token at limits.tenant.max_calls_in_flight is refused RESOURCE_EXHAUSTED naming the limit, while another token is served", async () => {
     const a = await hold("noisy-a", 2);

@@ -65,7 +65,7 @@ const DEFAULTS: ContextdConfig = {
     max_messages_per_append: 1000,
     max_session_entries: 1000000,
     max_import_bytes: 16777216,
-    tenant: { max_calls_in_flight: 64, max_calls_in_flight_per_agent: 32, append_bytes_per_second: 8388608, max_watch_streams: 16 },
+    tenant: { max_calls_in_flight: 64, max_calls_in_flight_per_agent: 32, append_bytes_per_second: 8388608, max_watch_streams: 16, max_calls_running: 2 },
   },
 };
 
