@@ -37,6 +37,11 @@ export interface CallContext {
   host?: HostContext;
   /** The W3C trace context the engine call continues (`traceparent`, `tracestate`), when there is one. */
   trace?: Record<string, string>;
+  /**
+   * For in-process engines: runs a wait outside contextd (a model request) while the caller's
+   * tenant gives its turn at doing work up (src/contract/tenant-limits.ts). Absent: run as is.
+   */
+  away?: <T>(work: () => Promise<T>) => Promise<T>;
 }
 
 /**

@@ -120,7 +120,7 @@ export class TenantLimits {
    * most a few per tenant, each tenant's call waits behind a few steps of each other tenant's, however
    * many calls they have in flight. A call gives its turn up while it waits on an engine
    * (`Turn.away`): that wait costs contextd nothing, and a slow engine must not hold its tenant to a
-   * few calls at a time. Rejects with CancelledError if `signal` aborts first (the caller has gone:
+   * few calls at a time; it takes one back at once when the engine answers (see `resume`). Rejects with CancelledError if `signal` aborts first (the caller has gone:
    * its call is dropped without doing any work).
    */
   async turn(tenant: string | undefined, signal: AbortSignal): Promise<Turn> {
@@ -139,7 +139,7 @@ export class TenantLimits {
         try {
           return await work();
         } finally {
-          await this.acquire(tenant, signal);
+          this.resume(tenant);
           held = true;
         }
       },
@@ -169,13 +169,26 @@ export class TenantLimits {
     });
   }
 
+  /**
+   * A call back from an engine takes a turn at once, over the limit if need be. Made to wait, it
+   * could wait forever: the tenant's running calls may be waiting for it (a Bootstrap shared by
+   * concurrent first calls, an engine's lock), and started calls are what hold such things.
+   */
+  private resume(tenant: string): void {
+    let turns = this.turns.get(tenant);
+    if (!turns) this.turns.set(tenant, (turns = { running: 0, waiting: [] }));
+    turns.running++;
+  }
+
   private release(tenant: string): void {
     const turns = this.turns.get(tenant);
     if (!turns) return;
-    // The turn passes to the tenant's next waiting call, if any: `running` stays.
-    const next = turns.waiting.shift();
-    if (next) return next();
     turns.running--;
+    // Turns pass to the tenant's waiting calls in order, while it is under its limit.
+    while (turns.running < this.settings.maxCallsRunning && turns.waiting.length > 0) {
+      turns.running++;
+      turns.waiting.shift()!();
+    }
     if (turns.running === 0) this.turns.delete(tenant);
   }
 

@@ -154,7 +154,7 @@ export class SessionHost {
       for (let attempt = 0; attempt < MAX_OVERFLOW_COMPACTIONS && view.tokens > budget; attempt++) {
         const outcome = await this.compactions.runNative(
           view,
-          { tokenBudget: budget, target: CompactionTarget.COMPACTION_TARGET_BUDGET, force: false, signal },
+          { tokenBudget: budget, target: CompactionTarget.COMPACTION_TARGET_BUDGET, force: false, signal, away: call.away },
           LEGACY_ENGINE_ID,
         );
         if (outcome.conflict) {

@@ -68,6 +68,7 @@ export class LegacyEngine implements ContextEngine {
         customInstructions: req.customInstructions,
         currentTokenCount: req.currentTokenCount,
         signal: ctx.signal,
+        away: ctx.away,
       },
       this.compaction,
     );

@@ -307,7 +307,7 @@ export class Router {
         deadlineMs,
         caller.signal,
         `engine "${target.id}" ${op}`,
-        (ctx) => fn(target.engine, { ...ctx, host: issued?.host, trace }, target),
+        (ctx) => fn(target.engine, { ...ctx, host: issued?.host, trace, away: target.builtin ? caller.away : undefined }, target),
         revoked?.signal,
       );
     const away = target.builtin ? undefined : caller.away;

@@ -50,18 +50,37 @@ describe("tenant turns: a few calls per tenant do work at once, the rest wait in
     expect(await settled(next)).toBe(true);
   });
 
-  it("a call waiting on an engine (away) gives its turn to the tenant's next call, and takes one back after", async () => {
+  it("a call waiting on an engine (away) gives its turn to the tenant's next call, and takes one back at once when the engine answers", async () => {
     const l = limits(1);
     const slow: Turn = await l.turn("runtime a", never);
     let answer!: (v: string) => void;
     const engine = slow.away(() => new Promise<string>((resolve) => (answer = resolve)));
     const other = await l.turn("runtime a", never); // runs while the first waits on its engine
+    const third = l.turn("runtime a", never);
     answer("ok");
-    expect(await settled(engine)).toBe(false); // back in line behind `other`
-    other.leave();
+    // Not held behind `other`: the tenant's running calls may be waiting for it (a shared Bootstrap).
     await expect(engine).resolves.toBe("ok");
+    other.leave();
+    expect(await settled(third)).toBe(false); // two running, over the limit of one: no new turn yet
     slow.leave();
-    expect(await settled(l.turn("runtime a", never))).toBe(true);
+    expect(await settled(third)).toBe(true);
+  });
+
+  it("calls waiting for the answer of a call that is away do not deadlock it", async () => {
+    const l = limits(2);
+    const first = await l.turn("runtime a", never);
+    let answer!: () => void;
+    const shared = first.away(() => new Promise<void>((resolve) => (answer = resolve)));
+    // Two more calls take the tenant's two turns and wait for the first call's work (a shared Bootstrap).
+    const waiters = [0, 1].map(async () => {
+      const t = await l.turn("runtime a", never);
+      await shared;
+      t.leave();
+    });
+    answer();
+    await shared;
+    first.leave();
+    await Promise.all(waiters);
   });
 
   it("calls without a tenant (auth off) are not held", async () => {

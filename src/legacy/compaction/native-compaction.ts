@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from "../../contract/errors.js";
 import { CompactionTarget, type CompactionResult, type Message } from "../../contract/gen/contextd/v1/types.js";
 import type { Tokenizer } from "../../tokens/tokenizer.js";
-import { asSummaryResult, type Summarizer, type SummaryDetails } from "../summarizer/summarizer.js";
+import { asSummaryResult, type SummarizeInput, type Summarizer, type SummaryDetails } from "../summarizer/summarizer.js";
 import { analyzeCutPoints, chooseCut, chooseFillingCut, type Cut } from "./cut-points.js";
 import { latestUserIndex, requestQuote, withRequest } from "./latest-request.js";
 import { promptBudget } from "../../contract/prompt-budget.js";
@@ -86,6 +86,8 @@ export interface NativeCompactionInput {
   /** The runtime's own count of the view; 0/undefined → the sum of the messages' tokenCount. */
   currentTokenCount?: number;
   signal?: AbortSignal;
+  /** Runs the summarizer's waits outside contextd (SummarizeInput.away). */
+  away?: SummarizeInput["away"];
 }
 
 export interface NativeCompactionOutcome {
@@ -194,6 +196,7 @@ export async function compactNative(input: NativeCompactionInput, deps: NativeCo
         maxChars: chars - quote.length,
         customInstructions: input.customInstructions,
         signal,
+        away: input.away,
         priorAttempt: reported,
       }),
     );

@@ -127,14 +127,15 @@ async function summarizeWithModel(input: SummarizeInput, o: OpenAISummarizerOpti
       customInstructions: input.customInstructions,
       part: chunks.length > 1 ? { index: i + 1, count: chunks.length } : undefined,
     });
-    const completion = await o.client.complete({
+    const request = {
       messages: [
-        { role: "system", content: SUMMARY_SYSTEM_PROMPT },
-        { role: "user", content: summaryPrompt(chunks[i], running, instructions) },
+        { role: "system" as const, content: SUMMARY_SYSTEM_PROMPT },
+        { role: "user" as const, content: summaryPrompt(chunks[i], running, instructions) },
       ],
       maxTokens,
       signal: input.signal,
-    });
+    };
+    const completion = await (input.away ? input.away(() => o.client.complete(request)) : o.client.complete(request));
     progress.requests += completion.attempts;
     inputTokens += completion.usage.input;
     outputTokens += completion.usage.output;

@@ -11,6 +11,11 @@ export interface SummarizeInput {
   customInstructions?: string;
   signal?: AbortSignal;
   /**
+   * Runs a wait outside contextd (a model request): the caller's tenant gives its turn at doing
+   * work up meanwhile (src/contract/tenant-limits.ts). Absent: the wait is run as is.
+   */
+  away?: <T>(work: () => Promise<T>) => Promise<T>;
+  /**
    * What this summarizer reported for its previous call in the same compaction, if any. Native
    * compaction may summarize several times (later cuts, smaller caps); a summarizer whose model
    * already failed once in this compaction uses it to fall back at once instead of waiting for
