@@ -14,14 +14,29 @@
  * holding `@`), never less.
  */
 export function redactUrlCredentials(text: string): string {
-  return text.replace(/([A-Za-z][A-Za-z0-9+.-]*:\/\/)(\S*)@/g, (_all, scheme: string, userinfo: string) => {
-    const colon = userinfo.indexOf(":");
-    if (colon < 0) return `${scheme}***@`;
-    const user = userinfo.slice(0, colon);
-    const shown = /^[A-Za-z0-9._%-]{1,64}$/.test(user) && !looksLikeToken(user) ? user : "***";
-    return `${scheme}${shown}:***@`;
-  });
+  return text
+    .replace(/([A-Za-z][A-Za-z0-9+.-]*:\/\/)(\S*)@/g, (_all, scheme: string, userinfo: string) => {
+      const colon = userinfo.indexOf(":");
+      if (colon < 0) return `${scheme}***@`;
+      const user = userinfo.slice(0, colon);
+      const shown = /^[A-Za-z0-9._%-]{1,64}$/.test(user) && !looksLikeToken(user) ? user : "***";
+      return `${scheme}${shown}:***@`;
+    })
+    .replace(SECRET_QUERY_PARAMETER, "$1***");
 }
+
+/** A query parameter of a URL whose name says it holds a credential (`?api_key=…`, `&access_token=…`, `&sig=…`). */
+const SECRET_QUERY_PARAMETER = /([?&][^=&#\s]*(?:token|key|secret|passw(?:or)?d|pwd|auth|credential|sig(?:nature)?)[^=&#\s]*=)[^&#\s"']*/gi;
+
+/**
+ * `text` with every word that reads as a token (looksLikeToken) replaced by `***`. A path's parts
+ * (next to `/` or `\\`: a temp directory `contextd-config-ujVe0S…`) are left alone.
+ */
+export function redactTokens(text: string): string {
+  return text.replace(TOKEN_WORD, (word) => (looksLikeToken(word) ? "***" : word));
+}
+
+const TOKEN_WORD = /(?<![A-Za-z0-9_\-+=.~/\\])[A-Za-z0-9_\-+=.~]{20,}(?![A-Za-z0-9_\-+=.~/\\])/g;
 
 /**
  * Whether `value` reads as a secret rather than as a name, a path or a setting: one word of 20 or

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { envNameProblem, redactUrlCredentials } from "../contract/redact.js";
+import { envNameProblem, redactTokens, redactUrlCredentials } from "../contract/redact.js";
 import { DURATION_HINT, MAX_DURATION_MS, formatDuration, parseDuration } from "./duration.js";
 
 /**
@@ -7,10 +7,13 @@ import { DURATION_HINT, MAX_DURATION_MS, formatDuration, parseDuration } from ".
  * validates one value and says what was expected in the one-line `config: <path>: <why>` message.
  */
 
-/** Renders a value for an error message, short, with the credentials of any URL in it hidden. */
+/**
+ * Renders a value for an error message, short, with the credentials of any URL in it and any word
+ * that reads as a token hidden (redact.ts): whatever field it was, a secret is not repeated.
+ */
 export function show(value: unknown): string {
   if (value === undefined) return "nothing";
-  const s = redactUrlCredentials(JSON.stringify(value) ?? String(value));
+  const s = redactTokens(redactUrlCredentials(JSON.stringify(value) ?? String(value)));
   return s.length > 60 ? `${s.slice(0, 57)}...` : s;
 }
 

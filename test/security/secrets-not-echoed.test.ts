@@ -53,6 +53,17 @@ describe("finding: secrets in start-up errors and log lines", () => {
     }
   });
 
+  it("a token in the file is not echoed by any other config error either (an env override reading it as a section)", async () => {
+    const token = ghToken();
+    const run = await startupOutput({
+      config: required({ token_sha256: token }),
+      env: { CONTEXTD_AUTH__RUNTIMES__0__TOKEN_SHA256__X: "1" },
+    });
+    expect(run.code).not.toBe(0);
+    expect(run.output).toContain("auth.runtimes[0].token_sha256");
+    expect(leaks(run.output, token)).toEqual([]);
+  });
+
   it("a token-like value in token_env (env override or file) is refused naming the field, never echoing the value", async () => {
     for (const token of [ghToken(), awsKey(), bearer()]) {
       const fromEnv = await startupOutput({ config: { auth: { required: true } }, env: { CONTEXTD_AUTH__RUNTIMES__0__TOKEN_ENV: token } });
@@ -84,16 +95,16 @@ describe("finding: secrets in start-up errors and log lines", () => {
     }
   });
 
-  it("an OTLP endpoint with user:pass@ is logged without the password in the 'tracing on' line (file and env override)", async () => {
-    for (const how of ["file", "env"] as const) {
+  it("an OTLP endpoint with user:pass@ (or ?api_key=) is logged without the secret in the 'tracing on' line (file and env override)", async () => {
+    for (const how of ["file", "env", "query"] as const) {
       const password = `otlp${randomBytes(12).toString("hex")}`;
-      const endpoint = `http://collector-user:${password}@127.0.0.1:9/`;
+      const endpoint = how === "query" ? `http://127.0.0.1:9/?api_key=${password}` : `http://collector-user:${password}@127.0.0.1:9/`;
       const cd = await startContextd(
-        how === "file" ? { config: { tracing: { otlp_endpoint: endpoint } } } : { env: { CONTEXTD_TRACING__OTLP_ENDPOINT: endpoint } },
+        how === "env" ? { env: { CONTEXTD_TRACING__OTLP_ENDPOINT: endpoint } } : { config: { tracing: { otlp_endpoint: endpoint } } },
       );
       try {
         const line = await cd.waitForLog((l) => typeof l.msg === "string" && l.msg.startsWith("tracing on"));
-        expect(line.otlp_endpoint).toBe("http://collector-user:***@127.0.0.1:9/");
+        expect(line.otlp_endpoint).toBe(how === "query" ? "http://127.0.0.1:9/?api_key=***" : "http://collector-user:***@127.0.0.1:9/");
         await cd.stop();
         expect(leaks(cd.logs(), password)).toEqual([]);
       } finally {

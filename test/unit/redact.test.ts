@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { envNameProblem, looksLikeToken, redactUrlCredentials } from "../../src/contract/redact.js";
+import { envNameProblem, looksLikeToken, redactTokens, redactUrlCredentials } from "../../src/contract/redact.js";
 
 describe("redact: secrets kept out of messages", () => {
   it("URL credentials are hidden, also in URLs that do not parse and inside longer text", () => {
@@ -17,4 +17,22 @@ describe("redact: secrets kept out of messages", () => {
     for (const value of ["not a name", "1ABC", "a-b", "x".repeat(129)]) expect(envNameProblem(value), value).toMatch(/not an environment variable name/);
     expect(looksLikeToken("lossless-engine")).toBe(false);
   });
+});
+
+describe("redact: query credentials and token-like words", () => {
+  it("a query parameter named for a credential is hidden; others stay", () => {
+    expect(redactUrlCredentials("https://otel.example/v1/traces?api_key=abc123&region=eu")).toBe("https://otel.example/v1/traces?api_key=***&region=eu");
+    expect(redactUrlCredentials("http://h/x?access_token=zzz#frag")).toBe("http://h/x?access_token=***#frag");
+  });
+
+  it("words that read as tokens are replaced; ordinary words, ids and paths stay", () => {
+    expect(redactTokens('is "ghp_16C7e42F292c6912E7710c838347Ae178B4a" in the file')).toBe('is "***" in the file');
+    expect(redactTokens("engine lossless-summarizer at /var/run/contextd-engines/a.sock")).toBe(
+      "engine lossless-summarizer at /var/run/contextd-engines/a.sock",
+    );
+  });
+});
+
+it("redactTokens leaves path parts alone", () => {
+  expect(redactTokens('cannot read "/tmp/contextd-config-ujVe0S1234abcd/missing.pem"')).toBe('cannot read "/tmp/contextd-config-ujVe0S1234abcd/missing.pem"');
 });
