@@ -55,6 +55,24 @@ export default tseslint.config(
     },
   },
   {
+    // contextctl writes to the terminal only through src/cli/terminal-text.ts, which escapes control,
+    // bidi and zero-width characters of tenant text (a colour code hiding text, a right-to-left override).
+    files: ["src/cli/**/*.ts"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "CallExpression[callee.object.object.name='process'][callee.object.property.name=/^(stdout|stderr)$/][callee.property.name='write']",
+          message: "write through src/cli/terminal-text.ts (writeStdout, writeStderr, writeOut): it escapes what would act on the terminal",
+        },
+        {
+          selector: "CallExpression[callee.object.name='console']",
+          message: "write through src/cli/terminal-text.ts (writeStdout, writeStderr, writeOut): it escapes what would act on the terminal",
+        },
+      ],
+    },
+  },
+  {
     files: ["engines/**/*.ts"],
     rules: {
       "no-restricted-imports": [

@@ -18,6 +18,7 @@ import { positiveInt } from "./commands/shared.js";
 import { EXIT, EXIT_CODES_HELP } from "./exit-codes.js";
 import { examples, flushed } from "./format.js";
 import { colourWanted, setColour } from "./style.js";
+import { writeStderr, writeStdout } from "./terminal-text.js";
 
 /**
  * contextctl — the operator and developer CLI for contextd (SPEC §5). Global options come before
@@ -51,6 +52,8 @@ const program = new Command("contextctl")
     ),
   )
   .configureHelp({ showGlobalOptions: true })
+  // commander's own output (help, usage errors echoing an argument) goes through the same sink.
+  .configureOutput({ writeOut: writeStdout, writeErr: writeStderr })
   .showHelpAfterError("(contextctl --help for usage)")
   // Every usage error commander finds (unknown command or option, missing argument, bad value) is
   // exit 2; --help and --version are 0.

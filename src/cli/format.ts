@@ -2,7 +2,11 @@ import { status as Status, type ServiceError } from "@grpc/grpc-js";
 import { Mode } from "../contract/gen/contextd/v1/types.js";
 import { EngineEventType, EngineHealth, type EngineEvent, type EngineStatus } from "../contract/gen/contextd/v1/registry.js";
 import { bold, tone } from "./style.js";
-import { displayWidth, drawTable, printable, type Align } from "./table.js";
+import { displayWidth, drawTable, type Align } from "./table.js";
+import { escapeUnsafe } from "../contract/unsafe-characters.js";
+import { terminalCell, terminalText, writeStdout } from "./terminal-text.js";
+
+export { writeOut } from "./terminal-text.js";
 
 export type Cell = string | number;
 export type { Align } from "./table.js";
@@ -46,11 +50,6 @@ export function lastColumnWidth(head: string[], rows: Cell[][], fallback: number
 /** The "Examples:" block every command's --help ends with. */
 export function examples(...lines: string[]): string {
   return `\nExample${lines.length > 1 ? "s" : ""}:\n${lines.map((l) => `  $ ${l}`).join("\n")}`;
-}
-
-/** Writes to stdout and resolves once it is flushed (large outputs must not be cut by process.exit). */
-export function writeOut(data: string | Uint8Array): Promise<void> {
-  return new Promise((resolve, reject) => process.stdout.write(data, (err) => (err ? reject(err) : resolve())));
 }
 
 /**
@@ -104,6 +103,11 @@ export function eventTypeName(type: EngineEventType): string {
  * `contextctl release`), `OPERATION: REASON` for an automatic one; `-` when not quarantined.
  */
 export function quarantineText(e: EngineStatus): string {
+  return terminalText(rawQuarantineText(e));
+}
+
+/** quarantineText before escaping (for logfmt, which quotes and escapes itself). */
+function rawQuarantineText(e: EngineStatus): string {
   const q = e.quarantine;
   if (!q) return "-";
   const what = q.manual ? "manual" : q.operation || "quarantined";
@@ -132,31 +136,31 @@ export function engineState(e: EngineStatus, nowMs = Date.now()): string {
   return `quarantined until a health check passes (${why})`;
 }
 
-/** A logfmt value: bare when it is a plain word, else JSON-quoted. */
+/** A logfmt value: bare when it is a plain word, else JSON-quoted; unsafe characters escaped either way (as quote() does). */
 function logfmt(value: string): string {
-  return /^[^\s"=]+$/.test(value) ? value : JSON.stringify(value);
+  return /^[^\s"=]+$/.test(value) ? terminalText(value) : escapeUnsafe(JSON.stringify(value));
 }
 
 /** One engine on one line, logfmt style: `ID owner=OWNER health=HEALTH quarantine=none|"manual: why"`. */
 export function engineLine(e: EngineStatus): string {
-  const q = e.quarantine ? quarantineText(e) : "none";
-  return `${e.engineId} owner=${logfmt(e.owner || "-")} health=${tone(healthName(e.health))} quarantine=${logfmt(q)}`;
+  const q = e.quarantine ? rawQuarantineText(e) : "none";
+  return `${terminalText(e.engineId)} owner=${logfmt(e.owner || "-")} health=${tone(healthName(e.health))} quarantine=${logfmt(q)}`;
 }
 
 /** One WatchEngines event on one line: `ISO TYPE ID owner=… health=… quarantine=… message="…"`. */
 export function eventLine(ev: EngineEvent): string {
   const engine = ev.engine ? engineLine(ev.engine) : "-";
   const message = ev.message ? ` message=${logfmt(ev.message)}` : "";
-  return printable(`${iso(ev.atMs)} ${tone(eventTypeName(ev.type))} ${engine}${message}`);
+  return terminalCell(`${iso(ev.atMs)} ${tone(eventTypeName(ev.type))} ${engine}${message}`);
 }
 
 /** One line for an error: gRPC errors as `CODE: details`, others by message. */
 export function errorText(err: unknown): string {
   if (isServiceError(err)) {
     const details = (err.details || err.message).replace(/\s*Resolution note:\s*$/, "").trim();
-    return printable(`${Status[err.code] ?? err.code}: ${details}`);
+    return terminalText(`${Status[err.code] ?? err.code}: ${details}`);
   }
-  return printable(err instanceof Error ? err.message : String(err));
+  return terminalText(err instanceof Error ? err.message : String(err));
 }
 
 function isServiceError(err: unknown): err is ServiceError {
@@ -164,5 +168,5 @@ function isServiceError(err: unknown): err is ServiceError {
 }
 
 export function printJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  writeStdout(`${JSON.stringify(value, null, 2)}\n`);
 }

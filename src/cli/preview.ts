@@ -1,6 +1,7 @@
 import { ROLE_NAMES, isSummaryMessage, summaryOf } from "../contract/messages.js";
 import { Role, type ContentBlock, type Message, type TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
 import { num } from "./format.js";
+import { terminalText } from "./terminal-text.js";
 
 /**
  * Text for people: what a message or transcript entry says, as a one-line preview for tables or
@@ -11,11 +12,14 @@ import { num } from "./format.js";
 /** Default preview width in a pipe (a terminal uses what is left of its width). */
 export const PREVIEW_CHARS = 60;
 
-/** `text` on one line (runs of whitespace become one space), cut to `max` characters with `…`. */
+/**
+ * `text` on one line (runs of whitespace become one space), cut to `max` characters with `…`,
+ * its control, bidi and zero-width characters escaped (terminal-text.ts): previews are tenant text.
+ */
 export function oneLine(text: string, max: number): string {
   const flat = text.replace(/\s+/g, " ").trim();
-  if (flat.length <= max) return flat;
-  return `${flat.slice(0, Math.max(0, max - 1))}…`;
+  if (flat.length <= max) return terminalText(flat);
+  return `${terminalText(flat.slice(0, Math.max(0, max - 1)))}…`;
 }
 
 export function roleName(role: Role): string {

@@ -13,6 +13,8 @@
  * spaces), colour codes take no room, and East Asian wide characters and emoji take two columns.
  */
 
+import { terminalCell } from "./terminal-text.js";
+
 export type Align = "left" | "right";
 
 const ANSI = /\u001b\[[0-9;]*m/g;
@@ -47,21 +49,10 @@ function pad(text: string, width: number, align: Align): string {
   return align === "right" ? room + text : text + room;
 }
 
-/**
- * Escape sequences that act on a terminal (cursor moves, OSC titles and links, bells), other
- * control characters, bidi overrides and zero-width characters — anything a registry entry or a
- * quarantine reason could carry to hide or forge text — printed as `\uXXXX`. contextctl's own
- * colours (SGR `ESC[…m`) pass.
- */
-const UNSAFE = /\u001b(?!\[[0-9;]*m)|[\u0000-\u001a\u001c-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g;
-
-export function printable(text: string): string {
-  return text.replace(UNSAFE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
-}
-
 /** Draws `head` over `rows` (cells already formatted as text), each column aligned as `aligns` says. */
 export function drawTable(head: string[], rows: string[][], aligns: Align[]): string {
-  const flat = (cell: string | undefined) => printable((cell ?? "").replace(/\r?\n/g, " "));
+  // Cells are one line; anything that would act on the terminal shows escaped (contextctl's own colours pass).
+  const flat = (cell: string | undefined) => terminalCell((cell ?? "").replace(/\r?\n/g, " "));
   const widths = head.map((h) => displayWidth(h));
   const body = rows.map((row) => head.map((_, i) => flat(row[i])));
   for (const row of body) row.forEach((cell, i) => (widths[i] = Math.max(widths[i], displayWidth(cell))));

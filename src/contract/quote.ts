@@ -1,19 +1,7 @@
-/**
- * Characters that act on a terminal or a log viewer instead of showing as themselves: C0 and C1
- * controls, DEL, line and paragraph separators, bidi overrides and isolates, zero-width characters
- * and the BOM. Untrusted text shows them as `\uXXXX` escapes.
- */
-const UNSAFE_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff]/g;
+import { escapeUnsafe, hasUnsafeCharacters } from "./unsafe-characters.js";
 
-const escapeUnsafe = (text: string) => text.replace(UNSAFE_CHARACTERS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
-
-/** Whether `value` holds any character that would act instead of showing (see UNSAFE_CHARACTERS). */
-export function hasUnsafeCharacters(value: string): boolean {
-  UNSAFE_CHARACTERS.lastIndex = 0;
-  const found = UNSAFE_CHARACTERS.test(value);
-  UNSAFE_CHARACTERS.lastIndex = 0;
-  return found;
-}
+/** The character class is unsafe-characters.ts's, shared with contextctl's terminal output. */
+export { hasUnsafeCharacters };
 
 /**
  * An untrusted value as it may appear in an error message or a log line: JSON-quoted (so control

@@ -87,8 +87,9 @@ function parseEntry(entry: string): Entry | string {
  *   and reserved addresses need an IP/CIDR entry (endpoint-address.ts SPECIAL_RANGES) — a listed
  *   name whose DNS record changes must not carry contextd into the local network. A name that is
  *   not listed is refused without being resolved (an owner cannot make contextd query DNS);
- * - `unix:/dir/`: unix sockets whose path, with every symbolic link resolved, is in that
- *   directory (or is that path). There is no "any unix socket" entry.
+ * - `unix:/dir/`: unix sockets in that directory (or that path itself), reached without a symbolic
+ *   link below it (the entry may name its directory through a link). There is no "any unix
+ *   socket" entry.
  *
  * The check answers with the target to dial — the checked IP addresses (`ipv4:…`/`ipv6:…`, the
  * name kept as `:authority` and TLS server name, so TLS still verifies against the name) or the
@@ -179,34 +180,44 @@ export class EndpointAllowList implements EndpointChecker {
 
   /**
    * A socket path lexically outside every entry is refused without touching the file system. One
-   * inside is resolved (symbolic links in the directory and the socket itself) and must still be
-   * inside; the real path is what is dialled. An unresolvable path says only "not reachable":
-   * which files exist is not the caller's to learn.
+   * inside is walked below its entry's directory (the entry itself may name its directory through
+   * a link) with lstat, never following a link: a symbolic link anywhere below the directory is
+   * refused with one fixed reason whatever it points at — an existing or a missing file, inside the
+   * directory or out of it — so the refusal says nothing about the file system beyond the link.
+   * A missing directory below the entry's says only "not reachable", as a closed socket would:
+   * which files exist is not the caller's to learn. The real path is what is dialled.
    */
   private async checkUnix(socketPath: string): Promise<EndpointCheck> {
-    const dirs = await Promise.all(this.unixDirs.map(async (d) => [d, await realpathOr(d, d)] as const));
+    const dirs = await Promise.all(this.unixDirs.map(async (d) => [d, await realpathOr(d, undefined)] as const));
     const inside = (p: string, dir: string) => p === dir || p.startsWith(`${dir}/`);
-    const refused: EndpointCheck = { ok: false, reason: "the unix socket path is not in a unix: directory of engines.allow_endpoints" };
-    if (!dirs.some(([lexical, real]) => inside(socketPath, lexical) || inside(socketPath, real))) return refused;
-    let full = await realpathOr(socketPath, undefined);
-    if (full === undefined) {
-      // No socket there (yet): its directory's real path, unless the name is a dangling symbolic link.
-      const link = await fs.lstat(socketPath).then(
-        (s) => s.isSymbolicLink(),
-        () => false,
-      );
-      const dir = link ? undefined : await realpathOr(path.posix.dirname(socketPath), undefined);
-      // In the words admission uses for a socket missing from an existing directory: which
-      // directories exist is not the caller's to learn either.
-      if (dir === undefined) return { ok: false, unresolved: true, reason: "UNAVAILABLE" };
-      full = path.posix.join(dir, path.posix.basename(socketPath));
+    // The most specific entry holding the path (by its own spelling or its real path).
+    let best: { base: string; realDir: string | undefined } | undefined;
+    for (const [lexical, real] of dirs) {
+      const base = inside(socketPath, lexical) ? lexical : real !== undefined && inside(socketPath, real) ? real : undefined;
+      if (base !== undefined && (!best || base.length > best.base.length)) best = { base, realDir: real };
     }
-    if (!dirs.some(([, realDir]) => inside(full, realDir))) {
-      return { ok: false, reason: "the unix socket path leads (through a symbolic link) out of the unix: directories of engines.allow_endpoints" };
+    if (!best) return { ok: false, reason: "the unix socket path is not in a unix: directory of engines.allow_endpoints" };
+    const unavailable: EndpointCheck = { ok: false, unresolved: true, reason: "UNAVAILABLE" };
+    if (best.realDir === undefined) return unavailable;
+    const below = socketPath.slice(best.base.length).split("/").filter(Boolean);
+    let full = best.realDir;
+    for (const [i, name] of below.entries()) {
+      full = path.posix.join(full, name);
+      const stat = await fs.lstat(full).catch(() => undefined);
+      // The socket itself may be missing (not listening yet): dialled, it reads as a closed socket.
+      if (!stat) return i === below.length - 1 ? { ok: true, dial: { target: `unix:${full}`, options: {} } } : unavailable;
+      if (stat.isSymbolicLink()) return { ok: false, reason: SYMLINK_REFUSAL };
     }
     return { ok: true, dial: { target: `unix:${full}`, options: {} } };
   }
 }
+
+/**
+ * The one refusal for a unix socket path through a symbolic link below an allowed directory.
+ * Fixed text: whether the link's target exists, or where it is, must not change the answer.
+ */
+export const SYMLINK_REFUSAL =
+  "the unix socket path goes through a symbolic link below a unix: directory of engines.allow_endpoints, which is never followed; register the socket's real path";
 
 function authority(host: string, port: number): string {
   return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { envNameProblem, redactTokens, redactUrlCredentials } from "../contract/redact.js";
 import { DURATION_HINT, MAX_DURATION_MS, formatDuration, parseDuration } from "./duration.js";
 
 /**
@@ -6,12 +7,34 @@ import { DURATION_HINT, MAX_DURATION_MS, formatDuration, parseDuration } from ".
  * validates one value and says what was expected in the one-line `config: <path>: <why>` message.
  */
 
-/** Renders a value for an error message, short. */
+/**
+ * Renders a value for an error message, short, with the credentials of any URL in it and any word
+ * that reads as a token hidden (redact.ts): whatever field it was, a secret is not repeated.
+ */
 export function show(value: unknown): string {
   if (value === undefined) return "nothing";
-  const s = JSON.stringify(value) ?? String(value);
+  const s = redactTokens(redactUrlCredentials(JSON.stringify(value) ?? String(value)));
   return s.length > 60 ? `${s.slice(0, 57)}...` : s;
 }
+
+/**
+ * A field that holds a secret, or something a secret is easily pasted into by mistake (a token in
+ * `token_sha256`, a token in `token_env`): a string (a YAML number taken as its text), trimmed and
+ * not empty, checked by `problem`. No message, of any kind of failure, repeats the value.
+ */
+const secretField = (what: string, problem: (v: string) => string | undefined) =>
+  z.unknown().transform((v, ctx): string => {
+    const fail = (message: string) => {
+      ctx.issues.push({ code: "custom", message, input: undefined });
+      return z.NEVER;
+    };
+    if (v === undefined) return fail("is required");
+    if (typeof v !== "string" && typeof v !== "number") return fail(`expected ${what}, got a ${Array.isArray(v) ? "list" : typeof v} (the value is not shown)`);
+    const text = String(v).trim();
+    if (!text) return fail("must not be empty");
+    const why = problem(text);
+    return why ? fail(why) : text;
+  });
 
 export const expected = (what: string) => (iss: { input?: unknown }) => (iss.input === undefined ? "is required" : `expected ${what}, got ${show(iss.input)}`);
 
@@ -83,14 +106,18 @@ export const storeUrl = text("a store URL").superRefine((v, ctx) => {
   if (!/^postgres(ql)?:\/\//.test(v) || !URL.canParse(v)) ctx.addIssue({ code: "custom", message: bad, input: v });
 });
 
-export const envName = text("an environment variable name").refine((v) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(v), {
-  error: (iss) => `${show(iss.input)} is not an environment variable name`,
-});
-export const sha256 = text("64 hex characters")
-  .transform((v) => v.toLowerCase())
-  .refine((v) => /^[0-9a-f]{64}$/.test(v), {
-    error: (iss) => `${show(iss.input)} is not a sha256 hex digest (64 hex characters)`,
-  });
+/**
+ * The NAME of an environment variable (`token_env`, `api_key_env`): the POSIX grammar, and not a
+ * value that reads as a token (redact.ts envNameProblem). The value is never echoed in an error;
+ * one that passes may be (`environment variable X is not set`).
+ */
+export const envName = secretField("an environment variable name", envNameProblem);
+/** A sha256 digest as 64 hex characters, lower-cased. A raw token pasted here is not echoed. */
+export const sha256 = secretField("64 hex characters", (v) =>
+  /^[0-9a-fA-F]{64}$/.test(v)
+    ? undefined
+    : "is not a sha256 hex digest (64 hex characters); the value is not shown: if it is the token itself, write the token's sha256 here instead",
+).transform((v) => v.toLowerCase());
 
 export const filePath = text("a file path");
 /** A map of strings; YAML numbers and booleans are taken as their text (env values). */

@@ -5,6 +5,7 @@ import { EngineEventType, EngineHealth, RegistryServiceService } from "../contra
 import { AssembleResponse, SessionServiceService } from "../contract/gen/contextd/v1/session.js";
 import { withSplicedMessages } from "../contract/encoded-messages.js";
 import { withReceivedMessages } from "../contract/received-messages.js";
+import { redactUrlCredentials } from "../contract/redact.js";
 import { Compactions } from "../host/compactions.js";
 import { hostHandlers } from "../host/host-service.js";
 import { TranscriptExports } from "../host/export-transcript.js";
@@ -134,7 +135,9 @@ export class Contextd {
     const bare = process.env.CONTEXTD_BENCH_NO_OBSERVABILITY === "1";
     const metrics = new ContextdMetrics(() => opened.countSessions());
     const tracing = createTracing({ otlpEndpoint: config.tracing?.otlp_endpoint, serviceName: config.tracing?.service_name ?? "contextd" });
-    if (tracing.enabled) logger.info({ otlp_endpoint: config.tracing?.otlp_endpoint }, "tracing on: spans are exported over OTLP/HTTP");
+    // The endpoint may carry credentials (https://user:pass@collector): logged without them.
+    if (tracing.enabled)
+      logger.info({ otlp_endpoint: redactUrlCredentials(config.tracing?.otlp_endpoint ?? "") }, "tracing on: spans are exported over OTLP/HTTP");
     const store = bare ? opened : instrumentStore(opened, metrics.storeOperationDuration);
 
     // Registry: engines, their events, quarantine, health, admission, routing.

@@ -2,6 +2,7 @@ import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 
 import { InvalidArgumentError } from "../contract/errors.js";
+import { redactUrlCredentials } from "../contract/redact.js";
 import { SqliteStore } from "./sqlite/sqlite-store.js";
 import type { RegistryStore } from "./registry-store.js";
 import type { StoreCopy, TranscriptStore } from "./types.js";
@@ -48,7 +49,7 @@ export async function openStore(url: string): Promise<ContextdStore> {
   return SqliteStore.open(file);
 }
 
-/** The URL without its password (postgres/pool-config.ts has the same; this one loads no driver). */
+/** The URL without its credentials (the same rule as postgres/pool-config.ts; this one loads no driver). */
 function redactUrl(url: string): string {
-  return url.replace(/\/\/([^:/@]*):[^@/]*@/, "//$1:***@");
+  return redactUrlCredentials(url);
 }

@@ -413,11 +413,17 @@ describe("one-line problems", () => {
       "config: limits.max_message_bytes: expected a positive integer, got -1 (and 1 more problem)",
     ],
     ["auth: { required: yes }", 'config: auth.required: expected true or false, got "yes"'],
-    ["auth: { owners: { acme: { token_sha256: abc } } }", 'config: auth.owners.acme.token_sha256: "abc" is not a sha256 hex digest (64 hex characters)'],
+    [
+      "auth: { owners: { acme: { token_sha256: abc } } }",
+      "config: auth.owners.acme.token_sha256: is not a sha256 hex digest (64 hex characters); the value is not shown: if it is the token itself, write the token's sha256 here instead",
+    ],
     [`auth: { owners: { acme: { token_env: A, token_sha256: ${HASH} } } }`, "config: auth.owners.acme: set exactly one of token_env or token_sha256"],
     ["auth: { owners: { acme: {} } }", "config: auth.owners.acme: set exactly one of token_env or token_sha256"],
     ["auth: { owners: { core: { token_env: A } } }", 'config: auth.owners.core: owner "core" is reserved for contextd itself'],
-    ["auth: { owners: { acme: { token_env: 'not a name' } } }", 'config: auth.owners.acme.token_env: "not a name" is not an environment variable name'],
+    [
+      "auth: { owners: { acme: { token_env: 'not a name' } } }",
+      'config: auth.owners.acme.token_env: is not an environment variable name (letters, digits and "_", not starting with a digit, at most 128 characters); the value is not shown',
+    ],
     [
       "auth: { runtimes: [ { token: abc } ] }",
       'config: unknown key "auth.runtimes[0].token" (no plain-text secrets: use token_env / token_sha256, or api_key_env) (and 1 more problem)',

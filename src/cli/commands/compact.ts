@@ -4,6 +4,7 @@ import { CompactionTarget } from "../../contract/gen/contextd/v1/types.js";
 import { examples, keyValues, modeName, num, printJson, yesNo } from "../format.js";
 import { accent, tone, warn } from "../style.js";
 import { action, clientOptions, globals, positiveInt, withSessions } from "./shared.js";
+import { terminalText, writeStdout } from "../terminal-text.js";
 
 interface CompactOptions {
   budget: number;
@@ -44,15 +45,15 @@ export function registerCompact(program: Command): void {
         if (g.json) return printJson(CompactResponse.toJSON(res));
         const r = res.result;
         const rows: [string, string][] = [
-          ["engine", accent(res.engineId || "-")],
+          ["engine", accent(terminalText(res.engineId || "-"))],
           ["mode", tone(modeName(res.mode))],
           ["ok", yesNo(res.ok)],
           ["compacted", yesNo(res.compacted)],
-          ["reason", res.reason || "-"],
+          ["reason", terminalText(res.reason || "-")],
           ["tokens", r ? `${num(r.tokensBefore)} → ${num(r.tokensAfter)}` : "-"],
         ];
-        if (res.fallbackReason) rows.splice(2, 0, ["fallback reason", warn(res.fallbackReason)]);
-        process.stdout.write(`${keyValues(rows)}\n`);
+        if (res.fallbackReason) rows.splice(2, 0, ["fallback reason", warn(terminalText(res.fallbackReason))]);
+        writeStdout(`${keyValues(rows)}\n`);
       }),
     );
 }

@@ -7,6 +7,7 @@ import { examples, keyValues, lastColumnWidth, num, pct, printJson, table, type 
 import { PREVIEW_CHARS, messagePreview, oneLine } from "../preview.js";
 import { accent, bold, dim, tone, warn } from "../style.js";
 import { action, clientOptions, globals, positiveInt, withSessions } from "./shared.js";
+import { terminalBlock, terminalText, writeStdout } from "../terminal-text.js";
 
 interface ContextOptions {
   budget: number;
@@ -66,7 +67,7 @@ export function registerContext(program: Command): void {
         const autoCompact = Boolean(opts.compact);
         const { ctx, raw } = await withSessions(clientOptions(g, autoCompact ? 300_000 : 30_000), (client) => assembleContext(client, id, opts, autoCompact));
         if (g.json) return printJson(ctx);
-        process.stdout.write(`${render(ctx, raw, opts)}\n`);
+        writeStdout(`${render(ctx, raw, opts)}\n`);
       }),
     );
 }
@@ -105,9 +106,9 @@ async function assembleContext(client: ContextdClient, id: string, opts: Context
 function render(ctx: AssembledContext, raw: Message[], opts: ContextOptions): string {
   const s = ctx.sections;
   const header: [string, string][] = [
-    ["session", ctx.session.agentId ? `${ctx.session.sessionId} (agent ${ctx.session.agentId})` : ctx.session.sessionId],
-    ["engine", `${accent(ctx.engineId || "-")}, mode ${tone(ctx.mode)}`],
-    ...(ctx.fallbackReason ? ([["fallback reason", warn(ctx.fallbackReason)]] as [string, string][]) : []),
+    ["session", terminalText(ctx.session.agentId ? `${ctx.session.sessionId} (agent ${ctx.session.agentId})` : ctx.session.sessionId)],
+    ["engine", `${accent(terminalText(ctx.engineId || "-"))}, mode ${tone(ctx.mode)}`],
+    ...(ctx.fallbackReason ? ([["fallback reason", warn(terminalText(ctx.fallbackReason))]] as [string, string][]) : []),
     ["prompt authority", tone(ctx.promptAuthority)],
     ["budget", `${num(ctx.budget)} tokens`],
     ["assembled", `${num(ctx.messages.length)} messages, ${num(ctx.estimatedTokens)} tokens (${pct(ctx.estimatedTokens, ctx.budget)} of the budget)`],
@@ -145,7 +146,7 @@ function itemTable(ctx: AssembledContext, raw: Message[], width: number | undefi
     texts.push(ctx.systemPromptAddition.text);
   }
   for (const m of ctx.messages) {
-    rows.push([String(m.index), SECTION_NAMES[m.section], m.role, m.id || "-", m.tokensCountedBy === "host" ? m.tokens : `~${num(m.tokens)}`]);
+    rows.push([String(m.index), SECTION_NAMES[m.section], m.role, terminalText(m.id || "-"), m.tokensCountedBy === "host" ? m.tokens : `~${num(m.tokens)}`]);
     texts.push(messagePreview(raw[m.index - 1], 10_000));
   }
   if (rows.length === 0) return "no messages";
@@ -162,10 +163,10 @@ function itemTable(ctx: AssembledContext, raw: Message[], width: number | undefi
 function fullText(ctx: AssembledContext): string {
   const blocks: string[] = [];
   if (ctx.systemPromptAddition.text)
-    blocks.push(`${bold(`── system addition · ${num(ctx.systemPromptAddition.tokens)} tokens`)}\n${ctx.systemPromptAddition.text}`);
+    blocks.push(`${bold(`── system addition · ${num(ctx.systemPromptAddition.tokens)} tokens`)}\n${terminalBlock(ctx.systemPromptAddition.text)}`);
   for (const m of ctx.messages) {
     const tokens = `${m.tokensCountedBy === "host" ? "" : "~"}${num(m.tokens)} tokens`;
-    blocks.push(`${bold(`── ${m.index} · ${SECTION_NAMES[m.section]} · ${m.role} · ${m.id || "-"} · ${tokens}`)}\n${m.text}`);
+    blocks.push(`${bold(`── ${m.index} · ${SECTION_NAMES[m.section]} · ${m.role} · ${terminalText(m.id || "-")} · ${tokens}`)}\n${terminalBlock(m.text)}`);
   }
   return blocks.length ? blocks.join("\n\n") : "no messages";
 }

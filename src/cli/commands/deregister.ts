@@ -4,6 +4,7 @@ import { callUnary } from "../../sdk/grpc-call.js";
 import { UsageError } from "../exit-codes.js";
 import { examples, printJson } from "../format.js";
 import { action, clientOptionsFor, globals, withRegistry } from "./shared.js";
+import { terminalText, writeStdout } from "../terminal-text.js";
 
 /**
  * `contextctl deregister ID`: RegistryService.DeregisterEngine. The engine's owner or an operator
@@ -34,7 +35,7 @@ export function registerDeregister(program: Command): void {
         const request = DeregisterEngineRequest.fromPartial({ engineId });
         const res = await withRegistry(options, (client) => callUnary(client, client.deregisterEngine, request, options));
         if (globals(cmd).json) return printJson({ engineId, deregistered: res.deregistered });
-        process.stdout.write(`deregistered ${engineId}\n`);
+        writeStdout(`deregistered ${terminalText(engineId)}\n`);
       }),
     );
 }

@@ -5,6 +5,7 @@ import type { ContextdConfig } from "../../server/config.js";
 import { errorText, examples, printJson } from "../format.js";
 import { bad, good } from "../style.js";
 import { checkHealth, clientOptions, globals, listEngines, type GlobalOptions } from "./shared.js";
+import { terminalText, writeStdout } from "../terminal-text.js";
 
 interface Check {
   name: string;
@@ -38,7 +39,7 @@ export function registerDoctor(program: Command): void {
       checks.push(...(await checkServer(g)));
       const ok = checks.every((c) => c.ok);
       if (g.json) printJson({ ok, checks });
-      else for (const c of checks) process.stdout.write(`${c.ok ? good("✓") : bad("✗")} ${c.name}: ${c.detail}\n`);
+      else for (const c of checks) writeStdout(`${c.ok ? good("✓") : bad("✗")} ${c.name}: ${terminalText(c.detail)}\n`);
       if (!ok) process.exitCode = 1;
     });
 }

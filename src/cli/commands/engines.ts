@@ -6,6 +6,7 @@ import { CHANNEL_OPTIONS, channelCredentials, type ClientOptions } from "../../s
 import { engineState, eventLine, examples, healthName, printJson, table } from "../format.js";
 import { bad, good, tone } from "../style.js";
 import { action, clientOptionsFor, globals, listEngines } from "./shared.js";
+import { terminalText, writeStdout } from "../terminal-text.js";
 
 /**
  * `contextctl engines`: RegistryService.ListEngines as a table; `contextctl engines watch`:
@@ -35,9 +36,9 @@ export function registerEngines(program: Command): void {
         if (g.json) return printJson({ engines: list.map((e) => EngineStatus.toJSON(e)) });
         const now = Date.now();
         const rows = list.map((e) => [
-          e.engineId,
-          e.owner,
-          e.builtin ? "(in process)" : e.endpoint || "-",
+          terminalText(e.engineId),
+          terminalText(e.owner),
+          e.builtin ? "(in process)" : terminalText(e.endpoint) || "-",
           e.quarantine ? bad(engineState(e, now)) : good(engineState(e, now)),
           tone(healthName(e.health)),
           e.calls,
@@ -47,7 +48,7 @@ export function registerEngines(program: Command): void {
           fallbackReasons(e),
         ]);
         const head = ["id", "owner", "endpoint", "state", "health", "calls", "failures", "fallbacks", "timeouts", "fell back because"];
-        process.stdout.write(`${table(head, rows)}\n`);
+        writeStdout(`${table(head, rows)}\n`);
       }),
     );
 
@@ -67,8 +68,8 @@ export function registerEngines(program: Command): void {
       action(async (opts: { current?: boolean }, cmd: Command) => {
         const g = globals(cmd);
         const write = g.json
-          ? (ev: EngineEvent) => process.stdout.write(`${JSON.stringify(EngineEvent.toJSON(ev))}\n`)
-          : (ev: EngineEvent) => process.stdout.write(`${eventLine(ev)}\n`);
+          ? (ev: EngineEvent) => writeStdout(`${JSON.stringify(EngineEvent.toJSON(ev))}\n`)
+          : (ev: EngineEvent) => writeStdout(`${eventLine(ev)}\n`);
         await watchEngines(clientOptionsFor(cmd, "reader"), Boolean(opts.current), write);
       }),
     );
@@ -113,6 +114,6 @@ function fallbackReasons(e: EngineStatus): string {
   if (counts.length === 0) return "-";
   return counts
     .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
-    .map(([reason, n]) => `${reason} ${n.toLocaleString("en-US")}`)
+    .map(([reason, n]) => `${terminalText(reason)} ${n.toLocaleString("en-US")}`)
     .join(", ");
 }

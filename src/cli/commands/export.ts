@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import { examples, num, printJson, writeOut } from "../format.js";
 import { progress } from "../progress.js";
 import { action, clientOptions, globals, withSessions } from "./shared.js";
+import { terminalText, writeStderr } from "../terminal-text.js";
 
 interface ExportOptions {
   output?: string;
@@ -34,7 +35,7 @@ export function registerExport(program: Command): void {
     .action(
       action(async (sessionId: string, opts: ExportOptions, cmd: Command) => {
         const g = globals(cmd);
-        const bar = progress({ format: `export ${sessionId}: waiting for ExportTranscript… {duration_formatted}`, total: 1, delayMs: 500 });
+        const bar = progress({ format: `export ${terminalText(sessionId)}: waiting for ExportTranscript… {duration_formatted}`, total: 1, delayMs: 500 });
         let res;
         try {
           res = await withSessions(clientOptions(g, 300_000), (client) => client.exportTranscript({ session: { sessionId } }));
@@ -46,7 +47,7 @@ export function registerExport(program: Command): void {
         if (opts.output) {
           await writeFile(opts.output, jsonl);
           if (g.json) return printJson({ ...facts, file: opts.output });
-          process.stderr.write(`exported ${num(res.entries)} entries of session ${sessionId} to ${opts.output}\n`);
+          writeStderr(`exported ${num(res.entries)} entries of session ${terminalText(sessionId)} to ${opts.output}\n`);
           return;
         }
         if (g.json) {
@@ -57,7 +58,9 @@ export function registerExport(program: Command): void {
             .map((l) => JSON.parse(l) as unknown);
           return printJson({ ...facts, lines });
         }
-        await writeOut(jsonl);
+        // The JSONL to a terminal or a pipe: through the sink like --json (unsafe characters inside its
+        // strings written as \uXXXX escapes: the same JSON values). --output writes the bytes as exported.
+        await writeOut(jsonl.toString("utf8"));
       }),
     );
 }

@@ -3,6 +3,7 @@ import { EXIT, exitCodeFor, isUnreachable } from "../exit-codes.js";
 import { errorText, examples, printJson } from "../format.js";
 import { tone } from "../style.js";
 import { checkHealth, clientOptions, globals } from "./shared.js";
+import { writeStderr, writeStdout } from "../terminal-text.js";
 
 /**
  * `contextctl health`: grpc.health.v1 Check on the server. The one command whose answer is its
@@ -35,8 +36,8 @@ export function registerHealth(program: Command): void {
       }
       const serving = status === "SERVING";
       if (g.json) printJson({ address: g.address, status, serving, ...(error ? { error } : {}) });
-      else if (error) process.stderr.write(`contextd ${g.address}: ${error}\n`);
-      else process.stdout.write(`contextd ${g.address}: ${tone(status)}\n`);
+      else if (error) writeStderr(`contextd ${g.address}: ${error}\n`);
+      else writeStdout(`contextd ${g.address}: ${tone(status)}\n`);
       process.exitCode = code;
     });
 }

@@ -7,6 +7,7 @@ import { errorText, examples, num, printJson, table } from "../format.js";
 import { readOpenClawState, type OpenClawSession } from "../openclaw-state.js";
 import { progress } from "../progress.js";
 import { action, clientOptions, globals, withSessions } from "./shared.js";
+import { terminalText, writeStderr, writeStdout } from "../terminal-text.js";
 
 interface ImportOpenClawOptions {
   stateDir?: string;
@@ -103,16 +104,17 @@ export function registerImportOpenClaw(program: Command): void {
             problems: state.problems,
           });
         }
-        for (const p of state.problems) process.stderr.write(`contextctl: ${p}\n`);
+        for (const p of state.problems) writeStderr(`contextctl: ${terminalText(p)}\n`);
         if (opts.dryRun) {
-          const rows = state.sessions.map((s) => [opts.agent ?? s.agentId, s.sessionKey || "-", s.sessionId, s.source]);
-          process.stdout.write(`${rows.length ? table(["agent", "session key", "session", "source"], rows) : "no sessions"}\n`);
-          process.stdout.write(`${num(state.sessions.length)} session(s) in ${stateDir}; --dry-run imported nothing\n`);
+          const rows = state.sessions.map((s) => [opts.agent ?? s.agentId, s.sessionKey || "-", s.sessionId, s.source].map(terminalText));
+          writeStdout(`${rows.length ? table(["agent", "session key", "session", "source"], rows) : "no sessions"}\n`);
+          writeStdout(`${num(state.sessions.length)} session(s) in ${stateDir}; --dry-run imported nothing\n`);
           return;
         }
-        for (const r of results.filter((x) => x.outcome === "failed")) process.stderr.write(`contextctl: session ${r.sessionId}: ${r.error}\n`);
+        for (const r of results.filter((x) => x.outcome === "failed"))
+          writeStderr(`contextctl: session ${terminalText(r.sessionId)}: ${terminalText(String(r.error))}\n`);
         const entries = results.reduce((sum, r) => sum + (r.entries ?? 0), 0);
-        process.stdout.write(
+        writeStdout(
           `imported ${num(count("imported"))} session(s) (${num(entries)} entries) from ${stateDir}; ` +
             `${num(count("existing"))} contextd had already, ${num(count("failed"))} failed\n`,
         );

@@ -4,6 +4,7 @@ import type { Command } from "commander";
 import { UsageError } from "../exit-codes.js";
 import { examples, num, printJson } from "../format.js";
 import { action, clientOptions, globals, withSessions } from "./shared.js";
+import { terminalText, writeStdout } from "../terminal-text.js";
 
 interface ImportOptions {
   session?: string;
@@ -39,7 +40,7 @@ export function registerImport(program: Command): void {
           client.importTranscript({ session: { sessionId, agentId: opts.agent ?? "" }, jsonl }),
         );
         if (g.json) return printJson({ sessionId, ...res });
-        process.stdout.write(`imported ${num(res.importedEntries)} entries into session ${sessionId}\n`);
+        writeStdout(`imported ${num(res.importedEntries)} entries into session ${terminalText(sessionId)}\n`);
       }),
     );
 }

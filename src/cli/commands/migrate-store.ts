@@ -8,6 +8,7 @@ import type { ContextdStore } from "../../store/open-store.js";
 import type { StoreRowCounts } from "../../store/types.js";
 import { errorText, examples, num, printJson } from "../format.js";
 import { globals } from "./shared.js";
+import { writeStderr, writeStdout } from "../terminal-text.js";
 
 /** Rows read from the source per call (bounds memory whatever the size of a session). */
 const PAGE = 1_000;
@@ -125,7 +126,7 @@ export function registerMigrateStore(program: Command): void {
         bar?.stop();
         const seconds = (performance.now() - started) / 1000;
         if (g.json) return printJson({ ok: true, from: redact(from), to: redact(to), ...counts, seconds: Math.round(seconds * 1000) / 1000 });
-        process.stdout.write(
+        writeStdout(
           `copied ${num(counts.sessions)} sessions (${num(counts.entries)} entries, ${num(counts.entryRevisions)} revisions, ` +
             `${num(counts.idempotencyKeys)} idempotency keys), ${num(counts.registrations)} engine registrations and ` +
             `${num(counts.quarantines)} quarantine records from ${redact(from)} to ${redact(to)} in ${seconds.toFixed(1)} s\n`,
@@ -134,7 +135,7 @@ export function registerMigrateStore(program: Command): void {
         bar?.stop();
         const text = redactAll(errorText(err), [from, to]);
         if (g.json) printJson({ ok: false, from: redact(from), to: redact(to), error: text });
-        process.stderr.write(`contextctl: migrate-store: ${text}\n`);
+        writeStderr(`contextctl: migrate-store: ${text}\n`);
         process.exitCode = 1;
       }
     });

@@ -4,6 +4,7 @@ import { callUnary } from "../../sdk/grpc-call.js";
 import { engineLine, examples, iso, keyValues, printJson, quarantineText } from "../format.js";
 import { bad } from "../style.js";
 import { action, clientOptionsFor, globals, withRegistry } from "./shared.js";
+import { terminalText, writeStdout } from "../terminal-text.js";
 
 const OPERATOR_TOKEN_HELP =
   "\nNeeds an operator token when contextd requires auth: --token TOKEN, else $CONTEXTD_ADMIN_TOKEN, else\n" +
@@ -30,7 +31,7 @@ export function registerQuarantine(program: Command): void {
         const res = await withRegistry(options, (client) => callUnary(client, client.quarantineEngine, request, options));
         const engine = res.engine ?? EngineStatus.fromPartial({ engineId: id });
         if (globals(cmd).json) return printJson({ engine: EngineStatus.toJSON(engine) });
-        process.stdout.write(`${quarantineState(engine)}\n`);
+        writeStdout(`${quarantineState(engine)}\n`);
       }),
     );
 
@@ -46,7 +47,7 @@ export function registerQuarantine(program: Command): void {
         const res = await withRegistry(options, (client) => callUnary(client, client.clearQuarantine, request, options));
         const engine = res.engine ?? EngineStatus.fromPartial({ engineId: id });
         if (globals(cmd).json) return printJson({ engine: EngineStatus.toJSON(engine) });
-        process.stdout.write(`${engineLine(engine)}\n`);
+        writeStdout(`${engineLine(engine)}\n`);
       }),
     );
 }
@@ -56,11 +57,11 @@ function quarantineState(e: EngineStatus): string {
   const q = e.quarantine;
   if (!q) return `${engineLine(e)}\n(not quarantined)`;
   return keyValues([
-    ["engine", e.engineId],
-    ["owner", e.owner || "-"],
+    ["engine", terminalText(e.engineId)],
+    ["owner", terminalText(e.owner || "-")],
     ["quarantine", bad(quarantineText(e))],
     ["since", iso(q.failedAtMs)],
-    ["release", q.manual ? `held until \`contextctl release ${e.engineId}\`` : `after ${iso(q.releaseAtMs)} and a passing health check`],
+    ["release", q.manual ? `held until \`contextctl release ${terminalText(e.engineId)}\`` : `after ${iso(q.releaseAtMs)} and a passing health check`],
     ["ejections", q.ejections],
   ]);
 }

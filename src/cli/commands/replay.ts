@@ -6,6 +6,7 @@ import type { ContextdClient } from "../../sdk/runtime-client.js";
 import { readConversationFile, splitTurns } from "../conversation-file.js";
 import { examples, modeName, num, printJson, table } from "../format.js";
 import { action, clientOptions, globals, positiveInt, withSessions } from "./shared.js";
+import { terminalText, writeStdout } from "../terminal-text.js";
 
 interface ReplayOptions {
   budget: number;
@@ -90,7 +91,7 @@ export function registerReplay(program: Command): void {
         }
         const summary = summarize(sessionId, opts.agent, opts.budget, results);
         if (g.json) return printJson({ sessionId, ...(opts.agent !== undefined ? { agentId: opts.agent } : {}), budget: opts.budget, turns: results, summary });
-        process.stdout.write(`${turnTable(results)}\n${summary.text}\n`);
+        writeStdout(`${turnTable(results)}\n${summary.text}\n`);
       }),
     );
 }
@@ -149,8 +150,8 @@ function turnTable(results: TurnResult[]): string {
     r.tokensAppendedSoFar,
     r.kept,
     r.compacted ? `yes (${num(r.tokensBefore ?? 0)} → ${num(r.tokensAfter ?? 0)})` : "no",
-    r.engine || "-",
-    r.fallbackReason ? `${r.mode}: ${r.fallbackReason}` : r.mode,
+    terminalText(r.engine || "-"),
+    terminalText(r.fallbackReason ? `${r.mode}: ${r.fallbackReason}` : r.mode),
   ]);
   return table(["turn", "messages so far", "tokens appended so far", "assembled", "compacted", "engine", "mode"], rows);
 }

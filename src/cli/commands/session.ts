@@ -3,6 +3,7 @@ import { SessionInfo } from "../../contract/gen/contextd/v1/session.js";
 import { examples, iso, keyValues, pct, printJson, table } from "../format.js";
 import { accent } from "../style.js";
 import { action, clientOptions, globals, withSessions } from "./shared.js";
+import { terminalText, writeStdout } from "../terminal-text.js";
 
 /** `contextctl session ID`: the session's counts and its context overview by section. */
 export function registerSession(program: Command): void {
@@ -22,7 +23,7 @@ export function registerSession(program: Command): void {
         const res = await withSessions(clientOptions(g), (client) => client.getSession({ session: { sessionId: id } }));
         const info = res.info ?? SessionInfo.fromPartial({});
         if (g.json) return printJson(SessionInfo.toJSON(info));
-        process.stdout.write(`${describe(id, info)}\n\n${overview(info)}\n`);
+        writeStdout(`${describe(id, info)}\n\n${overview(info)}\n`);
       }),
     );
 }
@@ -30,11 +31,11 @@ export function registerSession(program: Command): void {
 function describe(id: string, info: SessionInfo): string {
   const s = info.session;
   return keyValues([
-    ["session", s?.sessionId || id],
-    ["agent", s?.agentId || "-"],
-    ["key", s?.sessionKey || "-"],
-    ...(info.parentSessionId ? ([["parent", info.parentSessionId]] as [string, string][]) : []),
-    ["selected engine", accent(info.selectedEngineId || "-")],
+    ["session", terminalText(s?.sessionId || id)],
+    ["agent", terminalText(s?.agentId || "-")],
+    ["key", terminalText(s?.sessionKey || "-")],
+    ...(info.parentSessionId ? ([["parent", terminalText(info.parentSessionId)]] as [string, string][]) : []),
+    ["selected engine", accent(terminalText(info.selectedEngineId || "-"))],
     ["created", iso(info.createdAtMs)],
     ["updated", iso(info.updatedAtMs)],
     ["entries", info.entryCount],

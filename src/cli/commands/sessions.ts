@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { SessionInfo } from "../../contract/gen/contextd/v1/session.js";
 import { examples, iso, printJson, table } from "../format.js";
 import { action, clientOptions, globals, withSessions } from "./shared.js";
+import { terminalText, writeStdout } from "../terminal-text.js";
 
 /** `contextctl sessions`: every session, newest activity first (follows ListSessions pages). */
 export function registerSessions(program: Command): void {
@@ -27,18 +28,18 @@ export function registerSessions(program: Command): void {
           return all;
         });
         if (g.json) return printJson({ sessions: sessions.map((s) => SessionInfo.toJSON(s)) });
-        if (sessions.length === 0) return void process.stdout.write("no sessions\n");
+        if (sessions.length === 0) return void writeStdout("no sessions\n");
         const rows = sessions.map((s) => [
-          s.session?.sessionId ?? "",
-          s.session?.sessionKey || "-",
-          s.session?.agentId || "-",
+          terminalText(s.session?.sessionId ?? ""),
+          terminalText(s.session?.sessionKey || "-"),
+          terminalText(s.session?.agentId || "-"),
           s.messageCount,
           s.compactionCount,
           s.activeTokens,
           s.totalTokens,
           iso(s.updatedAtMs),
         ]);
-        process.stdout.write(`${table(["session", "key", "agent", "messages", "compactions", "active tokens", "total tokens", "updated"], rows)}\n`);
+        writeStdout(`${table(["session", "key", "agent", "messages", "compactions", "active tokens", "total tokens", "updated"], rows)}\n`);
       }),
     );
 }

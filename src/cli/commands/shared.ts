@@ -6,6 +6,7 @@ import { CHANNEL_OPTIONS, callUnary, channelCredentials, type ClientOptions } fr
 import { ContextdClient } from "../../sdk/runtime-client.js";
 import { exitCodeFor } from "../exit-codes.js";
 import { errorText } from "../format.js";
+import { writeStderr } from "../terminal-text.js";
 
 /** The options every command inherits from the program. */
 export interface GlobalOptions {
@@ -104,7 +105,7 @@ export function action<A extends unknown[]>(fn: (...args: A) => Promise<void>): 
     try {
       await fn(...args);
     } catch (err) {
-      process.stderr.write(`contextctl: ${errorText(err)}\n`);
+      writeStderr(`contextctl: ${errorText(err)}\n`);
       process.exitCode = exitCodeFor(err);
     }
   };

@@ -5,6 +5,7 @@ import { PREVIEW_CHARS, entryPreview, entryTokens, entryType, oneLine } from "..
 import { progress } from "../progress.js";
 import { dim } from "../style.js";
 import { action, clientOptions, globals, positiveInt, withSessions } from "./shared.js";
+import { terminalText, writeStdout } from "../terminal-text.js";
 
 interface TranscriptOptions {
   pageSize: number;
@@ -52,7 +53,7 @@ export function registerTranscript(program: Command): void {
           const total = (await client.getSession({ session: { sessionId: id } })).info?.entryCount ?? 0;
           // Not while JSON lines stream to the same terminal (redirected to a file, the bar shows).
           const bar = progress({
-            format: `transcript ${id} [{bar}] {value}/{total} entries`,
+            format: `transcript ${terminalText(id)} [{bar}] {value}/{total} entries`,
             total: Math.max(1, total),
             enabled: !(g.json && process.stdout.isTTY),
           });
@@ -72,7 +73,9 @@ export function registerTranscript(program: Command): void {
                 if (tokens !== undefined && !e.hidden) stats.tokens += tokens;
                 const shade = e.hidden ? dim : (t: string) => t;
                 rows.push(
-                  [e.seq, e.id, e.parentId || "-", entryType(e), e.hidden ? "yes" : "no", tokens ?? ""].map((c) => (typeof c === "string" ? shade(c) : c)),
+                  [e.seq, terminalText(e.id), terminalText(e.parentId || "-"), terminalText(entryType(e)), e.hidden ? "yes" : "no", tokens ?? ""].map((c) =>
+                    typeof c === "string" ? shade(c) : c,
+                  ),
                 );
                 texts.push(entryPreview(e, 10_000));
                 hidden.push(e.hidden);
@@ -85,7 +88,7 @@ export function registerTranscript(program: Command): void {
           }
         });
         if (g.json) return;
-        if (rows.length === 0) return void process.stdout.write("no entries\n");
+        if (rows.length === 0) return void writeStdout("no entries\n");
         const max = opts.width ?? lastColumnWidth(head, rows, PREVIEW_CHARS);
         const out = table(
           head,

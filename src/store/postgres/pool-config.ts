@@ -1,6 +1,7 @@
 import pg from "pg";
 
 import { InvalidArgumentError } from "../../contract/errors.js";
+import { redactUrlCredentials } from "../../contract/redact.js";
 
 /**
  * What a `postgres://` store URL configures besides the connection itself. These query parameters
@@ -73,15 +74,9 @@ export function parsePostgresUrl(url: string): ParsedPostgresUrl {
   return { connectionString: u.toString(), settings, where: `${host}:${port}/${database}` };
 }
 
-/** The URL without its password, for error messages and logs. */
+/** The URL without its credentials, for error messages and logs (contract/redact.ts). */
 export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
-  } catch {
-    return url.replace(/\/\/([^:/@]*):[^@/]*@/, "//$1:***@");
-  }
+  return redactUrlCredentials(url);
 }
 
 const INT8_OID = 20;
