@@ -217,7 +217,7 @@ limits: { max_message_bytes: 1024, max_messages_per_append: 10, max_session_entr
         max_messages_per_append: 10,
         max_session_entries: 50,
         max_import_bytes: 16777216,
-        tenant: { max_calls_in_flight: 64, max_calls_in_flight_per_agent: 32, append_bytes_per_second: 8388608, max_watch_streams: 16 },
+        tenant: { max_calls_in_flight: 64, max_calls_in_flight_per_agent: 32, append_bytes_per_second: 8388608, max_watch_streams: 16, max_calls_running: 2 },
       },
     });
   });
