@@ -17,6 +17,7 @@ import { SubagentSweeper } from "../host/subagent-sweeper.js";
 import { Subagents } from "../host/subagents.js";
 import { LegacyEngine } from "../legacy/legacy-engine.js";
 import { createChatModel, createSummarizer } from "../legacy/summarizer/create-summarizer.js";
+import { ExtractiveThread } from "../legacy/summarizer/extractive-thread.js";
 import { Admission } from "../registry/admission.js";
 import { EndpointAllowList } from "../registry/endpoint-allow-list.js";
 import { EngineReservations } from "../registry/engine-reservations.js";
@@ -106,7 +107,13 @@ export class Contextd {
       );
     }
     const compactionDeps = {
-      summarizer: createSummarizer(config.compaction.summarizer, { model, log: summarizerLog, countTokens: (text: string) => tokenizer.countText(text) }),
+      summarizer: createSummarizer(config.compaction.summarizer, {
+        model,
+        log: summarizerLog,
+        countTokens: (text: string) => tokenizer.countText(text),
+        // Beside the event loop: a compaction's summary is hundreds of ms of CPU on a large view.
+        extractive: new ExtractiveThread().summarizer(),
+      }),
       tokenizer,
       settings: {
         reserveTokens: config.compaction.reserve_tokens,

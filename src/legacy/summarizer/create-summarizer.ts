@@ -2,7 +2,7 @@ import { FailedPreconditionError } from "../../contract/errors.js";
 import { ChatCompletionsClient } from "./chat-completions.js";
 import { createExtractiveSummarizer } from "./extractive.js";
 import { createOpenAISummarizer } from "./openai-summarizer.js";
-import type { Summarizer } from "./summarizer.js";
+import type { Summarizer, TextSummarizer } from "./summarizer.js";
 import { OPENAI_DEFAULTS, type SummarizerConfig } from "./summarizer-config.js";
 
 export { OPENAI_DEFAULTS, type OpenAISummarizerConfig, type SummarizerConfig } from "./summarizer-config.js";
@@ -25,6 +25,8 @@ export interface SummarizerDeps {
   log?: { warn(obj: object, msg: string): void };
   /** A model already built by createChatModel, to share its client; built here when absent. */
   model?: ChatModel;
+  /** The extractive summarizer to use (or fall back to): default inline, on the event loop (ExtractiveThread runs it beside). */
+  extractive?: TextSummarizer;
 }
 
 /** The chat model behind an `openai` summarizer; undefined for `extractive` (no model configured). */
@@ -62,13 +64,14 @@ export function createChatModel(config: SummarizerConfig, deps: SummarizerDeps =
 
 /** The configured summarizer: `extractive` (deterministic, offline) or `openai` (a model, extractive as its fallback). */
 export function createSummarizer(config: SummarizerConfig, deps: SummarizerDeps = {}): Summarizer {
-  if (config.kind === "extractive") return createExtractiveSummarizer();
+  if (config.kind === "extractive") return deps.extractive ?? createExtractiveSummarizer();
   const model = deps.model ?? createChatModel(config, deps)!;
   return createOpenAISummarizer({
     client: model.client,
     contextWindowTokens: model.contextWindowTokens,
     maxOutputTokens: model.maxOutputTokens,
     countTokens: deps.countTokens ?? ((text) => Math.ceil(text.length / 4)),
+    fallback: deps.extractive,
     onFallback:
       deps.log &&
       ((reason) =>
