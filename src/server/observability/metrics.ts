@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type LabelValues } from "prom-client";
 import type { HostObserver } from "../../host/host-observer.js";
+import type { CountPoolStats } from "../../tokens/tokenizer.js";
 
 /**
  * contextd's Prometheus series (SPEC §9), in one registry. Names and labels follow the
@@ -170,6 +171,64 @@ export class ContextdMetrics {
       gh.reset();
       for (const e of list()) gh.set({ engine: e.id }, e.health);
     };
+  }
+
+  /**
+   * The token counting pool's totals (src/tokens/count-pool.ts), read at scrape time:
+   * `contextd_token_count_chars_total{outcome}` — characters counted, or dropped because their
+   * caller had gone (cancelled, deadline passed) — plus jobs dropped, chunks sent, threads replaced
+   * and characters queued now.
+   */
+  watchTokenCounting(stats: () => CountPoolStats | undefined): void {
+    const read = (pick: (s: CountPoolStats) => number) => () => {
+      const s = stats();
+      return s ? pick(s) : 0;
+    };
+    const total = (name: string, help: string, value: () => number) =>
+      new Counter({
+        name,
+        help,
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          this.inc(value());
+        },
+      });
+    new Counter({
+      name: "contextd_token_count_chars_total",
+      help: "Characters of token counting on the counting pool, by outcome: counted, or dropped because the caller had gone.",
+      labelNames: ["outcome"] as const,
+      registers: [this.registry],
+      collect() {
+        const s = stats();
+        this.reset();
+        this.inc({ outcome: "counted" }, s?.countedChars ?? 0);
+        this.inc({ outcome: "dropped" }, s?.droppedChars ?? 0);
+      },
+    });
+    total(
+      "contextd_token_count_dropped_jobs_total",
+      "Token counting jobs dropped because their caller cancelled or its deadline passed.",
+      read((s) => s.droppedJobs),
+    );
+    total(
+      "contextd_token_count_chunks_total",
+      "Chunks of token counting sent to the counting threads.",
+      read((s) => s.chunks),
+    );
+    total(
+      "contextd_token_count_thread_failures_total",
+      "Token counting threads that failed or exited and were replaced.",
+      read((s) => s.threadFailures),
+    );
+    new Gauge({
+      name: "contextd_token_count_queued_chars",
+      help: "Characters queued for the token counting threads, not yet on one.",
+      registers: [this.registry],
+      collect() {
+        this.set(stats()?.queuedChars ?? 0);
+      },
+    });
   }
 
   /** `contextd_rpc_in_flight` reads `active` at scrape time: nothing on the call path. */
