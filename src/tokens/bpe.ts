@@ -55,6 +55,12 @@ export function bpeCounter(name: BpeName): (text: string) => number {
 export const SPAN_MARGIN = 64;
 
 /**
+ * Longer pieces are not remembered: they are rare in real text (runs of one character), and a cache
+ * of 40,000 pieces of 16k characters each would hold over a gigabyte of one tenant's text.
+ */
+const MAX_CACHED_PIECE = 256;
+
+/**
  * Counts a slice of a text exactly as the whole text's count would count it, so that one long text
  * can be counted in bounded parts (count-pool.ts). `slice` starts where a piece of the whole text
  * starts (its start, or where the previous part stopped); `end` says whether it runs to the text's
@@ -79,14 +85,18 @@ export function bpeSpanCounter(name: BpeName): (slice: string, end: boolean, lim
       const piece = m[0];
       const stop = m.index + piece.length;
       if (m.index >= limit || stop > trusted) break;
-      let c = pieces.get(piece);
+      let c = piece.length > MAX_CACHED_PIECE ? undefined : pieces.get(piece);
       if (c === undefined) {
         c = merger.count(piece);
-        pieces.set(piece, c);
+        if (piece.length <= MAX_CACHED_PIECE) pieces.set(piece, c);
       }
       n += c;
       consumed = stop;
+      if (stop === slice.length) break;
     }
+    // The pattern matches every character, so an `end` slice is consumed whole; said so even if it
+    // did not, so that a caller cutting a text into slices always reaches its end.
+    if (end && pattern.lastIndex === 0) consumed = slice.length;
     return [n, consumed];
   };
 }

@@ -76,8 +76,8 @@ export interface CountPoolStats {
   chunks: number;
   /** Threads that failed or exited and were replaced. */
   threadFailures: number;
-  /** Characters queued now, not yet on a thread. */
-  queuedChars: number;
+  /** Characters of live jobs not counted yet (queued, or on a thread now). */
+  pendingChars: number;
 }
 
 /** Threads beside the event loop's own core, at most 4. */
@@ -184,14 +184,10 @@ class SegmentQueue {
     }
     return s;
   }
-  /** Removes the segments `drop` says to; answers them. */
-  remove(drop: (s: Segment) => boolean): Segment[] {
-    const removed: Segment[] = [];
-    const kept: Segment[] = [];
-    for (let i = this.head; i < this.items.length; i++) (drop(this.items[i]) ? removed : kept).push(this.items[i]);
-    this.items = kept;
+  /** Removes the segments `drop` says to. */
+  remove(drop: (s: Segment) => boolean): void {
+    this.items = this.items.slice(this.head).filter((s) => !drop(s));
     this.head = 0;
-    return removed;
   }
   all(): Segment[] {
     return this.items.slice(this.head);
@@ -272,19 +268,17 @@ class Lane {
     return taken;
   }
 
-  /** Removes `job`'s queued segments; answers the characters removed. */
-  discard(job: Job): number {
+  /** Removes `job`'s queued segments. */
+  discard(job: Job): void {
     const queue = this.tenants.get(job.tenant);
-    if (!queue) return 0;
-    let chars = 0;
-    for (const s of queue.segments.remove((s) => s.job === job)) chars += segmentChars(s);
+    if (!queue) return;
+    queue.segments.remove((s) => s.job === job);
     if (queue.segments.length === 0) {
       const i = this.ring.indexOf(queue);
       this.ring.splice(i, 1);
       if (i < this.cursor) this.cursor--;
       this.tenants.delete(queue.key);
     }
-    return chars;
   }
 }
 
@@ -293,8 +287,8 @@ export class TokenCountPool {
   private readonly long: Lane;
   private nextId = 1;
   private inline?: ReturnType<typeof bpeSpanCounter>;
-  private readonly totals: Omit<CountPoolStats, "queuedChars"> = { countedChars: 0, droppedChars: 0, droppedJobs: 0, chunks: 0, threadFailures: 0 };
-  private queuedChars = 0;
+  private readonly totals: Omit<CountPoolStats, "pendingChars"> = { countedChars: 0, droppedChars: 0, droppedJobs: 0, chunks: 0, threadFailures: 0 };
+  private pendingChars = 0;
 
   constructor(
     private readonly encoding: BpeName,
@@ -320,13 +314,14 @@ export class TokenCountPool {
         }
       });
       if (job.outstanding === 0) return job.resolve();
+      this.pendingChars += job.chars;
       job.watch(options.deadlineMs, (err) => this.drop(job, err));
       this.pump();
     });
   }
 
   stats(): CountPoolStats {
-    return { ...this.totals, queuedChars: this.queuedChars };
+    return { ...this.totals, pendingChars: this.pendingChars };
   }
 
   /** Stops every thread; every job not yet answered rejects. */
@@ -337,7 +332,7 @@ export class TokenCountPool {
       lane.tenants.clear();
       for (const slot of lane.slots) for (const s of slot.chunk?.segments ?? []) jobs.add(s.job);
     }
-    this.queuedChars = 0;
+    this.pendingChars = 0;
     const slots = [...this.regular.slots.splice(0), ...this.long.slots.splice(0)];
     for (const job of jobs) job.reject(new Error("token counting thread terminated: the pool was closed"));
     await Promise.all(slots.map((s) => s.worker.terminate()));
@@ -345,13 +340,14 @@ export class TokenCountPool {
 
   private queue(segment: Segment, front = false): void {
     segment.job.outstanding++;
-    this.queuedChars += segmentChars(segment);
     (segment.span > CHUNK_CHARS ? this.long : this.regular).enqueue(segment, front);
   }
 
   private drop(job: Job, err: Error): void {
     if (job.settled) return;
-    this.queuedChars -= this.regular.discard(job) + this.long.discard(job);
+    this.regular.discard(job);
+    this.long.discard(job);
+    this.pendingChars -= job.chars - job.counted;
     this.totals.droppedChars += job.chars - job.counted;
     this.totals.droppedJobs++;
     job.reject(err);
@@ -372,7 +368,6 @@ export class TokenCountPool {
 
   private send(slot: Slot, chunk: Chunk): void {
     slot.chunk = chunk;
-    for (const s of chunk.segments) this.queuedChars -= segmentChars(s);
     this.totals.chunks++;
     const limit = chunk.lane.name === "long" ? 1 : SEGMENT_CHARS;
     const job: CountJob = {
@@ -391,6 +386,7 @@ export class TokenCountPool {
       if (job.settled) return;
       this.totals.countedChars += consumed;
       job.counted += consumed;
+      this.pendingChars -= consumed;
       job.counts[s.message] += count;
       const start = s.start + consumed;
       if (start < s.text.length) {

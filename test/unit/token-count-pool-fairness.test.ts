@@ -147,7 +147,7 @@ describe("the token counting pool: exact, fair between tenants, and dropping wor
     expect(after.droppedJobs).toBe(stats.droppedJobs + 1);
     // Nearly all of the 4 MB was never counted.
     expect(after.droppedChars - stats.droppedChars).toBeGreaterThan(3_900_000);
-    expect(after.queuedChars).toBe(0);
+    expect(after.pendingChars).toBe(0);
     const started = performance.now();
     await pool.count([[prose(20_000, 11)]], { tenant: "next" });
     expect(performance.now() - started).toBeLessThan(500);
@@ -157,7 +157,7 @@ describe("the token counting pool: exact, fair between tenants, and dropping wor
   it("a job whose deadline passes is dropped and rejects DEADLINE_EXCEEDED", async () => {
     const job = pool.count([[prose(4_000_000, 21)]], { tenant: "late", deadlineMs: Date.now() + 20 });
     await expect(job).rejects.toMatchObject({ code: status.DEADLINE_EXCEEDED });
-    expect(pool.stats().queuedChars).toBe(0);
+    expect(pool.stats().pendingChars).toBe(0);
   });
 
   it("a thread that dies under a chunk is replaced and the chunk counted again: the count stays exact", async () => {

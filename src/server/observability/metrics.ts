@@ -177,7 +177,7 @@ export class ContextdMetrics {
    * The token counting pool's totals (src/tokens/count-pool.ts), read at scrape time:
    * `contextd_token_count_chars_total{outcome}` — characters counted, or dropped because their
    * caller had gone (cancelled, deadline passed) — plus jobs dropped, chunks sent, threads replaced
-   * and characters queued now.
+   * and characters not counted yet.
    */
   watchTokenCounting(stats: () => CountPoolStats | undefined): void {
     const read = (pick: (s: CountPoolStats) => number) => () => {
@@ -222,11 +222,11 @@ export class ContextdMetrics {
       read((s) => s.threadFailures),
     );
     new Gauge({
-      name: "contextd_token_count_queued_chars",
-      help: "Characters queued for the token counting threads, not yet on one.",
+      name: "contextd_token_count_pending_chars",
+      help: "Characters accepted for token counting and not counted yet (queued, or on a thread now).",
       registers: [this.registry],
       collect() {
-        this.set(stats()?.queuedChars ?? 0);
+        this.set(stats()?.pendingChars ?? 0);
       },
     });
   }
