@@ -389,11 +389,20 @@ export class TokenCountPool {
       this.pendingChars -= consumed;
       job.counts[s.message] += count;
       const start = s.start + consumed;
-      if (start < s.text.length) {
+      // A slice to the text's end is consumed whole (bpeSpanCounter says so); the check only makes
+      // sure that a text is never sliced again without end.
+      const finished = start >= s.text.length || (consumed === 0 && s.start + s.span >= s.text.length);
+      if (!finished) {
         // No piece fitted: the first piece is longer than the slice; try one four times longer.
         const span = consumed === 0 ? s.span * 4 : CHUNK_CHARS;
         this.queue({ ...s, start, span }, true);
-      } else if (job.outstanding === 0) job.resolve();
+        return;
+      }
+      if (start < s.text.length) {
+        job.counted += s.text.length - start;
+        this.pendingChars -= s.text.length - start;
+      }
+      if (job.outstanding === 0) job.resolve();
     });
     this.pump();
   }
