@@ -6,7 +6,8 @@
  * - appends under 16 KiB were counted on the event loop: 20 of them at once blocked health; so were
  *   ImportTranscript's messages and the messages of an engine's Assemble answer, one of which can
  *   be a BPE piece of megabytes.
- * Now every count above 1 KiB runs on the counting pool (src/tokens/count-pool.ts): in chunks of
+ * Now every count of 4 KiB or more (and any beyond 16 KiB counted inline in one turn of the event
+ * loop) runs on the counting pool (src/tokens/count-pool.ts): in chunks of
  * 16 KiB served by turns between tenants (runtime token and agent), a piece longer than a chunk on
  * a thread of its own, and dropped when its caller goes away.
  *

@@ -117,8 +117,8 @@ describe("the token counting pool: exact, fair between tenants, and dropping wor
     const backlogMs = await backlogDone;
     console.log(`quiet tenant's 40 KB count: ${Math.round(quietMs)} ms (${chunksMeanwhile} chunks sent meanwhile); the backlog: ${Math.round(backlogMs)} ms`);
     expect(quiet).toEqual([count(prose(40_000, 7))]);
-    // The quiet tenant's 3 chunks each waited for at most one of the backlog's.
-    expect(chunksMeanwhile).toBeLessThanOrEqual(7);
+    // The quiet tenant's 3 chunks each waited for at most two of the backlog's (one counted, one next).
+    expect(chunksMeanwhile).toBeLessThanOrEqual(10);
     expect(quietMs).toBeLessThan(backlogMs / 10);
   });
 
@@ -163,8 +163,8 @@ describe("the token counting pool: exact, fair between tenants, and dropping wor
   it("a thread that dies under a chunk is replaced and the chunk counted again: the count stays exact", async () => {
     const text = prose(300_000, 31);
     const job = pool.count([[text]], { tenant: "crash" });
-    const lane = (pool as unknown as { regular: { slots: { worker: { terminate(): Promise<number> }; chunk?: unknown }[] } }).regular;
-    while (!lane.slots[0]?.chunk) await new Promise((r) => setImmediate(r));
+    const lane = (pool as unknown as { regular: { slots: { worker: { terminate(): Promise<number> }; chunks: unknown[] }[] } }).regular;
+    while (!lane.slots[0]?.chunks.length) await new Promise((r) => setImmediate(r));
     const failures = pool.stats().threadFailures;
     await lane.slots[0].worker.terminate();
     expect(await job).toEqual([count(text)]);
