@@ -102,6 +102,25 @@ export function bpeSpanCounter(name: BpeName): (slice: string, end: boolean, lim
 }
 
 /**
+ * Where the piece of `text` that starts at `start` ends, matched with the whole text as context (a
+ * piece's end can depend on the characters after it). `start` must be where a piece starts.
+ */
+export function bpePieceEnd(name: BpeName): (text: string, start: number) => number {
+  const pattern = new RegExp(SPLIT[name].source, SPLIT[name].flags);
+  return (text, start) => {
+    pattern.lastIndex = start;
+    const m = pattern.exec(text);
+    return m ? m.index + m[0].length : text.length;
+  };
+}
+
+/** The count of one BPE piece (a whole match of the split pattern), merged without a cache. */
+export function bpePieceCounter(name: BpeName): (piece: string) => number {
+  const merger = new BpeMerger(bpeRanks(name));
+  return (piece) => merger.count(piece);
+}
+
+/**
  * A fast estimate for when exact counts are not worth their cost: about 4 characters per token for
  * prose, denser for code and non-Latin scripts. Never used unless configured.
  */

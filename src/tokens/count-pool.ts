@@ -3,63 +3,58 @@
  * an engine's answer, a rewrite) runs beside the event loop instead of on it, and so that the
  * threads are shared fairly between tenants (one agent's backlog never holds another's count).
  *
- * Work is cut into bounded chunks. A job (one `count` call: per message, its texts) is queued under
- * its tenant as segments: a text of at most SEGMENT_CHARS, or a slice of a longer text that starts
- * where one of its BPE pieces starts (bpe.ts `bpeSpanCounter` counts a slice exactly as the whole
- * text would count it, and says where the next slice starts). A chunk is one tenant's segments, at
- * most CHUNK_CHARS of text; the pool keeps at most two chunks on a thread (the one it counts and the
- * next), and takes the next one by deficit round robin over the tenants with work queued, by
- * characters: a tenant with a backlog of megabytes gets a chunk's worth per turn, like any other, so
- * another tenant's count waits for at most two chunks per thread (a few milliseconds) — not for the
- * backlog.
+ * A job (one `count` call: per message, its texts) goes whole to one regular thread (the one with
+ * the fewest characters to count), which schedules its jobs itself (count-worker.ts): texts cut into
+ * segments of at most 16 KiB (a long text where one of its BPE pieces starts, so counts stay exact),
+ * a chunk of one tenant's segments at a time, tenants by deficit round robin by characters. Between
+ * two chunks the thread reads its messages, so a new tenant's job waits for the chunk being counted
+ * (a few milliseconds), not for another tenant's backlog — and the thread never waits for the event
+ * loop between chunks.
  *
- * One BPE piece cannot be cut (a run of 1 MB of one letter is one piece: ~0.4 s of merging). A
- * slice whose first piece does not fit goes to the long lane — its own thread and queue, by the
- * same rule — with a slice four times longer each time until the piece fits. So the regular threads
- * only ever hold chunks of CHUNK_CHARS, and a long piece delays only other long pieces, one per
- * tenant per turn.
+ * One BPE piece cannot be cut (a run of 1 MB of one letter is one piece: ~0.4 s of merging). A piece
+ * longer than a segment is counted on the long thread — its own thread, pieces taken here one per
+ * tenant per turn — so it delays only other long pieces, and its text goes on from the piece's end.
  *
- * A job whose caller has gone (its AbortSignal fires, or its deadline passes) is dropped: its
- * queued segments are discarded and the caller gets CANCELLED / DEADLINE_EXCEEDED; a chunk already
- * on a thread finishes (it is bounded) and its answer is ignored.
+ * A job whose caller has gone (its AbortSignal fires, or its deadline passes) is dropped: its thread
+ * discards what it has not counted, its long pieces not yet counted are discarded here, and the
+ * caller gets CANCELLED / DEADLINE_EXCEEDED at once.
  *
  * Threads start on first use and do not keep the process alive. A thread that fails or exits is
- * replaced and its chunk queued again; a chunk that fails twice is counted inline when it is a
- * regular chunk (bounded: CHUNK_CHARS) and fails its jobs otherwise — a long piece is never counted
- * on the event loop.
+ * replaced and its jobs sent again, once; a job that fails twice rejects (RESOURCE_EXHAUSTED) — it
+ * is never counted on the event loop instead.
  */
 import os from "node:os";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { CancelledError, ContextdError, DeadlineExceededError, ResourceExhaustedError } from "../contract/errors.js";
-import { bpeRanks, bpeSpanCounter, SPAN_MARGIN, type BpeName } from "./bpe.js";
+import { bpeRanks, type BpeName } from "./bpe.js";
+import { FairQueue } from "./fair-queue.js";
 
-/** The most text one segment of a long text is counted in (plus SPAN_MARGIN of look-ahead). */
-export const SEGMENT_CHARS = 16_384;
-/** The most text one chunk holds: what a thread counts before the next tenant's turn. */
-export const CHUNK_CHARS = SEGMENT_CHARS + SPAN_MARGIN;
+/** The most text a thread counts before it looks at its messages and the next tenant's turn. */
+export const CHUNK_CHARS = 16_384;
 
-/** One slice to count, as a thread gets it. */
-export interface CountSegment {
-  text: string;
-  /** The slice runs to the text's end. */
-  end: boolean;
-  /** Count the pieces that start before this offset (and fit: bpe.ts `bpeSpanCounter`). */
-  limit: number;
-}
+/** Messages to a counting thread. */
+export type ToThread =
+  | { type: "job"; id: number; tenant: string; messages: number; texts: [message: number, text: string][] }
+  | { type: "cancel"; id: number }
+  /** A long piece's count, for the thread that sent it. */
+  | { type: "counted"; id: number; ref: number; count: number }
+  /** To the long thread: one piece to count. */
+  | { type: "piece"; ref: number; piece: string };
 
-export interface CountJob {
-  id: number;
-  segments: CountSegment[];
-}
-
-/** Per segment, [count, consumed]. */
-export type CountAnswer = { id: number; results: [number, number][] } | { id: number; error: string };
+/** Messages from a counting thread. */
+export type FromThread =
+  | { type: "done"; id: number; counts: number[]; chunks: number }
+  | { type: "cancelled"; id: number; uncounted: number; chunks: number }
+  /** A piece longer than a segment, to count on the long thread. */
+  | { type: "long"; id: number; ref: number; piece: string }
+  /** From the long thread: a piece's count. */
+  | { type: "piece"; ref: number; count: number };
 
 export interface CountOptions {
   /** Who the work is for (runtime token and agent, engine): the unit the pool is fair between. */
   tenant?: string;
-  /** Fires when the caller has gone: the job's queued work is dropped and it rejects. */
+  /** Fires when the caller has gone: the job's work not done yet is dropped and it rejects. */
   signal?: AbortSignal;
   /** The caller's deadline (epoch ms): past it the job is dropped and rejects DEADLINE_EXCEEDED. */
   deadlineMs?: number;
@@ -67,17 +62,17 @@ export interface CountOptions {
 
 /** Totals since start, for the metrics endpoint. */
 export interface CountPoolStats {
-  /** Characters counted on threads (and inline after a thread failed twice). */
+  /** Characters counted on threads. */
   countedChars: number;
-  /** Characters of jobs whose caller had gone, left uncounted (or counted for nothing). */
+  /** Characters of jobs whose caller had gone, left uncounted. */
   droppedChars: number;
   /** Jobs dropped because their caller had gone. */
   droppedJobs: number;
-  /** Chunks sent to threads. */
+  /** Chunks counted by threads (reported when their jobs end). */
   chunks: number;
   /** Threads that failed or exited and were replaced. */
   threadFailures: number;
-  /** Characters of live jobs not counted yet (queued, or on a thread now). */
+  /** Characters of live jobs not answered yet. */
   pendingChars: number;
 }
 
@@ -97,25 +92,23 @@ const WORKER_FILE = fileURLToPath(new URL("./count-worker.js", import.meta.url))
 const WORKER_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 64 };
 
 class Job {
-  readonly counts: number[];
-  /** Segments queued or on a thread. */
-  outstanding = 0;
-  /** Characters to count, and counted so far. */
-  chars = 0;
-  counted = 0;
   settled = false;
+  /** Threads that failed under it. */
+  failures = 0;
+  slot?: Slot;
   private timer?: NodeJS.Timeout;
   private onAbort?: () => void;
 
   constructor(
-    size: number,
+    readonly id: number,
     readonly tenant: string,
+    readonly messages: number,
+    readonly texts: [number, string][],
+    readonly chars: number,
     private readonly resolveCounts: (counts: number[]) => void,
     private readonly rejectCounts: (err: Error) => void,
     private readonly signal: AbortSignal | undefined,
-  ) {
-    this.counts = new Array<number>(size).fill(0);
-  }
+  ) {}
 
   /** Calls `drop` when the caller goes away or the deadline passes. */
   watch(deadlineMs: number | undefined, drop: (err: Error) => void): void {
@@ -129,8 +122,8 @@ class Job {
     }
   }
 
-  resolve(): void {
-    if (this.settle()) this.resolveCounts(this.counts);
+  resolve(counts: number[]): void {
+    if (this.settle()) this.resolveCounts(counts);
   }
 
   reject(err: Error): void {
@@ -146,167 +139,39 @@ class Job {
   }
 }
 
-/** A slice of one message's text, still to count. */
-interface Segment {
+interface Slot {
+  worker: Worker;
+  /** Jobs sent to it and not answered. */
+  jobs: Map<number, Job>;
+  /** Their characters. */
+  chars: number;
+  gone: boolean;
+}
+
+/** A piece a regular thread sent back, to count on the long thread. */
+interface LongPiece {
   job: Job;
-  message: number;
-  text: string;
-  start: number;
-  /** How much of the text from `start` the slice takes. */
-  span: number;
-}
-
-const segmentChars = (s: Segment) => Math.min(s.span, s.text.length - s.start);
-
-/** A queue with O(1) takes from the front and pushes at either end (an import queues 100k segments). */
-class SegmentQueue {
-  private items: Segment[] = [];
-  private head = 0;
-
-  get length(): number {
-    return this.items.length - this.head;
-  }
-  peek(): Segment {
-    return this.items[this.head];
-  }
-  push(s: Segment): void {
-    this.items.push(s);
-  }
-  pushFront(s: Segment): void {
-    if (this.head > 0) this.items[--this.head] = s;
-    else this.items.unshift(s);
-  }
-  shift(): Segment {
-    const s = this.items[this.head];
-    this.items[this.head++] = undefined as unknown as Segment;
-    if (this.head >= 1024 && this.head * 2 >= this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
-    return s;
-  }
-  /** Removes the segments `drop` says to. */
-  remove(drop: (s: Segment) => boolean): void {
-    this.items = this.items.slice(this.head).filter((s) => !drop(s));
-    this.head = 0;
-  }
-  all(): Segment[] {
-    return this.items.slice(this.head);
-  }
-}
-
-interface TenantQueue {
-  key: string;
-  segments: SegmentQueue;
-  /** Characters this tenant may still send before its turn ends (deficit round robin). */
-  deficit: number;
-}
-
-interface Chunk {
-  id: number;
-  lane: Lane;
-  segments: Segment[];
-  /** Times a thread failed on it. */
+  slot: Slot;
+  ref: number;
+  piece: string;
   failures: number;
 }
 
-interface Slot {
-  worker: Worker;
-  /** Chunks sent and not answered, in the order the thread counts them. */
-  chunks: Chunk[];
-}
-
-/**
- * Chunks a regular thread holds at once: the one it counts and the next, so that it never idles
- * while its answer crosses to the event loop and the next chunk comes back (with one, a busy event
- * loop left the thread waiting: batched appends fell from ~8 000 to ~4 700 messages/s). Another
- * tenant's chunk waits behind at most these.
- */
-const REGULAR_DEPTH = 2;
-
-/**
- * Threads and the tenants' queues for one kind of chunk. `quantum`: the characters a tenant gets
- * per turn (and a chunk's most); 0 for one segment per turn.
- */
-class Lane {
-  readonly slots: Slot[] = [];
-  readonly tenants = new Map<string, TenantQueue>();
-  /** Tenants with segments queued, in turn order. */
-  readonly ring: TenantQueue[] = [];
-  private cursor = 0;
-
-  constructor(
-    readonly name: "regular" | "long",
-    readonly size: number,
-    readonly quantum: number,
-  ) {}
-
-  enqueue(segment: Segment, front = false): void {
-    let queue = this.tenants.get(segment.job.tenant);
-    if (!queue) {
-      queue = { key: segment.job.tenant, segments: new SegmentQueue(), deficit: 0 };
-      this.tenants.set(queue.key, queue);
-    }
-    if (queue.segments.length === 0) this.ring.push(queue);
-    if (front) queue.segments.pushFront(segment);
-    else queue.segments.push(segment);
-  }
-
-  /** The next tenant's turn: its segments, as many as its deficit allows (at least one). */
-  take(): Segment[] | undefined {
-    if (this.ring.length === 0) return undefined;
-    if (this.cursor >= this.ring.length) this.cursor = 0;
-    const queue = this.ring[this.cursor];
-    const taken: Segment[] = [];
-    if (this.quantum === 0) taken.push(queue.segments.shift());
-    else {
-      queue.deficit = Math.min(queue.deficit + this.quantum, 2 * this.quantum);
-      let chars = 0;
-      while (queue.segments.length > 0) {
-        const next = segmentChars(queue.segments.peek());
-        if (taken.length > 0 && (next > queue.deficit || chars + next > this.quantum)) break;
-        taken.push(queue.segments.shift());
-        queue.deficit -= next;
-        chars += next;
-      }
-    }
-    if (queue.segments.length === 0) {
-      queue.deficit = 0;
-      this.ring.splice(this.cursor, 1);
-      this.tenants.delete(queue.key);
-    } else this.cursor++;
-    return taken;
-  }
-
-  /** Removes `job`'s queued segments. */
-  discard(job: Job): void {
-    const queue = this.tenants.get(job.tenant);
-    if (!queue) return;
-    queue.segments.remove((s) => s.job === job);
-    if (queue.segments.length === 0) {
-      const i = this.ring.indexOf(queue);
-      this.ring.splice(i, 1);
-      if (i < this.cursor) this.cursor--;
-      this.tenants.delete(queue.key);
-    }
-  }
-}
-
 export class TokenCountPool {
-  private readonly regular: Lane;
-  private readonly long: Lane;
+  private readonly slots: Slot[] = [];
+  private long?: Slot;
+  private readonly longQueue = new FairQueue<LongPiece>(0, (p) => p.piece.length);
+  private longInFlight?: LongPiece;
   private nextId = 1;
-  private inline?: ReturnType<typeof bpeSpanCounter>;
+  /** Jobs dropped whose thread has not said yet how much of them it had counted: their characters. */
+  private readonly cancelling = new Map<number, number>();
   private readonly totals: Omit<CountPoolStats, "pendingChars"> = { countedChars: 0, droppedChars: 0, droppedJobs: 0, chunks: 0, threadFailures: 0 };
   private pendingChars = 0;
 
   constructor(
     private readonly encoding: BpeName,
-    size = defaultPoolSize(),
-  ) {
-    this.regular = new Lane("regular", size, CHUNK_CHARS);
-    this.long = new Lane("long", 1, 0);
-  }
+    private readonly size = defaultPoolSize(),
+  ) {}
 
   /**
    * Counts of each message's texts (summed per message), exactly as counting each text whole.
@@ -314,19 +179,21 @@ export class TokenCountPool {
    */
   count(messages: string[][], options: CountOptions = {}): Promise<number[]> {
     return new Promise<number[]>((resolve, reject) => {
-      const job = new Job(messages.length, options.tenant ?? "", resolve, reject, options.signal);
-      if (options.signal?.aborted) return job.reject(callerGone(options.signal.reason));
-      messages.forEach((texts, message) => {
-        for (const text of texts) {
-          if (!text) continue;
-          job.chars += text.length;
-          this.queue({ job, message, text, start: 0, span: CHUNK_CHARS });
+      if (options.signal?.aborted) return reject(callerGone(options.signal.reason));
+      const texts: [number, string][] = [];
+      let chars = 0;
+      messages.forEach((ts, message) => {
+        for (const t of ts) {
+          if (!t) continue;
+          texts.push([message, t]);
+          chars += t.length;
         }
       });
-      if (job.outstanding === 0) return job.resolve();
-      this.pendingChars += job.chars;
+      if (chars === 0) return resolve(new Array<number>(messages.length).fill(0));
+      const job = new Job(this.nextId++, options.tenant ?? "", messages.length, texts, chars, resolve, reject, options.signal);
+      this.pendingChars += chars;
       job.watch(options.deadlineMs, (err) => this.drop(job, err));
-      this.pump();
+      this.assign(job);
     });
   }
 
@@ -336,154 +203,168 @@ export class TokenCountPool {
 
   /** Stops every thread; every job not yet answered rejects. */
   async close(): Promise<void> {
-    const jobs = new Set<Job>();
-    for (const lane of [this.regular, this.long]) {
-      for (const q of lane.ring.splice(0)) for (const s of q.segments.all()) jobs.add(s.job);
-      lane.tenants.clear();
-      for (const slot of lane.slots) for (const c of slot.chunks) for (const s of c.segments) jobs.add(s.job);
-    }
+    const slots = this.slots.splice(0);
+    if (this.long) slots.push(this.long);
+    this.long = undefined;
+    this.longQueue.clear();
+    this.longInFlight = undefined;
+    this.cancelling.clear();
     this.pendingChars = 0;
-    const slots = [...this.regular.slots.splice(0), ...this.long.slots.splice(0)];
-    for (const job of jobs) job.reject(new Error("token counting thread terminated: the pool was closed"));
+    for (const slot of slots) {
+      slot.gone = true;
+      for (const job of slot.jobs.values()) job.reject(new Error("token counting thread terminated: the pool was closed"));
+      slot.jobs.clear();
+    }
     await Promise.all(slots.map((s) => s.worker.terminate()));
   }
 
-  private queue(segment: Segment, front = false): void {
-    segment.job.outstanding++;
-    (segment.span > CHUNK_CHARS ? this.long : this.regular).enqueue(segment, front);
+  /** Sends `job` to the regular thread with the fewest characters to count (a new one while there is room). */
+  private assign(job: Job): void {
+    let slot = this.slots.reduce<Slot | undefined>((best, s) => (!best || s.chars < best.chars ? s : best), undefined);
+    if (!slot || (slot.chars > 0 && this.slots.length < this.size)) slot = this.start(false);
+    job.slot = slot;
+    slot.jobs.set(job.id, job);
+    slot.chars += job.chars;
+    this.post(slot, { type: "job", id: job.id, tenant: job.tenant, messages: job.messages, texts: job.texts });
   }
 
   private drop(job: Job, err: Error): void {
     if (job.settled) return;
-    this.regular.discard(job);
-    this.long.discard(job);
-    this.pendingChars -= job.chars - job.counted;
-    this.totals.droppedChars += job.chars - job.counted;
-    this.totals.droppedJobs++;
     job.reject(err);
+    this.pendingChars -= job.chars;
+    this.totals.droppedJobs++;
+    this.totals.droppedChars += job.chars;
+    this.longQueue.remove(job.tenant, (p) => p.job === job);
+    const slot = job.slot;
+    if (slot && slot.jobs.delete(job.id)) {
+      slot.chars -= job.chars;
+      this.cancelling.set(job.id, job.chars);
+      this.post(slot, { type: "cancel", id: job.id });
+    }
   }
 
-  /** Gives every thread with room (starting threads up to the lane's size) the next tenant's chunk. */
-  private pump(): void {
-    for (const lane of [this.regular, this.long]) {
-      for (;;) {
-        if (lane.ring.length === 0) break;
-        const slot = this.room(lane);
-        if (!slot) break;
-        const segments = lane.take()!;
-        this.send(slot, { id: this.nextId++, lane, segments, failures: 0 });
+  private post(slot: Slot, message: ToThread): void {
+    slot.worker.postMessage(message);
+  }
+
+  private received(slot: Slot, m: FromThread): void {
+    switch (m.type) {
+      case "done": {
+        this.totals.chunks += m.chunks;
+        const job = slot.jobs.get(m.id);
+        if (!job) {
+          // Dropped, but its thread had finished it: it was counted after all.
+          const chars = this.cancelling.get(m.id);
+          if (chars !== undefined) this.moveDropped(m.id, chars);
+          return;
+        }
+        slot.jobs.delete(m.id);
+        slot.chars -= job.chars;
+        this.pendingChars -= job.chars;
+        this.totals.countedChars += job.chars;
+        job.resolve(m.counts);
+        return;
+      }
+      case "cancelled": {
+        this.totals.chunks += m.chunks;
+        const chars = this.cancelling.get(m.id);
+        if (chars !== undefined) this.moveDropped(m.id, chars - m.uncounted);
+        return;
+      }
+      case "long": {
+        const job = slot.jobs.get(m.id);
+        if (!job) return;
+        this.longQueue.push(job.tenant, { job, slot, ref: m.ref, piece: m.piece, failures: 0 });
+        this.pumpLong();
+        return;
+      }
+      case "piece": {
+        const done = this.longInFlight;
+        this.longInFlight = undefined;
+        if (done && !done.job.settled && !done.slot.gone && done.slot.jobs.has(done.job.id)) {
+          this.post(done.slot, { type: "counted", id: done.job.id, ref: done.ref, count: m.count });
+        }
+        this.pumpLong();
+        return;
       }
     }
   }
 
-  /** The thread to send the lane's next chunk to: an idle one, a new one, or one with room behind its chunk. */
-  private room(lane: Lane): Slot | undefined {
-    const depth = lane.name === "regular" ? REGULAR_DEPTH : 1;
-    let best: Slot | undefined;
-    for (const s of lane.slots) if (s.chunks.length < depth && (!best || s.chunks.length < best.chunks.length)) best = s;
-    if (best?.chunks.length === 0) return best;
-    if (lane.slots.length < lane.size) return this.start(lane);
-    return best;
+  /** A dropped job's characters its thread had counted: counted, not dropped. */
+  private moveDropped(id: number, counted: number): void {
+    this.cancelling.delete(id);
+    this.totals.droppedChars -= counted;
+    this.totals.countedChars += counted;
   }
 
-  private send(slot: Slot, chunk: Chunk): void {
-    slot.chunks.push(chunk);
-    this.totals.chunks++;
-    const limit = chunk.lane.name === "long" ? 1 : SEGMENT_CHARS;
-    const job: CountJob = {
-      id: chunk.id,
-      segments: chunk.segments.map((s) => ({ text: s.text.slice(s.start, s.start + s.span), end: s.start + s.span >= s.text.length, limit })),
-    };
-    slot.worker.postMessage(job);
+  /** The next tenant's long piece to the long thread, when it is free. */
+  private pumpLong(): void {
+    if (this.longInFlight || this.longQueue.empty) return;
+    const [piece] = this.longQueue.take();
+    this.longInFlight = piece;
+    this.long ??= this.start(true);
+    this.post(this.long, { type: "piece", ref: piece.ref, piece: piece.piece });
   }
 
-  /** A chunk's counts: added to their jobs, each unfinished text queued on from where it stopped. */
-  private answered(chunk: Chunk, results: [number, number][]): void {
-    chunk.segments.forEach((s, i) => {
-      const [count, consumed] = results[i];
-      const job = s.job;
-      job.outstanding--;
-      if (job.settled) return;
-      this.totals.countedChars += consumed;
-      job.counted += consumed;
-      this.pendingChars -= consumed;
-      job.counts[s.message] += count;
-      const start = s.start + consumed;
-      // A slice to the text's end is consumed whole (bpeSpanCounter says so); the check only makes
-      // sure that a text is never sliced again without end.
-      const finished = start >= s.text.length || (consumed === 0 && s.start + s.span >= s.text.length);
-      if (!finished) {
-        // No piece fitted: the first piece is longer than the slice; try one four times longer.
-        const span = consumed === 0 ? s.span * 4 : CHUNK_CHARS;
-        this.queue({ ...s, start, span }, true);
-        return;
-      }
-      if (start < s.text.length) {
-        job.counted += s.text.length - start;
-        this.pendingChars -= s.text.length - start;
-      }
-      if (job.outstanding === 0) job.resolve();
+  private start(long: boolean): Slot {
+    const worker = new Worker(WORKER_FILE, {
+      workerData: { name: this.encoding, ranks: bpeRanks(this.encoding).buffer, long },
+      resourceLimits: WORKER_LIMITS,
     });
-    this.pump();
-  }
-
-  private start(lane: Lane): Slot {
-    const worker = new Worker(WORKER_FILE, { workerData: { name: this.encoding, ranks: bpeRanks(this.encoding).buffer }, resourceLimits: WORKER_LIMITS });
     worker.unref();
-    const slot: Slot = { worker, chunks: [] };
-    worker.on("message", (answer: CountAnswer) => {
-      const i = slot.chunks.findIndex((c) => c.id === answer.id);
-      if (i < 0) return;
-      const [chunk] = slot.chunks.splice(i, 1);
-      if ("results" in answer) this.answered(chunk, answer.results);
-      else this.failed(chunk, new Error(`token counting thread: ${answer.error}`));
+    const slot: Slot = { worker, jobs: new Map(), chars: 0, gone: false };
+    worker.on("message", (m: FromThread) => {
+      if (!slot.gone) this.received(slot, m);
     });
-    let gone = false;
     const fail = (err: Error) => {
-      if (gone) return;
-      gone = true;
-      const i = lane.slots.indexOf(slot);
-      if (i < 0) return; // closed
-      lane.slots.splice(i, 1);
+      if (slot.gone) return;
+      slot.gone = true;
       this.totals.threadFailures++;
-      const chunks = slot.chunks.splice(0);
-      for (const chunk of chunks) this.failed(chunk, err);
-      if (chunks.length === 0) this.pump();
+      if (long) this.longFailed(slot, err);
+      else this.regularFailed(slot, err);
     };
     worker.on("error", fail);
     worker.on("exit", (code) => fail(new Error(`token counting thread exited (code ${code})`)));
-    lane.slots.push(slot);
+    if (!long) this.slots.push(slot);
     return slot;
   }
 
-  /** A chunk whose thread failed: queued again once; then counted inline if bounded, else its jobs fail. */
-  private failed(chunk: Chunk, err: Error): void {
-    chunk.failures++;
-    const live = chunk.segments.filter((s) => !s.job.settled);
-    for (const s of chunk.segments) if (s.job.settled) s.job.outstanding--;
-    if (chunk.failures < 2) {
-      for (const s of live) {
-        s.job.outstanding--;
-        this.queue(s, true);
-      }
-      // The failed thread is replaced by pump(): a fresh one starts for the chunk.
-      this.pump();
-      return;
+  /** A regular thread's jobs go to a fresh thread, once; a job that fails twice rejects. */
+  private regularFailed(slot: Slot, err: Error): void {
+    const i = this.slots.indexOf(slot);
+    if (i >= 0) this.slots.splice(i, 1);
+    const jobs = [...slot.jobs.values()];
+    slot.jobs.clear();
+    for (const job of jobs) {
+      this.longQueue.remove(job.tenant, (p) => p.job === job);
+      if (++job.failures < 2) this.assign(job);
+      else this.fail(job, err);
     }
-    if (chunk.lane.name === "regular") {
-      this.inline ??= bpeSpanCounter(this.encoding);
-      const count = this.inline;
-      this.answered(
-        { ...chunk, segments: live },
-        live.map((s) => count(s.text.slice(s.start, s.start + s.span), s.start + s.span >= s.text.length, SEGMENT_CHARS)),
-      );
-      return;
+  }
+
+  /** The long thread's piece is counted again on a fresh one, once; then its job rejects. */
+  private longFailed(slot: Slot, err: Error): void {
+    if (this.long === slot) this.long = undefined;
+    const piece = this.longInFlight;
+    this.longInFlight = undefined;
+    if (piece && !piece.job.settled) {
+      if (++piece.failures < 2) this.longQueue.push(piece.job.tenant, piece, true);
+      else this.fail(piece.job, err, piece.piece.length);
     }
-    for (const s of live) {
-      s.job.outstanding--;
-      this.drop(s.job, new ResourceExhaustedError(`token counting failed twice on a piece of over ${s.span / 4} characters (${err.message})`));
+    this.pumpLong();
+  }
+
+  private fail(job: Job, err: Error, piece?: number): void {
+    if (job.settled) return;
+    const what = piece === undefined ? `a job of ${job.chars} characters` : `a piece of ${piece} characters`;
+    job.reject(new ResourceExhaustedError(`token counting failed twice on ${what} (${err.message})`));
+    this.pendingChars -= job.chars;
+    this.longQueue.remove(job.tenant, (p) => p.job === job);
+    const slot = job.slot;
+    if (slot && !slot.gone && slot.jobs.delete(job.id)) {
+      slot.chars -= job.chars;
+      this.post(slot, { type: "cancel", id: job.id });
     }
-    this.pump();
   }
 }
 

@@ -107,19 +107,16 @@ describe("the token counting pool: exact, fair between tenants, and dropping wor
   it("one tenant's backlog does not delay another tenant's count by more than a chunk's turn", async () => {
     // A backlog of 48 appends of 400 KB: about 1,200 chunks.
     const backlog = Array.from({ length: 48 }, (_, i) => pool.count([[prose(400_000, 100 + i)]], { tenant: "noisy" }));
-    const alone = performance.now();
-    const before = pool.stats().chunks;
-    // Another tenant's append of 40 KB, sent while the backlog is queued.
+    const started = performance.now();
+    // Another tenant's append of 40 KB, sent while the backlog is queued on the same thread.
     const quiet = await pool.count([[prose(40_000, 7)]], { tenant: "quiet" });
-    const quietMs = performance.now() - alone;
-    const chunksMeanwhile = pool.stats().chunks - before;
-    const backlogDone = Promise.all(backlog).then(() => performance.now() - alone);
-    const backlogMs = await backlogDone;
-    console.log(`quiet tenant's 40 KB count: ${Math.round(quietMs)} ms (${chunksMeanwhile} chunks sent meanwhile); the backlog: ${Math.round(backlogMs)} ms`);
+    const quietMs = performance.now() - started;
+    const backlogMs = await Promise.all(backlog).then(() => performance.now() - started);
+    console.log(`quiet tenant's 40 KB count: ${Math.round(quietMs)} ms; the backlog: ${Math.round(backlogMs)} ms`);
     expect(quiet).toEqual([count(prose(40_000, 7))]);
-    // The quiet tenant's 3 chunks each waited for at most two of the backlog's (one counted, one next).
-    expect(chunksMeanwhile).toBeLessThanOrEqual(10);
+    // Its 3 chunks, each after at most one of the backlog's.
     expect(quietMs).toBeLessThan(backlogMs / 10);
+    expect(quietMs).toBeLessThan(100);
   });
 
   it("a long piece goes to its own thread: another tenant's ordinary count does not wait for it", async () => {
@@ -134,24 +131,24 @@ describe("the token counting pool: exact, fair between tenants, and dropping wor
 
   it("a cancelled job's queued chunks are discarded: it rejects CANCELLED at once and the threads move on", async () => {
     const controller = new AbortController();
-    const stats = pool.stats();
+    const before = pool.stats();
     const gone = pool.count(
       Array.from({ length: 20 }, (_, i) => [prose(200_000, 300 + i)]),
       { tenant: "gone", signal: controller.signal },
     );
-    // Its first chunk is on the thread: then the caller goes away.
-    while (pool.stats().chunks === stats.chunks) await new Promise((r) => setImmediate(r));
+    // Sent to its thread; then the caller goes away.
+    await new Promise((r) => setImmediate(r));
     controller.abort();
     await expect(gone).rejects.toMatchObject({ code: status.CANCELLED });
-    const after = pool.stats();
-    expect(after.droppedJobs).toBe(stats.droppedJobs + 1);
-    // Nearly all of the 4 MB was never counted.
-    expect(after.droppedChars - stats.droppedChars).toBeGreaterThan(3_900_000);
-    expect(after.pendingChars).toBe(0);
+    expect(pool.stats().pendingChars).toBe(0);
     const started = performance.now();
     await pool.count([[prose(20_000, 11)]], { tenant: "next" });
     expect(performance.now() - started).toBeLessThan(500);
-    expect(pool.stats().countedChars - after.countedChars).toBeLessThan(2 * CHUNK_CHARS + 20_000);
+    // By the next job's answer its thread has said how much of the 4 MB it had counted: a few chunks.
+    const after = pool.stats();
+    expect(after.droppedJobs).toBe(before.droppedJobs + 1);
+    expect(after.droppedChars - before.droppedChars).toBeGreaterThan(4_000_000 - 8 * CHUNK_CHARS);
+    expect(after.countedChars - before.countedChars).toBeLessThan(20_000 + 8 * CHUNK_CHARS);
   });
 
   it("a job whose deadline passes is dropped and rejects DEADLINE_EXCEEDED", async () => {
@@ -163,10 +160,10 @@ describe("the token counting pool: exact, fair between tenants, and dropping wor
   it("a thread that dies under a chunk is replaced and the chunk counted again: the count stays exact", async () => {
     const text = prose(300_000, 31);
     const job = pool.count([[text]], { tenant: "crash" });
-    const lane = (pool as unknown as { regular: { slots: { worker: { terminate(): Promise<number> }; chunks: unknown[] }[] } }).regular;
-    while (!lane.slots[0]?.chunks.length) await new Promise((r) => setImmediate(r));
+    const slots = (pool as unknown as { slots: { worker: { terminate(): Promise<number> }; jobs: Map<number, unknown> }[] }).slots;
+    while (!slots[0]?.jobs.size) await new Promise((r) => setImmediate(r));
     const failures = pool.stats().threadFailures;
-    await lane.slots[0].worker.terminate();
+    await slots[0].worker.terminate();
     expect(await job).toEqual([count(text)]);
     expect(pool.stats().threadFailures).toBe(failures + 1);
   });
