@@ -59,7 +59,9 @@ export class Compactions {
    * to summarize always proposes one).
    */
   async commit(view: ActiveView, result: CompactionResult, engineId: string, seconds?: number): Promise<CommitOutcome> {
-    const summaryTokens = this.native.tokenizer.countMessage(summaryMessage(result.summary));
+    // An engine's summary is as long as its answer bound allows: counted on the pool, by turns with
+    // other tenants' counts (src/tokens/count-pool.ts), never on the event loop.
+    const [summaryTokens] = await this.native.tokenizer.countMessages([summaryMessage(result.summary)], { tenant: `engine:${engineId}` });
     if (result.firstKeptEntryId && view.messages.slice(0, view.pinnedCount).some((m) => m.entryId === result.firstKeptEntryId)) {
       // The engine's mistake, not the runtime's: the store would refuse it as INVALID_ARGUMENT.
       this.observer.compaction(engineId, "nothing", view.tokens, view.tokens, seconds);

@@ -65,9 +65,15 @@ export function hostHandlers(
         if (!r.message) throw new InvalidArgumentError(`rewrites[${i}].message is required`);
         validateMessage(r.message, `rewrites[${i}].message`, limits.maxMessageBytes);
       });
+      // Counted on the pool (one rewrite can be megabytes of one BPE piece), by turns with other
+      // engines' and runtimes' counts, and dropped when the engine's call ends.
+      const counts = await tokenizer.countMessages(
+        req.rewrites.map((r) => r.message!),
+        { tenant: `engine:${grant.engineId}`, signal: ctx.signal, deadlineMs: Math.min(ctx.deadlineMs, grant.expiresAtMs) },
+      );
       const outcome = await store.rewriteEntries(
         session.sessionId,
-        req.rewrites.map((r) => ({ entryId: r.entryId, message: r.message!, tokenCount: tokenizer.countMessage(r.message!) })),
+        req.rewrites.map((r, i) => ({ entryId: r.entryId, message: r.message!, tokenCount: counts[i] })),
         req.reason ? boundedText(req.reason, 1024) : `rewritten by engine "${grant.engineId}"`,
       );
       return { rewrittenEntries: outcome.rewrittenEntries, bytesFreed: outcome.bytesFreed };

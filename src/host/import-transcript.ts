@@ -8,10 +8,19 @@ import { sessionFileSteps, isSessionFile } from "../openclaw/session-file.js";
 import { activeBranchSteps } from "../openclaw/session-tree.js";
 import { TimeSlices } from "../openclaw/slices.js";
 import type { ImportedTranscript, SeedEntry, TranscriptStore } from "../store/types.js";
-import type { Tokenizer } from "../tokens/tokenizer.js";
+import type { CountOptions, Tokenizer } from "../tokens/tokenizer.js";
 import { ConversationLineError, conversationLineSteps } from "./conversation-lines.js";
+import { countingFor, type CountingCall } from "./counting.js";
 import { requireSession, validateMessage, type AppendLimits } from "./validate.js";
 import { quote } from "../contract/quote.js";
+
+/** The message an entry's token count is taken from (a compaction counts as its summary); none for other entries. */
+function countedMessage(entry: TranscriptEntry): Message | undefined {
+  const e = entry.entry;
+  if (e?.$case === "message") return e.value;
+  if (e?.$case === "compaction") return summaryMessage(e.value.summary);
+  return undefined;
+}
 
 /**
  * SessionService.ImportTranscript (SPEC §2.4, §8): creates a session from a transcript file.
@@ -35,9 +44,12 @@ import { quote } from "../contract/quote.js";
  * exists, and nothing is written. Engines are not called; an engine that bootstraps is asked on the
  * session's first routed call.
  *
- * A file at the cap is seconds of CPU work (parsing, converting, token counting). It runs in time
- * slices that give the event loop back in between (src/openclaw/slices.ts), so health checks and
- * other sessions' calls keep being answered while one import is read.
+ * A file at the cap is seconds of CPU work (parsing, converting, token counting). Parsing and
+ * converting run in time slices that give the event loop back in between (src/openclaw/slices.ts);
+ * the token counts are taken on the counting pool (src/tokens/count-pool.ts), in bounded chunks,
+ * fairly with other agents' counts and dropped when the caller goes away — one message can be one
+ * BPE piece of megabytes, which no time slice could cut. Health checks and other sessions' calls
+ * keep being answered while one import is read.
  */
 export class TranscriptImports {
   constructor(
@@ -46,8 +58,9 @@ export class TranscriptImports {
     private readonly limits: AppendLimits,
   ) {}
 
-  async importTranscript(req: S.ImportTranscriptRequest): Promise<S.ImportTranscriptResponse> {
+  async importTranscript(req: S.ImportTranscriptRequest, call: CountingCall = { deadlineMs: Infinity }): Promise<S.ImportTranscriptResponse> {
     const session = requireSession(req.session);
+    const counting = countingFor(call, session.agentId);
     const jsonl = req.jsonl ?? new Uint8Array();
     // The cap bounds the parse (time and memory), so it is checked on the raw bytes, first.
     if (jsonl.byteLength > this.limits.maxImportBytes) {
@@ -57,8 +70,8 @@ export class TranscriptImports {
     if (text.trim() === "") throw new InvalidArgumentError("jsonl is empty: send the content of an OpenClaw session JSONL file");
     const labels = { sessionKey: session.sessionKey, agentId: session.agentId };
     const slices = new TimeSlices();
-    if (!isSessionFile(text)) return this.importConversation(session.sessionId, labels, text, slices);
-    const plan = await this.plan(text, slices);
+    if (!isSessionFile(text)) return this.importConversation(session.sessionId, labels, text, slices, counting);
+    const plan = await this.plan(text, slices, counting);
     await this.store.importSession(session.sessionId, labels, plan);
     const visible = plan.entries.filter((e, i) => i >= plan.activeFromIndex && e.entry.entry?.$case === "message" && !e.entry.hidden).length;
     return {
@@ -69,7 +82,7 @@ export class TranscriptImports {
   }
 
   /** The store's import plan for an OpenClaw session file. */
-  private async plan(text: string, slices: TimeSlices): Promise<ImportedTranscript> {
+  private async plan(text: string, slices: TimeSlices, counting: CountOptions): Promise<ImportedTranscript> {
     const file = await slices.run(sessionFileSteps(text));
     if (file.entries.length > this.limits.maxSessionEntries) {
       throw new ResourceExhaustedError(`jsonl has ${file.entries.length} entries, over limits.max_session_entries (${this.limits.maxSessionEntries})`);
@@ -98,8 +111,17 @@ export class TranscriptImports {
         // Compacted away is not hidden: it was part of the view once.
         entry.hidden = onPath.has(i) && i < branch.activeFromIndex ? e.value.excludeFromContext : !visible.has(i);
       } else entry.hidden = !onPath.has(i);
-      entries.push({ entry, tokenCount: this.tokens(entry) });
+      entries.push({ entry, tokenCount: 0 });
     }
+    const counted = entries.flatMap((e) => {
+      const message = countedMessage(e.entry);
+      return message ? [{ e, message }] : [];
+    });
+    const counts = await this.tokenizer.countMessages(
+      counted.map((c) => c.message),
+      counting,
+    );
+    counted.forEach((c, i) => (c.e.tokenCount = counts[i]));
     return {
       headerJson: JSON.stringify(file.header),
       entries,
@@ -109,19 +131,13 @@ export class TranscriptImports {
     };
   }
 
-  private tokens(entry: TranscriptEntry): number {
-    const e = entry.entry;
-    if (e?.$case === "message") return this.tokenizer.countMessage(e.value);
-    if (e?.$case === "compaction") return this.tokenizer.countMessage(summaryMessage(e.value.summary));
-    return 0;
-  }
-
   /** A file of conversation lines: one message per line, appended in order. */
   private async importConversation(
     sessionId: string,
     labels: { sessionKey: string; agentId: string },
     text: string,
     slices: TimeSlices,
+    counting: CountOptions,
   ): Promise<S.ImportTranscriptResponse> {
     let lines: { line: number; message: Message }[];
     try {
@@ -138,8 +154,13 @@ export class TranscriptImports {
     for (const { line, message } of lines) {
       await slices.pause();
       validateMessage(message, `jsonl line ${line}`, this.limits.maxMessageBytes);
-      seed.push({ kind: "message", message: { ...message, id: "" }, tokenCount: this.tokenizer.countMessage(message) });
+      seed.push({ kind: "message", message: { ...message, id: "" }, tokenCount: 0 });
     }
+    const counts = await this.tokenizer.countMessages(
+      lines.map((l) => l.message),
+      counting,
+    );
+    seed.forEach((e, i) => e.kind === "message" && (e.tokenCount = counts[i]));
     await this.store.createSession(sessionId, labels, seed);
     return { importedEntries: seed.length, leafEntryId: "", activeMessages: seed.length };
   }

@@ -6,6 +6,7 @@ import { LEGACY_ENGINE_ID } from "../legacy/legacy-engine.js";
 import type { CallerContext, Router, Selection } from "../registry/router.js";
 import type { ActiveView, SessionRecord, TranscriptStore } from "../store/types.js";
 import type { Tokenizer } from "../tokens/tokenizer.js";
+import { countingFor } from "./counting.js";
 import { latestUserText, viewMessages } from "./active-view.js";
 import { Bootstraps } from "./bootstraps.js";
 import type { RuntimeAccess } from "./runtime-access.js";
@@ -80,7 +81,8 @@ export class SessionHost {
     const key = checkIdempotencyKey(req.idempotencyKey);
     validateAppend(req.messages, this.limits);
     const messageKeys = checkMessageKeys(req.messageKeys, req.messages.length);
-    const tokenCounts = await this.tokenizer.countMessages(req.messages);
+    // Off the event loop, fairly between agents, and dropped if the runtime goes away (count-pool.ts).
+    const tokenCounts = await this.tokenizer.countMessages(req.messages, countingFor(call, session.agentId));
     // Runtimes do not choose entry ids; the copy keeps the bytes it was received as (received-messages.ts).
     const counted = req.messages.map((message, i) => ({
       message: withIdAndCount(message, "", message.tokenCount),
@@ -167,6 +169,8 @@ export class SessionHost {
       }
     };
     let sent: Message[] = [];
+    /** The host's count of a message of the engine's answer: stored for the view's, counted (off the loop) for the rest. */
+    let answerCount: (m: Message) => number = (m) => this.tokenizer.countMessage(m);
     const assembleOnce = () =>
       this.router.call(
         selection,
@@ -175,7 +179,7 @@ export class SessionHost {
         async (engine, ctx, target) => {
           if (autoCompact && !target.info.ownsCompaction) await fitView(ctx.signal);
           sent = viewMessages(view);
-          return engine.assemble(
+          const answer = await engine.assemble(
             {
               session,
               messages: sent,
@@ -188,12 +192,21 @@ export class SessionHost {
             },
             ctx,
           );
+          if (!target.builtin) {
+            // What the engine made is counted on the pool within the engine call's deadline: an
+            // answer of megabytes (bounded by engines.answer_limits) never runs BPE on the loop.
+            resolveKeptEntries(answer, sent);
+            const stored = new Map(sent.map((m) => [m.id, m.tokenCount]));
+            const fresh = answer.messages.filter((m) => !(m.id && stored.get(m.id)));
+            const counts = await this.tokenizer.countMessages(fresh, countingFor({ ...call, signal: ctx.signal, deadlineMs: ctx.deadlineMs }, session.agentId));
+            const counted = new Map(fresh.map((m, i) => [m, counts[i]]));
+            answerCount = (m) => (m.id && stored.get(m.id)) || (counted.get(m) ?? this.tokenizer.countMessage(m));
+          }
+          return answer;
         },
         (answer, target) => {
           if (target.builtin) return;
-          resolveKeptEntries(answer, sent);
-          const stored = new Map(sent.map((m) => [m.id, m.tokenCount]));
-          answer.estimatedTokens = checkAssembled(answer, budget, (m) => (m.id && stored.get(m.id)) || this.tokenizer.countMessage(m));
+          answer.estimatedTokens = checkAssembled(answer, budget, answerCount);
         },
       );
     let routed = await assembleOnce();
@@ -229,7 +242,9 @@ export class SessionHost {
         ? `context is ${answer.estimatedTokens} tokens, over token_budget ${budget} after ${MAX_OVERFLOW_COMPACTIONS} compaction attempts`
         : `context is ${answer.estimatedTokens} tokens, over token_budget ${budget}, and auto_compact is off`;
     }
-    const additionTokens = answer.systemPromptAddition ? this.tokenizer.countText(answer.systemPromptAddition) : 0;
+    const additionTokens = answer.systemPromptAddition
+      ? await this.tokenizer.countTextAsync(answer.systemPromptAddition, countingFor(call, session.agentId))
+      : 0;
     if (additionTokens !== view.session.systemAdditionTokens) await this.store.setSystemAdditionTokens(session.sessionId, additionTokens);
     return {
       messages: answer.messages,

@@ -124,7 +124,7 @@ export function sessionHandlers(
     ),
     importTranscript: rpc(
       (r) => [[r.session, "session", "create"]],
-      (r) => imports.importTranscript(r),
+      (r, c) => imports.importTranscript(r, c),
       (r) => r.jsonl.length,
     ),
     exportTranscript: rpc(

@@ -93,7 +93,8 @@ export class Contextd {
   static async create(config: ContextdConfig, logger: Logger): Promise<Contextd> {
     const auth = new Authenticator(config.auth, process.env);
     if (!config.auth.required) logger.warn("auth.required is false: every caller is trusted (local development only)");
-    // offload: large appends are counted on worker threads, not on the event loop that answers Assemble.
+    // offload: what requests bring is counted on worker threads, by turns between tenants, not on the
+    // event loop that answers everyone (src/tokens/count-pool.ts).
     const tokenizer = createTokenizer(config.tokenizer, { imageTokens: config.image_tokens, offload: true });
     const summarizerLog = logger.child({ component: "summarizer" });
     // One chat model (when `openai` is configured) serves both the summarizer and HostService.Complete.
@@ -217,6 +218,7 @@ export class Contextd {
     const serverLimits = serverSettings(config);
     const inFlight = new InFlightLimit(serverLimits.max_concurrent_calls);
     metrics.watchInFlight(() => inFlight.active);
+    metrics.watchTokenCounting(() => tokenizer.stats());
     const shedding = {
       limit: inFlight,
       logger,

@@ -42,22 +42,82 @@ export function adoptBpeRanks(name: BpeName, buffer: SharedArrayBuffer): void {
  * Each counter has its own cache and scratch space; a thread makes its own counter.
  */
 export function bpeCounter(name: BpeName): (text: string) => number {
+  const span = bpeSpanCounter(name);
+  return (text) => (text ? span(text, true, Infinity)[0] : 0);
+}
+
+/**
+ * Characters at the end of a slice whose pieces are not trusted when the slice is not the text's
+ * end: the split pattern looks at most a few characters past a piece (a lookahead of one, the
+ * `'re` of a contraction), so a piece that ends this far before the cut is the piece the whole
+ * text has there.
+ */
+export const SPAN_MARGIN = 64;
+
+/**
+ * Longer pieces are not remembered: they are rare in real text (runs of one character), and a cache
+ * of 40,000 pieces of 16k characters each would hold over a gigabyte of one tenant's text.
+ */
+const MAX_CACHED_PIECE = 256;
+
+/**
+ * Counts a slice of a text exactly as the whole text's count would count it, so that one long text
+ * can be counted in bounded parts (count-pool.ts). `slice` starts where a piece of the whole text
+ * starts (its start, or where the previous part stopped); `end` says whether it runs to the text's
+ * end. Pieces are counted in order while they start before `limit` and — unless `end` — end at
+ * least SPAN_MARGIN characters before the slice does. Answers the count and `consumed`: where the
+ * next part starts (the end of the last piece counted; 0 when the first piece did not fit, which
+ * only a piece longer than the slice less the margin does).
+ *
+ * Exact because a global pattern scans a text by matching from where its previous match ended:
+ * matching from `consumed` in the rest of the text finds the pieces the whole scan finds there.
+ */
+export function bpeSpanCounter(name: BpeName): (slice: string, end: boolean, limit: number) => [count: number, consumed: number] {
   const merger = new BpeMerger(bpeRanks(name));
-  const pattern = SPLIT[name];
+  const pattern = new RegExp(SPLIT[name].source, SPLIT[name].flags);
   const pieces = new PieceCounts();
-  return (text) => {
-    if (!text) return 0;
+  return (slice, end, limit) => {
     let n = 0;
-    for (const [piece] of text.matchAll(pattern)) {
-      let c = pieces.get(piece);
+    let consumed = 0;
+    const trusted = end ? Infinity : slice.length - SPAN_MARGIN;
+    pattern.lastIndex = 0;
+    for (let m = pattern.exec(slice); m !== null; m = pattern.exec(slice)) {
+      const piece = m[0];
+      const stop = m.index + piece.length;
+      if (m.index >= limit || stop > trusted) break;
+      let c = piece.length > MAX_CACHED_PIECE ? undefined : pieces.get(piece);
       if (c === undefined) {
         c = merger.count(piece);
-        pieces.set(piece, c);
+        if (piece.length <= MAX_CACHED_PIECE) pieces.set(piece, c);
       }
       n += c;
+      consumed = stop;
+      if (stop === slice.length) break;
     }
-    return n;
+    // The pattern matches every character, so an `end` slice is consumed whole; said so even if it
+    // did not, so that a caller cutting a text into slices always reaches its end.
+    if (end && pattern.lastIndex === 0) consumed = slice.length;
+    return [n, consumed];
   };
+}
+
+/**
+ * Where the piece of `text` that starts at `start` ends, matched with the whole text as context (a
+ * piece's end can depend on the characters after it). `start` must be where a piece starts.
+ */
+export function bpePieceEnd(name: BpeName): (text: string, start: number) => number {
+  const pattern = new RegExp(SPLIT[name].source, SPLIT[name].flags);
+  return (text, start) => {
+    pattern.lastIndex = start;
+    const m = pattern.exec(text);
+    return m ? m.index + m[0].length : text.length;
+  };
+}
+
+/** The count of one BPE piece (a whole match of the split pattern), merged without a cache. */
+export function bpePieceCounter(name: BpeName): (piece: string) => number {
+  const merger = new BpeMerger(bpeRanks(name));
+  return (piece) => merger.count(piece);
 }
 
 /**

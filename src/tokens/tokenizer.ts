@@ -1,23 +1,33 @@
 import type { Message } from "../contract/gen/contextd/v1/types.js";
+import type { CountOptions, CountPoolStats } from "./count-pool.js";
 
 export type TokenizerName = "o200k_base" | "cl100k_base" | "heuristic";
+export type { CountOptions, CountPoolStats } from "./count-pool.js";
 
 /** Counts tokens of text and messages. Counts are taken once per entry, at append, and stored. */
 export interface Tokenizer {
   readonly name: TokenizerName;
+  /** Inline, on the calling thread: for text whose size is bounded (summaries, tools). */
   countText(text: string): number;
+  /** Inline, on the calling thread: for messages whose size is bounded. */
   countMessage(message: Message): number;
   /**
-   * The same counts as `countMessage`, for a whole append: a large one is counted on a worker
-   * thread when the tokenizer was created with `offload`, so that BPE over megabytes of text does
-   * not stall every other call on the event loop (bench assemble_under_load).
+   * The same counts as `countMessage`, for what a request brings (an append, an import, an
+   * engine's answer): with `offload`, anything but a small count runs on the worker threads of
+   * count-pool.ts in bounded chunks, fairly between `options.tenant`s, so that BPE over megabytes of
+   * text never stalls the event loop; the work is dropped and the promise rejects CANCELLED /
+   * DEADLINE_EXCEEDED when `options.signal` fires or `options.deadlineMs` passes.
    */
-  countMessages(messages: readonly Message[]): Promise<number[]>;
+  countMessages(messages: readonly Message[], options?: CountOptions): Promise<number[]>;
+  /** `countText` as `countMessages` counts: off the event loop with `offload`. */
+  countTextAsync(text: string, options?: CountOptions): Promise<number>;
+  /** The counting pool's totals (undefined without `offload`). */
+  stats(): CountPoolStats | undefined;
 }
 
 export interface TokenizerOptions {
   /** Tokens an image block counts as (images are not tokenized). */
   imageTokens: number;
-  /** Count large appends on worker threads (contextd's server does; tools count inline). */
+  /** Count on worker threads (contextd's server does; tools count inline). */
   offload: boolean;
 }

@@ -1,5 +1,9 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type LabelValues } from "prom-client";
 import type { HostObserver } from "../../host/host-observer.js";
+import type { CountPoolStats } from "../../tokens/tokenizer.js";
+
+/** The counting pool's totals when contextd counts inline (no pool). */
+const EMPTY_COUNT_STATS: CountPoolStats = { countedChars: 0, droppedChars: 0, droppedJobs: 0, chunks: 0, threadFailures: 0, pendingChars: 0 };
 
 /**
  * contextd's Prometheus series (SPEC §9), in one registry. Names and labels follow the
@@ -106,6 +110,32 @@ export class ContextdMetrics {
     buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
     registers: [this.registry],
   });
+  readonly tokenCountChars = new Counter({
+    name: "contextd_token_count_chars_total",
+    help: "Characters of token counting on the counting threads, by outcome: counted, or dropped because the caller had gone.",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly tokenCountPending = new Gauge({
+    name: "contextd_token_count_pending_chars",
+    help: "Characters accepted for token counting and not answered yet.",
+    registers: [this.registry],
+  });
+  readonly tokenCountDroppedJobs = new Counter({
+    name: "contextd_token_count_dropped_jobs_total",
+    help: "Token counting jobs dropped because their caller cancelled or its deadline passed.",
+    registers: [this.registry],
+  });
+  readonly tokenCountChunks = new Counter({
+    name: "contextd_token_count_chunks_total",
+    help: "Chunks of token counting (at most 16 KiB of text each) counted by the counting threads.",
+    registers: [this.registry],
+  });
+  readonly tokenCountThreadFailures = new Counter({
+    name: "contextd_token_count_thread_failures_total",
+    help: "Token counting threads that failed or exited and were replaced.",
+    registers: [this.registry],
+  });
   readonly sessions: Gauge;
 
   private readonly children = new Map<string, unknown>();
@@ -170,6 +200,35 @@ export class ContextdMetrics {
       gh.reset();
       for (const e of list()) gh.set({ engine: e.id }, e.health);
     };
+  }
+
+  /**
+   * The token counting pool's totals (src/tokens/count-pool.ts), read at scrape time:
+   * `contextd_token_count_chars_total{outcome}` — characters counted, or dropped because their
+   * caller had gone (cancelled, deadline passed) — plus jobs dropped, chunks counted, threads
+   * replaced and characters not counted yet.
+   */
+  watchTokenCounting(stats: () => CountPoolStats | undefined): void {
+    const totals: [Counter, (s: CountPoolStats) => number][] = [
+      [this.tokenCountDroppedJobs, (s) => s.droppedJobs],
+      [this.tokenCountChunks, (s) => s.chunks],
+      [this.tokenCountThreadFailures, (s) => s.threadFailures],
+    ];
+    for (const [counter, pick] of totals) {
+      (counter as unknown as { collect?: () => void }).collect = () => {
+        counter.reset();
+        counter.inc(pick(stats() ?? EMPTY_COUNT_STATS));
+      };
+    }
+    const chars = this.tokenCountChars;
+    (chars as unknown as { collect?: () => void }).collect = () => {
+      const s = stats() ?? EMPTY_COUNT_STATS;
+      chars.reset();
+      chars.inc({ outcome: "counted" }, s.countedChars);
+      chars.inc({ outcome: "dropped" }, s.droppedChars);
+    };
+    const pending = this.tokenCountPending;
+    (pending as unknown as { collect?: () => void }).collect = () => pending.set((stats() ?? EMPTY_COUNT_STATS).pendingChars);
   }
 
   /** `contextd_rpc_in_flight` reads `active` at scrape time: nothing on the call path. */
