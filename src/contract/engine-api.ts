@@ -38,8 +38,9 @@ export interface CallContext {
   /** The W3C trace context the engine call continues (`traceparent`, `tracestate`), when there is one. */
   trace?: Record<string, string>;
   /**
-   * For in-process engines: runs a wait outside contextd (a model request) while the caller's
-   * tenant gives its turn at doing work up (src/contract/tenant-limits.ts). Absent: run as is.
+   * Runs a wait outside contextd (the remote engine's answer, a summarizer's model request) while
+   * the caller's tenant gives its turn at doing work up (src/contract/tenant-limits.ts). Absent:
+   * run as is.
    */
   away?: <T>(work: () => Promise<T>) => Promise<T>;
 }

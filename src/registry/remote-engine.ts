@@ -122,7 +122,7 @@ export class RemoteEngine implements ContextEngine {
   private async call<M extends EngineMethod, Req extends RequestOf<M> = RequestOf<M>, Res = ResponseOf<M>>(
     method: M,
     req: Req,
-    ctx: Pick<CallContext, "signal" | "deadlineMs" | "trace">,
+    ctx: Pick<CallContext, "signal" | "deadlineMs" | "trace" | "away">,
     bound: (requestBytes: number) => AnswerBound = smallBound(this.dialing.answerLimits),
   ): Promise<Res> {
     // The router's own timer enforces the deadline (and names it); the transport deadline is a
@@ -156,7 +156,9 @@ export class RemoteEngine implements ContextEngine {
         (err, res) => callback(err, res as Res),
       );
     try {
-      return await callUnary(client, unary, req, { address: this.endpoint }, { deadlineMs: deadline.getTime(), signal: ctx.signal, trace: ctx.trace });
+      const wait = () => callUnary(client, unary, req, { address: this.endpoint }, { deadlineMs: deadline.getTime(), signal: ctx.signal, trace: ctx.trace });
+      // The wait on the sidecar gives the caller's turn up (CallContext.away).
+      return await (ctx.away ? ctx.away(wait) : wait());
     } catch (err) {
       if (problem) throw new ContractViolation(`its ${def.path.slice(def.path.lastIndexOf("/") + 1)} answer ${problem}`);
       throw engineError(err as ServiceError, this.endpoint);

@@ -63,8 +63,8 @@ export interface CallerContext {
   /** The W3C trace context to continue in the engine call (`traceparent`, `tracestate`). */
   trace?: Record<string, string>;
   /**
-   * Runs a wait on a sidecar engine: the caller's tenant gives its turn at doing work up meanwhile
-   * (src/contract/tenant-limits.ts). Absent: the wait is run as is.
+   * Runs a wait outside contextd (a sidecar's answer, a model's): the caller's tenant gives its turn
+   * at doing work up meanwhile (src/contract/tenant-limits.ts). Passed to engines as CallContext.away.
    */
   away?: <T>(work: () => Promise<T>) => Promise<T>;
 }
@@ -302,17 +302,17 @@ export class Router {
     target.counters.calls++;
     const started = performance.now();
     let outcome: EngineCallOutcome = "ok";
-    const engineCall = (trace: Record<string, string> | undefined) =>
+    // The caller's `away` goes with the call: the engine gives the tenant's turn up only while it
+    // waits outside contextd (a sidecar's answer, a summarizer's model), not for the host's work
+    // done inside the call (a compaction before a sidecar's Assemble, counting its answer).
+    const run = (trace: Record<string, string> | undefined) =>
       withDeadline(
         deadlineMs,
         caller.signal,
         `engine "${target.id}" ${op}`,
-        (ctx) => fn(target.engine, { ...ctx, host: issued?.host, trace, away: target.builtin ? caller.away : undefined }, target),
+        (ctx) => fn(target.engine, { ...ctx, host: issued?.host, trace, away: caller.away }, target),
         revoked?.signal,
-      );
-    const away = target.builtin ? undefined : caller.away;
-    const run = (trace: Record<string, string> | undefined) =>
-      (away ? away(() => engineCall(trace)) : engineCall(trace)).then((value) => {
+      ).then((value) => {
         if (validate) validate(value, target);
         return value;
       });
