@@ -156,7 +156,14 @@ export class SessionHost {
       for (let attempt = 0; attempt < MAX_OVERFLOW_COMPACTIONS && view.tokens > budget; attempt++) {
         const outcome = await this.compactions.runNative(
           view,
-          { tokenBudget: budget, target: CompactionTarget.COMPACTION_TARGET_BUDGET, force: false, signal, away: call.away },
+          {
+            tokenBudget: budget,
+            target: CompactionTarget.COMPACTION_TARGET_BUDGET,
+            force: false,
+            signal,
+            away: call.away,
+            counting: { ...countingFor(call, session.agentId), signal },
+          },
           LEGACY_ENGINE_ID,
         );
         if (outcome.conflict) {

@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from "../../contract/errors.js";
+import { summaryMessage } from "../../contract/messages.js";
 import { CompactionTarget, type CompactionResult, type Message } from "../../contract/gen/contextd/v1/types.js";
-import type { Tokenizer } from "../../tokens/tokenizer.js";
+import type { CountOptions, Tokenizer } from "../../tokens/tokenizer.js";
 import { asSummaryResult, type SummarizeInput, type Summarizer, type SummaryDetails } from "../summarizer/summarizer.js";
 import { analyzeCutPoints, chooseCut, chooseFillingCut, type Cut } from "./cut-points.js";
 import { latestUserIndex, requestQuote, withRequest } from "./latest-request.js";
@@ -88,6 +89,8 @@ export interface NativeCompactionInput {
   signal?: AbortSignal;
   /** Runs the summarizer's waits outside contextd (SummarizeInput.away). */
   away?: SummarizeInput["away"];
+  /** Whom the summaries' counting is for, on the counting threads (src/tokens/count-pool.ts). */
+  counting?: CountOptions;
 }
 
 export interface NativeCompactionOutcome {
@@ -208,8 +211,18 @@ export async function compactNative(input: NativeCompactionInput, deps: NativeCo
     quoted = written.quoted;
     return written.summary;
   };
-  const finish = (cut: Cut): NativeCompactionOutcome => {
-    const tokensAfter = summaryTokens(summary, tokenizer) + suffix[cut.index] + pinnedTokens;
+  // A summary of ~16k characters is ~10–20 ms of BPE: counted off the event loop, once per text.
+  const summaryCounts = new Map<string, number>();
+  const countSummary = async (text: string): Promise<number> => {
+    let counted = summaryCounts.get(text);
+    if (counted === undefined) {
+      [counted] = await tokenizer.countMessages([summaryMessage(text)], input.counting ?? {});
+      summaryCounts.set(text, counted);
+    }
+    return counted;
+  };
+  const finish = async (cut: Cut): Promise<NativeCompactionOutcome> => {
+    const tokensAfter = (await countSummary(summary)) + suffix[cut.index] + pinnedTokens;
     const summarized = foldable(rest, cut.index).length;
     const kept = foldableCount - summarized;
     const result: CompactionResult = {
@@ -284,7 +297,7 @@ export async function compactNative(input: NativeCompactionInput, deps: NativeCo
   for (let i = 0; i < MAX_CUT_ITERATIONS; i++) {
     tried.add(cut.index);
     summary = await summarize(cut.index, fillChars);
-    const written = summaryTokens(summary, tokenizer);
+    const written = await countSummary(summary);
     if (written + suffix[cut.index] <= room && useful(summary, cut.index)) {
       fit = { cut, summary, reported, quoted };
       const wider = fill(room - written, firstCut);
@@ -307,7 +320,7 @@ export async function compactNative(input: NativeCompactionInput, deps: NativeCo
   let chars = Math.min(maxChars, Math.floor(available * charsPerToken(summary, tokenizer) * SHRINK_MARGIN));
   for (let i = 0; i < MAX_SHRINK_ITERATIONS && chars > 0; i++) {
     summary = await summarize(n, chars);
-    const written = summaryTokens(summary, tokenizer);
+    const written = await countSummary(summary);
     if (written <= room) return finish(cut);
     const ratio = available / Math.max(1, written - emptySummaryTokens);
     chars = Math.min(chars - 1, Math.floor(Math.min(chars, summary.length) * ratio * SHRINK_MARGIN));
