@@ -29,6 +29,7 @@ import { Worker } from "node:worker_threads";
 import { CancelledError, ContextdError, DeadlineExceededError, ResourceExhaustedError } from "../contract/errors.js";
 import { bpeRanks, type BpeName } from "./bpe.js";
 import { FairQueue } from "./fair-queue.js";
+import type { CountOptions, CountPoolStats } from "./tokenizer.js";
 
 /** The most text a thread counts before it looks at its messages and the next tenant's turn. */
 export const CHUNK_CHARS = 16_384;
@@ -50,31 +51,6 @@ export type FromThread =
   | { type: "long"; id: number; ref: number; piece: string }
   /** From the long thread: a piece's count. */
   | { type: "piece"; ref: number; count: number };
-
-export interface CountOptions {
-  /** Who the work is for (runtime token and agent, engine): the unit the pool is fair between. */
-  tenant?: string;
-  /** Fires when the caller has gone: the job's work not done yet is dropped and it rejects. */
-  signal?: AbortSignal;
-  /** The caller's deadline (epoch ms): past it the job is dropped and rejects DEADLINE_EXCEEDED. */
-  deadlineMs?: number;
-}
-
-/** Totals since start, for the metrics endpoint. */
-export interface CountPoolStats {
-  /** Characters counted on threads. */
-  countedChars: number;
-  /** Characters of jobs whose caller had gone, left uncounted. */
-  droppedChars: number;
-  /** Jobs dropped because their caller had gone. */
-  droppedJobs: number;
-  /** Chunks counted by threads (reported when their jobs end). */
-  chunks: number;
-  /** Threads that failed or exited and were replaced. */
-  threadFailures: number;
-  /** Characters of live jobs not answered yet. */
-  pendingChars: number;
-}
 
 /** Threads beside the event loop's own core, at most 4. */
 export function defaultPoolSize(): number {

@@ -1,8 +1,8 @@
 import type { Message } from "../contract/gen/contextd/v1/types.js";
 import { bpeCounter, heuristicCount } from "./bpe.js";
-import { callerGone, TokenCountPool, type CountOptions } from "./count-pool.js";
+import { callerGone, TokenCountPool } from "./count-pool.js";
 import { messageParts, type MessageParts } from "./message-parts.js";
-import type { Tokenizer, TokenizerName, TokenizerOptions } from "./tokenizer.js";
+import type { CountOptions, Tokenizer, TokenizerName, TokenizerOptions } from "./tokenizer.js";
 
 export { MESSAGE_OVERHEAD_TOKENS } from "./message-parts.js";
 

@@ -1,8 +1,32 @@
 import type { Message } from "../contract/gen/contextd/v1/types.js";
-import type { CountOptions, CountPoolStats } from "./count-pool.js";
 
 export type TokenizerName = "o200k_base" | "cl100k_base" | "heuristic";
-export type { CountOptions, CountPoolStats } from "./count-pool.js";
+
+/** How a count on the counting threads (count-pool.ts) is scheduled and dropped. */
+export interface CountOptions {
+  /** Who the work is for (runtime token and agent, engine): the unit the pool is fair between. */
+  tenant?: string;
+  /** Fires when the caller has gone: the job's work not done yet is dropped and it rejects. */
+  signal?: AbortSignal;
+  /** The caller's deadline (epoch ms): past it the job is dropped and rejects DEADLINE_EXCEEDED. */
+  deadlineMs?: number;
+}
+
+/** Totals since start, for the metrics endpoint. */
+export interface CountPoolStats {
+  /** Characters counted on threads. */
+  countedChars: number;
+  /** Characters of jobs whose caller had gone, left uncounted. */
+  droppedChars: number;
+  /** Jobs dropped because their caller had gone. */
+  droppedJobs: number;
+  /** Chunks counted by threads (reported when their jobs end). */
+  chunks: number;
+  /** Threads that failed or exited and were replaced. */
+  threadFailures: number;
+  /** Characters of live jobs not answered yet. */
+  pendingChars: number;
+}
 
 /** Counts tokens of text and messages. Counts are taken once per entry, at append, and stored. */
 export interface Tokenizer {
