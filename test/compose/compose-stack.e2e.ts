@@ -66,6 +66,9 @@ function run(cmd: string, args: string[], opts: RunOptions = {}): Promise<string
     };
     child.stdout.on("data", (c: Buffer) => take(c, true));
     child.stderr.on("data", (c: Buffer) => take(c, false));
+    // A command that exits without reading its input (most do) closes the pipe first: EPIPE on
+    // stdin says nothing its exit code does not.
+    child.stdin.on("error", () => {});
     child.stdin.end(opts.input ?? "");
     const timer = setTimeout(() => child.kill("SIGTERM"), opts.timeoutMs ?? 120_000);
     child.on("error", (err) => {
