@@ -102,8 +102,16 @@ describe("a managed sidecar's environment", () => {
       env: { ACME_TOKEN: "acme-secret", ADMIN_TOKEN: "admin-secret", RT: "runtime-secret" },
     });
     try {
-      await eventually(async () => existsSync(out), 10_000);
-      const env = JSON.parse(readFileSync(out, "utf8")) as Record<string, string>;
+      // The file exists as soon as the sidecar opens it: wait until its JSON is whole.
+      const whole = () => {
+        try {
+          return JSON.parse(readFileSync(out, "utf8")) as Record<string, string>;
+        } catch {
+          return undefined;
+        }
+      };
+      await eventually(async () => existsSync(out) && whole() !== undefined, 10_000);
+      const env = whole()!;
       expect(env.EXTRA).toBe("given");
       expect(env.CONTEXTD_OWNER).toBe("local");
       expect(env.CONTEXTD_OWNER_TOKEN).toBeTruthy();
