@@ -1,6 +1,6 @@
 /**
  * budget_utilization: does the context use the budget right after a BUDGET compaction? (issue 15
- * item 4, SPEC §4: ≥ 80 % of the prompt budget when the history holds that much.)
+ * item 4: ≥ 80 % of the prompt budget when the history holds that much.)
  *
  * The filed case: a runtime appends a ~150k-token coding session made of a few user turns (4), each
  * followed by dozens of large tool call/result pairs (codingMessages' sizes, ~100–1500 tokens a

@@ -1,4 +1,4 @@
-"""Engine ids, by the rule contextd applies (src/contract/engine-id.ts, SPEC §3).
+"""Engine ids, by the rule contextd applies (src/contract/engine-id.ts).
 
 An engine id is a config key, a metric label and a log field: ASCII letters, digits, `.`, `_` and
 `-`, starting with a letter or digit, at most 128 characters. `legacy` in any case belongs to

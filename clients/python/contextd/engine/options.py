@@ -1,5 +1,5 @@
 """How serve_engine serves and registers: keyword options, defaulting from the SDK environment
-variables (SPEC §7) so the same engine runs under contextd's managed sidecars, docker-compose or by
+variables (README: Write your own engine) so the same engine runs under contextd's managed sidecars, docker-compose or by
 hand — the same variables as the TypeScript SDK."""
 
 from __future__ import annotations
