@@ -59,9 +59,11 @@ export async function startContextd(opts: ContextdOptions = {}): Promise<Context
   fs.writeFileSync(configPath, stringify(config));
   // BENCH_CPU_PROF=DIR: every contextd writes a V8 CPU profile into DIR when it stops.
   const prof = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`] : [];
+  // BENCH_NODE_FLAGS="--flag …": extra V8/Node flags for every contextd (GC settings, traces), to try one.
+  const extra = (process.env.BENCH_NODE_FLAGS ?? "").split(/\s+/).filter(Boolean);
   const child = spawnNode({
     args: [path.join(REPO_ROOT, "bin/contextd.js"), "--config", configPath],
-    nodeFlags: [...prof, ...(opts.nodeFlags ?? [])],
+    nodeFlags: [...prof, ...extra, ...(opts.nodeFlags ?? [])],
     env: opts.env,
   });
   const ready = await child.waitForLine((l) => l.msg === "contextd listening" && typeof l.address === "string", 60_000);
