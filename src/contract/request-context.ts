@@ -1,6 +1,7 @@
 import type { Metadata } from "@grpc/grpc-js";
 import type { PeerCertificate } from "node:tls";
 import type { Logger } from "pino";
+import type { Turn } from "./tenant-limits.js";
 
 /**
  * What every handler of contextd's services gets besides its request, built once per call by the
@@ -25,6 +26,11 @@ export interface RequestContext<P = unknown> {
   principal: P;
   /** The W3C trace context to continue in calls made for this one (`traceparent`, `tracestate`). */
   trace: Record<string, string>;
+  /**
+   * The call's turn at doing work (tenant-limits.ts): the handler runs on it, and hands `turn.away`
+   * to waits outside contextd. A call of a service without turns has one that never waits.
+   */
+  turn: Turn;
 }
 
 export type UnaryHandler<Req, Res, P> = (request: Req, ctx: RequestContext<P>) => Promise<Res>;

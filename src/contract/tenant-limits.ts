@@ -65,6 +65,9 @@ export interface Turn {
   away<T>(work: () => Promise<T>): Promise<T>;
 }
 
+/** The turn of a call that is not limited: it has it at once, and giving it up changes nothing. */
+export const NO_TURN: Turn = { leave: () => {}, away: (work) => work() };
+
 /** One tenant's calls running, and those waiting for a turn. */
 interface Turns {
   running: number;
@@ -124,7 +127,7 @@ export class TenantLimits {
    * its call is dropped without doing any work).
    */
   async turn(tenant: string | undefined, signal: AbortSignal): Promise<Turn> {
-    if (tenant === undefined) return { leave: () => {}, away: (work) => work() };
+    if (tenant === undefined) return NO_TURN;
     await this.acquire(tenant, signal);
     let held = true;
     return {

@@ -1,7 +1,7 @@
 import { Message, Role, type ContentBlock } from "../contract/gen/contextd/v1/types.js";
 import { imageBlock, textBlock, thinkingBlock, toolCallBlock } from "../contract/messages.js";
 import { toContextdMessage } from "../openclaw/agent-message.js";
-import { eachLine, runAll, type Steps } from "../openclaw/slices.js";
+import { eachLine, runAll, type Steps } from "../contract/time-slices.js";
 import { quote } from "../contract/quote.js";
 
 /**

@@ -6,7 +6,7 @@ import { toTranscriptEntry } from "../openclaw/session-entries.js";
 import { openclawMessageKey } from "../openclaw/message-key.js";
 import { sessionFileSteps, isSessionFile } from "../openclaw/session-file.js";
 import { activeBranchSteps } from "../openclaw/session-tree.js";
-import { TimeSlices } from "../openclaw/slices.js";
+import { TimeSlices } from "../contract/time-slices.js";
 import type { ImportedTranscript, SeedEntry, TranscriptStore } from "../store/types.js";
 import type { CountOptions, Tokenizer } from "../tokens/tokenizer.js";
 import { ConversationLineError, conversationLineSteps } from "./conversation-lines.js";

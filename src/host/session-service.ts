@@ -49,22 +49,17 @@ export function sessionHandlers(
     appendBytes?: (req: Req) => number,
   ) {
     return async (req: Req, ctx: RequestContext<RuntimeAccess>): Promise<Res> => {
-      const turn = await limits.turn(ctx.principal.tenant, ctx.signal);
+      const named = sessions(req);
+      for (const [ref, field, use] of named) await resolveSession(store, ctx.principal, ref, field, use);
+      const release = limits.admit({
+        tenant: ctx.principal.tenant,
+        agents: named.map(([ref]) => ref?.agentId ?? ""),
+        appendBytes: appendBytes?.(req) ?? 0,
+      });
       try {
-        const named = sessions(req);
-        for (const [ref, field, use] of named) await resolveSession(store, ctx.principal, ref, field, use);
-        const release = limits.admit({
-          tenant: ctx.principal.tenant,
-          agents: named.map(([ref]) => ref?.agentId ?? ""),
-          appendBytes: appendBytes?.(req) ?? 0,
-        });
-        try {
-          return await fn(req, { ...call(ctx), away: turn.away });
-        } finally {
-          release();
-        }
+        return await fn(req, { ...call(ctx), away: ctx.turn.away });
       } finally {
-        turn.leave();
+        release();
       }
     };
   }

@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from "../contract/errors.js";
 import { isBoolean, isRecord, isString, tryString, type JsonObject } from "./json.js";
-import { eachLine, runAll, type Steps } from "./slices.js";
+import { eachLine, runAll, type Steps } from "../contract/time-slices.js";
 
 /**
  * Reading and writing OpenClaw session JSONL files (OpenClaw 2026.9.x, `CURRENT_SESSION_VERSION =

@@ -1,6 +1,6 @@
 import { isRecord, isString, type JsonObject } from "./json.js";
 import { loadedEntry } from "./session-file.js";
-import { runAll, type Steps } from "./slices.js";
+import { runAll, type Steps } from "../contract/time-slices.js";
 
 /**
  * Which entries of an OpenClaw session file the model sees, decided as OpenClaw 2026.9.x decides

@@ -237,8 +237,14 @@ export class Contextd {
     const exports = new TranscriptExports(store, maxBytes);
     const sessions = sessionHandlers(host, new SessionQueries(host, store, router), new Subagents(host, store), imports, exports, store, tenantLimits);
     server.addService(
-      decodingDefinition(withReceivedMessages(withSplicedMessages(SessionServiceService, "assemble", "response", AssembleResponse, 1), "appendMessages", 2)),
-      bindService(SessionServiceService, sessions, { logger, authorize: sessionAuthorization(auth) }),
+      decodingDefinition(withReceivedMessages(withSplicedMessages(SessionServiceService, "assemble", "response", AssembleResponse, 1), "appendMessages", 2), {
+        deferred: true,
+      }),
+      bindService(SessionServiceService, sessions, {
+        logger,
+        authorize: sessionAuthorization(auth),
+        turn: (principal, signal) => tenantLimits.turn(principal.tenant, signal),
+      }),
     );
     server.addService(
       decodingDefinition(RegistryServiceService),

@@ -1,4 +1,5 @@
 import type { TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
+import { CALL_PATH_SLICE_MS, TimeSlices } from "../contract/time-slices.js";
 import { decodeEntry, toSessionRecord, toViewMessage, type PayloadRow, type SessionRow } from "./sqlite/rows.js";
 import type { ActiveView, ViewMessage } from "./types.js";
 
@@ -18,6 +19,11 @@ import type { ActiveView, ViewMessage } from "./types.js";
  *   sequence for every new row, so a session deleted and created again never repeats one, whichever
  *   replica wrote it. SQLite, one process per file, keeps revision 0 and instead clears the cache on
  *   its own such writes, and whenever `PRAGMA data_version` says another connection committed.
+ *
+ * Decoding gives the event loop back every CALL_PATH_SLICE_MS (time-slices.ts): a view of
+ * thousands of entries that is not cached decodes in slices, so another tenant's small Assemble is
+ * not queued behind it. A view decoded while a write cleared the cache is answered but not cached
+ * (`generation`).
  *
  * Cached messages are shared between reads, so they are frozen (stored messages already are, to
  * keep their remembered bytes right; see encoded-messages.ts), and every read gets its own arrays.
@@ -55,6 +61,7 @@ export class ViewCache {
   private bytes = 0;
   /** SQLite's data_version when the cache was last checked: another connection's commit changes it. */
   private dataVersion: number | undefined;
+  private cleared = 0;
 
   constructor(private readonly maxBytes = VIEW_CACHE_BYTES) {}
 
@@ -75,8 +82,20 @@ export class ViewCache {
     return view;
   }
 
-  /** Caches `view` unless it is larger than the bound alone (a bound of 0 caches nothing). */
-  set(sessionId: string, view: CachedView): void {
+  /**
+   * Moves on every clear: a view read before a clear and decoded after it (decoding yields to the
+   * event loop) may hold what the clearing write changed, so it is not cached (`set`'s `generation`).
+   */
+  get generation(): number {
+    return this.cleared;
+  }
+
+  /**
+   * Caches `view` unless it is larger than the bound alone (a bound of 0 caches nothing) or was read
+   * before the cache was last cleared (`generation`, when given, is the one it was read at).
+   */
+  set(sessionId: string, view: CachedView, generation = this.cleared): void {
+    if (generation !== this.cleared) return;
     this.delete(sessionId);
     if (view.bytes > this.maxBytes || this.maxBytes === 0) return;
     this.views.set(sessionId, view);
@@ -96,6 +115,7 @@ export class ViewCache {
   }
 
   clear(): void {
+    this.cleared++;
     this.views.clear();
     this.bytes = 0;
   }
@@ -116,17 +136,19 @@ export function holds(view: CachedView, row: ViewRow): boolean {
   );
 }
 
-/** Decoded view messages, frozen: a cached one is shared by every read of the session. */
-export function decodeViewRows(rows: readonly PayloadRow[]): { messages: ViewMessage[]; tokens: number; bytes: number } {
+/** Decoded view messages, frozen (a cached one is shared by every read of the session), in time slices. */
+export async function decodeViewRows(rows: readonly PayloadRow[], slices: TimeSlices): Promise<{ messages: ViewMessage[]; tokens: number; bytes: number }> {
   let tokens = 0;
   let bytes = 0;
-  const messages = rows.map((r) => {
+  const messages: ViewMessage[] = [];
+  for (const r of rows) {
+    if (slices.due()) await slices.yield();
     tokens += r.token_count;
     bytes += r.payload.length;
     const m = toViewMessage(r);
     Object.freeze(m.message);
-    return Object.freeze(m);
-  });
+    messages.push(Object.freeze(m));
+  }
   return { messages, tokens, bytes };
 }
 
@@ -134,7 +156,13 @@ export function decodeViewRows(rows: readonly PayloadRow[]): { messages: ViewMes
  * A whole view read at `row`: its latest compaction entry's stored payload (when the row names one),
  * the pinned messages, then the kept range.
  */
-export function wholeView(row: ViewRow, compactionPayload: Buffer | undefined, pinnedRows: readonly PayloadRow[], keptRows: readonly PayloadRow[]): CachedView {
+export async function wholeView(
+  row: ViewRow,
+  compactionPayload: Buffer | undefined,
+  pinnedRows: readonly PayloadRow[],
+  keptRows: readonly PayloadRow[],
+): Promise<CachedView> {
+  const slices = new TimeSlices(CALL_PATH_SLICE_MS);
   let tokens = 0;
   let bytes = 0;
   let compaction: { entry: TranscriptEntry; summaryTokens: number } | undefined;
@@ -144,8 +172,8 @@ export function wholeView(row: ViewRow, compactionPayload: Buffer | undefined, p
     tokens += row.active_summary_tokens;
     bytes += compactionPayload.length;
   }
-  const pinned = decodeViewRows(pinnedRows);
-  const kept = decodeViewRows(keptRows);
+  const pinned = await decodeViewRows(pinnedRows, slices);
+  const kept = await decodeViewRows(keptRows, slices);
   for (const part of [pinned, kept]) {
     tokens += part.tokens;
     bytes += part.bytes;
@@ -165,8 +193,8 @@ export function wholeView(row: ViewRow, compactionPayload: Buffer | undefined, p
 }
 
 /** The cached view with the messages appended after its last seq, up to `row` (pinned ones cannot change without a compaction). */
-export function extendView(view: CachedView, row: ViewRow, addedRows: readonly PayloadRow[]): CachedView {
-  const added = decodeViewRows(addedRows);
+export async function extendView(view: CachedView, row: ViewRow, addedRows: readonly PayloadRow[]): Promise<CachedView> {
+  const added = await decodeViewRows(addedRows, new TimeSlices(CALL_PATH_SLICE_MS));
   return { ...view, lastSeq: row.last_seq, kept: [...view.kept, ...added.messages], tokens: view.tokens + added.tokens, bytes: view.bytes + added.bytes };
 }
 

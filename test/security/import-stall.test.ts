@@ -3,7 +3,7 @@
  * 10 s (health checks time out)": a real contextd (SQLite) receives an import near
  * limits.max_import_bytes while grpc.health.v1 Check calls run back to back on their own channel;
  * every check must be answered promptly, because the import is read in time slices
- * (src/openclaw/slices.ts). A file over the cap is refused before it is parsed.
+ * (src/contract/time-slices.ts). A file over the cap is refused before it is parsed.
  */
 import { status } from "@grpc/grpc-js";
 import { performance } from "node:perf_hooks";

@@ -12,7 +12,7 @@ import path from "node:path";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Role } from "../../src/contract/gen/contextd/v1/types.js";
-import { textMessage } from "../../src/contract/messages.js";
+import { messageText, textMessage } from "../../src/contract/messages.js";
 import { PostgresStore } from "../../src/store/postgres/postgres-store.js";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { TranscriptStore } from "../../src/store/types.js";
@@ -130,6 +130,47 @@ describe("active-view cache: SQLite", () => {
       expect(second.messages.map((m) => m.tokenCount)).toEqual([1, 2]);
       expect(second.messages[0]).toBe(first.messages[0]);
       expect(Object.isFrozen(second.messages[0]) && Object.isFrozen(second.messages[0].message)).toBe(true);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe("active-view cache: SQLite, a view decoded in time slices", () => {
+  /** A session whose view takes several slices to decode (thousands of entries, nothing cached yet). */
+  async function largeSession(file: string): Promise<SqliteStore> {
+    const writer = SqliteStore.open(file);
+    for (let i = 0; i < 8; i++) await writer.appendMessages("s", Array.from({ length: 1000 }, (_, j) => msg(`m${i}-${j} `.repeat(8), 20)), LABELS);
+    await writer.close();
+    return SqliteStore.open(file);
+  }
+
+  it("gives the event loop back while it decodes a large view, so other calls are served meanwhile", async () => {
+    const store = await largeSession(path.join(dir, "slices.db"));
+    try {
+      let served = 0;
+      const other = setInterval(() => served++, 0);
+      const startedAt = served;
+      const view = (await store.readActiveView("s"))!;
+      clearInterval(other);
+      expect(view.messages).toHaveLength(8000);
+      expect(served - startedAt).toBeGreaterThan(0);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a write that clears the cache while a view is being decoded is never hidden by that view", async () => {
+    const store = await largeSession(path.join(dir, "cleared.db"));
+    try {
+      const first = (await store.readEntries("s", 0, 1))[0];
+      // The read takes its snapshot at once and decodes it in slices; the rewrite commits meanwhile.
+      const reading = store.readActiveView("s");
+      await store.rewriteEntries("s", [{ entryId: first.id, message: textMessage(Role.ROLE_USER, "rewritten"), tokenCount: 2 }], "test");
+      const before = (await reading)!;
+      expect(messageText(before.messages[0].message)).not.toBe("rewritten");
+      const after = (await store.readActiveView("s"))!;
+      expect(messageText(after.messages[0].message)).toBe("rewritten");
     } finally {
       await store.close();
     }

@@ -245,7 +245,7 @@ export async function compactNative(input: NativeCompactionInput, deps: NativeCo
         ...(pinnedMessages > 0 ? { pinned_messages: pinnedMessages, pinned_tokens: pinnedTokens } : {}),
       },
     };
-    if (!useful(summary, cut.index)) {
+    if (!(await useful(summary, cut.index))) {
       return refuse(
         `the summary the ${reported?.summarizer ?? summarizer.kind} summarizer wrote (${summary.length} characters) holds nothing of the ` +
           `${summarized} message(s)${hasPrevious ? " and the previous summary" : ""} it would replace`,
@@ -298,7 +298,7 @@ export async function compactNative(input: NativeCompactionInput, deps: NativeCo
     tried.add(cut.index);
     summary = await summarize(cut.index, fillChars);
     const written = await countSummary(summary);
-    if (written + suffix[cut.index] <= room && useful(summary, cut.index)) {
+    if (written + suffix[cut.index] <= room && (await useful(summary, cut.index))) {
       fit = { cut, summary, reported, quoted };
       const wider = fill(room - written, firstCut);
       if (wider.index >= cut.index || tried.has(wider.index)) break;

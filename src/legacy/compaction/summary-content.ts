@@ -1,4 +1,5 @@
 import { blockText } from "../../contract/messages.js";
+import { CALL_PATH_SLICE_MS, TimeSlices } from "../../contract/time-slices.js";
 import type { Message } from "../../contract/gen/contextd/v1/types.js";
 import { COMPACT_LABELS, SECTIONS, SUMMARY_TITLE } from "../summarizer/extract-format.js";
 import { LATEST_REQUEST_HEADING } from "./latest-request.js";
@@ -13,9 +14,12 @@ import { LATEST_REQUEST_HEADING } from "./latest-request.js";
  * digit or one of `_./:-` (identifiers, numbers, paths), that is neither scaffolding, nor a common
  * function word, nor one of the few words every summary uses. Sources with no such word at all (a
  * lone "ok") need any word of theirs in the summary. Linear in the length of the summary and the sources (one
- * scan each, a set of the summary's words, a stop at the first shared one).
+ * scan each, a set of the summary's words, a stop at the first shared one), and done in time slices
+ * (time-slices.ts): the sources of one compaction can be megabytes, which scanned in one go held the
+ * event loop for other tenants' calls for tens of milliseconds.
  */
-export function carriesContent(summary: string, previousSummary: string, replaced: readonly Message[]): boolean {
+export async function carriesContent(summary: string, previousSummary: string, replaced: readonly Message[]): Promise<boolean> {
+  const slices = new TimeSlices(CALL_PATH_SLICE_MS);
   // Content words of the summary, and — for sources too short to have any ("ok", "yes") — every
   // word that is not scaffolding.
   const strong = new Set<string>();
@@ -35,6 +39,7 @@ export function carriesContent(summary: string, previousSummary: string, replace
   };
   if (scan(previousSummary)) return true;
   for (const m of replaced) {
+    if (slices.due()) await slices.yield();
     for (const block of m.content) if (scan(blockText(block))) return true;
     if (m.toolName && scan(m.toolName)) return true;
   }

@@ -150,7 +150,7 @@ async function summarizeWithModel(input: SummarizeInput, o: OpenAISummarizerOpti
   }
   // An answer that holds nothing of what it summarizes (boilerplate, a refusal, a cap that cut it to
   // nothing) is no summary: the extractive one is written instead.
-  if (!carriesContent(running, previous, input.messages)) {
+  if (!(await carriesContent(running, previous, input.messages))) {
     throw new ModelResponseError(`${o.client.endpoint}: the answer holds nothing of the conversation it was to summarize`, 1, 200);
   }
   return {

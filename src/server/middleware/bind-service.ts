@@ -6,6 +6,7 @@ import { isInternal, toServiceError } from "../../contract/grpc-status.js";
 import { requestIdOf, traceContextOf } from "../../contract/metadata.js";
 import type { Handlers, RequestContext, ServerStreamHandler, UnaryHandler } from "../../contract/request-context.js";
 import { lazyChild } from "../../contract/lazy-logger.js";
+import { NO_TURN, type Turn } from "../../contract/tenant-limits.js";
 
 /**
  * The method's authorization rule (authorization.ts): proves who calls — from the credentials in
@@ -20,6 +21,12 @@ export type Authorize<P> = (method: string, request: unknown, metadata: Metadata
 export interface BindOptions<P> {
   logger: Logger;
   authorize: Authorize<P>;
+  /**
+   * The call's turn at doing work (TenantLimits.turn), taken after authorization and before the
+   * request is decoded; the handler gets it as `ctx.turn` and the adapter ends it when the handler
+   * settles. Without it every call has its turn at once.
+   */
+  turn?: (principal: P, signal: AbortSignal) => Promise<Turn>;
 }
 
 /**
@@ -54,23 +61,46 @@ export function bindService<Def extends ServiceDefinition, P>(
  * Two kinds: bytes that are no protobuf of the request type (truncated, wrong wire types), and valid
  * protobuf the generated code cannot hold — a 64-bit integer past 2^53 - 1, on which ts-proto's
  * `forceLong=number` throws, though a Python or Go client sends one as easily as any other value.
- * The handler never runs for either: `context()` throws the error first.
+ * The handler never runs for either: the adapter throws the error first.
+ *
+ * `deferred`: the request stays bytes until the call has its turn (BindOptions.turn), and is
+ * decoded then. A tenant's calls waiting for their turn (up to its calls in flight, 64 by default)
+ * would otherwise each hold its decoded request — for appends, thousands of objects — on the heap
+ * while it waits: every young-generation collection copied them, and those pauses stopped every
+ * tenant's calls. As bytes, a waiting call is one Buffer outside the heap. Only for a service whose
+ * authorization rule does not read the request: the rule is given none.
  */
-export function decodingDefinition<Def extends ServiceDefinition>(definition: Def): Def {
+export function decodingDefinition<Def extends ServiceDefinition>(definition: Def, options: { deferred?: boolean } = {}): Def {
   const out: Record<string, unknown> = {};
   for (const [name, method] of Object.entries(definition)) {
-    out[name] = {
-      ...method,
-      requestDeserialize: (bytes: Buffer) => {
-        try {
-          return method.requestDeserialize(bytes);
-        } catch (err) {
-          return new UndecodableRequest(method.path, (err as Error).message ?? String(err));
-        }
-      },
+    const decode = (bytes: Buffer) => {
+      try {
+        return method.requestDeserialize(bytes);
+      } catch (err) {
+        return new UndecodableRequest(method.path, (err as Error).message ?? String(err));
+      }
     };
+    out[name] = { ...method, requestDeserialize: options.deferred ? (bytes: Buffer) => new EncodedRequest(bytes, decode) : decode };
   }
   return out as Def;
+}
+
+/** A request kept as its bytes until its call's turn (decodingDefinition's `deferred`). */
+class EncodedRequest {
+  constructor(
+    private readonly bytes: Buffer,
+    private readonly decode: (bytes: Buffer) => unknown,
+  ) {}
+  decoded(): unknown {
+    return this.decode(this.bytes);
+  }
+}
+
+/** The request as the handler gets it: decoded now if it was deferred; a request that cannot be decoded throws. */
+function decodedRequest(request: unknown): unknown {
+  const decoded = request instanceof EncodedRequest ? request.decoded() : request;
+  if (decoded instanceof UndecodableRequest) throw decoded.error();
+  return decoded;
 }
 
 class UndecodableRequest {
@@ -99,11 +129,12 @@ interface CallLike {
 
 function context<P>(path: string, call: CallLike, options: BindOptions<P>, controller: AbortController): RequestContext<P> {
   if (call.request instanceof UndecodableRequest) throw call.request.error();
+  const request = call.request instanceof EncodedRequest ? undefined : call.request;
   const requestId = requestIdOf(call.metadata);
   const deadline = call.getDeadline();
   const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
   const peerCertificate = call.getAuthContext?.().sslPeerCertificate;
-  const principal = options.authorize(path, call.request, call.metadata, peerCertificate, call.getPeer?.());
+  const principal = options.authorize(path, request, call.metadata, peerCertificate, call.getPeer?.());
   return {
     requestId,
     method: path,
@@ -114,7 +145,21 @@ function context<P>(path: string, call: CallLike, options: BindOptions<P>, contr
     peerCertificate,
     principal,
     trace: traceContextOf(call.metadata),
+    turn: NO_TURN,
   };
+}
+
+/**
+ * Runs `handler` on the call's turn (BindOptions.turn) with its request decoded, and ends the turn
+ * when the handler settles.
+ */
+async function onTurn<P, T>(request: unknown, ctx: RequestContext<P>, options: BindOptions<P>, handler: (request: unknown, ctx: RequestContext<P>) => Promise<T>): Promise<T> {
+  const turn = options.turn ? await options.turn(ctx.principal, ctx.signal) : NO_TURN;
+  try {
+    return await handler(decodedRequest(request), { ...ctx, turn });
+  } finally {
+    turn.leave();
+  }
 }
 
 function unaryAdapter<P>(path: string, handler: UnaryHandler<unknown, unknown, P>, options: BindOptions<P>) {
@@ -135,7 +180,7 @@ function unaryAdapter<P>(path: string, handler: UnaryHandler<unknown, unknown, P
     };
     try {
       ctx = context(path, call, options, controller);
-      handler(call.request, ctx).then((res) => {
+      onTurn(call.request, ctx, options, handler).then((res) => {
         answered = true;
         callback(null, res);
       }, fail);
@@ -170,7 +215,7 @@ function streamAdapter<P>(path: string, handler: ServerStreamHandler<unknown, un
           return call.writableLength;
         },
       };
-      handler(call.request, ctx, sink).then(() => {
+      onTurn(call.request, ctx, options, (request, turnCtx) => handler(request, turnCtx, sink)).then(() => {
         if (!closed.signal.aborted) call.end();
       }, fail);
     } catch (err) {

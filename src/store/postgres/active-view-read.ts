@@ -20,6 +20,7 @@ export async function readActiveView(db: PgDatabase, cache: ViewCache, sessionId
   // The statements read the session row only when its agent is within `agents` (as listings filter),
   // so another agent's session costs what a missing id costs: none of its entries are read.
   const scope = [[...agents.exact], [...agents.prefixes]];
+  const generation = cache.generation;
   const cached = cache.get(sessionId);
   if (cached) {
     const key = [sessionId, ...scope, cached.lastSeq, cached.createdAtMs, cached.latestCompactionSeq, cached.activeFromSeq, cached.revision];
@@ -31,8 +32,8 @@ export async function readActiveView(db: PgDatabase, cache: ViewCache, sessionId
     }
     const row: ViewRow = sessionFromJson(rows[0].session!);
     if (holds(cached, row)) {
-      const view = cached.lastSeq < row.last_seq ? extendView(cached, row, rows.slice(1)) : cached;
-      if (view !== cached) cache.set(sessionId, view);
+      const view = cached.lastSeq < row.last_seq ? await extendView(cached, row, rows.slice(1)) : cached;
+      if (view !== cached) cache.set(sessionId, view, generation);
       return toActiveView(row, view);
     }
   }
@@ -41,12 +42,12 @@ export async function readActiveView(db: PgDatabase, cache: ViewCache, sessionId
   const row: ViewRow = sessionFromJson(rows[0].session!);
   // Part 1 the latest compaction entry, 2 the pinned system messages before the cut, 3 the kept range.
   const compaction = rows.find((r) => r.part === 1)?.payload;
-  const view = wholeView(
+  const view = await wholeView(
     row,
     compaction,
     rows.filter((r) => r.part === 2),
     rows.filter((r) => r.part === 3),
   );
-  cache.set(sessionId, view);
+  cache.set(sessionId, view, generation);
   return toActiveView(row, view);
 }

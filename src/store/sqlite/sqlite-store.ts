@@ -34,7 +34,7 @@ import type {
   SubagentState,
   TranscriptStore,
 } from "../types.js";
-import { readActiveView } from "./active-view-read.js";
+import { decodeActiveView, readActiveViewRows } from "./active-view-read.js";
 import { GroupCommit } from "./group-commit.js";
 import { WalSync } from "./wal-sync.js";
 import { appendIdempotentInTransaction, appendKeyedInTransaction } from "./idempotent-append.js";
@@ -182,7 +182,8 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   }
 
   async readActiveView(sessionId: string, agents?: AgentScope): Promise<ActiveView | undefined> {
-    return this.db.transaction(() => readActiveView(this.stmts, this.views, sessionId, agents)).deferred();
+    const read = this.db.transaction(() => readActiveViewRows(this.stmts, this.views, sessionId, agents)).deferred();
+    return read && decodeActiveView(this.views, sessionId, read);
   }
 
   async readActiveTotals(sessionId: string): Promise<ActiveTotals | undefined> {

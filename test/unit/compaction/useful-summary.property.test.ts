@@ -67,7 +67,7 @@ function build(spec: Spec): Message[] {
 
 const SETTINGS = { reserveTokens: 16_384, keepRecentTokens: 20_000, summaryMaxChars: 16_000 };
 
-function check(messages: Message[], outcome: NativeCompactionOutcome, tokenBudget: number, target: CompactionTarget): void {
+async function check(messages: Message[], outcome: NativeCompactionOutcome, tokenBudget: number, target: CompactionTarget): Promise<void> {
   const budget = promptBudget(tokenBudget, SETTINGS.reserveTokens);
   const emptyTokens = tokenizer.countMessage(summaryMessage(""));
   if (!outcome.compacted) {
@@ -83,7 +83,7 @@ function check(messages: Message[], outcome: NativeCompactionOutcome, tokenBudge
   const cut = r.firstKeptEntryId ? messages.findIndex((m) => m.id === r.firstKeptEntryId) : messages.length;
   const replaced = messages.slice(0, cut);
   expect(r.summary.trim()).not.toBe("");
-  expect(carriesContent(r.summary, "", replaced), r.summary).toBe(true);
+  expect(await carriesContent(r.summary, "", replaced), r.summary).toBe(true);
   if (target !== CompactionTarget.COMPACTION_TARGET_THRESHOLD) expect(r.tokensAfter).toBeLessThanOrEqual(budget);
   // What a small summary holds comes first from the identifiers and the latest request it replaced.
   const replacedText = replaced.map(messageText).join("\n");
@@ -106,7 +106,7 @@ async function property(summarizer: () => Summarizer, runs: number): Promise<voi
     fc.asyncProperty(arbSpec, arbBudget, arbTarget, async (spec, tokenBudget, target) => {
       const messages = build(spec);
       const outcome = await compactNative({ messages, tokenBudget, target, force: true }, { summarizer: summarizer(), tokenizer, settings: SETTINGS });
-      check(messages, outcome, tokenBudget, target);
+      await check(messages, outcome, tokenBudget, target);
     }),
     { numRuns: runs },
   );
@@ -130,7 +130,7 @@ describe("a committed summary always says something of what it replaced", () => 
         { messages, tokenBudget, target: CompactionTarget.COMPACTION_TARGET_BUDGET, force: true },
         { summarizer: createExtractiveSummarizer(), tokenizer, settings: SETTINGS },
       );
-      check(messages, outcome, tokenBudget, CompactionTarget.COMPACTION_TARGET_BUDGET);
+      await check(messages, outcome, tokenBudget, CompactionTarget.COMPACTION_TARGET_BUDGET);
       seen[tokenBudget] = outcome.compacted ? outcome.result!.summary : outcome.reason;
     }
     // 30 and 60 leave 15 and 30 tokens of prompt budget: less than the summary message's wrapper.

@@ -9,14 +9,21 @@ import { setImmediate as nextTurn } from "node:timers/promises";
  * seconds, and every other RPC — health checks included — waits (the import-stall finding). Work
  * written as {@link Steps} (a generator that yields between small units, e.g. after each line) can
  * run all at once ({@link runAll}, for callers that want a plain function) or a time slice at a
- * time ({@link TimeSlices.run}). It lives here, below the host, because the OpenClaw file readers
- * are written this way.
+ * time ({@link TimeSlices.run}). It lives in the contract, the lowest layer, because the OpenClaw
+ * file readers, the stores' view decoding and the host's compaction all slice their work this way.
  */
 export type Steps<T> = Generator<void, T, undefined>;
 
 /** How much work runs before the event loop gets a turn: short enough that a health check is never
  * kept waiting noticeably, long enough that the cost of yielding (one loop turn) stays small. */
 export const DEFAULT_SLICE_MS = 10;
+
+/**
+ * The slice of work that runs on every call's path (decoding a view, checking a summary): one tenant's
+ * large session must not hold the loop for longer than another tenant's whole small Assemble takes
+ * (~1.5 ms), or its calls queue behind it.
+ */
+export const CALL_PATH_SLICE_MS = 2;
 
 /** Runs `steps` to the end without yielding to the event loop. */
 export function runAll<T>(steps: Steps<T>): T {
