@@ -140,7 +140,12 @@ describe("active-view cache: SQLite, a view decoded in time slices", () => {
   /** A session whose view takes several slices to decode (thousands of entries, nothing cached yet). */
   async function largeSession(file: string): Promise<SqliteStore> {
     const writer = SqliteStore.open(file);
-    for (let i = 0; i < 8; i++) await writer.appendMessages("s", Array.from({ length: 1000 }, (_, j) => msg(`m${i}-${j} `.repeat(8), 20)), LABELS);
+    for (let i = 0; i < 8; i++)
+      await writer.appendMessages(
+        "s",
+        Array.from({ length: 1000 }, (_, j) => msg(`m${i}-${j} `.repeat(8), 20)),
+        LABELS,
+      );
     await writer.close();
     return SqliteStore.open(file);
   }

@@ -76,7 +76,9 @@ describe("bindService with turns: a waiting call holds its request as bytes", ()
       return AssembleResponse.fromPartial({ estimatedTokens: 7, engineId: "legacy" });
     });
     const answer = new Promise<AssembleResponse>((resolve, reject) =>
-      c.assemble(AssembleRequest.fromPartial({ session: { sessionId: "s1", agentId: "a" }, tokenBudget: 100 }), (err, res) => (err ? reject(err) : resolve(res))),
+      c.assemble(AssembleRequest.fromPartial({ session: { sessionId: "s1", agentId: "a" }, tokenBudget: 100 }), (err, res) =>
+        err ? reject(err) : resolve(res),
+      ),
     );
     await turns.waiting();
     expect(decoded.count).toBe(0);

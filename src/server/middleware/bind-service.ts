@@ -153,7 +153,12 @@ function context<P>(path: string, call: CallLike, options: BindOptions<P>, contr
  * Runs `handler` on the call's turn (BindOptions.turn) with its request decoded, and ends the turn
  * when the handler settles.
  */
-async function onTurn<P, T>(request: unknown, ctx: RequestContext<P>, options: BindOptions<P>, handler: (request: unknown, ctx: RequestContext<P>) => Promise<T>): Promise<T> {
+async function onTurn<P, T>(
+  request: unknown,
+  ctx: RequestContext<P>,
+  options: BindOptions<P>,
+  handler: (request: unknown, ctx: RequestContext<P>) => Promise<T>,
+): Promise<T> {
   const turn = options.turn ? await options.turn(ctx.principal, ctx.signal) : NO_TURN;
   try {
     return await handler(decodedRequest(request), { ...ctx, turn });
