@@ -4,7 +4,14 @@ import type { z } from "zod";
 export interface SchemaModules {
   configSchema: z.ZodType;
   RECONCILE_INTERVAL_DEFAULT_MS: number;
-  OPENAI_DEFAULTS: { timeout: number; max_retries: number; retry_base_delay: number; context_window_tokens: number; max_output_tokens: number; max_tokens_param: string };
+  OPENAI_DEFAULTS: {
+    timeout: number;
+    max_retries: number;
+    retry_base_delay: number;
+    context_window_tokens: number;
+    max_output_tokens: number;
+    max_tokens_param: string;
+  };
   formatDuration: (ms: number) => string;
 }
 export const DESCRIPTIONS: Record<string, string>;

@@ -144,7 +144,10 @@ const COLLAPSED = new Set(["engines.timeouts", "engines.overrides.<engine>.timeo
 /** Sections the reference groups keys under, in this order (the top level's own keys first), with what holds for all their keys. */
 const SECTIONS = {
   "": { title: "Top level" },
-  tls: { title: "`tls`: TLS for clients", intro: "Absent: no TLS. Without TLS, bearer tokens cross the network in clear ([security.md](security.md#a-network-attacker))." },
+  tls: {
+    title: "`tls`: TLS for clients",
+    intro: "Absent: no TLS. Without TLS, bearer tokens cross the network in clear ([security.md](security.md#a-network-attacker)).",
+  },
   slots: { title: "`slots`: which engine serves a session" },
   auth: {
     title: "`auth`: who may call",
