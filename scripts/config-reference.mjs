@@ -61,9 +61,9 @@ export const DESCRIPTIONS = {
   "engines.answer_limits.max_bytes": "No engine answer is larger, whatever its request (refused on the length prefix, unread).",
   "engines.answer_limits.base_bytes": "What any answer may take besides its budget's share; every answer but Assemble and Compact is held to it.",
   "engines.answer_limits.bytes_per_budget_token":
-    "An Assemble answer may be `base_bytes` + this × `token_budget` (or its own request's size, whichever is more), a Compact likewise by its budget. Over it: a contract violation found on the wire bytes before decoding — `legacy` answers and the engine is quarantined.",
+    "An Assemble answer may be `base_bytes` + this × `token_budget` (or its own request's size, whichever is more) and hold no more messages than the budget can; a Compact is bounded likewise by its budget. Over it: a contract violation found on the wire bytes before decoding — `legacy` answers and the engine is quarantined.",
   "engines.max_concurrent_calls":
-    "The bulkhead: calls in flight to one sidecar at most. A call over it is not queued but answered by `legacy` at once (`RESOURCE_EXHAUSTED` under `strict`), counted in `fallbacks` and logged; not a failure, so no quarantine.",
+    "The bulkhead: calls in flight to one sidecar at most. A call over it is not queued but answered by `legacy` at once (`RESOURCE_EXHAUSTED` under `strict`), counted in `fallbacks` and logged (a warning at most once a second per engine, with the count); not a failure, so no quarantine.",
   "engines.reconcile_interval":
     "Replicas on PostgreSQL: how often each re-reads every registration and quarantine record besides LISTEN/NOTIFY (repairs a missed notification).",
   "engines.overrides.<engine>.timeouts.*": "This engine's deadlines, each over `engines.timeouts`.",
@@ -110,7 +110,7 @@ export const DESCRIPTIONS = {
     "Load shedding: calls in flight at most, across connections; one over it is answered `RESOURCE_EXHAUSTED` at once, unprocessed (safe to retry with backoff), and counted in `contextd_rpc_shed_total`. Health, reflection, HostService callbacks and WatchEngines are not counted. Keep it well above `engines.max_concurrent_calls` × the engines that may be slow at once ([operations.md](operations.md#overload-and-load-shedding)).",
   "server.max_concurrent_streams": "HTTP/2 streams per connection; unset, unlimited. A client over it queues (no error).",
   "server.heap_growth_percent":
-    "V8 collects its old generation when it has grown this much past the last collection's live heap (V8 alone lets it reach ~3×); `0` leaves V8's heuristics alone. Lower: less memory, more GC CPU (src/server/heap-growth.ts, [performance.md](performance.md)).",
+    "V8 collects its old generation when it has grown this much past the last collection's live heap (V8 alone lets it reach ~3×: ~50 MB of dead objects at the memory bench's peak); `0` leaves V8's heuristics alone. Lower: less memory, more GC CPU (at 50: ~20–35 % more CPU per sidecar Assemble; src/server/heap-growth.ts).",
 
   // subagents
   "subagents.sweep_interval": "How often children whose `ttl_ms` passed are swept: their engine hears `OnSubagentEnded` SWEPT once, across replicas too.",

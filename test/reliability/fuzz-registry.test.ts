@@ -196,7 +196,7 @@ describe("RegistryService under bad input", () => {
     return status.OK;
   }
 
-  // README "Engines and the registry": plain ASCII, at most 128, nothing that reads as legacy but legacy.
+  // docs/registry.md "Ownership": plain ASCII, at most 128, nothing that reads as legacy but legacy.
   const validEngineId = (id: string) => /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(id) && (id === "legacy" || id.toLowerCase() !== "legacy");
 
   async function run(choice: Op): Promise<void> {
