@@ -52,7 +52,7 @@ FROM node:20-bookworm-slim
 
 # Two glibc malloc arenas instead of one per thread (contextd runs its main thread, a token-counting
 # thread and libuv's pool): ~20-30 MB less resident at thousands of sessions, no throughput cost seen
-# (docs/PERFORMANCE.md, issue 14 round 2).
+# (docs/performance.md, "Goals met": memory).
 ENV NODE_ENV=production \
     MALLOC_ARENA_MAX=2
 WORKDIR /app

@@ -1,5 +1,5 @@
 // ESLint (flat config): typescript-eslint with type information, no import cycles, and the
-// layer boundaries the README's "Repository layout" describes — checked, not just written down.
+// layer boundaries docs/development.md ("Repository layout") describes — checked, not just written down.
 //
 //   contract ← tokens, store ← legacy ← registry ← host ← server ← cli
 //   (sdk and openclaw are public entry points built on contract, tokens and each other)

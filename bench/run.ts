@@ -1,5 +1,5 @@
 /**
- * `npm run bench` — contextd's benchmarks (see docs/PERFORMANCE.md).
+ * `npm run bench` — contextd's benchmarks (see docs/performance.md).
  *
  *   node dist/bench/run.js [--quick] [--only NAME[,NAME]] [--json FILE] [--list]
  *

@@ -4,7 +4,7 @@
  * 1. test/compose/prepare.sh, idempotently: a Docker daemon (started here when none answers) and the
  *    base images the Dockerfiles and docker-compose.yml name — real ones when present, otherwise
  *    look-alikes built from Debian's packages and this machine's Node 20 (no image registry here).
- * 2. `docker-compose --env-file <generated env> up -d --build`, exactly as README "Run with Docker
+ * 2. `docker-compose --env-file <generated env> up -d --build`, exactly as docs/deployment.md "Docker
  *    Compose" says (fresh random secrets, the published port moved to a free one on 127.0.0.1), and
  *    all three services healthy by their own healthchecks.
  * 3. A session through the published port with the runtime client (ContextdClient): ListEngines shows
@@ -86,7 +86,7 @@ function run(cmd: string, args: string[], opts: RunOptions = {}): Promise<string
 
 // ---- the env file and docker-compose -------------------------------------------------------------------
 
-/** docker/.env.example with a fresh random value for every change-me-* placeholder, as README says. */
+/** docker/.env.example with a fresh random value for every change-me-* placeholder, as docs/deployment.md says. */
 function envFromExample(overrides: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = {};
   for (const line of fs.readFileSync(path.join(REPO_ROOT, "docker", ".env.example"), "utf8").split("\n")) {

@@ -1,5 +1,5 @@
 /**
- * The lossless engine and pinned system messages (docs/PINNED-MESSAGES.md), in process: system
+ * The lossless engine and pinned system messages (docs/pinned-messages.md), in process: system
  * messages are never folded into a leaf summary, assembly shows every one of them first (counted
  * in the budget), and the Compact result lines up with the host's view, which pins them before its
  * summary.

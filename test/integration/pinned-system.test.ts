@@ -1,5 +1,5 @@
 /**
- * Pinned system messages (docs/PINNED-MESSAGES.md) end to end, all real processes over real gRPC:
+ * Pinned system messages (docs/pinned-messages.md) end to end, all real processes over real gRPC:
  * one contextd (SQLite), the lossless sidecar (node) and the window sidecar (Python), each serving
  * its own agent. A session opens with a system message and has another in the middle; it grows
  * through several compactions. Whatever engine serves it, both system messages reach the model

@@ -1,6 +1,6 @@
 /**
  * The documented queries, alert rules and the Grafana dashboard only name series contextd exports:
- * every `contextd_*` and `grpc_server_*` name in docs/OPERATIONS.md and docs/grafana-dashboard.json
+ * every `contextd_*` and `grpc_server_*` name in docs/operations.md and docs/grafana-dashboard.json
  * is a metric of ContextdMetrics (a histogram's _bucket/_sum/_count included).
  */
 import { readFileSync } from "node:fs";
@@ -10,7 +10,7 @@ import { ContextdMetrics } from "../../src/server/observability/metrics.js";
 
 const DOCS = path.resolve(import.meta.dirname, "../../docs");
 
-describe("docs/OPERATIONS.md and the Grafana dashboard", () => {
+describe("docs/operations.md and the Grafana dashboard", () => {
   const metrics = new ContextdMetrics(async () => 0);
   const known = new Set(metrics.registry.getMetricsAsArray().map((m) => m.name));
   const base = (name: string) => name.replace(/_(bucket|sum|count)$/, "");
@@ -18,7 +18,7 @@ describe("docs/OPERATIONS.md and the Grafana dashboard", () => {
 
   it("name only exported series", () => {
     const dashboard = readFileSync(path.join(DOCS, "grafana-dashboard.json"), "utf8");
-    const operations = readFileSync(path.join(DOCS, "OPERATIONS.md"), "utf8");
+    const operations = readFileSync(path.join(DOCS, "operations.md"), "utf8");
     const used = [...names(dashboard), ...names(operations)];
     expect(used.length).toBeGreaterThan(10);
     for (const n of used) expect(known.has(base(n)) || known.has(n), n).toBe(true);

@@ -305,7 +305,7 @@ describe("OpenClaw 2026.9.6 session files: contextd shows the model what OpenCla
 
     const contextdView = (await cx.assemble({ session, tokenBudget: HUGE_BUDGET })).messages.map((m) => asJson(fromContextdMessage(m)) as Row);
     // contextd pins the system message from before the cut at the head of its view
-    // (docs/PINNED-MESSAGES.md); OpenClaw has no system role — the file carries it as a
+    // (docs/pinned-messages.md); OpenClaw has no system role — the file carries it as a
     // `contextd.system` custom message — and, as its own compaction rules say, leaves out what
     // precedes the kept entries. Past that pinned head, the two contexts are the same.
     expect(contextdView[0]).toMatchObject({ role: "custom", customType: "contextd.system" });

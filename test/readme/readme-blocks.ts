@@ -1,7 +1,7 @@
 /**
- * The README's runnable blocks, read from the Markdown itself so that the test runs what a reader
- * copies. A fenced block may be preceded by one HTML comment that says how it is run (invisible
- * when the README is rendered):
+ * The runnable blocks of the README (and of the docs pages it sends a reader to), read from the
+ * Markdown itself so that the test runs what a reader copies. A fenced block may be preceded by one
+ * HTML comment that says how it is run (invisible when the Markdown is rendered):
  *
  *   <!-- readme-test: file chat.py -->                            write the block to ./chat.py
  *   <!-- readme-test: background, ready at "contextd listening" --> start it, wait for that output
@@ -16,6 +16,8 @@
 import fs from "node:fs";
 
 export interface ReadmeBlock {
+  /** The Markdown file, as given to readmeBlocks. */
+  source: string;
   /** 1-based line of the opening fence. */
   line: number;
   /** The `##`/`###` heading the block is under: a new heading starts from the checkout again. */
@@ -63,24 +65,31 @@ export function readmeBlocks(readmePath: string, scopes: string[]): ReadmeBlock[
     const start = i;
     const body: string[] = [];
     for (i++; i < lines.length && !/^```\s*$/.test(lines[i]); i++) body.push(lines[i]);
-    blocks.push({ line: start + 1, heading, lang: fence[1], text: body.join("\n") + "\n", ...parseDirective(directive, start + 1) });
+    blocks.push({
+      source: readmePath,
+      line: start + 1,
+      heading,
+      lang: fence[1],
+      text: body.join("\n") + "\n",
+      ...parseDirective(directive, `${readmePath} line ${start + 1}`),
+    });
     directive = undefined;
   }
   return blocks;
 }
 
-function parseDirective(directive: string | undefined, line: number): Partial<ReadmeBlock> {
+function parseDirective(directive: string | undefined, where: string): Partial<ReadmeBlock> {
   if (directive === undefined) return {};
   const quoted = (key: string) => new RegExp(`${key} "((?:[^"\\\\]|\\\\.)*)"`).exec(directive)?.[1];
   if (directive.startsWith("skip")) return { skip: directive.replace(/^skip,?\s*/, "") || "no reason given" };
   if (directive.startsWith("file ")) return { file: directive.slice(5).trim() };
   if (directive.startsWith("background")) {
     const readyAt = quoted("ready at");
-    if (!readyAt) throw new Error(`README line ${line}: a background block needs ready at "…"`);
+    if (!readyAt) throw new Error(`${where}: a background block needs ready at "…"`);
     return { background: { readyAt, replaces: quoted("replaces") } };
   }
   if (directive.startsWith("expect ")) return { expect: new RegExp(quoted("expect")!, "m") };
   const retry = /^retry (\d+)s until "(.*)"$/.exec(directive);
   if (retry) return { retry: { ms: Number(retry[1]) * 1000, until: new RegExp(retry[2], "m") } };
-  throw new Error(`README line ${line}: unknown readme-test directive ${JSON.stringify(directive)}`);
+  throw new Error(`${where}: unknown readme-test directive ${JSON.stringify(directive)}`);
 }

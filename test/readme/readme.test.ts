@@ -1,6 +1,7 @@
 /**
- * The README works as written (issue 13): every command block of "Quick start", "Use it from a
- * runtime" and "Write your own engine" is run verbatim, in order, as a reader at a terminal would —
+ * The README works as written (issue 13): every command block of its "Quick start" and "Use it from
+ * a runtime", then of "Write your own engine" in docs/engines.md (where the README sends a reader
+ * next), is run verbatim, in order, as a reader at a terminal would —
  * `npm start` in the background, then `contextctl`, the TypeScript client from a project of its own,
  * the Python client from the checkout and installed into a virtualenv, and the Python engine serving
  * a replayed conversation. How each block is run is said by an HTML comment before it
@@ -22,8 +23,14 @@ import { REPO_ROOT } from "../helpers/contextd-process.js";
 import { createLoopbackNamespace, type LoopbackNamespace } from "./loopback-namespace.js";
 import { readmeBlocks, type ReadmeBlock } from "./readme-blocks.js";
 
-const SCOPES = ["Quick start", "Use it from a runtime", "Write your own engine"];
-const blocks = readmeBlocks(path.join(REPO_ROOT, "README.md"), SCOPES);
+/** The Markdown files and the sections of each that are run, in the order a reader follows them. */
+const SOURCES: Array<[string, string[]]> = [
+  ["README.md", ["Quick start", "Use it from a runtime"]],
+  ["docs/engines.md", ["Write your own engine"]],
+];
+const blocks = SOURCES.flatMap(([file, scopes]) => readmeBlocks(path.join(REPO_ROOT, file), scopes));
+/** Where a block is, for messages: `docs/engines.md line 120`. */
+const at = (b: ReadmeBlock) => `${path.relative(REPO_ROOT, b.source)} line ${b.line}`;
 /** Entries of this checkout the scratch one does not link: state a run of the README creates. */
 const NOT_LINKED = new Set([".git", "data", ".venv", "chat.mjs", "chat.py", "newest_first.py"]);
 
@@ -78,8 +85,7 @@ describe("the README, run as written", () => {
   it("has the blocks this test knows how to run, and skips only CI itself", () => {
     expect(blocks.length).toBeGreaterThanOrEqual(10);
     for (const b of blocks) {
-      if (b.lang !== "sh" && !b.file && b.skip === undefined)
-        throw new Error(`README line ${b.line}: a ${b.lang} block needs a readme-test file or skip directive`);
+      if (b.lang !== "sh" && !b.file && b.skip === undefined) throw new Error(`${at(b)}: a ${b.lang} block needs a readme-test file or skip directive`);
     }
     const skipped = blocks.filter((b) => b.skip !== undefined).map((b) => b.text.trim().split("\n")[0]);
     expect(skipped).toContain("npm ci && npm test         # builds, type-checks, and runs every test (real processes, real sockets)");
@@ -88,9 +94,9 @@ describe("the README, run as written", () => {
 
   it("the TypeScript engine it shows is engines/newest-first/main.ts (which test/sdk/engine-sdk.test.ts runs)", () => {
     const ts = blocks.find((b) => b.lang === "ts" && b.text.includes("serveEngine({"));
-    expect(ts, "the README's TypeScript engine block").toBeDefined();
+    expect(ts, "the TypeScript engine block of docs/engines.md").toBeDefined();
     const main = fs.readFileSync(path.join(REPO_ROOT, "engines/newest-first/main.ts"), "utf8");
-    // The object literal: `await serveEngine({ … });` in the README, `export const newestFirst … = { … };` in main.ts.
+    // The object literal: `await serveEngine({ … });` in the docs, `export const newestFirst … = { … };` in main.ts.
     const literal = (text: string, opener: string, closer: string) => text.slice(text.indexOf(opener) + opener.length, text.indexOf(closer));
     expect(literal(ts!.text, "await serveEngine({", "\n});")).toBe(
       literal(main, "export const newestFirst: EngineDefinition = {", "\n};").replace('process.env.ENGINE_ID ?? "newest-first"', '"newest-first"'),
@@ -98,7 +104,7 @@ describe("the README, run as written", () => {
   });
 
   for (const block of blocks) {
-    const title = `line ${block.line} (${block.heading}): ${block.file ? `file ${block.file}` : block.text.trim().split("\n")[0].slice(0, 70)}`;
+    const title = `${at(block)} (${block.heading}): ${block.file ? `file ${block.file}` : block.text.trim().split("\n")[0].slice(0, 70)}`;
     const run = block.skip !== undefined ? it.skip : it;
     run(
       title,
@@ -126,10 +132,10 @@ describe("the README, run as written", () => {
         const deadline = Date.now() + (block.retry?.ms ?? 0);
         for (;;) {
           const result = await runForeground(block.text);
-          if (process.env.README_TEST_VERBOSE) console.log(`README line ${block.line} (exit ${result.code}):\n${result.output}`);
+          if (process.env.README_TEST_VERBOSE) console.log(`${at(block)} (exit ${result.code}):\n${result.output}`);
           const matches = !block.retry || block.retry.until.test(result.output);
           if ((result.code === 0 && matches) || Date.now() > deadline) {
-            expect(result.code, `exit code of README line ${block.line}; output:\n${result.output}`).toBe(0);
+            expect(result.code, `exit code of ${at(block)}; output:\n${result.output}`).toBe(0);
             if (block.retry) expect(result.output).toMatch(block.retry.until);
             if (block.expect) expect(result.output).toMatch(block.expect);
             cwd = result.cwd;
@@ -179,8 +185,8 @@ async function waitFor(bg: Background, text: string, timeoutMs: number): Promise
   void bg.exited.then(() => (exited = true));
   const until = Date.now() + timeoutMs;
   while (!bg.output().includes(text)) {
-    if (exited) throw new Error(`README line ${bg.block.line} exited before printing "${text}":\n${bg.output()}`);
-    if (Date.now() > until) throw new Error(`README line ${bg.block.line} did not print "${text}" within ${timeoutMs} ms:\n${bg.output()}`);
+    if (exited) throw new Error(`${at(bg.block)} exited before printing "${text}":\n${bg.output()}`);
+    if (Date.now() > until) throw new Error(`${at(bg.block)} did not print "${text}" within ${timeoutMs} ms:\n${bg.output()}`);
     await Promise.race([bg.changed(), new Promise((r) => setTimeout(r, until - Date.now()))]);
   }
 }

@@ -7,9 +7,9 @@
  *
  *   - the answer is OK, or a status that is not INTERNAL/UNKNOWN and says why; a refused
  *     registration (`ok = false`) names its refusal and says why;
- *   - who may do what holds (SPEC §3, §5): registering proves the owner, quarantine and clear need
+ *   - who may do what holds (docs/registry.md, docs/security.md): registering proves the owner, quarantine and clear need
  *     an operator, deregistering the engine's owner or an operator, reading any known credential;
- *   - the ownership rules of SPEC §3 hold (`legacy` is core's; an id held by another owner is
+ *   - the ownership rules of docs/registry.md hold (`legacy` is core's; an id held by another owner is
  *     OWNED_BY_OTHER naming it; the same owner without refresh is ALREADY_REGISTERED), and a
  *     registration that passes them and names a live engine that answers the id is admitted;
  *   - the registry stays consistent: ListEngines answers, `legacy` is in it (built in), ids are
@@ -182,7 +182,7 @@ describe("RegistryService under bad input", () => {
       | { rpc: "quarantine"; engineId: string; reason: string }
     );
 
-  /** The status the credential rules answer before the handler runs (SPEC §3, §5; src/server/auth.ts), or OK. */
+  /** The status the credential rules answer before the handler runs (docs/security.md "Principals"; src/server/auth.ts), or OK. */
   function authStatus(o: Op & { token: TokenKind }): status {
     const known = o.token !== "none" && o.token !== "unknown";
     if (o.rpc === "register") {
@@ -196,7 +196,7 @@ describe("RegistryService under bad input", () => {
     return status.OK;
   }
 
-  // README "Engines and the registry": plain ASCII, at most 128, nothing that reads as legacy but legacy.
+  // docs/registry.md "Ownership": plain ASCII, at most 128, nothing that reads as legacy but legacy.
   const validEngineId = (id: string) => /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(id) && (id === "legacy" || id.toLowerCase() !== "legacy");
 
   async function run(choice: Op): Promise<void> {

@@ -8,7 +8,7 @@
  *   - a refused AppendMessages wrote nothing (the session's transcript is as before);
  *   - an OK AppendMessages stored every message as sent (what the server assigns aside: id,
  *     token_count, a missing timestamp), in order, with the entry ids it answered;
- *   - an idempotency key keeps its contract (README): the same request again is `replayed` with the
+ *   - an idempotency key keeps its contract (docs/concepts.md, "Appending safely"): the same request again is `replayed` with the
  *     first answer's ids and writes nothing; other messages under the key are ALREADY_EXISTS;
  *   - after any call, the sessions it touched still answer GetSession, GetTranscript,
  *     ExportTranscript and Assemble.

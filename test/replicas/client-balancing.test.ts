@@ -1,5 +1,5 @@
 /**
- * Client-side balancing without a proxy (README "Running several replicas"): a grpc-js channel with
+ * Client-side balancing without a proxy (docs/deployment.md "In front of the replicas"): a grpc-js channel with
  * the round_robin policy over every replica's address — what `dns:///<name>:50051` gives when the
  * name has one A record per replica (a Kubernetes headless service, Docker's network aliases). Here
  * the addresses are listed with the `ipv4:` scheme (no DNS in tests); the channel's behaviour is the
@@ -27,7 +27,7 @@ describe("grpc-js round_robin over two replicas", () => {
     db = await createScratchDatabase();
     // debug: each replica logs every call it answered ("ok"), which is how the spread is counted.
     replicas = await startReplicas(2, { store: db.url({ pool_max: 3 }), config: { log_level: "debug", health: { drain_delay: "500ms" } } });
-    // The README's snippet, with `ipv4:` instead of `dns:///contextd-replicas:50051`.
+    // The snippet of docs/deployment.md, with `ipv4:` instead of `dns:///contextd-replicas:50051`.
     channel = new SessionServiceClient(`ipv4:${replicas.map((r) => r.address).join(",")}`, credentials.createInsecure(), {
       "grpc.service_config": JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
     });

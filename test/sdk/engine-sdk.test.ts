@@ -534,9 +534,9 @@ describe("serveEngine: HostClient", () => {
   });
 });
 
-describe("the README example (engines/newest-first/main.ts)", () => {
+describe("the example engine of docs/engines.md (engines/newest-first/main.ts)", () => {
   it("keeps the pinned messages, then the newest messages that fit, and never starts with a tool result", async () => {
-    // engines/newest-first/main.ts itself (README.md shows the same object: test/readme checks it).
+    // engines/newest-first/main.ts itself (docs/engines.md shows the same object: test/readme checks it).
     const engine = await serveEngine(newestFirst, { registry: "", handleSignals: false, logger });
     running.push(engine);
     const messages = [

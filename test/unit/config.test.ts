@@ -72,7 +72,7 @@ const DEFAULTS: ContextdConfig = {
 const HASH = "ab".repeat(32);
 
 describe("defaults", () => {
-  it("defaultConfig() has every SPEC §7 default", () => {
+  it("defaultConfig() has every documented default (docs/configuration.md)", () => {
     expect(defaultConfig()).toEqual(DEFAULTS);
     expect(defaultConfig().tls).toBeUndefined();
     expect(defaultConfig().engines.tls).toBeUndefined();

@@ -36,7 +36,7 @@ async function seedSession(store: ContextdStore, sessionId = "s1") {
   );
 }
 
-/** docs/PINNED-MESSAGES.md: system messages from before the cut stay in the active view. */
+/** docs/pinned-messages.md: system messages from before the cut stay in the active view. */
 export function describePinned(stores: Stores): void {
   describe("pinned system messages", () => {
     it("keeps every system message from before the cut at the head of the view, in transcript order, counted in its tokens", async () => {

@@ -1,5 +1,5 @@
 /**
- * Property: a BUDGET compaction fills the prompt budget (SPEC §4, issue 15 item 4).
+ * Property: a BUDGET compaction fills the prompt budget (docs/concepts.md, "Budgets" and "Compaction").
  *
  * Sessions are an agent's: optionally a system message, then turns of a user message, any number of
  * tool call/result pairs of random sizes (an assistant message with one or two calls, then their

@@ -13,7 +13,7 @@ import { SqliteStore } from "../../../src/store/sqlite/sqlite-store.js";
 import { createTokenizer } from "../../../src/tokens/create-tokenizer.js";
 
 // The host's commit of a compaction (src/host/compactions.ts) on a real SQLite store, with pinned
-// system messages (docs/PINNED-MESSAGES.md).
+// system messages (docs/pinned-messages.md).
 
 const dirs: string[] = [];
 const stores: SqliteStore[] = [];

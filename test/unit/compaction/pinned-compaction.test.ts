@@ -8,7 +8,7 @@ import { createExtractiveSummarizer } from "../../../src/legacy/summarizer/extra
 import type { SummarizeInput, Summarizer } from "../../../src/legacy/summarizer/summarizer.js";
 import { createTokenizer } from "../../../src/tokens/create-tokenizer.js";
 
-// Legacy native compaction and pinned system messages (docs/PINNED-MESSAGES.md): no system message
+// Legacy native compaction and pinned system messages (docs/pinned-messages.md): no system message
 // reaches the summarizer, and all of them are a fixed cost of every target.
 
 const BUDGET = CompactionTarget.COMPACTION_TARGET_BUDGET;
