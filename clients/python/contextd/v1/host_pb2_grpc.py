@@ -137,11 +137,14 @@ class HostServiceServicer(object):
     def Complete(self, request, context):
         """An LLM completion through the host's summarizer model. Needs host requirement `llm-complete`.
 
-        FAILED_PRECONDITION: no model is configured (`compaction.summarizer.kind` is `extractive`).
-        INVALID_ARGUMENT: neither `system` nor `messages`, or a message that breaks the Message rules.
-        RESOURCE_EXHAUSTED: more messages than `limits.max_messages_per_append`, a message over
-        `limits.max_message_bytes`, or the model's own rate limit. UNAVAILABLE: the model is
-        unreachable. DEADLINE_EXCEEDED: the engine call's deadline passed before the model answered.
+        FAILED_PRECONDITION: no model is configured (`compaction.summarizer.kind` is `extractive`), or
+        the model's server refused the host's configuration (HTTP 401, 403, 404: key, model, URL).
+        INVALID_ARGUMENT: neither `system` nor `messages`, a message that breaks the Message rules, or
+        a prompt the model refused (HTTP 400, 413, 422). RESOURCE_EXHAUSTED: more messages than
+        `limits.max_messages_per_append`, a message over `limits.max_message_bytes`, or the model's
+        rate limit on every retry (429). UNAVAILABLE: the model unreachable or failing (5xx, 408,
+        network) on every retry. DEADLINE_EXCEEDED: the engine call's deadline, or the summarizer's own
+        `timeout`, passed before the model answered. UNKNOWN: the model answered with no completion.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
