@@ -8,10 +8,21 @@ set -euo pipefail
 
 need=()
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]; }
+installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
 # The Python engines, the Python client and their stubs (Debian's grpcio 1.51, protoc 3.21 and its plugin).
 /usr/bin/python3 -c "import grpc" 2>/dev/null || need+=(python3-grpcio)
 have protoc || need+=(protobuf-compiler)
 have grpc_python_plugin || need+=(protobuf-compiler-grpc)
+# A Go client from the protos alone (test/go-client): Go 1.19, protoc's Go plugins, and grpc-go as
+# Debian source packages (no module proxy is reachable), built in GOPATH mode. grpc-go needs
+# github.com/golang/protobuf 1.5 (1.3, which apt would otherwise pick, cannot marshal the messages
+# protoc-gen-go 1.28 generates); installing 1.5 replaces 1.3.
+have go || need+=(golang-go)
+have protoc-gen-go || need+=(protoc-gen-go)
+have protoc-gen-go-grpc || need+=(protoc-gen-go-grpc)
+for pkg in golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev; do
+  installed "$pkg" || need+=("$pkg")
+done
 # The README installs the Python package into a virtualenv (test/readme, test/python-client).
 /usr/bin/python3 -c "import ensurepip" 2>/dev/null || need+=(python3-venv)
 # `docker-compose config` checks docker-compose.yml (test/integration/docker-compose.test.ts).

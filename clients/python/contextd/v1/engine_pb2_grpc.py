@@ -12,6 +12,64 @@ class ContextEngineServiceStub(object):
     The lifecycle follows OpenClaw's Context Engine: ingest -> assemble -> compact -> after_turn.
     Every call carries a deadline; an engine stops work when the deadline passes or the call is
     cancelled. Optional RPCs are called only when `EngineInfo.capabilities` says they are implemented.
+
+    An engine's life, from start to stop (this is protocol version 1):
+
+    1. Serve. Start one gRPC server with this service and the standard grpc.health.v1 Health
+    service (grpc/health/v1/health.proto). `Health.Check` for service "" — the whole server, the
+    only name contextd asks about — must answer SERVING before you register and while you take
+    calls. Serve GetInfo, Assemble and Compact, and Ingest unless you declare
+    `capabilities.ingest_batch` (then IngestBatch); the other RPCs only if you declare them, and
+    answer UNIMPLEMENTED for what you do not declare (it is never called then).
+    2. Register. Call RegistryService.RegisterEngine with your engine id, owner, the endpoint
+    contextd dials (within its `engines.allow_endpoints`), `allow_same_owner_refresh: true` and
+    `protocol_versions: [1]`, with `authorization: Bearer <owner token>`. Before it answers, the
+    registry calls your GetInfo and Health.Check("") with a 3 s deadline each, so give
+    RegisterEngine a deadline well above that (the SDKs use 15 s). Retry UNAVAILABLE,
+    DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED and REFUSAL_UNREACHABLE with exponential backoff
+    and jitter; other refusals and statuses are final (see RegistryService.RegisterEngine).
+    Your EngineInfo is read once, at registration: to change it, register again.
+    3. Stay registered. contextd keeps registrations in its store, so they survive its restarts, but
+    a replica that lost yours (or a new store) does not know you. Every few seconds (the SDKs: 2 s)
+    call RegistryService.GetEngine(engine_id): on NOT_FOUND register again; when it names another
+    endpoint, another instance of your engine holds the id — do not register over it (two
+    instances would keep taking the id from each other), keep polling, and register once it is
+    NOT_FOUND; on UNAVAILABLE keep polling. contextd checks Health.Check("") every
+    `engines.health.interval` (5 s) with `engines.health.timeout` (1 s); `unhealthy_threshold` (2)
+    failures in a row — NOT_SERVING, an error, no answer — quarantine you.
+    4. Serve calls, each within its deadline. Every call has one: `engines.timeouts` per RPC (ingest
+    5 s, assemble 10 s, compact 180 s, after_turn 30 s, maintain 60 s, bootstrap 60 s, the subagent
+    RPCs 10 s; per engine in `engines.overrides`), cut to the runtime's own deadline less
+    `engines.fallback_reserve` (1 s, at most half of what is left) so that `legacy` can still
+    answer in time. Stop work when it passes or the call is cancelled: an answer after it is
+    discarded, and your own deadline passing is a failure. At most `engines.max_concurrent_calls`
+    (64) calls are in flight to you at once; the rest are answered by `legacy` at once (not a
+    failure). contextd sends `traceparent`/`tracestate` metadata when the runtime's call carries a
+    trace, and no credentials (use TLS, `engines.tls`, to know it is contextd).
+    5. Call back into the host when you need to (HostService), with the HostContext of the call in
+    progress: read the transcript, rewrite entries, delegate compaction, ask the host's model. The
+    token dies with the call.
+    6. Quarantine and fallback. A call that fails through your fault quarantines you: an error status
+    (any), your own deadline passing, or an answer that breaks the contract (listed on the RPCs
+    below; also an answer that does not decode, or one over its size bound: at most
+    `engines.answer_limits.max_bytes` (64 MiB) for any answer, `base_bytes` (1 MiB) for any answer
+    but Assemble's and Compact's, which may also take `bytes_per_budget_token` (64) per token of
+    their budget — an Assemble answer may also be as large as its request). So are
+    `unhealthy_threshold` failed health checks, an endpoint whose name now resolves outside the
+    allow list, and an operator's QuarantineEngine. Never held against you: the runtime's
+    cancellation or deadline, running out of your share of a runtime deadline shorter than your
+    own, calls over `max_concurrent_calls`. The failed call, and every call while you are
+    quarantined, is answered by `legacy` (MODE_FALLBACK; or fails, under `on_failure: strict`);
+    calls in flight when you are quarantined end at once, and their host tokens die. A passing
+    health check after `engines.quarantine.base_ejection` (30 s) × consecutive ejections (capped at
+    `max_ejection`, 300 s) releases you, and so does registering again; an operator's quarantine
+    holds until ClearQuarantine. Watch it on GetEngine (`quarantine`) or WatchEngines.
+    7. Stop. Stop polling GetEngine; call GetEngine once and, if the registration still names your
+    endpoint, DeregisterEngine; then answer Health.Check NOT_SERVING, let your own work finish
+    (drain) and exit. Deregister first: routing moves to `legacy` at once, while NOT_SERVING first
+    would fail health checks and quarantine you on the way out. contextd ends every call still in
+    flight to you when you deregister (`legacy` answers them, their host tokens die), so what you
+    finish after that is for your own state only.
     """
 
     def __init__(self, channel):
@@ -89,81 +147,173 @@ class ContextEngineServiceServicer(object):
     The lifecycle follows OpenClaw's Context Engine: ingest -> assemble -> compact -> after_turn.
     Every call carries a deadline; an engine stops work when the deadline passes or the call is
     cancelled. Optional RPCs are called only when `EngineInfo.capabilities` says they are implemented.
+
+    An engine's life, from start to stop (this is protocol version 1):
+
+    1. Serve. Start one gRPC server with this service and the standard grpc.health.v1 Health
+    service (grpc/health/v1/health.proto). `Health.Check` for service "" — the whole server, the
+    only name contextd asks about — must answer SERVING before you register and while you take
+    calls. Serve GetInfo, Assemble and Compact, and Ingest unless you declare
+    `capabilities.ingest_batch` (then IngestBatch); the other RPCs only if you declare them, and
+    answer UNIMPLEMENTED for what you do not declare (it is never called then).
+    2. Register. Call RegistryService.RegisterEngine with your engine id, owner, the endpoint
+    contextd dials (within its `engines.allow_endpoints`), `allow_same_owner_refresh: true` and
+    `protocol_versions: [1]`, with `authorization: Bearer <owner token>`. Before it answers, the
+    registry calls your GetInfo and Health.Check("") with a 3 s deadline each, so give
+    RegisterEngine a deadline well above that (the SDKs use 15 s). Retry UNAVAILABLE,
+    DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED and REFUSAL_UNREACHABLE with exponential backoff
+    and jitter; other refusals and statuses are final (see RegistryService.RegisterEngine).
+    Your EngineInfo is read once, at registration: to change it, register again.
+    3. Stay registered. contextd keeps registrations in its store, so they survive its restarts, but
+    a replica that lost yours (or a new store) does not know you. Every few seconds (the SDKs: 2 s)
+    call RegistryService.GetEngine(engine_id): on NOT_FOUND register again; when it names another
+    endpoint, another instance of your engine holds the id — do not register over it (two
+    instances would keep taking the id from each other), keep polling, and register once it is
+    NOT_FOUND; on UNAVAILABLE keep polling. contextd checks Health.Check("") every
+    `engines.health.interval` (5 s) with `engines.health.timeout` (1 s); `unhealthy_threshold` (2)
+    failures in a row — NOT_SERVING, an error, no answer — quarantine you.
+    4. Serve calls, each within its deadline. Every call has one: `engines.timeouts` per RPC (ingest
+    5 s, assemble 10 s, compact 180 s, after_turn 30 s, maintain 60 s, bootstrap 60 s, the subagent
+    RPCs 10 s; per engine in `engines.overrides`), cut to the runtime's own deadline less
+    `engines.fallback_reserve` (1 s, at most half of what is left) so that `legacy` can still
+    answer in time. Stop work when it passes or the call is cancelled: an answer after it is
+    discarded, and your own deadline passing is a failure. At most `engines.max_concurrent_calls`
+    (64) calls are in flight to you at once; the rest are answered by `legacy` at once (not a
+    failure). contextd sends `traceparent`/`tracestate` metadata when the runtime's call carries a
+    trace, and no credentials (use TLS, `engines.tls`, to know it is contextd).
+    5. Call back into the host when you need to (HostService), with the HostContext of the call in
+    progress: read the transcript, rewrite entries, delegate compaction, ask the host's model. The
+    token dies with the call.
+    6. Quarantine and fallback. A call that fails through your fault quarantines you: an error status
+    (any), your own deadline passing, or an answer that breaks the contract (listed on the RPCs
+    below; also an answer that does not decode, or one over its size bound: at most
+    `engines.answer_limits.max_bytes` (64 MiB) for any answer, `base_bytes` (1 MiB) for any answer
+    but Assemble's and Compact's, which may also take `bytes_per_budget_token` (64) per token of
+    their budget — an Assemble answer may also be as large as its request). So are
+    `unhealthy_threshold` failed health checks, an endpoint whose name now resolves outside the
+    allow list, and an operator's QuarantineEngine. Never held against you: the runtime's
+    cancellation or deadline, running out of your share of a runtime deadline shorter than your
+    own, calls over `max_concurrent_calls`. The failed call, and every call while you are
+    quarantined, is answered by `legacy` (MODE_FALLBACK; or fails, under `on_failure: strict`);
+    calls in flight when you are quarantined end at once, and their host tokens die. A passing
+    health check after `engines.quarantine.base_ejection` (30 s) × consecutive ejections (capped at
+    `max_ejection`, 300 s) releases you, and so does registering again; an operator's quarantine
+    holds until ClearQuarantine. Watch it on GetEngine (`quarantine`) or WatchEngines.
+    7. Stop. Stop polling GetEngine; call GetEngine once and, if the registration still names your
+    endpoint, DeregisterEngine; then answer Health.Check NOT_SERVING, let your own work finish
+    (drain) and exit. Deregister first: routing moves to `legacy` at once, while NOT_SERVING first
+    would fail health checks and quarantine you on the way out. contextd ends every call still in
+    flight to you when you deregister (`legacy` answers them, their host tokens die), so what you
+    finish after that is for your own state only.
     """
 
     def GetInfo(self, request, context):
-        """Describes the engine. Called by the registry at registration with a short deadline.
+        """Describes the engine. Called by the registry at registration, with a 3 s deadline.
+
+        The registry refuses the registration REFUSAL_UNREACHABLE (retry) when GetInfo is not reached
+        in time or answers UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED or RESOURCE_EXHAUSTED, and
+        REFUSAL_CONTRACT_INVALID for any other status, an answer that is no GetInfoResponse, or an
+        EngineInfo that breaks the rules on EngineInfo.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Bootstrap(self, request, context):
-        """Prepares the engine for a session it has not seen (optional: capabilities.bootstrap).
+        """Prepares the engine for a session it has not seen (optional: capabilities.bootstrap). Called
+        before the engine's first Ingest, Assemble or Compact of a session, once per registration and
+        session as far as one contextd process remembers (it forgets on restart, on another replica, and
+        past 100,000 sessions): make it idempotent. A failure quarantines the engine as any other does,
+        but never fails the runtime's call.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Ingest(self, request, context):
-        """Tells the engine about one appended message.
+        """Tells the engine about one appended message, already stored (with its entry id and token
+        count). Required unless the engine declares capabilities.ingest_batch: the messages of one
+        append come one call each, in order, all within one deadline (`engines.timeouts.ingest`, cut
+        to the runtime's deadline less 250 ms). A message that was not ingested (a failure, a
+        fallback, a rejected call) is not sent again: catch up from HostService.ReadTranscript or the
+        next Assemble's view. An engine that keeps no state answers `ingested: true`.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def IngestBatch(self, request, context):
-        """Tells the engine about several appended messages (optional: capabilities.ingest_batch).
+        """Tells the engine about every message of one append at once (optional:
+        capabilities.ingest_batch; Ingest is then not called).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Assemble(self, request, context):
-        """Builds the context the model sees, within `token_budget`.
+        """Builds the context the model sees, within `token_budget`. Required.
+
+        Contract violations (the engine is quarantined and `legacy` answers): the answer, counted by
+        the host, is over `token_budget` without PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW; a message
+        has no valid role; `kept_entry_ids` names an id that is no message of the request, or names
+        one twice or out of order; the answer is over its size bound. With PREASSEMBLY_MAY_OVERFLOW
+        and over the budget, the host (unless the runtime turned `auto_compact` off) calls Compact
+        (force, BUDGET) and Assemble again, at most 3 times, then answers the runtime MODE_DEGRADED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Compact(self, request, context):
-        """Compacts the session. An engine that does not own compaction delegates to the host
-        (HostService.DelegateCompaction); a no-op Compact is a bug in such an engine.
+        """Compacts the session. Required. An engine that does not own compaction delegates to the host
+        (HostService.DelegateCompaction, which commits it) and answers its result; a no-op Compact is a
+        bug in such an engine. An engine that owns compaction answers its result, which the host
+        commits under the engine's id if no other compaction of the session was committed since the
+        view it was sent (else the runtime hears `compacted: false`).
+
+        Contract violations: `compacted` without `result`; a `first_kept_entry_id` that is not a
+        message of the view sent (the summary message does not count); an answer over its size bound.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def AfterTurn(self, request, context):
-        """Runs after a turn completed (optional: capabilities.after_turn).
+        """Runs after a turn completed (optional: capabilities.after_turn), within the runtime's
+        SessionService.AfterTurn call.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Maintain(self, request, context):
-        """Housekeeping on a session (optional: capabilities.maintain).
+        """Housekeeping on a session (optional: capabilities.maintain), within the runtime's
+        SessionService.Maintain call; the only caller in protocol version 1 (see TurnMaintenanceMode).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def PrepareSubagentSpawn(self, request, context):
-        """A subagent is about to be spawned (optional: capabilities.subagents).
+        """A subagent is about to be spawned (optional: capabilities.subagents). Called on the engine the
+        child session is routed to, after the host created the child.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def RollbackSubagentSpawn(self, request, context):
-        """Undo a PrepareSubagentSpawn whose spawn failed (optional: capabilities.subagents).
+        """Undo a PrepareSubagentSpawn whose spawn failed (optional: capabilities.subagents). The host
+        deletes the child session after it.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def OnSubagentEnded(self, request, context):
-        """A subagent ended (optional: capabilities.subagents).
+        """A subagent ended (optional: capabilities.subagents). Exactly once per child when it reaches
+        the engine: from the runtime's SessionService.EndSubagent, or with SWEPT when the child's
+        `ttl_ms` passed. Carries no HostContext.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -171,6 +321,8 @@ class ContextEngineServiceServicer(object):
 
     def Dispose(self, request, context):
         """The engine is being released; free per-session resources (optional: capabilities.dispose).
+        Mirrors OpenClaw's `dispose`; contextd does not call it in protocol version 1 (an engine's
+        sessions end with DeleteSession, which does not call the engine, or OnSubagentEnded).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -253,6 +405,64 @@ class ContextEngineService(object):
     The lifecycle follows OpenClaw's Context Engine: ingest -> assemble -> compact -> after_turn.
     Every call carries a deadline; an engine stops work when the deadline passes or the call is
     cancelled. Optional RPCs are called only when `EngineInfo.capabilities` says they are implemented.
+
+    An engine's life, from start to stop (this is protocol version 1):
+
+    1. Serve. Start one gRPC server with this service and the standard grpc.health.v1 Health
+    service (grpc/health/v1/health.proto). `Health.Check` for service "" — the whole server, the
+    only name contextd asks about — must answer SERVING before you register and while you take
+    calls. Serve GetInfo, Assemble and Compact, and Ingest unless you declare
+    `capabilities.ingest_batch` (then IngestBatch); the other RPCs only if you declare them, and
+    answer UNIMPLEMENTED for what you do not declare (it is never called then).
+    2. Register. Call RegistryService.RegisterEngine with your engine id, owner, the endpoint
+    contextd dials (within its `engines.allow_endpoints`), `allow_same_owner_refresh: true` and
+    `protocol_versions: [1]`, with `authorization: Bearer <owner token>`. Before it answers, the
+    registry calls your GetInfo and Health.Check("") with a 3 s deadline each, so give
+    RegisterEngine a deadline well above that (the SDKs use 15 s). Retry UNAVAILABLE,
+    DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED and REFUSAL_UNREACHABLE with exponential backoff
+    and jitter; other refusals and statuses are final (see RegistryService.RegisterEngine).
+    Your EngineInfo is read once, at registration: to change it, register again.
+    3. Stay registered. contextd keeps registrations in its store, so they survive its restarts, but
+    a replica that lost yours (or a new store) does not know you. Every few seconds (the SDKs: 2 s)
+    call RegistryService.GetEngine(engine_id): on NOT_FOUND register again; when it names another
+    endpoint, another instance of your engine holds the id — do not register over it (two
+    instances would keep taking the id from each other), keep polling, and register once it is
+    NOT_FOUND; on UNAVAILABLE keep polling. contextd checks Health.Check("") every
+    `engines.health.interval` (5 s) with `engines.health.timeout` (1 s); `unhealthy_threshold` (2)
+    failures in a row — NOT_SERVING, an error, no answer — quarantine you.
+    4. Serve calls, each within its deadline. Every call has one: `engines.timeouts` per RPC (ingest
+    5 s, assemble 10 s, compact 180 s, after_turn 30 s, maintain 60 s, bootstrap 60 s, the subagent
+    RPCs 10 s; per engine in `engines.overrides`), cut to the runtime's own deadline less
+    `engines.fallback_reserve` (1 s, at most half of what is left) so that `legacy` can still
+    answer in time. Stop work when it passes or the call is cancelled: an answer after it is
+    discarded, and your own deadline passing is a failure. At most `engines.max_concurrent_calls`
+    (64) calls are in flight to you at once; the rest are answered by `legacy` at once (not a
+    failure). contextd sends `traceparent`/`tracestate` metadata when the runtime's call carries a
+    trace, and no credentials (use TLS, `engines.tls`, to know it is contextd).
+    5. Call back into the host when you need to (HostService), with the HostContext of the call in
+    progress: read the transcript, rewrite entries, delegate compaction, ask the host's model. The
+    token dies with the call.
+    6. Quarantine and fallback. A call that fails through your fault quarantines you: an error status
+    (any), your own deadline passing, or an answer that breaks the contract (listed on the RPCs
+    below; also an answer that does not decode, or one over its size bound: at most
+    `engines.answer_limits.max_bytes` (64 MiB) for any answer, `base_bytes` (1 MiB) for any answer
+    but Assemble's and Compact's, which may also take `bytes_per_budget_token` (64) per token of
+    their budget — an Assemble answer may also be as large as its request). So are
+    `unhealthy_threshold` failed health checks, an endpoint whose name now resolves outside the
+    allow list, and an operator's QuarantineEngine. Never held against you: the runtime's
+    cancellation or deadline, running out of your share of a runtime deadline shorter than your
+    own, calls over `max_concurrent_calls`. The failed call, and every call while you are
+    quarantined, is answered by `legacy` (MODE_FALLBACK; or fails, under `on_failure: strict`);
+    calls in flight when you are quarantined end at once, and their host tokens die. A passing
+    health check after `engines.quarantine.base_ejection` (30 s) × consecutive ejections (capped at
+    `max_ejection`, 300 s) releases you, and so does registering again; an operator's quarantine
+    holds until ClearQuarantine. Watch it on GetEngine (`quarantine`) or WatchEngines.
+    7. Stop. Stop polling GetEngine; call GetEngine once and, if the registration still names your
+    endpoint, DeregisterEngine; then answer Health.Check NOT_SERVING, let your own work finish
+    (drain) and exit. Deregister first: routing moves to `legacy` at once, while NOT_SERVING first
+    would fail health checks and quarantine you on the way out. contextd ends every call still in
+    flight to you when you deregister (`legacy` answers them, their host tokens die), so what you
+    finish after that is for your own state only.
     """
 
     @staticmethod

@@ -9,6 +9,35 @@ class HostServiceStub(object):
     """HostService is how engines call back into the host during an engine call. Every call carries
     `authorization: Bearer <HostContext.token>`: scoped to the engine and session of the call in
     progress, and dying when that call ends or at its deadline.
+
+    How to call back: every ContextEngineService request that may need the host carries a
+    HostContext (Bootstrap, Ingest, IngestBatch, Assemble, Compact, AfterTurn, Maintain,
+    PrepareSubagentSpawn). Dial `HostContext.endpoint` — the replica that made the call; another
+    replica or a load balancer refuses the token — send the token, name the session of the call in
+    `session`, and set a deadline no later than `HostContext.expires_at_ms`. Keep callbacks on a
+    connection of their own, not the one the registration heartbeat uses: after a network partition
+    the heartbeat's connection may stay dead until TCP's retransmission backoff fires (up to two
+    minutes), and every callback on it would hang to its deadline; drop a callback connection that
+    timed out for a fresh one. A token is honoured only:
+
+    - while its engine call runs: it dies when the call is answered, fails or is cancelled, at
+    `expires_at_ms`, and at once when the engine is quarantined or deregistered (those calls end
+    and `legacy` answers in their place);
+    - for the session of that call;
+    - from the engine's side of the network: an engine registered at a loopback address or unix
+    socket must call from a loopback address or unix socket, one registered at an IP literal from
+    that address (register a host name instead behind NAT); with mTLS, on a connection whose client
+    certificate names the engine's owner;
+    - for the RPCs the engine declared in `EngineInfo.host_requirements`: `transcript-rewrite` for
+    RewriteTranscriptEntries, `host-compaction` for DelegateCompaction, `llm-complete` for
+    Complete; ReadTranscript needs none.
+
+    Errors every RPC may answer: INVALID_ARGUMENT for a missing or malformed `session` (checked
+    before the token); UNAUTHENTICATED for a missing, unknown, expired, revoked or ended token, a
+    token issued by another replica (the message names it), or a caller in the wrong place;
+    PERMISSION_DENIED for another session than the token's, or an RPC whose host requirement the
+    engine did not declare; NOT_FOUND when the session is gone. HostService calls are never shed by
+    `server.max_concurrent_calls`: a callback is part of an engine call already admitted.
     """
 
     def __init__(self, channel):
@@ -43,6 +72,35 @@ class HostServiceServicer(object):
     """HostService is how engines call back into the host during an engine call. Every call carries
     `authorization: Bearer <HostContext.token>`: scoped to the engine and session of the call in
     progress, and dying when that call ends or at its deadline.
+
+    How to call back: every ContextEngineService request that may need the host carries a
+    HostContext (Bootstrap, Ingest, IngestBatch, Assemble, Compact, AfterTurn, Maintain,
+    PrepareSubagentSpawn). Dial `HostContext.endpoint` — the replica that made the call; another
+    replica or a load balancer refuses the token — send the token, name the session of the call in
+    `session`, and set a deadline no later than `HostContext.expires_at_ms`. Keep callbacks on a
+    connection of their own, not the one the registration heartbeat uses: after a network partition
+    the heartbeat's connection may stay dead until TCP's retransmission backoff fires (up to two
+    minutes), and every callback on it would hang to its deadline; drop a callback connection that
+    timed out for a fresh one. A token is honoured only:
+
+    - while its engine call runs: it dies when the call is answered, fails or is cancelled, at
+    `expires_at_ms`, and at once when the engine is quarantined or deregistered (those calls end
+    and `legacy` answers in their place);
+    - for the session of that call;
+    - from the engine's side of the network: an engine registered at a loopback address or unix
+    socket must call from a loopback address or unix socket, one registered at an IP literal from
+    that address (register a host name instead behind NAT); with mTLS, on a connection whose client
+    certificate names the engine's owner;
+    - for the RPCs the engine declared in `EngineInfo.host_requirements`: `transcript-rewrite` for
+    RewriteTranscriptEntries, `host-compaction` for DelegateCompaction, `llm-complete` for
+    Complete; ReadTranscript needs none.
+
+    Errors every RPC may answer: INVALID_ARGUMENT for a missing or malformed `session` (checked
+    before the token); UNAUTHENTICATED for a missing, unknown, expired, revoked or ended token, a
+    token issued by another replica (the message names it), or a caller in the wrong place;
+    PERMISSION_DENIED for another session than the token's, or an RPC whose host requirement the
+    engine did not declare; NOT_FOUND when the session is gone. HostService calls are never shed by
+    `server.max_concurrent_calls`: a callback is part of an engine call already admitted.
     """
 
     def ReadTranscript(self, request, context):
@@ -53,7 +111,12 @@ class HostServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def RewriteTranscriptEntries(self, request, context):
-        """Replaces the content of message entries; the previous revision is kept.
+        """Replaces the content of message entries; the previous revision is kept. Needs host requirement
+        `transcript-rewrite`.
+
+        INVALID_ARGUMENT: `rewrites` is empty, an entry id is missing, repeated or not a message entry
+        of the session, a message is missing or breaks the Message rules. RESOURCE_EXHAUSTED: more
+        rewrites than `limits.max_messages_per_append`, or a message over `limits.max_message_bytes`.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -61,15 +124,27 @@ class HostServiceServicer(object):
 
     def DelegateCompaction(self, request, context):
         """Runs the host's native compaction, for engines that do not own compaction. The compaction is
-        committed by the host under the calling engine's id.
+        committed by the host under the calling engine's id — only while the engine call is in progress:
+        one that would land after it ended is not committed. Needs host requirement `host-compaction`.
+
+        INVALID_ARGUMENT: `token_budget` is 0. DEADLINE_EXCEEDED: the engine call's deadline passed
+        during the compaction; nothing was committed.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Complete(self, request, context):
-        """An LLM completion through the host's summarizer model; FAILED_PRECONDITION when none is
-        configured.
+        """An LLM completion through the host's summarizer model. Needs host requirement `llm-complete`.
+
+        FAILED_PRECONDITION: no model is configured (`compaction.summarizer.kind` is `extractive`), or
+        the model's server refused the host's configuration (HTTP 401, 403, 404: key, model, URL).
+        INVALID_ARGUMENT: neither `system` nor `messages`, a message that breaks the Message rules, or
+        a prompt the model refused (HTTP 400, 413, 422). RESOURCE_EXHAUSTED: more messages than
+        `limits.max_messages_per_append`, a message over `limits.max_message_bytes`, or the model's
+        rate limit on every retry (429). UNAVAILABLE: the model unreachable or failing (5xx, 408,
+        network) on every retry. DEADLINE_EXCEEDED: the engine call's deadline, or the summarizer's own
+        `timeout`, passed before the model answered. UNKNOWN: the model answered with no completion.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -109,6 +184,35 @@ class HostService(object):
     """HostService is how engines call back into the host during an engine call. Every call carries
     `authorization: Bearer <HostContext.token>`: scoped to the engine and session of the call in
     progress, and dying when that call ends or at its deadline.
+
+    How to call back: every ContextEngineService request that may need the host carries a
+    HostContext (Bootstrap, Ingest, IngestBatch, Assemble, Compact, AfterTurn, Maintain,
+    PrepareSubagentSpawn). Dial `HostContext.endpoint` — the replica that made the call; another
+    replica or a load balancer refuses the token — send the token, name the session of the call in
+    `session`, and set a deadline no later than `HostContext.expires_at_ms`. Keep callbacks on a
+    connection of their own, not the one the registration heartbeat uses: after a network partition
+    the heartbeat's connection may stay dead until TCP's retransmission backoff fires (up to two
+    minutes), and every callback on it would hang to its deadline; drop a callback connection that
+    timed out for a fresh one. A token is honoured only:
+
+    - while its engine call runs: it dies when the call is answered, fails or is cancelled, at
+    `expires_at_ms`, and at once when the engine is quarantined or deregistered (those calls end
+    and `legacy` answers in their place);
+    - for the session of that call;
+    - from the engine's side of the network: an engine registered at a loopback address or unix
+    socket must call from a loopback address or unix socket, one registered at an IP literal from
+    that address (register a host name instead behind NAT); with mTLS, on a connection whose client
+    certificate names the engine's owner;
+    - for the RPCs the engine declared in `EngineInfo.host_requirements`: `transcript-rewrite` for
+    RewriteTranscriptEntries, `host-compaction` for DelegateCompaction, `llm-complete` for
+    Complete; ReadTranscript needs none.
+
+    Errors every RPC may answer: INVALID_ARGUMENT for a missing or malformed `session` (checked
+    before the token); UNAUTHENTICATED for a missing, unknown, expired, revoked or ended token, a
+    token issued by another replica (the message names it), or a caller in the wrong place;
+    PERMISSION_DENIED for another session than the token's, or an RPC whose host requirement the
+    engine did not declare; NOT_FOUND when the session is gone. HostService calls are never shed by
+    `server.max_concurrent_calls`: a callback is part of an engine call already admitted.
     """
 
     @staticmethod

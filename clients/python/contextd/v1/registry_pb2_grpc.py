@@ -9,6 +9,42 @@ class RegistryServiceStub(object):
     """RegistryService admits engines, enforces who owns each engine id, and lets operators inspect and
     steer them. Engines prove their owner with `authorization: Bearer <owner token>` (or an mTLS
     client certificate naming the owner); operators with an operator token.
+
+    An engine's side (ContextEngineService walks through its whole life): RegisterEngine once it
+    serves GetInfo and grpc.health.v1; GetEngine every few seconds as a heartbeat, registering again
+    on NOT_FOUND; DeregisterEngine on the way out.
+
+    Engine ids. An engine id is a config key (slots, overrides, reservations), a metric label, a log
+    field and a table cell: ASCII letters, digits, `.`, `_` and `-`, starting with a letter or digit,
+    at most 128 characters, compared exactly (case matters). `legacy` is the built-in engine, owned
+    by `core` (contextd itself): registering it is refused REFUSAL_DEFAULT_SLOT_RESERVED, and any id
+    that reads as `legacy` in another case (`Legacy`, `LEGACY`) is INVALID_ARGUMENT, so that nothing
+    passes for it in a table or a log. (protovalidate: `string = {min_len: 1, max_len: 128, pattern:
+    "^[A-Za-z0-9][A-Za-z0-9._-]*$"}`; the `legacy` rule needs a CEL expression.)
+
+    Ownership. The first owner to register an id holds it until it deregisters; another owner is
+    refused REFUSAL_OWNED_BY_OTHER naming the holder. Ids reserved in contextd's config
+    (`auth.owners.<owner>.engines`, and each managed sidecar's id for its owner) can be registered
+    only by their owner, registered at the moment or not. The store decides with one conditional
+    write, so of two owners registering one new id at two replicas at once, one wins.
+
+    Credentials (none are checked with `auth.required: false`, local development only):
+
+    - RegisterEngine needs the claimed `owner`: a token configured for it (`auth.owners`, or the
+    per-run token of a managed sidecar), or a client certificate verified against
+    `tls.client_ca_file` whose subject CN or a subjectAltName is the owner. UNAUTHENTICATED: no
+    token, an owner that is not configured, a token not recognised; PERMISSION_DENIED: a known
+    token that does not prove this owner.
+    - DeregisterEngine needs the engine's owner or an operator (the same errors).
+    - QuarantineEngine and ClearQuarantine need an operator token: UNAUTHENTICATED without one or
+    with an unknown one, PERMISSION_DENIED with a token of another role.
+    - ListEngines, GetEngine and WatchEngines need any recognised token (runtime, owner or
+    operator): UNAUTHENTICATED otherwise.
+
+    Every RPC may also answer INVALID_ARGUMENT for a body that is no protobuf of its request type or
+    an int64/uint64 past ±(2^53 - 1); RESOURCE_EXHAUSTED when the server is at
+    `server.max_concurrent_calls` (not WatchEngines, which is never shed); UNAVAILABLE when the store
+    (PostgreSQL) is unreachable; INTERNAL for a bug.
     """
 
     def __init__(self, channel):
@@ -58,53 +94,119 @@ class RegistryServiceServicer(object):
     """RegistryService admits engines, enforces who owns each engine id, and lets operators inspect and
     steer them. Engines prove their owner with `authorization: Bearer <owner token>` (or an mTLS
     client certificate naming the owner); operators with an operator token.
+
+    An engine's side (ContextEngineService walks through its whole life): RegisterEngine once it
+    serves GetInfo and grpc.health.v1; GetEngine every few seconds as a heartbeat, registering again
+    on NOT_FOUND; DeregisterEngine on the way out.
+
+    Engine ids. An engine id is a config key (slots, overrides, reservations), a metric label, a log
+    field and a table cell: ASCII letters, digits, `.`, `_` and `-`, starting with a letter or digit,
+    at most 128 characters, compared exactly (case matters). `legacy` is the built-in engine, owned
+    by `core` (contextd itself): registering it is refused REFUSAL_DEFAULT_SLOT_RESERVED, and any id
+    that reads as `legacy` in another case (`Legacy`, `LEGACY`) is INVALID_ARGUMENT, so that nothing
+    passes for it in a table or a log. (protovalidate: `string = {min_len: 1, max_len: 128, pattern:
+    "^[A-Za-z0-9][A-Za-z0-9._-]*$"}`; the `legacy` rule needs a CEL expression.)
+
+    Ownership. The first owner to register an id holds it until it deregisters; another owner is
+    refused REFUSAL_OWNED_BY_OTHER naming the holder. Ids reserved in contextd's config
+    (`auth.owners.<owner>.engines`, and each managed sidecar's id for its owner) can be registered
+    only by their owner, registered at the moment or not. The store decides with one conditional
+    write, so of two owners registering one new id at two replicas at once, one wins.
+
+    Credentials (none are checked with `auth.required: false`, local development only):
+
+    - RegisterEngine needs the claimed `owner`: a token configured for it (`auth.owners`, or the
+    per-run token of a managed sidecar), or a client certificate verified against
+    `tls.client_ca_file` whose subject CN or a subjectAltName is the owner. UNAUTHENTICATED: no
+    token, an owner that is not configured, a token not recognised; PERMISSION_DENIED: a known
+    token that does not prove this owner.
+    - DeregisterEngine needs the engine's owner or an operator (the same errors).
+    - QuarantineEngine and ClearQuarantine need an operator token: UNAUTHENTICATED without one or
+    with an unknown one, PERMISSION_DENIED with a token of another role.
+    - ListEngines, GetEngine and WatchEngines need any recognised token (runtime, owner or
+    operator): UNAUTHENTICATED otherwise.
+
+    Every RPC may also answer INVALID_ARGUMENT for a body that is no protobuf of its request type or
+    an int64/uint64 past ±(2^53 - 1); RESOURCE_EXHAUSTED when the server is at
+    `server.max_concurrent_calls` (not WatchEngines, which is never shed); UNAVAILABLE when the store
+    (PostgreSQL) is unreachable; INTERNAL for a bug.
     """
 
     def RegisterEngine(self, request, context):
         """Admits an engine. Ownership refusals are answers (`ok = false`, `refusal`), not errors; bad
         credentials are UNAUTHENTICATED / PERMISSION_DENIED.
+
+        In order: INVALID_ARGUMENT for an empty `owner` (checked with the credentials), an empty or
+        malformed `engine_id`, an empty `endpoint`; then the refusals, each with a `message`:
+        DEFAULT_SLOT_RESERVED (`legacy`), OWNED_BY_OTHER (reserved for or held by another owner,
+        `existing_owner` says who), ALREADY_REGISTERED (yours, without `allow_same_owner_refresh`),
+        UNREACHABLE (the endpoint's name does not resolve now), ENDPOINT_NOT_ALLOWED (checked before
+        anything is dialled), VERSION_UNSUPPORTED; then GetInfo (3 s) — UNREACHABLE or CONTRACT_INVALID,
+        VERSION_UNSUPPORTED — and Health.Check("") (3 s) — UNREACHABLE unless it answers SERVING.
+        Admitted: `ok`, REFUSAL_NONE, the engine's status and the negotiated `protocol_version`. A
+        refused refresh leaves the current registration as it was. A registration releases an automatic
+        quarantine (not an operator's) and keeps the engine's counters.
+
+        Retry with backoff: UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, and
+        REFUSAL_UNREACHABLE. Every other refusal or status is final until something changes (the
+        config, the credentials, the engine).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def DeregisterEngine(self, request, context):
-        """Removes an engine (its owner or an operator).
+        """Removes an engine (its owner or an operator). Calls in flight to it end at once (`legacy`
+        answers them) and their host tokens die; its quarantine record goes too.
+
+        INVALID_ARGUMENT: an empty `engine_id`. FAILED_PRECONDITION: `legacy`. NOT_FOUND: not
+        registered (answered before the ownership check).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListEngines(self, request, context):
-        """Every known engine, `legacy` included.
+        """Every known engine, `legacy` included (first), then the sidecars by id.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetEngine(self, request, context):
-        """One engine; NOT_FOUND when unknown.
+        """One engine (`legacy` included): the engine's heartbeat. INVALID_ARGUMENT: an empty
+        `engine_id`. NOT_FOUND when unknown: register again.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def WatchEngines(self, request, context):
-        """A stream of registration, health, quarantine and release events.
+        """A stream of registration, health, quarantine and release events, this replica's and those it
+        applies from other replicas. It ends (OK) when the server shuts down. RESOURCE_EXHAUSTED: the
+        caller already has `limits.tenant.max_watch_streams` (16) streams open, or the watcher fell
+        1024 events behind (its stream is ended: watch again with `include_current`).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def QuarantineEngine(self, request, context):
-        """Operators only: isolates an engine until ClearQuarantine.
+        """Operators only: isolates an engine until ClearQuarantine — across its re-registrations and
+        contextd's restarts. Calls in flight to it end at once and `legacy` answers.
+
+        INVALID_ARGUMENT: an empty `engine_id`. FAILED_PRECONDITION: `legacy`. NOT_FOUND: not
+        registered.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ClearQuarantine(self, request, context):
-        """Operators only: releases a quarantine.
+        """Operators only: releases a quarantine (automatic or manual) and forgets past ejections.
+
+        INVALID_ARGUMENT: an empty `engine_id`. FAILED_PRECONDITION: `legacy`. NOT_FOUND: not
+        registered.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -159,6 +261,42 @@ class RegistryService(object):
     """RegistryService admits engines, enforces who owns each engine id, and lets operators inspect and
     steer them. Engines prove their owner with `authorization: Bearer <owner token>` (or an mTLS
     client certificate naming the owner); operators with an operator token.
+
+    An engine's side (ContextEngineService walks through its whole life): RegisterEngine once it
+    serves GetInfo and grpc.health.v1; GetEngine every few seconds as a heartbeat, registering again
+    on NOT_FOUND; DeregisterEngine on the way out.
+
+    Engine ids. An engine id is a config key (slots, overrides, reservations), a metric label, a log
+    field and a table cell: ASCII letters, digits, `.`, `_` and `-`, starting with a letter or digit,
+    at most 128 characters, compared exactly (case matters). `legacy` is the built-in engine, owned
+    by `core` (contextd itself): registering it is refused REFUSAL_DEFAULT_SLOT_RESERVED, and any id
+    that reads as `legacy` in another case (`Legacy`, `LEGACY`) is INVALID_ARGUMENT, so that nothing
+    passes for it in a table or a log. (protovalidate: `string = {min_len: 1, max_len: 128, pattern:
+    "^[A-Za-z0-9][A-Za-z0-9._-]*$"}`; the `legacy` rule needs a CEL expression.)
+
+    Ownership. The first owner to register an id holds it until it deregisters; another owner is
+    refused REFUSAL_OWNED_BY_OTHER naming the holder. Ids reserved in contextd's config
+    (`auth.owners.<owner>.engines`, and each managed sidecar's id for its owner) can be registered
+    only by their owner, registered at the moment or not. The store decides with one conditional
+    write, so of two owners registering one new id at two replicas at once, one wins.
+
+    Credentials (none are checked with `auth.required: false`, local development only):
+
+    - RegisterEngine needs the claimed `owner`: a token configured for it (`auth.owners`, or the
+    per-run token of a managed sidecar), or a client certificate verified against
+    `tls.client_ca_file` whose subject CN or a subjectAltName is the owner. UNAUTHENTICATED: no
+    token, an owner that is not configured, a token not recognised; PERMISSION_DENIED: a known
+    token that does not prove this owner.
+    - DeregisterEngine needs the engine's owner or an operator (the same errors).
+    - QuarantineEngine and ClearQuarantine need an operator token: UNAUTHENTICATED without one or
+    with an unknown one, PERMISSION_DENIED with a token of another role.
+    - ListEngines, GetEngine and WatchEngines need any recognised token (runtime, owner or
+    operator): UNAUTHENTICATED otherwise.
+
+    Every RPC may also answer INVALID_ARGUMENT for a body that is no protobuf of its request type or
+    an int64/uint64 past ±(2^53 - 1); RESOURCE_EXHAUSTED when the server is at
+    `server.max_concurrent_calls` (not WatchEngines, which is never shed); UNAVAILABLE when the store
+    (PostgreSQL) is unreachable; INTERNAL for a bug.
     """
 
     @staticmethod

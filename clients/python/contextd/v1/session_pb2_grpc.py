@@ -14,8 +14,42 @@ class SessionServiceStub(object):
     A session comes into being with its first AppendMessages (or ImportTranscript, or a subagent
     spawn); every other call on an unknown session answers NOT_FOUND.
 
+    A turn, as a runtime drives it: AppendMessages (the user's message, with an idempotency key so a
+    retry is safe) → Assemble (the context for the model, within its token budget) → the model call
+    (the runtime's own) → AppendMessages (the assistant's answer, tool calls and results) →
+    AfterTurn. Compact and Maintain are for runtimes that compact or tidy up on their own schedule;
+    Assemble compacts by itself when the view is over the budget.
+
+    Which engine serves a session is configuration (`slots.agents` by the session's agent, else
+    `slots.context_engine`); when that engine cannot answer, `legacy` (built in) answers instead
+    (MODE_FALLBACK), unless the slot is `on_failure: strict`.
+
     Credentials: `authorization: Bearer <runtime token>` metadata, unless the server runs with
-    `auth.required: false`.
+    `auth.required: false`. A runtime token may be limited to agent ids (`"*"` all, `"team-*"` a
+    prefix); a session of an agent the token does not cover answers exactly as a missing one
+    (NOT_FOUND), and creating a session under an id another agent holds is ALREADY_EXISTS.
+
+    Errors are gRPC statuses whose message names the field or limit. Besides those each RPC lists,
+    every RPC may answer:
+
+    - UNAUTHENTICATED: no token, or one contextd does not recognise. PERMISSION_DENIED: a token that
+    is not a runtime's, or a request naming an `agent_id` the token does not cover.
+    - INVALID_ARGUMENT: a body that is no protobuf of the request type, an int64/uint64 past
+    ±(2^53 - 1), a SessionRef that breaks the id-text rules (types.proto).
+    - RESOURCE_EXHAUSTED, with nothing processed (retry with backoff): the server is at
+    `server.max_concurrent_calls`; the token is at `limits.tenant.max_calls_in_flight` (64), or
+    the session's agent at `limits.tenant.max_calls_in_flight_per_agent` (32).
+    - DEADLINE_EXCEEDED / CANCELLED: the runtime's own deadline passed, or it cancelled.
+    - UNAVAILABLE: the store (PostgreSQL) is unreachable; a transient condition, retry.
+    - INTERNAL: a bug in contextd.
+
+    The RPCs that call an engine (Assemble, Compact, AfterTurn, Maintain, the subagent RPCs) answer
+    from `legacy` when the engine fails. Under `on_failure: strict` they fail instead:
+    DEADLINE_EXCEEDED when the engine timed out, RESOURCE_EXHAUSTED when it is at
+    `engines.max_concurrent_calls`, UNAVAILABLE for any other reason (not registered, quarantined,
+    failed, deregistered during the call). An Ingest failure never fails AppendMessages, and a
+    failed Bootstrap (made before an engine's first call on a session) never fails the call that
+    made it.
     """
 
     def __init__(self, channel):
@@ -105,13 +139,57 @@ class SessionServiceServicer(object):
     A session comes into being with its first AppendMessages (or ImportTranscript, or a subagent
     spawn); every other call on an unknown session answers NOT_FOUND.
 
+    A turn, as a runtime drives it: AppendMessages (the user's message, with an idempotency key so a
+    retry is safe) → Assemble (the context for the model, within its token budget) → the model call
+    (the runtime's own) → AppendMessages (the assistant's answer, tool calls and results) →
+    AfterTurn. Compact and Maintain are for runtimes that compact or tidy up on their own schedule;
+    Assemble compacts by itself when the view is over the budget.
+
+    Which engine serves a session is configuration (`slots.agents` by the session's agent, else
+    `slots.context_engine`); when that engine cannot answer, `legacy` (built in) answers instead
+    (MODE_FALLBACK), unless the slot is `on_failure: strict`.
+
     Credentials: `authorization: Bearer <runtime token>` metadata, unless the server runs with
-    `auth.required: false`.
+    `auth.required: false`. A runtime token may be limited to agent ids (`"*"` all, `"team-*"` a
+    prefix); a session of an agent the token does not cover answers exactly as a missing one
+    (NOT_FOUND), and creating a session under an id another agent holds is ALREADY_EXISTS.
+
+    Errors are gRPC statuses whose message names the field or limit. Besides those each RPC lists,
+    every RPC may answer:
+
+    - UNAUTHENTICATED: no token, or one contextd does not recognise. PERMISSION_DENIED: a token that
+    is not a runtime's, or a request naming an `agent_id` the token does not cover.
+    - INVALID_ARGUMENT: a body that is no protobuf of the request type, an int64/uint64 past
+    ±(2^53 - 1), a SessionRef that breaks the id-text rules (types.proto).
+    - RESOURCE_EXHAUSTED, with nothing processed (retry with backoff): the server is at
+    `server.max_concurrent_calls`; the token is at `limits.tenant.max_calls_in_flight` (64), or
+    the session's agent at `limits.tenant.max_calls_in_flight_per_agent` (32).
+    - DEADLINE_EXCEEDED / CANCELLED: the runtime's own deadline passed, or it cancelled.
+    - UNAVAILABLE: the store (PostgreSQL) is unreachable; a transient condition, retry.
+    - INTERNAL: a bug in contextd.
+
+    The RPCs that call an engine (Assemble, Compact, AfterTurn, Maintain, the subagent RPCs) answer
+    from `legacy` when the engine fails. Under `on_failure: strict` they fail instead:
+    DEADLINE_EXCEEDED when the engine timed out, RESOURCE_EXHAUSTED when it is at
+    `engines.max_concurrent_calls`, UNAVAILABLE for any other reason (not registered, quarantined,
+    failed, deregistered during the call). An Ingest failure never fails AppendMessages, and a
+    failed Bootstrap (made before an engine's first call on a session) never fails the call that
+    made it.
     """
 
     def AppendMessages(self, request, context):
         """Appends messages to the transcript. All-or-nothing and durable before it answers; then the
-        selected engine's Ingest/IngestBatch is called.
+        selected engine's Ingest/IngestBatch is called (Bootstrap first, the first time the engine sees
+        the session), with the runtime's deadline less 250 ms so that a slow engine cannot turn a
+        stored append into a timeout the runtime would retry.
+
+        INVALID_ARGUMENT: an empty `messages`, a bad message (see Message), a bad `idempotency_key` or
+        `message_keys`. RESOURCE_EXHAUSTED: over `limits.max_messages_per_append` (1000),
+        `limits.max_message_bytes` (4 MiB) for one message, `limits.max_session_entries` (1,000,000),
+        or the token's `limits.tenant.append_bytes_per_second` (8 MiB/s). ALREADY_EXISTS: the
+        idempotency key was used with other messages, or the session id belongs to an agent the token
+        does not cover. PERMISSION_DENIED: creating a session without `agent_id` under a token limited
+        to named agents.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -119,28 +197,39 @@ class SessionServiceServicer(object):
 
     def Assemble(self, request, context):
         """Builds the context for the next model call within `token_budget`, compacting first when the
-        active view is over the budget and the engine does not own compaction.
+        active view is over the budget and the engine does not own compaction (at most 3 attempts; an
+        engine that owns compaction and answers PREASSEMBLY_MAY_OVERFLOW over the budget gets its own
+        Compact, then is asked again, also at most 3 times). Still over the budget: MODE_DEGRADED.
+
+        INVALID_ARGUMENT: `token_budget` is 0. NOT_FOUND: no such session (or another agent's).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Compact(self, request, context):
-        """Compacts the session through the selected engine.
+        """Compacts the session through the selected engine. An engine's compaction is committed only if
+        no other compaction of the session was committed since the view it was made from (else
+        `compacted: false`, with a reason).
+
+        INVALID_ARGUMENT: `token_budget` is 0, or `compaction_target` is no CompactionTarget.
+        NOT_FOUND: no such session.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def AfterTurn(self, request, context):
-        """Tells the engine a turn ended.
+        """Tells the engine a turn ended (when it declares `capabilities.after_turn`; else nothing is
+        called and the answer names the engine). NOT_FOUND: no such session.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Maintain(self, request, context):
-        """Asks the engine for housekeeping on the session.
+        """Asks the engine for housekeeping on the session (when it declares `capabilities.maintain`;
+        else `changed: false` with a reason). NOT_FOUND: no such session.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -148,21 +237,36 @@ class SessionServiceServicer(object):
 
     def PrepareSubagentSpawn(self, request, context):
         """Creates a child session for a subagent (FORK: seeded with the parent's active view;
-        ISOLATED: empty).
+        ISOLATED: empty), then tells the child's engine (capabilities.subagents). When the engine call
+        fails under `on_failure: strict`, the child is removed again.
+
+        INVALID_ARGUMENT: the child's id equals the parent's, `context_mode` is unset or unknown, or
+        `ttl_ms` is over 9,000,000,000,000. NOT_FOUND: no such parent. ALREADY_EXISTS: the child's id
+        is taken.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def RollbackSubagentSpawn(self, request, context):
-        """Removes a child session created by PrepareSubagentSpawn.
+        """Removes a child session created by PrepareSubagentSpawn, after telling its engine.
+
+        INVALID_ARGUMENT: an empty handle, or one this server did not issue. NOT_FOUND: the child is
+        gone (already rolled back?) or is another agent's. FAILED_PRECONDITION: the handle names a
+        session that is not a subagent's.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def EndSubagent(self, request, context):
-        """Tells the engine a subagent ended.
+        """Tells the engine a subagent ended. A child ends once: of two EndSubagents (or one and the TTL
+        sweep), through any replicas, exactly one reaches the engine; the other answers without an
+        engine call. An end that did not reach the engine (answered by `legacy`, or failed) is taken
+        back, so a retry can tell it. DELETED deletes the child's transcript.
+
+        INVALID_ARGUMENT: `reason` is no SubagentEndReason. NOT_FOUND: no such child.
+        FAILED_PRECONDITION: the session has no parent (it is not a subagent's).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -170,20 +274,24 @@ class SessionServiceServicer(object):
 
     def GetSession(self, request, context):
         """Counts, tokens, compactions, the selected engine and a context overview.
+        NOT_FOUND: no such session.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListSessions(self, request, context):
-        """Lists sessions, newest activity first.
+        """Lists the sessions of the agents the token covers, newest activity first.
+        INVALID_ARGUMENT: a `page_token` this caller was not issued by this RPC.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetTranscript(self, request, context):
-        """Pages through the whole history, compacted entries included, oldest first.
+        """Pages through the whole history, compacted and hidden entries included, oldest first.
+        NOT_FOUND: no such session. INVALID_ARGUMENT: a `page_token` not issued to this caller for
+        this RPC and session.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -192,6 +300,10 @@ class SessionServiceServicer(object):
     def ImportTranscript(self, request, context):
         """Creates a session from an OpenClaw session JSONL file (versions 3 and 4): the whole entry
         tree, every entry type, compactions. All or nothing.
+
+        INVALID_ARGUMENT: an empty file, or one that is not an OpenClaw session file (the message names
+        the line). RESOURCE_EXHAUSTED: over `limits.max_import_bytes` (16 MiB),
+        `limits.max_session_entries`, or the token's append rate. ALREADY_EXISTS: the session exists.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -200,13 +312,17 @@ class SessionServiceServicer(object):
     def ExportTranscript(self, request, context):
         """Writes the session as an OpenClaw session JSONL file (version 4). For an imported session it
         reproduces every entry of the imported file: ids, parent ids, types and message objects.
+
+        NOT_FOUND: no such session. RESOURCE_EXHAUSTED: the file is over the server's largest
+        response (max(64 MiB, 4 × `limits.max_message_bytes`, `limits.max_import_bytes` + 1 MiB)).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def DeleteSession(self, request, context):
-        """Deletes a session and its whole transcript.
+        """Deletes a session and its whole transcript (idempotency and message keys included). The engine
+        is not called. NOT_FOUND: no such session.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -301,8 +417,42 @@ class SessionService(object):
     A session comes into being with its first AppendMessages (or ImportTranscript, or a subagent
     spawn); every other call on an unknown session answers NOT_FOUND.
 
+    A turn, as a runtime drives it: AppendMessages (the user's message, with an idempotency key so a
+    retry is safe) → Assemble (the context for the model, within its token budget) → the model call
+    (the runtime's own) → AppendMessages (the assistant's answer, tool calls and results) →
+    AfterTurn. Compact and Maintain are for runtimes that compact or tidy up on their own schedule;
+    Assemble compacts by itself when the view is over the budget.
+
+    Which engine serves a session is configuration (`slots.agents` by the session's agent, else
+    `slots.context_engine`); when that engine cannot answer, `legacy` (built in) answers instead
+    (MODE_FALLBACK), unless the slot is `on_failure: strict`.
+
     Credentials: `authorization: Bearer <runtime token>` metadata, unless the server runs with
-    `auth.required: false`.
+    `auth.required: false`. A runtime token may be limited to agent ids (`"*"` all, `"team-*"` a
+    prefix); a session of an agent the token does not cover answers exactly as a missing one
+    (NOT_FOUND), and creating a session under an id another agent holds is ALREADY_EXISTS.
+
+    Errors are gRPC statuses whose message names the field or limit. Besides those each RPC lists,
+    every RPC may answer:
+
+    - UNAUTHENTICATED: no token, or one contextd does not recognise. PERMISSION_DENIED: a token that
+    is not a runtime's, or a request naming an `agent_id` the token does not cover.
+    - INVALID_ARGUMENT: a body that is no protobuf of the request type, an int64/uint64 past
+    ±(2^53 - 1), a SessionRef that breaks the id-text rules (types.proto).
+    - RESOURCE_EXHAUSTED, with nothing processed (retry with backoff): the server is at
+    `server.max_concurrent_calls`; the token is at `limits.tenant.max_calls_in_flight` (64), or
+    the session's agent at `limits.tenant.max_calls_in_flight_per_agent` (32).
+    - DEADLINE_EXCEEDED / CANCELLED: the runtime's own deadline passed, or it cancelled.
+    - UNAVAILABLE: the store (PostgreSQL) is unreachable; a transient condition, retry.
+    - INTERNAL: a bug in contextd.
+
+    The RPCs that call an engine (Assemble, Compact, AfterTurn, Maintain, the subagent RPCs) answer
+    from `legacy` when the engine fails. Under `on_failure: strict` they fail instead:
+    DEADLINE_EXCEEDED when the engine timed out, RESOURCE_EXHAUSTED when it is at
+    `engines.max_concurrent_calls`, UNAVAILABLE for any other reason (not registered, quarantined,
+    failed, deregistered during the call). An Ingest failure never fails AppendMessages, and a
+    failed Bootstrap (made before an engine's first call on a session) never fails the call that
+    made it.
     """
 
     @staticmethod

@@ -42,10 +42,27 @@ export const protobufPackage = "contextd.v1";
 
 export const protobufFileName = "contextd/v1/engine.proto";
 
-/** When an engine runs its per-turn maintenance. */
+/**
+ * When an engine wants its per-turn maintenance run (OpenClaw's `turnMaintenanceMode`).
+ *
+ * In protocol version 1 contextd stores the declared value (it is part of EngineInfo, shown by
+ * GetEngine, ListEngines and WatchEngines) but never reads it: AfterTurn runs only within the
+ * runtime's SessionService.AfterTurn call and Maintain only within SessionService.Maintain, under
+ * the runtime's deadline, whatever the engine declares. Declaring BACKGROUND changes nothing yet.
+ */
 export enum TurnMaintenanceMode {
+  /** TURN_MAINTENANCE_MODE_UNSPECIFIED - Not declared; treated as FOREGROUND (the SDKs send FOREGROUND by default). */
   TURN_MAINTENANCE_MODE_UNSPECIFIED = 0,
+  /**
+   * TURN_MAINTENANCE_MODE_FOREGROUND - Maintenance runs inside the runtime's turn, in the calls the runtime makes (AfterTurn,
+   * Maintain): the runtime waits for it. What contextd does for every engine today.
+   */
   TURN_MAINTENANCE_MODE_FOREGROUND = 1,
+  /**
+   * TURN_MAINTENANCE_MODE_BACKGROUND - The engine asks for its maintenance outside the runtime's turn: the host is to call Maintain on
+   * its own, after a turn, without the runtime waiting. Reserved for background maintenance, which
+   * contextd does not run yet: such an engine gets exactly the calls a FOREGROUND one gets.
+   */
   TURN_MAINTENANCE_MODE_BACKGROUND = 2,
   UNRECOGNIZED = -1,
 }
@@ -82,117 +99,226 @@ export function turnMaintenanceModeToJSON(object: TurnMaintenanceMode): string {
   }
 }
 
-/** Which optional RPCs an engine implements. */
+/**
+ * Which optional RPCs an engine implements. contextd calls an optional RPC only when its flag is
+ * set, and reads the flags once, from GetInfo at registration.
+ */
 export interface EngineCapabilities {
+  /** Bootstrap is implemented. */
   bootstrap: boolean;
+  /** IngestBatch is implemented; Ingest is then never called. */
   ingestBatch: boolean;
+  /** AfterTurn is implemented. */
   afterTurn: boolean;
+  /** Maintain is implemented. */
   maintain: boolean;
+  /** PrepareSubagentSpawn, RollbackSubagentSpawn and OnSubagentEnded are implemented. */
   subagents: boolean;
+  /** Dispose is implemented (never called in protocol version 1). */
   dispose: boolean;
 }
 
-/** What an engine is and what it needs. */
+/**
+ * What an engine is and what it needs. Shown to every runtime (ListEngines, WatchEngines), so its
+ * text is bounded: `name` at most 128 characters, `version` 64, each `host_requirements` entry 64;
+ * none of them may hold control, bidi or zero-width characters. Else REFUSAL_CONTRACT_INVALID.
+ */
 export interface EngineInfo {
-  /** Must equal the id it registers under. Non-empty. */
+  /**
+   * Must equal the id it registers under (RegisterEngineRequest.engine_id, after trimming): else
+   * REFUSAL_CONTRACT_INVALID.
+   */
   id: string;
-  /** Human-readable name. Non-empty. */
+  /**
+   * Human-readable name. Non-empty (after trimming), at most 128 characters.
+   * (protovalidate: `string = {min_len: 1, max_len: 128}`.)
+   */
   name: string;
+  /** The engine's version, free text; at most 64 characters. (protovalidate: `string.max_len = 64`.) */
   version: string;
   /**
    * True when the engine manages its own compaction; the host then never compacts natively
    * before Assemble (unless the engine answers PREASSEMBLY_MAY_OVERFLOW).
    */
   ownsCompaction: boolean;
+  /**
+   * When the engine wants its per-turn maintenance; see TurnMaintenanceMode (not read by contextd
+   * in protocol version 1).
+   */
   turnMaintenanceMode: TurnMaintenanceMode;
+  /** Which optional RPCs the engine implements. */
   capabilities?:
     | EngineCapabilities
     | undefined;
   /**
-   * Host capabilities the engine needs: `assemble-before-prompt`, `host-compaction`,
-   * `llm-complete`, `transcript-rewrite`.
+   * Host capabilities the engine needs, at most 16 entries. Each HostService RPC but ReadTranscript
+   * is refused PERMISSION_DENIED to an engine that did not declare its requirement:
+   *
+   * - `host-compaction`: HostService.DelegateCompaction (every engine that does not own
+   *   compaction needs it, to implement Compact);
+   * - `transcript-rewrite`: HostService.RewriteTranscriptEntries;
+   * - `llm-complete`: HostService.Complete;
+   * - `assemble-before-prompt`: the engine needs Assemble before every prompt (OpenClaw's host
+   *   capability). Informational: it opens no RPC, and contextd checks nothing for it (a runtime
+   *   assembles before each model call anyway).
+   *
+   * Other strings are accepted and stored, and open nothing.
+   * (protovalidate: `repeated = {max_items: 16, items: {string: {max_len: 64}}}`.)
    */
   hostRequirements: string[];
-  /** Contract versions the engine speaks; this contract is version 1. */
+  /**
+   * Contract versions the engine speaks; this contract is version 1. Empty means any; else it must
+   * contain the version negotiated at registration (REFUSAL_VERSION_UNSUPPORTED otherwise). At most
+   * 16 entries. (protovalidate: `repeated.max_items = 16`.)
+   */
   protocolVersions: number[];
 }
 
+/** GetInfo takes no arguments. */
 export interface GetInfoRequest {
 }
 
+/** The engine's description. */
 export interface GetInfoResponse {
+  /** Required: an answer without it is REFUSAL_CONTRACT_INVALID. */
   info?: EngineInfo | undefined;
 }
 
+/** A session the engine has not seen from this contextd. */
 export interface BootstrapRequest {
-  session?: SessionRef | undefined;
-  host?: HostContext | undefined;
+  /** The session. */
+  session?:
+    | SessionRef
+    | undefined;
+  /** How to call back into the host during this call. */
+  host?:
+    | HostContext
+    | undefined;
+  /** The host's view of the call (schema_version 1). */
   runtimeSettings?: RuntimeSettings | undefined;
 }
 
+/** What Bootstrap did. */
 export interface BootstrapResponse {
+  /** The engine prepared state for the session. */
   bootstrapped: boolean;
+  /** Messages the engine imported (e.g. read through HostService.ReadTranscript). */
   importedMessages: number;
+  /** Why, in words; bounded to 1024 characters by the host. */
   reason: string;
 }
 
+/** One appended message. */
 export interface IngestRequest {
+  /** The session. */
   session?:
     | SessionRef
     | undefined;
   /** The stored message, with its entry id and token count. */
-  message?: Message | undefined;
+  message?:
+    | Message
+    | undefined;
+  /** The message was appended as part of a heartbeat turn; engines may ignore it. */
   isHeartbeat: boolean;
+  /** How to call back into the host during this call. */
   host?: HostContext | undefined;
 }
 
+/** Whether the engine took the message. */
 export interface IngestResponse {
+  /** True when the engine ingested it (or keeps no state). The host does not act on it. */
   ingested: boolean;
 }
 
+/** The messages of one append. */
 export interface IngestBatchRequest {
-  session?: SessionRef | undefined;
-  messages: Message[];
-  isHeartbeat: boolean;
-  host?: HostContext | undefined;
-}
-
-export interface IngestBatchResponse {
-  ingestedCount: number;
-}
-
-export interface ContextEngineServiceAssembleRequest {
+  /** The session. */
   session?:
     | SessionRef
     | undefined;
   /**
-   * The host's active view: the latest compaction summary (as a user message) followed by the
-   * kept entries.
+   * The stored messages, in order, each with its entry id and token count. Messages the session
+   * already held by key (AppendMessagesRequest.message_keys) are not in it.
    */
   messages: Message[];
-  /** The budget the answer must fit; unset means the engine chooses. */
-  tokenBudget?: number | undefined;
+  /** The messages were appended as part of a heartbeat turn; engines may ignore them. */
+  isHeartbeat: boolean;
+  /** How to call back into the host during this call. */
+  host?: HostContext | undefined;
+}
+
+/** How many messages the engine took. */
+export interface IngestBatchResponse {
+  /** Messages ingested. The host does not act on it. */
+  ingestedCount: number;
+}
+
+/** The active view, for the engine to build the model's context from. */
+export interface ContextEngineServiceAssembleRequest {
+  /** The session. */
+  session?:
+    | SessionRef
+    | undefined;
+  /**
+   * The host's active view, oldest first, each with its entry id and token count: the pinned
+   * ROLE_SYSTEM messages from before the latest compaction's cut, the compaction summary (a
+   * ROLE_USER message with metadata `contextd.kind` = `compaction_summary`, whose id is the
+   * compaction entry's id), then the kept entries. For an engine that does not own compaction, the
+   * host has compacted it to fit the budget first (when the runtime left `auto_compact` on).
+   */
+  messages: Message[];
+  /**
+   * The budget the answer must fit, in the host's tokens. contextd always sets it (> 0); unset
+   * would mean the engine chooses.
+   */
+  tokenBudget?:
+    | number
+    | undefined;
+  /** The names of the tools the model may call, from the runtime. */
   availableTools: string[];
+  /** The model the context is for, from the runtime; may be empty. */
   model: string;
   /**
    * The user message about to be sent, as text: the runtime's AssembleRequest.prompt, or when it
    * set none, the text of the latest user message of the view (session.proto). Empty: no prompt.
    */
   prompt: string;
-  runtimeSettings?: RuntimeSettings | undefined;
+  /** The host's view of the call (schema_version 1). */
+  runtimeSettings?:
+    | RuntimeSettings
+    | undefined;
+  /** How to call back into the host during this call. */
   host?: HostContext | undefined;
 }
 
+/**
+ * The context the engine built.
+ *
+ * Keep the pinned messages: every ROLE_SYSTEM message and the compaction summary (the message
+ * whose metadata `contextd.kind` is `compaction_summary`), first, in the view's order. If they
+ * alone do not fit, answer them with PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW (the host compacts
+ * and asks again) rather than break the budget. Never separate a tool call from its result (a
+ * ROLE_TOOL_RESULT after the assistant message whose ToolCallBlock it answers).
+ */
 export interface ContextEngineServiceAssembleResponse {
   /**
    * What the model sees, oldest first. Never more than `token_budget`; every tool result after
    * its call and every call with its result. With `kept_entry_ids`, only the messages the engine
-   * adds (its own summary, a note): they come before the kept entries.
+   * adds (its own summary, a note): they come before the kept entries. At most
+   * max(messages of the request, ceil(token_budget / 4)) + 64 entries.
    */
   messages: Message[];
+  /**
+   * The engine's own count; the host replaces it with its own (stored counts for messages of the
+   * view, its tokenizer for the rest), which is what the budget is checked against.
+   */
   estimatedTokens: number;
   /** Text to put before the runtime's system prompt (prepended, separated by a blank line). */
   systemPromptAddition: string;
+  /**
+   * ASSEMBLED (or UNSPECIFIED) when the answer fits the budget; PREASSEMBLY_MAY_OVERFLOW when it
+   * may not (the only way to answer over the budget without a contract violation).
+   */
   promptAuthority: PromptAuthority;
   /**
    * The messages of the request the engine keeps, by id (`messages[].id` of the request: entry
@@ -208,91 +334,164 @@ export interface ContextEngineServiceAssembleResponse {
   keptEntryIds: string[];
 }
 
+/** A compaction the host (or a runtime, through it) asks for. */
 export interface ContextEngineServiceCompactRequest {
-  session?: SessionRef | undefined;
+  /** The session. */
+  session?:
+    | SessionRef
+    | undefined;
+  /** The active view, as in ContextEngineServiceAssembleRequest.messages. */
   messages: Message[];
+  /** The budget the compacted view must fit (BUDGET) or is measured against; > 0. */
   tokenBudget: number;
   /** Compact even when under the threshold. */
   force: boolean;
+  /**
+   * The runtime's count of its whole prompt (CompactRequest.current_token_count); 0 when it gave
+   * none, or when the host compacts on its own (Assemble's overflow recovery): then the token
+   * counts of `messages` are what counts.
+   */
   currentTokenCount: number;
+  /** Which goal applies; UNSPECIFIED is BUDGET. */
   compactionTarget: CompactionTarget;
+  /** Extra instructions for the summarizer, from the runtime. */
   customInstructions: string;
-  runtimeSettings?: RuntimeSettings | undefined;
+  /** The host's view of the call (schema_version 1). */
+  runtimeSettings?:
+    | RuntimeSettings
+    | undefined;
+  /** How to call back into the host during this call (DelegateCompaction). */
   host?: HostContext | undefined;
 }
 
+/** What the engine's compaction did. */
 export interface ContextEngineServiceCompactResponse {
   /**
    * False when compaction was needed and did not happen (the engine could not compact, or refused
    * because no useful summary fits the budget); `ok` with `compacted: false` is "nothing to do".
    */
   ok: boolean;
+  /** A compaction was made (and, for an engine that delegated, committed by the host). */
   compacted: boolean;
+  /** Why, in words; bounded to 1024 characters by the host. */
   reason: string;
   /** Set when compacted. For an engine that delegated, the host already committed it. */
   result?: CompactionResult | undefined;
 }
 
+/** The end of a turn. */
 export interface ContextEngineServiceAfterTurnRequest {
-  session?: SessionRef | undefined;
+  /** The session. */
+  session?:
+    | SessionRef
+    | undefined;
+  /** The active view after the turn. */
   messages: Message[];
   /** How many of `messages` existed before this turn's prompt. */
   prePromptMessageCount: number;
   /** The summary when the host auto-compacted during the turn. */
   autoCompactionSummary: string;
+  /** The runtime's budget for the turn; 0 when it gave none. */
   tokenBudget: number;
-  runtimeSettings?: RuntimeSettings | undefined;
+  /** The host's view of the call (schema_version 1). */
+  runtimeSettings?:
+    | RuntimeSettings
+    | undefined;
+  /** How to call back into the host during this call. */
   host?: HostContext | undefined;
 }
 
+/** AfterTurn answers nothing. */
 export interface ContextEngineServiceAfterTurnResponse {
 }
 
+/** A request for housekeeping on a session. */
 export interface ContextEngineServiceMaintainRequest {
-  session?: SessionRef | undefined;
-  runtimeSettings?: RuntimeSettings | undefined;
+  /** The session. */
+  session?:
+    | SessionRef
+    | undefined;
+  /** The host's view of the call (schema_version 1). */
+  runtimeSettings?:
+    | RuntimeSettings
+    | undefined;
+  /** How to call back into the host during this call (e.g. RewriteTranscriptEntries). */
   host?: HostContext | undefined;
 }
 
+/** What the housekeeping did; passed on to the runtime. */
 export interface ContextEngineServiceMaintainResponse {
+  /** Whether anything changed. */
   changed: boolean;
+  /** Bytes of transcript freed (RewriteTranscriptEntries answers them). */
   bytesFreed: number;
+  /** Entries rewritten. */
   rewrittenEntries: number;
+  /** Why, in words; bounded to 1024 characters by the host. */
   reason: string;
 }
 
+/** A subagent about to be spawned. */
 export interface ContextEngineServicePrepareSubagentSpawnRequest {
-  parent?: SessionRef | undefined;
-  child?: SessionRef | undefined;
+  /** The parent session. */
+  parent?:
+    | SessionRef
+    | undefined;
+  /** The child session, already created by the host (empty, or seeded with the parent's view). */
+  child?:
+    | SessionRef
+    | undefined;
+  /** How the child started. */
   contextMode: SubagentContextMode;
+  /** The child ends by itself this long after the spawn (OnSubagentEnded SWEPT); 0 for never. */
   ttlMs: number;
+  /** How to call back into the host during this call. */
   host?: HostContext | undefined;
 }
 
+/** The engine's side of the spawn. */
 export interface ContextEngineServicePrepareSubagentSpawnResponse {
-  /** Passed to RollbackSubagentSpawn if the spawn fails. */
+  /**
+   * Passed to RollbackSubagentSpawn if the spawn fails. Opaque to the host, which wraps it in the
+   * handle the runtime gets.
+   */
   rollbackHandle: string;
 }
 
+/** Undo of a spawn. */
 export interface ContextEngineServiceRollbackSubagentSpawnRequest {
+  /** The engine's own handle, as PrepareSubagentSpawn answered it ("" if it answered none). */
   rollbackHandle: string;
+  /** The child session, about to be deleted by the host. */
   child?: SessionRef | undefined;
 }
 
+/** RollbackSubagentSpawn answers nothing. */
 export interface ContextEngineServiceRollbackSubagentSpawnResponse {
 }
 
+/** The end of a subagent. */
 export interface OnSubagentEndedRequest {
-  child?: SessionRef | undefined;
+  /** The child session. */
+  child?:
+    | SessionRef
+    | undefined;
+  /**
+   * Why it ended; SWEPT when its ttl passed. With DELETED the host deletes the child's transcript
+   * after this call.
+   */
   reason: SubagentEndReason;
 }
 
+/** OnSubagentEnded answers nothing. */
 export interface OnSubagentEndedResponse {
 }
 
+/** Dispose takes no arguments. */
 export interface DisposeRequest {
 }
 
+/** Dispose answers nothing. */
 export interface DisposeResponse {
 }
 
@@ -3277,10 +3476,75 @@ export const DisposeResponse: MessageFns<DisposeResponse> = {
  * The lifecycle follows OpenClaw's Context Engine: ingest -> assemble -> compact -> after_turn.
  * Every call carries a deadline; an engine stops work when the deadline passes or the call is
  * cancelled. Optional RPCs are called only when `EngineInfo.capabilities` says they are implemented.
+ *
+ * An engine's life, from start to stop (this is protocol version 1):
+ *
+ * 1. Serve. Start one gRPC server with this service and the standard grpc.health.v1 Health
+ *    service (grpc/health/v1/health.proto). `Health.Check` for service "" — the whole server, the
+ *    only name contextd asks about — must answer SERVING before you register and while you take
+ *    calls. Serve GetInfo, Assemble and Compact, and Ingest unless you declare
+ *    `capabilities.ingest_batch` (then IngestBatch); the other RPCs only if you declare them, and
+ *    answer UNIMPLEMENTED for what you do not declare (it is never called then).
+ * 2. Register. Call RegistryService.RegisterEngine with your engine id, owner, the endpoint
+ *    contextd dials (within its `engines.allow_endpoints`), `allow_same_owner_refresh: true` and
+ *    `protocol_versions: [1]`, with `authorization: Bearer <owner token>`. Before it answers, the
+ *    registry calls your GetInfo and Health.Check("") with a 3 s deadline each, so give
+ *    RegisterEngine a deadline well above that (the SDKs use 15 s). Retry UNAVAILABLE,
+ *    DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED and REFUSAL_UNREACHABLE with exponential backoff
+ *    and jitter; other refusals and statuses are final (see RegistryService.RegisterEngine).
+ *    Your EngineInfo is read once, at registration: to change it, register again.
+ * 3. Stay registered. contextd keeps registrations in its store, so they survive its restarts, but
+ *    a replica that lost yours (or a new store) does not know you. Every few seconds (the SDKs: 2 s)
+ *    call RegistryService.GetEngine(engine_id): on NOT_FOUND register again; when it names another
+ *    endpoint, another instance of your engine holds the id — do not register over it (two
+ *    instances would keep taking the id from each other), keep polling, and register once it is
+ *    NOT_FOUND; on UNAVAILABLE keep polling. contextd checks Health.Check("") every
+ *    `engines.health.interval` (5 s) with `engines.health.timeout` (1 s); `unhealthy_threshold` (2)
+ *    failures in a row — NOT_SERVING, an error, no answer — quarantine you.
+ * 4. Serve calls, each within its deadline. Every call has one: `engines.timeouts` per RPC (ingest
+ *    5 s, assemble 10 s, compact 180 s, after_turn 30 s, maintain 60 s, bootstrap 60 s, the subagent
+ *    RPCs 10 s; per engine in `engines.overrides`), cut to the runtime's own deadline less
+ *    `engines.fallback_reserve` (1 s, at most half of what is left) so that `legacy` can still
+ *    answer in time. Stop work when it passes or the call is cancelled: an answer after it is
+ *    discarded, and your own deadline passing is a failure. At most `engines.max_concurrent_calls`
+ *    (64) calls are in flight to you at once; the rest are answered by `legacy` at once (not a
+ *    failure). contextd sends `traceparent`/`tracestate` metadata when the runtime's call carries a
+ *    trace, and no credentials (use TLS, `engines.tls`, to know it is contextd).
+ * 5. Call back into the host when you need to (HostService), with the HostContext of the call in
+ *    progress: read the transcript, rewrite entries, delegate compaction, ask the host's model. The
+ *    token dies with the call.
+ * 6. Quarantine and fallback. A call that fails through your fault quarantines you: an error status
+ *    (any), your own deadline passing, or an answer that breaks the contract (listed on the RPCs
+ *    below; also an answer that does not decode, or one over its size bound: at most
+ *    `engines.answer_limits.max_bytes` (64 MiB) for any answer, `base_bytes` (1 MiB) for any answer
+ *    but Assemble's and Compact's, which may also take `bytes_per_budget_token` (64) per token of
+ *    their budget — an Assemble answer may also be as large as its request). So are
+ *    `unhealthy_threshold` failed health checks, an endpoint whose name now resolves outside the
+ *    allow list, and an operator's QuarantineEngine. Never held against you: the runtime's
+ *    cancellation or deadline, running out of your share of a runtime deadline shorter than your
+ *    own, calls over `max_concurrent_calls`. The failed call, and every call while you are
+ *    quarantined, is answered by `legacy` (MODE_FALLBACK; or fails, under `on_failure: strict`);
+ *    calls in flight when you are quarantined end at once, and their host tokens die. A passing
+ *    health check after `engines.quarantine.base_ejection` (30 s) × consecutive ejections (capped at
+ *    `max_ejection`, 300 s) releases you, and so does registering again; an operator's quarantine
+ *    holds until ClearQuarantine. Watch it on GetEngine (`quarantine`) or WatchEngines.
+ * 7. Stop. Stop polling GetEngine; call GetEngine once and, if the registration still names your
+ *    endpoint, DeregisterEngine; then answer Health.Check NOT_SERVING, let your own work finish
+ *    (drain) and exit. Deregister first: routing moves to `legacy` at once, while NOT_SERVING first
+ *    would fail health checks and quarantine you on the way out. contextd ends every call still in
+ *    flight to you when you deregister (`legacy` answers them, their host tokens die), so what you
+ *    finish after that is for your own state only.
  */
 export type ContextEngineServiceService = typeof ContextEngineServiceService;
 export const ContextEngineServiceService = {
-  /** Describes the engine. Called by the registry at registration with a short deadline. */
+  /**
+   * Describes the engine. Called by the registry at registration, with a 3 s deadline.
+   *
+   * The registry refuses the registration REFUSAL_UNREACHABLE (retry) when GetInfo is not reached
+   * in time or answers UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED or RESOURCE_EXHAUSTED, and
+   * REFUSAL_CONTRACT_INVALID for any other status, an answer that is no GetInfoResponse, or an
+   * EngineInfo that breaks the rules on EngineInfo.
+   */
   getInfo: {
     path: "/contextd.v1.ContextEngineService/GetInfo" as const,
     requestStream: false as const,
@@ -3290,7 +3554,13 @@ export const ContextEngineServiceService = {
     responseSerialize: (value: GetInfoResponse): Buffer => Buffer.from(GetInfoResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetInfoResponse => GetInfoResponse.decode(value),
   },
-  /** Prepares the engine for a session it has not seen (optional: capabilities.bootstrap). */
+  /**
+   * Prepares the engine for a session it has not seen (optional: capabilities.bootstrap). Called
+   * before the engine's first Ingest, Assemble or Compact of a session, once per registration and
+   * session as far as one contextd process remembers (it forgets on restart, on another replica, and
+   * past 100,000 sessions): make it idempotent. A failure quarantines the engine as any other does,
+   * but never fails the runtime's call.
+   */
   bootstrap: {
     path: "/contextd.v1.ContextEngineService/Bootstrap" as const,
     requestStream: false as const,
@@ -3300,7 +3570,14 @@ export const ContextEngineServiceService = {
     responseSerialize: (value: BootstrapResponse): Buffer => Buffer.from(BootstrapResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): BootstrapResponse => BootstrapResponse.decode(value),
   },
-  /** Tells the engine about one appended message. */
+  /**
+   * Tells the engine about one appended message, already stored (with its entry id and token
+   * count). Required unless the engine declares capabilities.ingest_batch: the messages of one
+   * append come one call each, in order, all within one deadline (`engines.timeouts.ingest`, cut
+   * to the runtime's deadline less 250 ms). A message that was not ingested (a failure, a
+   * fallback, a rejected call) is not sent again: catch up from HostService.ReadTranscript or the
+   * next Assemble's view. An engine that keeps no state answers `ingested: true`.
+   */
   ingest: {
     path: "/contextd.v1.ContextEngineService/Ingest" as const,
     requestStream: false as const,
@@ -3310,7 +3587,10 @@ export const ContextEngineServiceService = {
     responseSerialize: (value: IngestResponse): Buffer => Buffer.from(IngestResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): IngestResponse => IngestResponse.decode(value),
   },
-  /** Tells the engine about several appended messages (optional: capabilities.ingest_batch). */
+  /**
+   * Tells the engine about every message of one append at once (optional:
+   * capabilities.ingest_batch; Ingest is then not called).
+   */
   ingestBatch: {
     path: "/contextd.v1.ContextEngineService/IngestBatch" as const,
     requestStream: false as const,
@@ -3320,7 +3600,16 @@ export const ContextEngineServiceService = {
     responseSerialize: (value: IngestBatchResponse): Buffer => Buffer.from(IngestBatchResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): IngestBatchResponse => IngestBatchResponse.decode(value),
   },
-  /** Builds the context the model sees, within `token_budget`. */
+  /**
+   * Builds the context the model sees, within `token_budget`. Required.
+   *
+   * Contract violations (the engine is quarantined and `legacy` answers): the answer, counted by
+   * the host, is over `token_budget` without PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW; a message
+   * has no valid role; `kept_entry_ids` names an id that is no message of the request, or names
+   * one twice or out of order; the answer is over its size bound. With PREASSEMBLY_MAY_OVERFLOW
+   * and over the budget, the host (unless the runtime turned `auto_compact` off) calls Compact
+   * (force, BUDGET) and Assemble again, at most 3 times, then answers the runtime MODE_DEGRADED.
+   */
   assemble: {
     path: "/contextd.v1.ContextEngineService/Assemble" as const,
     requestStream: false as const,
@@ -3335,8 +3624,14 @@ export const ContextEngineServiceService = {
       ContextEngineServiceAssembleResponse.decode(value),
   },
   /**
-   * Compacts the session. An engine that does not own compaction delegates to the host
-   * (HostService.DelegateCompaction); a no-op Compact is a bug in such an engine.
+   * Compacts the session. Required. An engine that does not own compaction delegates to the host
+   * (HostService.DelegateCompaction, which commits it) and answers its result; a no-op Compact is a
+   * bug in such an engine. An engine that owns compaction answers its result, which the host
+   * commits under the engine's id if no other compaction of the session was committed since the
+   * view it was sent (else the runtime hears `compacted: false`).
+   *
+   * Contract violations: `compacted` without `result`; a `first_kept_entry_id` that is not a
+   * message of the view sent (the summary message does not count); an answer over its size bound.
    */
   compact: {
     path: "/contextd.v1.ContextEngineService/Compact" as const,
@@ -3351,7 +3646,10 @@ export const ContextEngineServiceService = {
     responseDeserialize: (value: Buffer): ContextEngineServiceCompactResponse =>
       ContextEngineServiceCompactResponse.decode(value),
   },
-  /** Runs after a turn completed (optional: capabilities.after_turn). */
+  /**
+   * Runs after a turn completed (optional: capabilities.after_turn), within the runtime's
+   * SessionService.AfterTurn call.
+   */
   afterTurn: {
     path: "/contextd.v1.ContextEngineService/AfterTurn" as const,
     requestStream: false as const,
@@ -3365,7 +3663,10 @@ export const ContextEngineServiceService = {
     responseDeserialize: (value: Buffer): ContextEngineServiceAfterTurnResponse =>
       ContextEngineServiceAfterTurnResponse.decode(value),
   },
-  /** Housekeeping on a session (optional: capabilities.maintain). */
+  /**
+   * Housekeeping on a session (optional: capabilities.maintain), within the runtime's
+   * SessionService.Maintain call; the only caller in protocol version 1 (see TurnMaintenanceMode).
+   */
   maintain: {
     path: "/contextd.v1.ContextEngineService/Maintain" as const,
     requestStream: false as const,
@@ -3379,7 +3680,10 @@ export const ContextEngineServiceService = {
     responseDeserialize: (value: Buffer): ContextEngineServiceMaintainResponse =>
       ContextEngineServiceMaintainResponse.decode(value),
   },
-  /** A subagent is about to be spawned (optional: capabilities.subagents). */
+  /**
+   * A subagent is about to be spawned (optional: capabilities.subagents). Called on the engine the
+   * child session is routed to, after the host created the child.
+   */
   prepareSubagentSpawn: {
     path: "/contextd.v1.ContextEngineService/PrepareSubagentSpawn" as const,
     requestStream: false as const,
@@ -3393,7 +3697,10 @@ export const ContextEngineServiceService = {
     responseDeserialize: (value: Buffer): ContextEngineServicePrepareSubagentSpawnResponse =>
       ContextEngineServicePrepareSubagentSpawnResponse.decode(value),
   },
-  /** Undo a PrepareSubagentSpawn whose spawn failed (optional: capabilities.subagents). */
+  /**
+   * Undo a PrepareSubagentSpawn whose spawn failed (optional: capabilities.subagents). The host
+   * deletes the child session after it.
+   */
   rollbackSubagentSpawn: {
     path: "/contextd.v1.ContextEngineService/RollbackSubagentSpawn" as const,
     requestStream: false as const,
@@ -3407,7 +3714,11 @@ export const ContextEngineServiceService = {
     responseDeserialize: (value: Buffer): ContextEngineServiceRollbackSubagentSpawnResponse =>
       ContextEngineServiceRollbackSubagentSpawnResponse.decode(value),
   },
-  /** A subagent ended (optional: capabilities.subagents). */
+  /**
+   * A subagent ended (optional: capabilities.subagents). Exactly once per child when it reaches
+   * the engine: from the runtime's SessionService.EndSubagent, or with SWEPT when the child's
+   * `ttl_ms` passed. Carries no HostContext.
+   */
   onSubagentEnded: {
     path: "/contextd.v1.ContextEngineService/OnSubagentEnded" as const,
     requestStream: false as const,
@@ -3419,7 +3730,11 @@ export const ContextEngineServiceService = {
       Buffer.from(OnSubagentEndedResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): OnSubagentEndedResponse => OnSubagentEndedResponse.decode(value),
   },
-  /** The engine is being released; free per-session resources (optional: capabilities.dispose). */
+  /**
+   * The engine is being released; free per-session resources (optional: capabilities.dispose).
+   * Mirrors OpenClaw's `dispose`; contextd does not call it in protocol version 1 (an engine's
+   * sessions end with DeleteSession, which does not call the engine, or OnSubagentEnded).
+   */
   dispose: {
     path: "/contextd.v1.ContextEngineService/Dispose" as const,
     requestStream: false as const,
@@ -3432,43 +3747,108 @@ export const ContextEngineServiceService = {
 } as const;
 
 export interface ContextEngineServiceServer extends UntypedServiceImplementation {
-  /** Describes the engine. Called by the registry at registration with a short deadline. */
+  /**
+   * Describes the engine. Called by the registry at registration, with a 3 s deadline.
+   *
+   * The registry refuses the registration REFUSAL_UNREACHABLE (retry) when GetInfo is not reached
+   * in time or answers UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED or RESOURCE_EXHAUSTED, and
+   * REFUSAL_CONTRACT_INVALID for any other status, an answer that is no GetInfoResponse, or an
+   * EngineInfo that breaks the rules on EngineInfo.
+   */
   getInfo: handleUnaryCall<GetInfoRequest, GetInfoResponse>;
-  /** Prepares the engine for a session it has not seen (optional: capabilities.bootstrap). */
+  /**
+   * Prepares the engine for a session it has not seen (optional: capabilities.bootstrap). Called
+   * before the engine's first Ingest, Assemble or Compact of a session, once per registration and
+   * session as far as one contextd process remembers (it forgets on restart, on another replica, and
+   * past 100,000 sessions): make it idempotent. A failure quarantines the engine as any other does,
+   * but never fails the runtime's call.
+   */
   bootstrap: handleUnaryCall<BootstrapRequest, BootstrapResponse>;
-  /** Tells the engine about one appended message. */
+  /**
+   * Tells the engine about one appended message, already stored (with its entry id and token
+   * count). Required unless the engine declares capabilities.ingest_batch: the messages of one
+   * append come one call each, in order, all within one deadline (`engines.timeouts.ingest`, cut
+   * to the runtime's deadline less 250 ms). A message that was not ingested (a failure, a
+   * fallback, a rejected call) is not sent again: catch up from HostService.ReadTranscript or the
+   * next Assemble's view. An engine that keeps no state answers `ingested: true`.
+   */
   ingest: handleUnaryCall<IngestRequest, IngestResponse>;
-  /** Tells the engine about several appended messages (optional: capabilities.ingest_batch). */
+  /**
+   * Tells the engine about every message of one append at once (optional:
+   * capabilities.ingest_batch; Ingest is then not called).
+   */
   ingestBatch: handleUnaryCall<IngestBatchRequest, IngestBatchResponse>;
-  /** Builds the context the model sees, within `token_budget`. */
+  /**
+   * Builds the context the model sees, within `token_budget`. Required.
+   *
+   * Contract violations (the engine is quarantined and `legacy` answers): the answer, counted by
+   * the host, is over `token_budget` without PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW; a message
+   * has no valid role; `kept_entry_ids` names an id that is no message of the request, or names
+   * one twice or out of order; the answer is over its size bound. With PREASSEMBLY_MAY_OVERFLOW
+   * and over the budget, the host (unless the runtime turned `auto_compact` off) calls Compact
+   * (force, BUDGET) and Assemble again, at most 3 times, then answers the runtime MODE_DEGRADED.
+   */
   assemble: handleUnaryCall<ContextEngineServiceAssembleRequest, ContextEngineServiceAssembleResponse>;
   /**
-   * Compacts the session. An engine that does not own compaction delegates to the host
-   * (HostService.DelegateCompaction); a no-op Compact is a bug in such an engine.
+   * Compacts the session. Required. An engine that does not own compaction delegates to the host
+   * (HostService.DelegateCompaction, which commits it) and answers its result; a no-op Compact is a
+   * bug in such an engine. An engine that owns compaction answers its result, which the host
+   * commits under the engine's id if no other compaction of the session was committed since the
+   * view it was sent (else the runtime hears `compacted: false`).
+   *
+   * Contract violations: `compacted` without `result`; a `first_kept_entry_id` that is not a
+   * message of the view sent (the summary message does not count); an answer over its size bound.
    */
   compact: handleUnaryCall<ContextEngineServiceCompactRequest, ContextEngineServiceCompactResponse>;
-  /** Runs after a turn completed (optional: capabilities.after_turn). */
+  /**
+   * Runs after a turn completed (optional: capabilities.after_turn), within the runtime's
+   * SessionService.AfterTurn call.
+   */
   afterTurn: handleUnaryCall<ContextEngineServiceAfterTurnRequest, ContextEngineServiceAfterTurnResponse>;
-  /** Housekeeping on a session (optional: capabilities.maintain). */
+  /**
+   * Housekeeping on a session (optional: capabilities.maintain), within the runtime's
+   * SessionService.Maintain call; the only caller in protocol version 1 (see TurnMaintenanceMode).
+   */
   maintain: handleUnaryCall<ContextEngineServiceMaintainRequest, ContextEngineServiceMaintainResponse>;
-  /** A subagent is about to be spawned (optional: capabilities.subagents). */
+  /**
+   * A subagent is about to be spawned (optional: capabilities.subagents). Called on the engine the
+   * child session is routed to, after the host created the child.
+   */
   prepareSubagentSpawn: handleUnaryCall<
     ContextEngineServicePrepareSubagentSpawnRequest,
     ContextEngineServicePrepareSubagentSpawnResponse
   >;
-  /** Undo a PrepareSubagentSpawn whose spawn failed (optional: capabilities.subagents). */
+  /**
+   * Undo a PrepareSubagentSpawn whose spawn failed (optional: capabilities.subagents). The host
+   * deletes the child session after it.
+   */
   rollbackSubagentSpawn: handleUnaryCall<
     ContextEngineServiceRollbackSubagentSpawnRequest,
     ContextEngineServiceRollbackSubagentSpawnResponse
   >;
-  /** A subagent ended (optional: capabilities.subagents). */
+  /**
+   * A subagent ended (optional: capabilities.subagents). Exactly once per child when it reaches
+   * the engine: from the runtime's SessionService.EndSubagent, or with SWEPT when the child's
+   * `ttl_ms` passed. Carries no HostContext.
+   */
   onSubagentEnded: handleUnaryCall<OnSubagentEndedRequest, OnSubagentEndedResponse>;
-  /** The engine is being released; free per-session resources (optional: capabilities.dispose). */
+  /**
+   * The engine is being released; free per-session resources (optional: capabilities.dispose).
+   * Mirrors OpenClaw's `dispose`; contextd does not call it in protocol version 1 (an engine's
+   * sessions end with DeleteSession, which does not call the engine, or OnSubagentEnded).
+   */
   dispose: handleUnaryCall<DisposeRequest, DisposeResponse>;
 }
 
 export interface ContextEngineServiceClient extends Client {
-  /** Describes the engine. Called by the registry at registration with a short deadline. */
+  /**
+   * Describes the engine. Called by the registry at registration, with a 3 s deadline.
+   *
+   * The registry refuses the registration REFUSAL_UNREACHABLE (retry) when GetInfo is not reached
+   * in time or answers UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED or RESOURCE_EXHAUSTED, and
+   * REFUSAL_CONTRACT_INVALID for any other status, an answer that is no GetInfoResponse, or an
+   * EngineInfo that breaks the rules on EngineInfo.
+   */
   getInfo(
     request: GetInfoRequest,
     callback: (error: ServiceError | null, response: GetInfoResponse) => void,
@@ -3484,7 +3864,13 @@ export interface ContextEngineServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetInfoResponse) => void,
   ): ClientUnaryCall;
-  /** Prepares the engine for a session it has not seen (optional: capabilities.bootstrap). */
+  /**
+   * Prepares the engine for a session it has not seen (optional: capabilities.bootstrap). Called
+   * before the engine's first Ingest, Assemble or Compact of a session, once per registration and
+   * session as far as one contextd process remembers (it forgets on restart, on another replica, and
+   * past 100,000 sessions): make it idempotent. A failure quarantines the engine as any other does,
+   * but never fails the runtime's call.
+   */
   bootstrap(
     request: BootstrapRequest,
     callback: (error: ServiceError | null, response: BootstrapResponse) => void,
@@ -3500,7 +3886,14 @@ export interface ContextEngineServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: BootstrapResponse) => void,
   ): ClientUnaryCall;
-  /** Tells the engine about one appended message. */
+  /**
+   * Tells the engine about one appended message, already stored (with its entry id and token
+   * count). Required unless the engine declares capabilities.ingest_batch: the messages of one
+   * append come one call each, in order, all within one deadline (`engines.timeouts.ingest`, cut
+   * to the runtime's deadline less 250 ms). A message that was not ingested (a failure, a
+   * fallback, a rejected call) is not sent again: catch up from HostService.ReadTranscript or the
+   * next Assemble's view. An engine that keeps no state answers `ingested: true`.
+   */
   ingest(
     request: IngestRequest,
     callback: (error: ServiceError | null, response: IngestResponse) => void,
@@ -3516,7 +3909,10 @@ export interface ContextEngineServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: IngestResponse) => void,
   ): ClientUnaryCall;
-  /** Tells the engine about several appended messages (optional: capabilities.ingest_batch). */
+  /**
+   * Tells the engine about every message of one append at once (optional:
+   * capabilities.ingest_batch; Ingest is then not called).
+   */
   ingestBatch(
     request: IngestBatchRequest,
     callback: (error: ServiceError | null, response: IngestBatchResponse) => void,
@@ -3532,7 +3928,16 @@ export interface ContextEngineServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: IngestBatchResponse) => void,
   ): ClientUnaryCall;
-  /** Builds the context the model sees, within `token_budget`. */
+  /**
+   * Builds the context the model sees, within `token_budget`. Required.
+   *
+   * Contract violations (the engine is quarantined and `legacy` answers): the answer, counted by
+   * the host, is over `token_budget` without PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW; a message
+   * has no valid role; `kept_entry_ids` names an id that is no message of the request, or names
+   * one twice or out of order; the answer is over its size bound. With PREASSEMBLY_MAY_OVERFLOW
+   * and over the budget, the host (unless the runtime turned `auto_compact` off) calls Compact
+   * (force, BUDGET) and Assemble again, at most 3 times, then answers the runtime MODE_DEGRADED.
+   */
   assemble(
     request: ContextEngineServiceAssembleRequest,
     callback: (error: ServiceError | null, response: ContextEngineServiceAssembleResponse) => void,
@@ -3549,8 +3954,14 @@ export interface ContextEngineServiceClient extends Client {
     callback: (error: ServiceError | null, response: ContextEngineServiceAssembleResponse) => void,
   ): ClientUnaryCall;
   /**
-   * Compacts the session. An engine that does not own compaction delegates to the host
-   * (HostService.DelegateCompaction); a no-op Compact is a bug in such an engine.
+   * Compacts the session. Required. An engine that does not own compaction delegates to the host
+   * (HostService.DelegateCompaction, which commits it) and answers its result; a no-op Compact is a
+   * bug in such an engine. An engine that owns compaction answers its result, which the host
+   * commits under the engine's id if no other compaction of the session was committed since the
+   * view it was sent (else the runtime hears `compacted: false`).
+   *
+   * Contract violations: `compacted` without `result`; a `first_kept_entry_id` that is not a
+   * message of the view sent (the summary message does not count); an answer over its size bound.
    */
   compact(
     request: ContextEngineServiceCompactRequest,
@@ -3567,7 +3978,10 @@ export interface ContextEngineServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ContextEngineServiceCompactResponse) => void,
   ): ClientUnaryCall;
-  /** Runs after a turn completed (optional: capabilities.after_turn). */
+  /**
+   * Runs after a turn completed (optional: capabilities.after_turn), within the runtime's
+   * SessionService.AfterTurn call.
+   */
   afterTurn(
     request: ContextEngineServiceAfterTurnRequest,
     callback: (error: ServiceError | null, response: ContextEngineServiceAfterTurnResponse) => void,
@@ -3583,7 +3997,10 @@ export interface ContextEngineServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ContextEngineServiceAfterTurnResponse) => void,
   ): ClientUnaryCall;
-  /** Housekeeping on a session (optional: capabilities.maintain). */
+  /**
+   * Housekeeping on a session (optional: capabilities.maintain), within the runtime's
+   * SessionService.Maintain call; the only caller in protocol version 1 (see TurnMaintenanceMode).
+   */
   maintain(
     request: ContextEngineServiceMaintainRequest,
     callback: (error: ServiceError | null, response: ContextEngineServiceMaintainResponse) => void,
@@ -3599,7 +4016,10 @@ export interface ContextEngineServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ContextEngineServiceMaintainResponse) => void,
   ): ClientUnaryCall;
-  /** A subagent is about to be spawned (optional: capabilities.subagents). */
+  /**
+   * A subagent is about to be spawned (optional: capabilities.subagents). Called on the engine the
+   * child session is routed to, after the host created the child.
+   */
   prepareSubagentSpawn(
     request: ContextEngineServicePrepareSubagentSpawnRequest,
     callback: (error: ServiceError | null, response: ContextEngineServicePrepareSubagentSpawnResponse) => void,
@@ -3615,7 +4035,10 @@ export interface ContextEngineServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ContextEngineServicePrepareSubagentSpawnResponse) => void,
   ): ClientUnaryCall;
-  /** Undo a PrepareSubagentSpawn whose spawn failed (optional: capabilities.subagents). */
+  /**
+   * Undo a PrepareSubagentSpawn whose spawn failed (optional: capabilities.subagents). The host
+   * deletes the child session after it.
+   */
   rollbackSubagentSpawn(
     request: ContextEngineServiceRollbackSubagentSpawnRequest,
     callback: (error: ServiceError | null, response: ContextEngineServiceRollbackSubagentSpawnResponse) => void,
@@ -3631,7 +4054,11 @@ export interface ContextEngineServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ContextEngineServiceRollbackSubagentSpawnResponse) => void,
   ): ClientUnaryCall;
-  /** A subagent ended (optional: capabilities.subagents). */
+  /**
+   * A subagent ended (optional: capabilities.subagents). Exactly once per child when it reaches
+   * the engine: from the runtime's SessionService.EndSubagent, or with SWEPT when the child's
+   * `ttl_ms` passed. Carries no HostContext.
+   */
   onSubagentEnded(
     request: OnSubagentEndedRequest,
     callback: (error: ServiceError | null, response: OnSubagentEndedResponse) => void,
@@ -3647,7 +4074,11 @@ export interface ContextEngineServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: OnSubagentEndedResponse) => void,
   ): ClientUnaryCall;
-  /** The engine is being released; free per-session resources (optional: capabilities.dispose). */
+  /**
+   * The engine is being released; free per-session resources (optional: capabilities.dispose).
+   * Mirrors OpenClaw's `dispose`; contextd does not call it in protocol version 1 (an engine's
+   * sessions end with DeleteSession, which does not call the engine, or OnSubagentEnded).
+   */
   dispose(
     request: DisposeRequest,
     callback: (error: ServiceError | null, response: DisposeResponse) => void,

@@ -33,47 +33,85 @@ export const protobufPackage = "contextd.v1";
 
 export const protobufFileName = "contextd/v1/host.proto";
 
+/** A page of the transcript of the engine call's session. */
 export interface ReadTranscriptRequest {
-  session?: SessionRef | undefined;
+  /** The engine call's session (`session_id` must be the token's). */
+  session?:
+    | SessionRef
+    | undefined;
+  /** Default 500 (when 0); more than 5000 is taken as 5000. Ignored with `active_only`. */
   pageSize: number;
+  /**
+   * The previous page's `next_page_token`; empty for the first page. Bound to this RPC and
+   * session: any other is INVALID_ARGUMENT.
+   */
   pageToken: string;
   /**
-   * Only the active view, in its order: the pinned system messages from before the cut (ROLE_SYSTEM
-   * is never compacted away), the latest compaction entry, then the entries it keeps.
+   * Only the active view, in its order and in one page: the pinned system messages from before the
+   * cut (ROLE_SYSTEM is never compacted away), the latest compaction entry, then the entries it
+   * keeps.
    */
   activeOnly: boolean;
 }
 
+/** One page of the transcript. */
 export interface ReadTranscriptResponse {
+  /** Oldest first (or the active view's order, with `active_only`). */
   entries: TranscriptEntry[];
+  /** Empty on the last page (always, with `active_only`). */
   nextPageToken: string;
 }
 
+/** One message entry's new content. */
 export interface EntryRewrite {
+  /** The message entry to rewrite; required. */
   entryId: string;
+  /** Its new message, checked like an appended one and counted anew; required. */
   message?: Message | undefined;
 }
 
+/** Rewrites of message entries of the engine call's session. */
 export interface RewriteTranscriptEntriesRequest {
-  session?: SessionRef | undefined;
+  /** The engine call's session. */
+  session?:
+    | SessionRef
+    | undefined;
+  /**
+   * At least one; at most `limits.max_messages_per_append`; each entry once.
+   * (protovalidate: `repeated = {min_items: 1, max_items: 1000}` at the default limit.)
+   */
   rewrites: EntryRewrite[];
+  /** Why, kept with the revision (bounded to 1024 characters); empty: "rewritten by engine <id>". */
   reason: string;
 }
 
+/** What the rewrite did. */
 export interface RewriteTranscriptEntriesResponse {
+  /** Entries rewritten. */
   rewrittenEntries: number;
+  /** Bytes the stored revisions shrank by, in all (0 when they grew). */
   bytesFreed: number;
 }
 
+/** The host's native compaction, asked for by an engine. */
 export interface DelegateCompactionRequest {
-  session?: SessionRef | undefined;
+  /** The engine call's session. */
+  session?:
+    | SessionRef
+    | undefined;
+  /** Must be > 0: pass on your Compact request's. (protovalidate: `uint32.gt = 0`.) */
   tokenBudget: number;
+  /** Compact even when the view already fits. */
   force: boolean;
+  /** The runtime's count of its prompt, as in your Compact request; 0 uses the host's counts. */
   currentTokenCount: number;
+  /** Which goal applies; UNSPECIFIED is BUDGET. */
   compactionTarget: CompactionTarget;
+  /** Extra instructions for the summarizer. */
   customInstructions: string;
 }
 
+/** What the host's compaction did; answer it as your Compact's result. */
 export interface DelegateCompactionResponse {
   /**
    * False when the host refused: the budget cannot hold a summary that says anything, or the
@@ -81,20 +119,36 @@ export interface DelegateCompactionResponse {
    * as your Compact's `ok`.
    */
   ok: boolean;
+  /** A compaction was committed, under the calling engine's id. */
   compacted: boolean;
+  /** Why, in words. */
   reason: string;
+  /** The committed compaction, when `compacted`. */
   result?: CompactionResult | undefined;
 }
 
+/** One completion from the host's summarizer model. */
 export interface CompleteRequest {
-  session?: SessionRef | undefined;
+  /** The engine call's session (the token's); Complete reads nothing of it. */
+  session?:
+    | SessionRef
+    | undefined;
+  /** The system prompt; may be empty when `messages` is not. */
   system: string;
+  /** The conversation to complete, checked like appended messages. */
   messages: Message[];
+  /**
+   * The most tokens to generate; 0, or more than the summarizer's `max_output_tokens`, is taken as
+   * that maximum.
+   */
   maxTokens: number;
 }
 
+/** The model's answer. */
 export interface CompleteResponse {
+  /** The completion's text. */
   text: string;
+  /** What the model reported (`input`, `output`, `total`; no cost). */
   usage?: Usage | undefined;
 }
 
@@ -1120,6 +1174,35 @@ export const CompleteResponse: MessageFns<CompleteResponse> = {
  * HostService is how engines call back into the host during an engine call. Every call carries
  * `authorization: Bearer <HostContext.token>`: scoped to the engine and session of the call in
  * progress, and dying when that call ends or at its deadline.
+ *
+ * How to call back: every ContextEngineService request that may need the host carries a
+ * HostContext (Bootstrap, Ingest, IngestBatch, Assemble, Compact, AfterTurn, Maintain,
+ * PrepareSubagentSpawn). Dial `HostContext.endpoint` — the replica that made the call; another
+ * replica or a load balancer refuses the token — send the token, name the session of the call in
+ * `session`, and set a deadline no later than `HostContext.expires_at_ms`. Keep callbacks on a
+ * connection of their own, not the one the registration heartbeat uses: after a network partition
+ * the heartbeat's connection may stay dead until TCP's retransmission backoff fires (up to two
+ * minutes), and every callback on it would hang to its deadline; drop a callback connection that
+ * timed out for a fresh one. A token is honoured only:
+ *
+ * - while its engine call runs: it dies when the call is answered, fails or is cancelled, at
+ *   `expires_at_ms`, and at once when the engine is quarantined or deregistered (those calls end
+ *   and `legacy` answers in their place);
+ * - for the session of that call;
+ * - from the engine's side of the network: an engine registered at a loopback address or unix
+ *   socket must call from a loopback address or unix socket, one registered at an IP literal from
+ *   that address (register a host name instead behind NAT); with mTLS, on a connection whose client
+ *   certificate names the engine's owner;
+ * - for the RPCs the engine declared in `EngineInfo.host_requirements`: `transcript-rewrite` for
+ *   RewriteTranscriptEntries, `host-compaction` for DelegateCompaction, `llm-complete` for
+ *   Complete; ReadTranscript needs none.
+ *
+ * Errors every RPC may answer: INVALID_ARGUMENT for a missing or malformed `session` (checked
+ * before the token); UNAUTHENTICATED for a missing, unknown, expired, revoked or ended token, a
+ * token issued by another replica (the message names it), or a caller in the wrong place;
+ * PERMISSION_DENIED for another session than the token's, or an RPC whose host requirement the
+ * engine did not declare; NOT_FOUND when the session is gone. HostService calls are never shed by
+ * `server.max_concurrent_calls`: a callback is part of an engine call already admitted.
  */
 export type HostServiceService = typeof HostServiceService;
 export const HostServiceService = {
@@ -1135,7 +1218,14 @@ export const HostServiceService = {
       Buffer.from(ReadTranscriptResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ReadTranscriptResponse => ReadTranscriptResponse.decode(value),
   },
-  /** Replaces the content of message entries; the previous revision is kept. */
+  /**
+   * Replaces the content of message entries; the previous revision is kept. Needs host requirement
+   * `transcript-rewrite`.
+   *
+   * INVALID_ARGUMENT: `rewrites` is empty, an entry id is missing, repeated or not a message entry
+   * of the session, a message is missing or breaks the Message rules. RESOURCE_EXHAUSTED: more
+   * rewrites than `limits.max_messages_per_append`, or a message over `limits.max_message_bytes`.
+   */
   rewriteTranscriptEntries: {
     path: "/contextd.v1.HostService/RewriteTranscriptEntries" as const,
     requestStream: false as const,
@@ -1151,7 +1241,11 @@ export const HostServiceService = {
   },
   /**
    * Runs the host's native compaction, for engines that do not own compaction. The compaction is
-   * committed by the host under the calling engine's id.
+   * committed by the host under the calling engine's id — only while the engine call is in progress:
+   * one that would land after it ended is not committed. Needs host requirement `host-compaction`.
+   *
+   * INVALID_ARGUMENT: `token_budget` is 0. DEADLINE_EXCEEDED: the engine call's deadline passed
+   * during the compaction; nothing was committed.
    */
   delegateCompaction: {
     path: "/contextd.v1.HostService/DelegateCompaction" as const,
@@ -1165,8 +1259,16 @@ export const HostServiceService = {
     responseDeserialize: (value: Buffer): DelegateCompactionResponse => DelegateCompactionResponse.decode(value),
   },
   /**
-   * An LLM completion through the host's summarizer model; FAILED_PRECONDITION when none is
-   * configured.
+   * An LLM completion through the host's summarizer model. Needs host requirement `llm-complete`.
+   *
+   * FAILED_PRECONDITION: no model is configured (`compaction.summarizer.kind` is `extractive`), or
+   * the model's server refused the host's configuration (HTTP 401, 403, 404: key, model, URL).
+   * INVALID_ARGUMENT: neither `system` nor `messages`, a message that breaks the Message rules, or
+   * a prompt the model refused (HTTP 400, 413, 422). RESOURCE_EXHAUSTED: more messages than
+   * `limits.max_messages_per_append`, a message over `limits.max_message_bytes`, or the model's
+   * rate limit on every retry (429). UNAVAILABLE: the model unreachable or failing (5xx, 408,
+   * network) on every retry. DEADLINE_EXCEEDED: the engine call's deadline, or the summarizer's own
+   * `timeout`, passed before the model answered. UNKNOWN: the model answered with no completion.
    */
   complete: {
     path: "/contextd.v1.HostService/Complete" as const,
@@ -1182,16 +1284,35 @@ export const HostServiceService = {
 export interface HostServiceServer extends UntypedServiceImplementation {
   /** Reads the session's transcript (whole history or the active view), paged. */
   readTranscript: handleUnaryCall<ReadTranscriptRequest, ReadTranscriptResponse>;
-  /** Replaces the content of message entries; the previous revision is kept. */
+  /**
+   * Replaces the content of message entries; the previous revision is kept. Needs host requirement
+   * `transcript-rewrite`.
+   *
+   * INVALID_ARGUMENT: `rewrites` is empty, an entry id is missing, repeated or not a message entry
+   * of the session, a message is missing or breaks the Message rules. RESOURCE_EXHAUSTED: more
+   * rewrites than `limits.max_messages_per_append`, or a message over `limits.max_message_bytes`.
+   */
   rewriteTranscriptEntries: handleUnaryCall<RewriteTranscriptEntriesRequest, RewriteTranscriptEntriesResponse>;
   /**
    * Runs the host's native compaction, for engines that do not own compaction. The compaction is
-   * committed by the host under the calling engine's id.
+   * committed by the host under the calling engine's id — only while the engine call is in progress:
+   * one that would land after it ended is not committed. Needs host requirement `host-compaction`.
+   *
+   * INVALID_ARGUMENT: `token_budget` is 0. DEADLINE_EXCEEDED: the engine call's deadline passed
+   * during the compaction; nothing was committed.
    */
   delegateCompaction: handleUnaryCall<DelegateCompactionRequest, DelegateCompactionResponse>;
   /**
-   * An LLM completion through the host's summarizer model; FAILED_PRECONDITION when none is
-   * configured.
+   * An LLM completion through the host's summarizer model. Needs host requirement `llm-complete`.
+   *
+   * FAILED_PRECONDITION: no model is configured (`compaction.summarizer.kind` is `extractive`), or
+   * the model's server refused the host's configuration (HTTP 401, 403, 404: key, model, URL).
+   * INVALID_ARGUMENT: neither `system` nor `messages`, a message that breaks the Message rules, or
+   * a prompt the model refused (HTTP 400, 413, 422). RESOURCE_EXHAUSTED: more messages than
+   * `limits.max_messages_per_append`, a message over `limits.max_message_bytes`, or the model's
+   * rate limit on every retry (429). UNAVAILABLE: the model unreachable or failing (5xx, 408,
+   * network) on every retry. DEADLINE_EXCEEDED: the engine call's deadline, or the summarizer's own
+   * `timeout`, passed before the model answered. UNKNOWN: the model answered with no completion.
    */
   complete: handleUnaryCall<CompleteRequest, CompleteResponse>;
 }
@@ -1213,7 +1334,14 @@ export interface HostServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ReadTranscriptResponse) => void,
   ): ClientUnaryCall;
-  /** Replaces the content of message entries; the previous revision is kept. */
+  /**
+   * Replaces the content of message entries; the previous revision is kept. Needs host requirement
+   * `transcript-rewrite`.
+   *
+   * INVALID_ARGUMENT: `rewrites` is empty, an entry id is missing, repeated or not a message entry
+   * of the session, a message is missing or breaks the Message rules. RESOURCE_EXHAUSTED: more
+   * rewrites than `limits.max_messages_per_append`, or a message over `limits.max_message_bytes`.
+   */
   rewriteTranscriptEntries(
     request: RewriteTranscriptEntriesRequest,
     callback: (error: ServiceError | null, response: RewriteTranscriptEntriesResponse) => void,
@@ -1231,7 +1359,11 @@ export interface HostServiceClient extends Client {
   ): ClientUnaryCall;
   /**
    * Runs the host's native compaction, for engines that do not own compaction. The compaction is
-   * committed by the host under the calling engine's id.
+   * committed by the host under the calling engine's id — only while the engine call is in progress:
+   * one that would land after it ended is not committed. Needs host requirement `host-compaction`.
+   *
+   * INVALID_ARGUMENT: `token_budget` is 0. DEADLINE_EXCEEDED: the engine call's deadline passed
+   * during the compaction; nothing was committed.
    */
   delegateCompaction(
     request: DelegateCompactionRequest,
@@ -1249,8 +1381,16 @@ export interface HostServiceClient extends Client {
     callback: (error: ServiceError | null, response: DelegateCompactionResponse) => void,
   ): ClientUnaryCall;
   /**
-   * An LLM completion through the host's summarizer model; FAILED_PRECONDITION when none is
-   * configured.
+   * An LLM completion through the host's summarizer model. Needs host requirement `llm-complete`.
+   *
+   * FAILED_PRECONDITION: no model is configured (`compaction.summarizer.kind` is `extractive`), or
+   * the model's server refused the host's configuration (HTTP 401, 403, 404: key, model, URL).
+   * INVALID_ARGUMENT: neither `system` nor `messages`, a message that breaks the Message rules, or
+   * a prompt the model refused (HTTP 400, 413, 422). RESOURCE_EXHAUSTED: more messages than
+   * `limits.max_messages_per_append`, a message over `limits.max_message_bytes`, or the model's
+   * rate limit on every retry (429). UNAVAILABLE: the model unreachable or failing (5xx, 408,
+   * network) on every retry. DEADLINE_EXCEEDED: the engine call's deadline, or the summarizer's own
+   * `timeout`, passed before the model answered. UNKNOWN: the model answered with no completion.
    */
   complete(
     request: CompleteRequest,

@@ -28,22 +28,36 @@ export const protobufFileName = "contextd/v1/registry.proto";
 
 /** Why a registration was refused. */
 export enum Refusal {
+  /** REFUSAL_UNSPECIFIED - Never in an answer. */
   REFUSAL_UNSPECIFIED = 0,
   /** REFUSAL_NONE - Admitted. */
   REFUSAL_NONE = 1,
-  /** REFUSAL_DEFAULT_SLOT_RESERVED - `legacy` belongs to `core`, which is contextd itself. */
+  /** REFUSAL_DEFAULT_SLOT_RESERVED - `legacy` belongs to `core`, which is contextd itself. Final. */
   REFUSAL_DEFAULT_SLOT_RESERVED = 2,
-  /** REFUSAL_OWNED_BY_OTHER - Another owner holds the id (see `existing_owner`). */
+  /**
+   * REFUSAL_OWNED_BY_OTHER - Another owner holds the id, or the config reserves it for another owner (see
+   * `existing_owner`). Final.
+   */
   REFUSAL_OWNED_BY_OTHER = 3,
-  /** REFUSAL_ALREADY_REGISTERED - The same owner holds the id and `allow_same_owner_refresh` was not set. */
+  /** REFUSAL_ALREADY_REGISTERED - The same owner holds the id and `allow_same_owner_refresh` was not set. Final. */
   REFUSAL_ALREADY_REGISTERED = 4,
-  /** REFUSAL_CONTRACT_INVALID - GetInfo answered, but not with a valid EngineInfo for this id. */
+  /**
+   * REFUSAL_CONTRACT_INVALID - GetInfo answered, but not with a valid EngineInfo for this id (an error other than the
+   * transient ones, no EngineInfo, another id, an empty name, text over its bounds). Final.
+   */
   REFUSAL_CONTRACT_INVALID = 5,
-  /** REFUSAL_UNREACHABLE - GetInfo or the health check did not answer in time. */
+  /**
+   * REFUSAL_UNREACHABLE - The endpoint's name did not resolve, or GetInfo or the health check did not answer in time,
+   * answered a transient status, or the health check did not answer SERVING. Retry with backoff:
+   * the engine may not be up yet.
+   */
   REFUSAL_UNREACHABLE = 6,
-  /** REFUSAL_VERSION_UNSUPPORTED - No protocol version in common. */
+  /**
+   * REFUSAL_VERSION_UNSUPPORTED - No protocol version in common: `protocol_versions` of the request and contextd's, or the one
+   * negotiated and EngineInfo.protocol_versions. Final.
+   */
   REFUSAL_VERSION_UNSUPPORTED = 7,
-  /** REFUSAL_ENDPOINT_NOT_ALLOWED - The endpoint is not in `engines.allow_endpoints`; it was not dialled. */
+  /** REFUSAL_ENDPOINT_NOT_ALLOWED - The endpoint is not in `engines.allow_endpoints`; it was not dialled. Final. */
   REFUSAL_ENDPOINT_NOT_ALLOWED = 8,
   UNRECOGNIZED = -1,
 }
@@ -112,9 +126,16 @@ export function refusalToJSON(object: Refusal): string {
 
 /** An engine's health as the registry last saw it. */
 export enum EngineHealth {
+  /** ENGINE_HEALTH_UNSPECIFIED - Never in an answer. */
   ENGINE_HEALTH_UNSPECIFIED = 0,
+  /** ENGINE_HEALTH_SERVING - The last check answered SERVING (or the engine was just admitted; `legacy` always). */
   ENGINE_HEALTH_SERVING = 1,
+  /** ENGINE_HEALTH_NOT_SERVING - The last check answered NOT_SERVING. */
   ENGINE_HEALTH_NOT_SERVING = 2,
+  /**
+   * ENGINE_HEALTH_UNKNOWN - The last check got no answer (not reachable, timed out, an error), the endpoint is no longer
+   * allowed, or this replica has not checked the engine yet (a registration read from the store).
+   */
   ENGINE_HEALTH_UNKNOWN = 3,
   UNRECOGNIZED = -1,
 }
@@ -158,11 +179,17 @@ export function engineHealthToJSON(object: EngineHealth): string {
 
 /** What happened to an engine. */
 export enum EngineEventType {
+  /** ENGINE_EVENT_TYPE_UNSPECIFIED - Never sent. */
   ENGINE_EVENT_TYPE_UNSPECIFIED = 0,
+  /** ENGINE_EVENT_TYPE_REGISTERED - Admitted or refreshed (or, with `include_current`, known when the stream started). */
   ENGINE_EVENT_TYPE_REGISTERED = 1,
+  /** ENGINE_EVENT_TYPE_DEREGISTERED - Removed. */
   ENGINE_EVENT_TYPE_DEREGISTERED = 2,
+  /** ENGINE_EVENT_TYPE_HEALTH_CHANGED - Its health check answered otherwise than the previous one (EngineStatus.health). */
   ENGINE_EVENT_TYPE_HEALTH_CHANGED = 3,
+  /** ENGINE_EVENT_TYPE_QUARANTINED - Quarantined (EngineStatus.quarantine says why). */
   ENGINE_EVENT_TYPE_QUARANTINED = 4,
+  /** ENGINE_EVENT_TYPE_RELEASED - Released from quarantine. */
   ENGINE_EVENT_TYPE_RELEASED = 5,
   UNRECOGNIZED = -1,
 }
@@ -214,11 +241,22 @@ export function engineEventTypeToJSON(object: EngineEventType): string {
   }
 }
 
-/** Set while an engine is quarantined. */
+/**
+ * Set while an engine is quarantined. A quarantined engine is not called: `legacy` answers every
+ * call routed to it (or the call fails, under `on_failure: strict`).
+ */
 export interface QuarantineState {
-  /** The engine RPC that failed (e.g. `compact`), `health`, or `manual`. */
+  /**
+   * The engine RPC that failed (`ingest`, `assemble`, `compact`, `after_turn`, `maintain`,
+   * `bootstrap`, `subagent`), `health`, or `manual`.
+   */
   operation: string;
+  /**
+   * Why: the failure kind (`error`, `timeout`, `contract`) and the engine's error, or the
+   * operator's words. At most 1024 characters, escaped.
+   */
   reason: string;
+  /** When the engine was quarantined, epoch milliseconds. */
   failedAtMs: number;
   /** Earliest release by a passing health check; 0 for a manual quarantine. */
   releaseAtMs: number;
@@ -228,14 +266,25 @@ export interface QuarantineState {
   manual: boolean;
 }
 
+/** An engine as the registry holds it. */
 export interface EngineStatus {
+  /** The engine id. */
   engineId: string;
+  /** The owner that registered it (`core` for `legacy`). */
   owner: string;
   /** Empty for `legacy` (in process). */
   endpoint: string;
-  info?: EngineInfo | undefined;
+  /** The EngineInfo its GetInfo answered at registration. */
+  info?:
+    | EngineInfo
+    | undefined;
+  /** Its health as last checked. */
   health: EngineHealth;
-  quarantine?: QuarantineState | undefined;
+  /** Set while it is quarantined. */
+  quarantine?:
+    | QuarantineState
+    | undefined;
+  /** When it was (last) registered, epoch milliseconds. */
   registeredAtMs: number;
   /**
    * Counters of this replica since the engine was registered here. `calls`: calls made to it;
@@ -243,12 +292,14 @@ export interface EngineStatus {
    * the contract); `timeouts`: those of the failures that were timeouts.
    */
   calls: number;
+  /** Calls that failed through the engine's fault (see `calls`). */
   failures: number;
   /**
    * Calls routed to this engine that `legacy` answered instead, whatever the reason — including
    * while it was quarantined, when it is not called at all.
    */
   fallbacks: number;
+  /** Failures that were timeouts (see `calls`). */
   timeouts: number;
   /** True for the in-process `legacy` engine. */
   builtin: boolean;
@@ -266,25 +317,53 @@ export interface EngineStatus_FallbacksByReasonEntry {
   value: number;
 }
 
+/** An engine asking to be admitted. */
 export interface RegisterEngineRequest {
   /**
-   * The id sessions are routed by (slots, agents, overrides in the config). At most 128 characters,
-   * no control characters; surrounding whitespace is trimmed. Else INVALID_ARGUMENT.
+   * The id sessions are routed by (slots, agents, overrides in the config). Surrounding whitespace
+   * is trimmed; then ASCII letters, digits, `.`, `_` and `-`, starting with a letter or digit, at
+   * most 128 characters, and not `legacy` in another case — else INVALID_ARGUMENT. `legacy`
+   * itself is refused REFUSAL_DEFAULT_SLOT_RESERVED.
+   * (protovalidate: `string = {max_len: 128, pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"}`.)
    */
   engineId: string;
-  /** Trimmed; must match the credential. */
+  /**
+   * The owner the credentials must prove; trimmed, non-empty (else INVALID_ARGUMENT). `core` is
+   * contextd's own and no credential proves it. (protovalidate: `string.min_len = 1`.)
+   */
   owner: string;
-  /** host:port or unix:/path; must be permitted by `engines.allow_endpoints`. */
+  /**
+   * Where contextd dials the engine: `host:port` (`[v6]:port` for IPv6) or `unix:/path`. It must be
+   * permitted by `engines.allow_endpoints`: a name is resolved and every address checked, and the
+   * checked addresses are what contextd dials (again at every health check: a name that later
+   * resolves outside the list quarantines the engine). A unix socket only under an allowed
+   * `unix:/dir/` entry. Also decides where the engine's host callbacks may come from (HostService).
+   */
   endpoint: string;
+  /**
+   * Replace this owner's current registration of the id (a restarted engine, a new version). Set
+   * it: an engine restarted while contextd still holds its registration is refused
+   * REFUSAL_ALREADY_REGISTERED without it.
+   */
   allowSameOwnerRefresh: boolean;
+  /**
+   * The contract versions the engine speaks; empty means [1]. contextd picks the highest one it
+   * speaks too (protocol version 1 is the only one).
+   */
   protocolVersions: number[];
 }
 
+/** The registry's answer to a registration. */
 export interface RegisterEngineResponse {
+  /** Admitted. */
   ok: boolean;
+  /** Who holds the id, when refused OWNED_BY_OTHER, ALREADY_REGISTERED or DEFAULT_SLOT_RESERVED. */
   existingOwner: string;
+  /** REFUSAL_NONE when admitted; else why not. */
   refusal: Refusal;
+  /** Why, in words (`registered` when admitted). */
   message: string;
+  /** The admitted engine, when `ok`. */
   engine?:
     | EngineStatus
     | undefined;
@@ -292,59 +371,92 @@ export interface RegisterEngineResponse {
   protocolVersion: number;
 }
 
+/** Which engine to remove. */
 export interface DeregisterEngineRequest {
+  /** The engine id (trimmed). Not `legacy`. */
   engineId: string;
 }
 
+/** Whether it was removed. */
 export interface DeregisterEngineResponse {
+  /** True: the engine was removed. */
   deregistered: boolean;
 }
 
+/** ListEngines takes no arguments. */
 export interface ListEnginesRequest {
 }
 
+/** Every known engine. */
 export interface ListEnginesResponse {
+  /** `legacy` first, then the sidecars by id. */
   engines: EngineStatus[];
 }
 
+/** Which engine to describe. */
 export interface GetEngineRequest {
+  /** The engine id (trimmed); `legacy` included. */
   engineId: string;
 }
 
+/** The engine described. */
 export interface GetEngineResponse {
+  /**
+   * The engine as the registry holds it. An engine's heartbeat compares `endpoint` with its own:
+   * another one means another instance holds the id.
+   */
   engine?: EngineStatus | undefined;
 }
 
+/** What to watch. */
 export interface WatchEnginesRequest {
   /** Send one REGISTERED event per known engine before live events. */
   includeCurrent: boolean;
 }
 
+/** One change of one engine. */
 export interface EngineEvent {
+  /** What happened. */
   type: EngineEventType;
-  engine?: EngineStatus | undefined;
+  /** The engine after the change. */
+  engine?:
+    | EngineStatus
+    | undefined;
+  /** When, epoch milliseconds. */
   atMs: number;
+  /** Why, in words. */
   message: string;
 }
 
+/** One message of the WatchEngines stream. */
 export interface WatchEnginesResponse {
+  /** The event. */
   event?: EngineEvent | undefined;
 }
 
+/** An operator's quarantine. */
 export interface QuarantineEngineRequest {
+  /** The engine id (trimmed). Not `legacy`. */
   engineId: string;
+  /** Why, kept in QuarantineState.reason; empty: "isolated by an operator". */
   reason: string;
 }
 
+/** The quarantined engine. */
 export interface QuarantineEngineResponse {
+  /** The engine after the change. */
   engine?: EngineStatus | undefined;
 }
 
+/** An operator's release. */
 export interface ClearQuarantineRequest {
+  /** The engine id (trimmed). Not `legacy`. */
   engineId: string;
 }
 
+/** The released engine. */
 export interface ClearQuarantineResponse {
+  /** The engine after the change. */
   engine?: EngineStatus | undefined;
 }
 
@@ -2214,12 +2326,63 @@ export const ClearQuarantineResponse: MessageFns<ClearQuarantineResponse> = {
  * RegistryService admits engines, enforces who owns each engine id, and lets operators inspect and
  * steer them. Engines prove their owner with `authorization: Bearer <owner token>` (or an mTLS
  * client certificate naming the owner); operators with an operator token.
+ *
+ * An engine's side (ContextEngineService walks through its whole life): RegisterEngine once it
+ * serves GetInfo and grpc.health.v1; GetEngine every few seconds as a heartbeat, registering again
+ * on NOT_FOUND; DeregisterEngine on the way out.
+ *
+ * Engine ids. An engine id is a config key (slots, overrides, reservations), a metric label, a log
+ * field and a table cell: ASCII letters, digits, `.`, `_` and `-`, starting with a letter or digit,
+ * at most 128 characters, compared exactly (case matters). `legacy` is the built-in engine, owned
+ * by `core` (contextd itself): registering it is refused REFUSAL_DEFAULT_SLOT_RESERVED, and any id
+ * that reads as `legacy` in another case (`Legacy`, `LEGACY`) is INVALID_ARGUMENT, so that nothing
+ * passes for it in a table or a log. (protovalidate: `string = {min_len: 1, max_len: 128, pattern:
+ * "^[A-Za-z0-9][A-Za-z0-9._-]*$"}`; the `legacy` rule needs a CEL expression.)
+ *
+ * Ownership. The first owner to register an id holds it until it deregisters; another owner is
+ * refused REFUSAL_OWNED_BY_OTHER naming the holder. Ids reserved in contextd's config
+ * (`auth.owners.<owner>.engines`, and each managed sidecar's id for its owner) can be registered
+ * only by their owner, registered at the moment or not. The store decides with one conditional
+ * write, so of two owners registering one new id at two replicas at once, one wins.
+ *
+ * Credentials (none are checked with `auth.required: false`, local development only):
+ *
+ * - RegisterEngine needs the claimed `owner`: a token configured for it (`auth.owners`, or the
+ *   per-run token of a managed sidecar), or a client certificate verified against
+ *   `tls.client_ca_file` whose subject CN or a subjectAltName is the owner. UNAUTHENTICATED: no
+ *   token, an owner that is not configured, a token not recognised; PERMISSION_DENIED: a known
+ *   token that does not prove this owner.
+ * - DeregisterEngine needs the engine's owner or an operator (the same errors).
+ * - QuarantineEngine and ClearQuarantine need an operator token: UNAUTHENTICATED without one or
+ *   with an unknown one, PERMISSION_DENIED with a token of another role.
+ * - ListEngines, GetEngine and WatchEngines need any recognised token (runtime, owner or
+ *   operator): UNAUTHENTICATED otherwise.
+ *
+ * Every RPC may also answer INVALID_ARGUMENT for a body that is no protobuf of its request type or
+ * an int64/uint64 past ±(2^53 - 1); RESOURCE_EXHAUSTED when the server is at
+ * `server.max_concurrent_calls` (not WatchEngines, which is never shed); UNAVAILABLE when the store
+ * (PostgreSQL) is unreachable; INTERNAL for a bug.
  */
 export type RegistryServiceService = typeof RegistryServiceService;
 export const RegistryServiceService = {
   /**
    * Admits an engine. Ownership refusals are answers (`ok = false`, `refusal`), not errors; bad
    * credentials are UNAUTHENTICATED / PERMISSION_DENIED.
+   *
+   * In order: INVALID_ARGUMENT for an empty `owner` (checked with the credentials), an empty or
+   * malformed `engine_id`, an empty `endpoint`; then the refusals, each with a `message`:
+   * DEFAULT_SLOT_RESERVED (`legacy`), OWNED_BY_OTHER (reserved for or held by another owner,
+   * `existing_owner` says who), ALREADY_REGISTERED (yours, without `allow_same_owner_refresh`),
+   * UNREACHABLE (the endpoint's name does not resolve now), ENDPOINT_NOT_ALLOWED (checked before
+   * anything is dialled), VERSION_UNSUPPORTED; then GetInfo (3 s) — UNREACHABLE or CONTRACT_INVALID,
+   * VERSION_UNSUPPORTED — and Health.Check("") (3 s) — UNREACHABLE unless it answers SERVING.
+   * Admitted: `ok`, REFUSAL_NONE, the engine's status and the negotiated `protocol_version`. A
+   * refused refresh leaves the current registration as it was. A registration releases an automatic
+   * quarantine (not an operator's) and keeps the engine's counters.
+   *
+   * Retry with backoff: UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, and
+   * REFUSAL_UNREACHABLE. Every other refusal or status is final until something changes (the
+   * config, the credentials, the engine).
    */
   registerEngine: {
     path: "/contextd.v1.RegistryService/RegisterEngine" as const,
@@ -2232,7 +2395,13 @@ export const RegistryServiceService = {
       Buffer.from(RegisterEngineResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RegisterEngineResponse => RegisterEngineResponse.decode(value),
   },
-  /** Removes an engine (its owner or an operator). */
+  /**
+   * Removes an engine (its owner or an operator). Calls in flight to it end at once (`legacy`
+   * answers them) and their host tokens die; its quarantine record goes too.
+   *
+   * INVALID_ARGUMENT: an empty `engine_id`. FAILED_PRECONDITION: `legacy`. NOT_FOUND: not
+   * registered (answered before the ownership check).
+   */
   deregisterEngine: {
     path: "/contextd.v1.RegistryService/DeregisterEngine" as const,
     requestStream: false as const,
@@ -2244,7 +2413,7 @@ export const RegistryServiceService = {
       Buffer.from(DeregisterEngineResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): DeregisterEngineResponse => DeregisterEngineResponse.decode(value),
   },
-  /** Every known engine, `legacy` included. */
+  /** Every known engine, `legacy` included (first), then the sidecars by id. */
   listEngines: {
     path: "/contextd.v1.RegistryService/ListEngines" as const,
     requestStream: false as const,
@@ -2254,7 +2423,10 @@ export const RegistryServiceService = {
     responseSerialize: (value: ListEnginesResponse): Buffer => Buffer.from(ListEnginesResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListEnginesResponse => ListEnginesResponse.decode(value),
   },
-  /** One engine; NOT_FOUND when unknown. */
+  /**
+   * One engine (`legacy` included): the engine's heartbeat. INVALID_ARGUMENT: an empty
+   * `engine_id`. NOT_FOUND when unknown: register again.
+   */
   getEngine: {
     path: "/contextd.v1.RegistryService/GetEngine" as const,
     requestStream: false as const,
@@ -2264,7 +2436,12 @@ export const RegistryServiceService = {
     responseSerialize: (value: GetEngineResponse): Buffer => Buffer.from(GetEngineResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetEngineResponse => GetEngineResponse.decode(value),
   },
-  /** A stream of registration, health, quarantine and release events. */
+  /**
+   * A stream of registration, health, quarantine and release events, this replica's and those it
+   * applies from other replicas. It ends (OK) when the server shuts down. RESOURCE_EXHAUSTED: the
+   * caller already has `limits.tenant.max_watch_streams` (16) streams open, or the watcher fell
+   * 1024 events behind (its stream is ended: watch again with `include_current`).
+   */
   watchEngines: {
     path: "/contextd.v1.RegistryService/WatchEngines" as const,
     requestStream: false as const,
@@ -2275,7 +2452,13 @@ export const RegistryServiceService = {
       Buffer.from(WatchEnginesResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): WatchEnginesResponse => WatchEnginesResponse.decode(value),
   },
-  /** Operators only: isolates an engine until ClearQuarantine. */
+  /**
+   * Operators only: isolates an engine until ClearQuarantine — across its re-registrations and
+   * contextd's restarts. Calls in flight to it end at once and `legacy` answers.
+   *
+   * INVALID_ARGUMENT: an empty `engine_id`. FAILED_PRECONDITION: `legacy`. NOT_FOUND: not
+   * registered.
+   */
   quarantineEngine: {
     path: "/contextd.v1.RegistryService/QuarantineEngine" as const,
     requestStream: false as const,
@@ -2287,7 +2470,12 @@ export const RegistryServiceService = {
       Buffer.from(QuarantineEngineResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): QuarantineEngineResponse => QuarantineEngineResponse.decode(value),
   },
-  /** Operators only: releases a quarantine. */
+  /**
+   * Operators only: releases a quarantine (automatic or manual) and forgets past ejections.
+   *
+   * INVALID_ARGUMENT: an empty `engine_id`. FAILED_PRECONDITION: `legacy`. NOT_FOUND: not
+   * registered.
+   */
   clearQuarantine: {
     path: "/contextd.v1.RegistryService/ClearQuarantine" as const,
     requestStream: false as const,
@@ -2305,19 +2493,59 @@ export interface RegistryServiceServer extends UntypedServiceImplementation {
   /**
    * Admits an engine. Ownership refusals are answers (`ok = false`, `refusal`), not errors; bad
    * credentials are UNAUTHENTICATED / PERMISSION_DENIED.
+   *
+   * In order: INVALID_ARGUMENT for an empty `owner` (checked with the credentials), an empty or
+   * malformed `engine_id`, an empty `endpoint`; then the refusals, each with a `message`:
+   * DEFAULT_SLOT_RESERVED (`legacy`), OWNED_BY_OTHER (reserved for or held by another owner,
+   * `existing_owner` says who), ALREADY_REGISTERED (yours, without `allow_same_owner_refresh`),
+   * UNREACHABLE (the endpoint's name does not resolve now), ENDPOINT_NOT_ALLOWED (checked before
+   * anything is dialled), VERSION_UNSUPPORTED; then GetInfo (3 s) — UNREACHABLE or CONTRACT_INVALID,
+   * VERSION_UNSUPPORTED — and Health.Check("") (3 s) — UNREACHABLE unless it answers SERVING.
+   * Admitted: `ok`, REFUSAL_NONE, the engine's status and the negotiated `protocol_version`. A
+   * refused refresh leaves the current registration as it was. A registration releases an automatic
+   * quarantine (not an operator's) and keeps the engine's counters.
+   *
+   * Retry with backoff: UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, and
+   * REFUSAL_UNREACHABLE. Every other refusal or status is final until something changes (the
+   * config, the credentials, the engine).
    */
   registerEngine: handleUnaryCall<RegisterEngineRequest, RegisterEngineResponse>;
-  /** Removes an engine (its owner or an operator). */
+  /**
+   * Removes an engine (its owner or an operator). Calls in flight to it end at once (`legacy`
+   * answers them) and their host tokens die; its quarantine record goes too.
+   *
+   * INVALID_ARGUMENT: an empty `engine_id`. FAILED_PRECONDITION: `legacy`. NOT_FOUND: not
+   * registered (answered before the ownership check).
+   */
   deregisterEngine: handleUnaryCall<DeregisterEngineRequest, DeregisterEngineResponse>;
-  /** Every known engine, `legacy` included. */
+  /** Every known engine, `legacy` included (first), then the sidecars by id. */
   listEngines: handleUnaryCall<ListEnginesRequest, ListEnginesResponse>;
-  /** One engine; NOT_FOUND when unknown. */
+  /**
+   * One engine (`legacy` included): the engine's heartbeat. INVALID_ARGUMENT: an empty
+   * `engine_id`. NOT_FOUND when unknown: register again.
+   */
   getEngine: handleUnaryCall<GetEngineRequest, GetEngineResponse>;
-  /** A stream of registration, health, quarantine and release events. */
+  /**
+   * A stream of registration, health, quarantine and release events, this replica's and those it
+   * applies from other replicas. It ends (OK) when the server shuts down. RESOURCE_EXHAUSTED: the
+   * caller already has `limits.tenant.max_watch_streams` (16) streams open, or the watcher fell
+   * 1024 events behind (its stream is ended: watch again with `include_current`).
+   */
   watchEngines: handleServerStreamingCall<WatchEnginesRequest, WatchEnginesResponse>;
-  /** Operators only: isolates an engine until ClearQuarantine. */
+  /**
+   * Operators only: isolates an engine until ClearQuarantine — across its re-registrations and
+   * contextd's restarts. Calls in flight to it end at once and `legacy` answers.
+   *
+   * INVALID_ARGUMENT: an empty `engine_id`. FAILED_PRECONDITION: `legacy`. NOT_FOUND: not
+   * registered.
+   */
   quarantineEngine: handleUnaryCall<QuarantineEngineRequest, QuarantineEngineResponse>;
-  /** Operators only: releases a quarantine. */
+  /**
+   * Operators only: releases a quarantine (automatic or manual) and forgets past ejections.
+   *
+   * INVALID_ARGUMENT: an empty `engine_id`. FAILED_PRECONDITION: `legacy`. NOT_FOUND: not
+   * registered.
+   */
   clearQuarantine: handleUnaryCall<ClearQuarantineRequest, ClearQuarantineResponse>;
 }
 
@@ -2325,6 +2553,21 @@ export interface RegistryServiceClient extends Client {
   /**
    * Admits an engine. Ownership refusals are answers (`ok = false`, `refusal`), not errors; bad
    * credentials are UNAUTHENTICATED / PERMISSION_DENIED.
+   *
+   * In order: INVALID_ARGUMENT for an empty `owner` (checked with the credentials), an empty or
+   * malformed `engine_id`, an empty `endpoint`; then the refusals, each with a `message`:
+   * DEFAULT_SLOT_RESERVED (`legacy`), OWNED_BY_OTHER (reserved for or held by another owner,
+   * `existing_owner` says who), ALREADY_REGISTERED (yours, without `allow_same_owner_refresh`),
+   * UNREACHABLE (the endpoint's name does not resolve now), ENDPOINT_NOT_ALLOWED (checked before
+   * anything is dialled), VERSION_UNSUPPORTED; then GetInfo (3 s) — UNREACHABLE or CONTRACT_INVALID,
+   * VERSION_UNSUPPORTED — and Health.Check("") (3 s) — UNREACHABLE unless it answers SERVING.
+   * Admitted: `ok`, REFUSAL_NONE, the engine's status and the negotiated `protocol_version`. A
+   * refused refresh leaves the current registration as it was. A registration releases an automatic
+   * quarantine (not an operator's) and keeps the engine's counters.
+   *
+   * Retry with backoff: UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, and
+   * REFUSAL_UNREACHABLE. Every other refusal or status is final until something changes (the
+   * config, the credentials, the engine).
    */
   registerEngine(
     request: RegisterEngineRequest,
@@ -2341,7 +2584,13 @@ export interface RegistryServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RegisterEngineResponse) => void,
   ): ClientUnaryCall;
-  /** Removes an engine (its owner or an operator). */
+  /**
+   * Removes an engine (its owner or an operator). Calls in flight to it end at once (`legacy`
+   * answers them) and their host tokens die; its quarantine record goes too.
+   *
+   * INVALID_ARGUMENT: an empty `engine_id`. FAILED_PRECONDITION: `legacy`. NOT_FOUND: not
+   * registered (answered before the ownership check).
+   */
   deregisterEngine(
     request: DeregisterEngineRequest,
     callback: (error: ServiceError | null, response: DeregisterEngineResponse) => void,
@@ -2357,7 +2606,7 @@ export interface RegistryServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DeregisterEngineResponse) => void,
   ): ClientUnaryCall;
-  /** Every known engine, `legacy` included. */
+  /** Every known engine, `legacy` included (first), then the sidecars by id. */
   listEngines(
     request: ListEnginesRequest,
     callback: (error: ServiceError | null, response: ListEnginesResponse) => void,
@@ -2373,7 +2622,10 @@ export interface RegistryServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListEnginesResponse) => void,
   ): ClientUnaryCall;
-  /** One engine; NOT_FOUND when unknown. */
+  /**
+   * One engine (`legacy` included): the engine's heartbeat. INVALID_ARGUMENT: an empty
+   * `engine_id`. NOT_FOUND when unknown: register again.
+   */
   getEngine(
     request: GetEngineRequest,
     callback: (error: ServiceError | null, response: GetEngineResponse) => void,
@@ -2389,7 +2641,12 @@ export interface RegistryServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetEngineResponse) => void,
   ): ClientUnaryCall;
-  /** A stream of registration, health, quarantine and release events. */
+  /**
+   * A stream of registration, health, quarantine and release events, this replica's and those it
+   * applies from other replicas. It ends (OK) when the server shuts down. RESOURCE_EXHAUSTED: the
+   * caller already has `limits.tenant.max_watch_streams` (16) streams open, or the watcher fell
+   * 1024 events behind (its stream is ended: watch again with `include_current`).
+   */
   watchEngines(
     request: WatchEnginesRequest,
     options?: Partial<CallOptions>,
@@ -2399,7 +2656,13 @@ export interface RegistryServiceClient extends Client {
     metadata?: Metadata,
     options?: Partial<CallOptions>,
   ): ClientReadableStream<WatchEnginesResponse>;
-  /** Operators only: isolates an engine until ClearQuarantine. */
+  /**
+   * Operators only: isolates an engine until ClearQuarantine — across its re-registrations and
+   * contextd's restarts. Calls in flight to it end at once and `legacy` answers.
+   *
+   * INVALID_ARGUMENT: an empty `engine_id`. FAILED_PRECONDITION: `legacy`. NOT_FOUND: not
+   * registered.
+   */
   quarantineEngine(
     request: QuarantineEngineRequest,
     callback: (error: ServiceError | null, response: QuarantineEngineResponse) => void,
@@ -2415,7 +2678,12 @@ export interface RegistryServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: QuarantineEngineResponse) => void,
   ): ClientUnaryCall;
-  /** Operators only: releases a quarantine. */
+  /**
+   * Operators only: releases a quarantine (automatic or manual) and forgets past ejections.
+   *
+   * INVALID_ARGUMENT: an empty `engine_id`. FAILED_PRECONDITION: `legacy`. NOT_FOUND: not
+   * registered.
+   */
   clearQuarantine(
     request: ClearQuarantineRequest,
     callback: (error: ServiceError | null, response: ClearQuarantineResponse) => void,

@@ -44,13 +44,16 @@ export const protobufPackage = "contextd.v1";
 
 export const protobufFileName = "contextd/v1/session.proto";
 
+/** The messages to append, and what makes the append safe to retry. */
 export interface AppendMessagesRequest {
+  /** The session; created by this append when it does not exist (under `agent_id`). */
   session?:
     | SessionRef
     | undefined;
   /**
    * At most `limits.max_messages_per_append`; each needs a role, and a ROLE_TOOL_RESULT needs a
-   * tool_call_id.
+   * tool_call_id (see Message for every rule). At least one.
+   * (protovalidate: `repeated = {min_items: 1, max_items: 1000}` at the default limit.)
    */
   messages: Message[];
   /** Heartbeat turns are stored but engines may ignore them. */
@@ -61,7 +64,7 @@ export interface AppendMessagesRequest {
    * and answers the first request's `entry_ids` and `token_counts` with `replayed` set — also
    * after a restart and on any replica. The same key with different messages is ALREADY_EXISTS
    * naming the key. Keys are scoped to the session and kept as long as the session exists
-   * (DeleteSession removes them). At most 256 characters; empty means no key. OpenClaw's
+   * (DeleteSession removes them). Id text, at most 256 characters; empty means no key. OpenClaw's
    * `commitTurn(advancementKey)` maps onto it.
    */
   idempotencyKey: string;
@@ -72,18 +75,21 @@ export interface AppendMessagesRequest {
    * key the session already holds is not stored again: its slot in the answer holds that entry's id
    * and token count, its index is in `held_indexes`, and the engine does not ingest it again. Keys
    * are scoped to the session, kept with their entries (TranscriptEntry.message_key) as long as the
-   * session exists; at most 256 characters, no control characters, unique within the request; ""
-   * for a message without one. The OpenClaw plugin sends `openclaw:<entry id>`.
+   * session exists; id text, at most 256 characters, unique within the request; "" for a message
+   * without one. A count other than `messages`' is INVALID_ARGUMENT. The OpenClaw plugin sends
+   * `openclaw:<entry id>`.
    */
   messageKeys: string[];
 }
 
+/** What the append stored. */
 export interface AppendMessagesResponse {
   /**
    * The entry ids, in the order of the request: assigned by this append, or — for a message whose
    * key the session already held — that entry's.
    */
   entryIds: string[];
+  /** The host's token count of each message, in the order of the request. */
   tokenCounts: number[];
   /**
    * The idempotency key had been used already: nothing was written, and the ids are those of
@@ -97,11 +103,16 @@ export interface AppendMessagesResponse {
   heldIndexes: number[];
 }
 
+/** The context a runtime asks for before a model call. */
 export interface AssembleRequest {
+  /** The session; must exist. */
   session?:
     | SessionRef
     | undefined;
-  /** Must be > 0. */
+  /**
+   * What the answer must fit, in the host's tokens. Must be > 0, else INVALID_ARGUMENT.
+   * (protovalidate: `uint32.gt = 0`.)
+   */
   tokenBudget: number;
   /**
    * The user message about to be sent to the model, as text: engines may retrieve by it (the
@@ -110,15 +121,22 @@ export interface AssembleRequest {
    * order. Set it when the message is not appended yet (OpenClaw assembles before it appends the
    * prompt; the plugin passes it), and set it to "" for no prompt at all.
    */
-  prompt?: string | undefined;
+  prompt?:
+    | string
+    | undefined;
+  /** The names of the tools the model may call; passed to the engine as they are. */
   availableTools: string[];
+  /** The model the context is for; passed to the engine (and in RuntimeSettings.model). */
   model: string;
   /** Compact before assembling when the active view is over the budget. Default on. */
   autoCompact?: boolean | undefined;
 }
 
+/** The context for the model, and who made it. */
 export interface AssembleResponse {
+  /** What the model sees, oldest first. */
   messages: Message[];
+  /** The host's count of `messages` (never the engine's own figure). */
   estimatedTokens: number;
   /**
    * Text the engine wants in the system prompt. It is PREPENDED to the runtime's own system
@@ -128,7 +146,12 @@ export interface AssembleResponse {
   systemPromptAddition: string;
   /** The engine that actually served this call. */
   engineId: string;
+  /** How the call was served (NORMAL, FALLBACK, DEGRADED). */
   mode: Mode;
+  /**
+   * Why the selected engine did not serve it (FALLBACK), or why the context is over the budget
+   * (DEGRADED); empty otherwise.
+   */
   fallbackReason: string;
   /** Set when this call compacted first. */
   compaction?:
@@ -142,14 +165,25 @@ export interface AssembleResponse {
   promptAuthority: PromptAuthority;
 }
 
+/** A compaction a runtime asks for. */
 export interface CompactRequest {
+  /** The session; must exist. */
   session?:
     | SessionRef
     | undefined;
-  /** Must be > 0. */
+  /**
+   * The budget the compacted view must fit (BUDGET) or is measured against. Must be > 0.
+   * (protovalidate: `uint32.gt = 0`.)
+   */
   tokenBudget: number;
+  /** Compact even when the view already fits. */
   force: boolean;
+  /**
+   * Which goal applies; UNSPECIFIED is BUDGET. Unknown values are INVALID_ARGUMENT.
+   * (protovalidate: `enum.defined_only = true`.)
+   */
   compactionTarget: CompactionTarget;
+  /** Extra instructions for the summarizer, passed to the engine. */
   customInstructions: string;
   /**
    * The runtime's own count of what it sends the model (its whole prompt, e.g. with its system
@@ -160,6 +194,7 @@ export interface CompactRequest {
   currentTokenCount: number;
 }
 
+/** What the compaction did. */
 export interface CompactResponse {
   /**
    * False when a compaction was needed and did not happen: the engine failed, or the compaction
@@ -170,72 +205,135 @@ export interface CompactResponse {
    * replaced.
    */
   ok: boolean;
+  /** A compaction was committed. */
   compacted: boolean;
+  /** Why, in words (the engine's, bounded to 1024 characters, or the host's). */
   reason: string;
-  result?: CompactionResult | undefined;
+  /** The committed compaction, when `compacted`. */
+  result?:
+    | CompactionResult
+    | undefined;
+  /** The engine that served the call. */
   engineId: string;
+  /** How the call was served. */
   mode: Mode;
+  /** Why the selected engine did not serve it; empty otherwise. */
   fallbackReason: string;
 }
 
+/** The end of a turn. */
 export interface AfterTurnRequest {
-  session?: SessionRef | undefined;
+  /** The session; must exist. */
+  session?:
+    | SessionRef
+    | undefined;
+  /** How many messages of the active view existed before this turn's prompt. */
   prePromptMessageCount: number;
+  /** The summary when the runtime auto-compacted during the turn. */
   autoCompactionSummary: string;
+  /** The turn's budget, passed to the engine; 0 when the runtime has none. */
   tokenBudget: number;
 }
 
+/** Who heard of the turn's end. */
 export interface AfterTurnResponse {
+  /** The engine that served the call. */
   engineId: string;
+  /** How the call was served. */
   mode: Mode;
+  /** Why the selected engine did not serve it; empty otherwise. */
   fallbackReason: string;
 }
 
+/** A request for housekeeping. */
 export interface MaintainRequest {
+  /** The session; must exist. */
   session?: SessionRef | undefined;
 }
 
+/** What the housekeeping did. */
 export interface MaintainResponse {
+  /** Whether the engine changed anything. */
   changed: boolean;
+  /** Bytes of transcript the engine freed (by rewriting entries). */
   bytesFreed: number;
+  /** Entries the engine rewrote (HostService.RewriteTranscriptEntries). */
   rewrittenEntries: number;
+  /** Why, in words (the engine's, bounded to 1024 characters, or the host's). */
   reason: string;
+  /** The engine that served the call. */
   engineId: string;
+  /** How the call was served. */
   mode: Mode;
+  /** Why the selected engine did not serve it; empty otherwise. */
   fallbackReason: string;
 }
 
+/** A subagent about to be spawned. */
 export interface PrepareSubagentSpawnRequest {
-  parent?: SessionRef | undefined;
-  child?: SessionRef | undefined;
+  /** The parent session; must exist. */
+  parent?:
+    | SessionRef
+    | undefined;
+  /**
+   * The child session to create: a new id, different from the parent's. Its `agent_id` selects its
+   * engine.
+   */
+  child?:
+    | SessionRef
+    | undefined;
+  /** How the child starts. Required. (protovalidate: `enum = {defined_only: true, not_in: [0]}`.) */
   contextMode: SubagentContextMode;
+  /**
+   * The child ends by itself this long after the spawn (the sweep sends its engine
+   * OnSubagentEnded SWEPT); 0 for never. At most 9,000,000,000,000 (about 285 years).
+   * (protovalidate: `uint64.lte = 9000000000000`.)
+   */
   ttlMs: number;
 }
 
+/** The child that was created. */
 export interface PrepareSubagentSpawnResponse {
-  /** Pass to RollbackSubagentSpawn to undo the spawn. */
+  /**
+   * Pass to RollbackSubagentSpawn to undo the spawn. It names the child; it grants nothing by
+   * itself (the caller must still be allowed the child's agent).
+   */
   rollbackHandle: string;
   /** Entries the child session starts with. */
   childEntryCount: number;
+  /** The engine that served the call. */
   engineId: string;
+  /** How the call was served. */
   mode: Mode;
 }
 
+/** Undo of a spawn. */
 export interface RollbackSubagentSpawnRequest {
+  /** The handle PrepareSubagentSpawn answered. */
   rollbackHandle: string;
 }
 
+/** Whether the child was removed. */
 export interface RollbackSubagentSpawnResponse {
+  /** The child session was deleted. */
   rolledBack: boolean;
 }
 
+/** The end of a subagent. */
 export interface EndSubagentRequest {
-  child?: SessionRef | undefined;
+  /** The child session; must exist and have a parent. */
+  child?:
+    | SessionRef
+    | undefined;
+  /** Why it ended; DELETED also deletes its transcript. (protovalidate: `enum.defined_only = true`.) */
   reason: SubagentEndReason;
 }
 
+/** Who heard of the end. */
 export interface EndSubagentResponse {
+  /** The engine that served the call (or, when the child had ended before, the one selected). */
   engineId: string;
+  /** How the call was served. */
   mode: Mode;
 }
 
@@ -245,18 +343,29 @@ export interface ContextOverview {
   summaryTokens: number;
   /** User, assistant, system and custom messages. */
   messageTokens: number;
+  /** Tool results. */
   toolResultTokens: number;
   /** What the engine adds to the system prompt (last assembly). */
   systemAdditionTokens: number;
+  /** All of the above. */
   totalTokens: number;
 }
 
+/** A session as GetSession and ListSessions show it. */
 export interface SessionInfo {
-  session?: SessionRef | undefined;
+  /** The session, with its stored key and agent. */
+  session?:
+    | SessionRef
+    | undefined;
+  /** When the session was created, epoch milliseconds. */
   createdAtMs: number;
+  /** When the session last changed, epoch milliseconds. */
   updatedAtMs: number;
+  /** Entries of every kind, hidden ones included. */
   entryCount: number;
+  /** Message entries. */
   messageCount: number;
+  /** Compaction entries. */
   compactionCount: number;
   /** Tokens of every message ever appended. */
   totalTokens: number;
@@ -264,6 +373,7 @@ export interface SessionInfo {
   activeTokens: number;
   /** The engine the slot selects for this session. */
   selectedEngineId: string;
+  /** The active view's tokens by section. */
   overview?:
     | ContextOverview
     | undefined;
@@ -278,48 +388,71 @@ export interface SessionInfo {
   lastMessageTimestampMs: number;
 }
 
+/** Which session to describe. */
 export interface GetSessionRequest {
+  /** The session; must exist. */
   session?: SessionRef | undefined;
 }
 
+/** The session described. */
 export interface GetSessionResponse {
+  /** The session's counts and selection. */
   info?: SessionInfo | undefined;
 }
 
+/** A page of the session list. */
 export interface ListSessionsRequest {
-  /** Default 100, at most 1000. */
+  /** Default 100 (when 0); more than 1000 is taken as 1000. */
   pageSize: number;
+  /**
+   * The previous page's `next_page_token`; empty for the first page. Sealed to the token that
+   * received it: any other is INVALID_ARGUMENT. At most 1024 characters.
+   */
   pageToken: string;
 }
 
+/** One page of sessions. */
 export interface ListSessionsResponse {
+  /** Newest activity first. */
   sessions: SessionInfo[];
+  /** Empty on the last page. */
   nextPageToken: string;
 }
 
+/** A page of a session's history. */
 export interface GetTranscriptRequest {
+  /** The session; must exist. */
   session?:
     | SessionRef
     | undefined;
-  /** Default 500, at most 5000. */
+  /** Default 500 (when 0); more than 5000 is taken as 5000. */
   pageSize: number;
+  /**
+   * The previous page's `next_page_token`; empty for the first page. Sealed to the token, RPC and
+   * session that received it: any other is INVALID_ARGUMENT.
+   */
   pageToken: string;
 }
 
+/** One page of history. */
 export interface GetTranscriptResponse {
+  /** Oldest first. */
   entries: TranscriptEntry[];
   /** Empty on the last page. */
   nextPageToken: string;
 }
 
+/** An OpenClaw session file to import. */
 export interface ImportTranscriptRequest {
+  /** The new session (its id must not exist). */
   session?:
     | SessionRef
     | undefined;
-  /** The OpenClaw session JSONL file's content. */
+  /** The OpenClaw session JSONL file's content. At most `limits.max_import_bytes` (16 MiB). */
   jsonl: Buffer;
 }
 
+/** What the import created. */
 export interface ImportTranscriptResponse {
   /** Every entry of the file but its header, on every branch. */
   importedEntries: number;
@@ -332,10 +465,13 @@ export interface ImportTranscriptResponse {
   activeMessages: number;
 }
 
+/** Which session to export. */
 export interface ExportTranscriptRequest {
+  /** The session; must exist. */
   session?: SessionRef | undefined;
 }
 
+/** The exported file. */
 export interface ExportTranscriptResponse {
   /** The OpenClaw session JSONL file: a session header, then one entry per line, oldest first. */
   jsonl: Buffer;
@@ -343,11 +479,15 @@ export interface ExportTranscriptResponse {
   entries: number;
 }
 
+/** Which session to delete. */
 export interface DeleteSessionRequest {
+  /** The session; must exist. */
   session?: SessionRef | undefined;
 }
 
+/** Whether it was deleted. */
 export interface DeleteSessionResponse {
+  /** The session and its transcript are gone. */
   deleted: boolean;
 }
 
@@ -3957,14 +4097,58 @@ export const DeleteSessionResponse: MessageFns<DeleteSessionResponse> = {
  * A session comes into being with its first AppendMessages (or ImportTranscript, or a subagent
  * spawn); every other call on an unknown session answers NOT_FOUND.
  *
+ * A turn, as a runtime drives it: AppendMessages (the user's message, with an idempotency key so a
+ * retry is safe) → Assemble (the context for the model, within its token budget) → the model call
+ * (the runtime's own) → AppendMessages (the assistant's answer, tool calls and results) →
+ * AfterTurn. Compact and Maintain are for runtimes that compact or tidy up on their own schedule;
+ * Assemble compacts by itself when the view is over the budget.
+ *
+ * Which engine serves a session is configuration (`slots.agents` by the session's agent, else
+ * `slots.context_engine`); when that engine cannot answer, `legacy` (built in) answers instead
+ * (MODE_FALLBACK), unless the slot is `on_failure: strict`.
+ *
  * Credentials: `authorization: Bearer <runtime token>` metadata, unless the server runs with
- * `auth.required: false`.
+ * `auth.required: false`. A runtime token may be limited to agent ids (`"*"` all, `"team-*"` a
+ * prefix); a session of an agent the token does not cover answers exactly as a missing one
+ * (NOT_FOUND), and creating a session under an id another agent holds is ALREADY_EXISTS.
+ *
+ * Errors are gRPC statuses whose message names the field or limit. Besides those each RPC lists,
+ * every RPC may answer:
+ *
+ * - UNAUTHENTICATED: no token, or one contextd does not recognise. PERMISSION_DENIED: a token that
+ *   is not a runtime's, or a request naming an `agent_id` the token does not cover.
+ * - INVALID_ARGUMENT: a body that is no protobuf of the request type, an int64/uint64 past
+ *   ±(2^53 - 1), a SessionRef that breaks the id-text rules (types.proto).
+ * - RESOURCE_EXHAUSTED, with nothing processed (retry with backoff): the server is at
+ *   `server.max_concurrent_calls`; the token is at `limits.tenant.max_calls_in_flight` (64), or
+ *   the session's agent at `limits.tenant.max_calls_in_flight_per_agent` (32).
+ * - DEADLINE_EXCEEDED / CANCELLED: the runtime's own deadline passed, or it cancelled.
+ * - UNAVAILABLE: the store (PostgreSQL) is unreachable; a transient condition, retry.
+ * - INTERNAL: a bug in contextd.
+ *
+ * The RPCs that call an engine (Assemble, Compact, AfterTurn, Maintain, the subagent RPCs) answer
+ * from `legacy` when the engine fails. Under `on_failure: strict` they fail instead:
+ * DEADLINE_EXCEEDED when the engine timed out, RESOURCE_EXHAUSTED when it is at
+ * `engines.max_concurrent_calls`, UNAVAILABLE for any other reason (not registered, quarantined,
+ * failed, deregistered during the call). An Ingest failure never fails AppendMessages, and a
+ * failed Bootstrap (made before an engine's first call on a session) never fails the call that
+ * made it.
  */
 export type SessionServiceService = typeof SessionServiceService;
 export const SessionServiceService = {
   /**
    * Appends messages to the transcript. All-or-nothing and durable before it answers; then the
-   * selected engine's Ingest/IngestBatch is called.
+   * selected engine's Ingest/IngestBatch is called (Bootstrap first, the first time the engine sees
+   * the session), with the runtime's deadline less 250 ms so that a slow engine cannot turn a
+   * stored append into a timeout the runtime would retry.
+   *
+   * INVALID_ARGUMENT: an empty `messages`, a bad message (see Message), a bad `idempotency_key` or
+   * `message_keys`. RESOURCE_EXHAUSTED: over `limits.max_messages_per_append` (1000),
+   * `limits.max_message_bytes` (4 MiB) for one message, `limits.max_session_entries` (1,000,000),
+   * or the token's `limits.tenant.append_bytes_per_second` (8 MiB/s). ALREADY_EXISTS: the
+   * idempotency key was used with other messages, or the session id belongs to an agent the token
+   * does not cover. PERMISSION_DENIED: creating a session without `agent_id` under a token limited
+   * to named agents.
    */
   appendMessages: {
     path: "/contextd.v1.SessionService/AppendMessages" as const,
@@ -3979,7 +4163,11 @@ export const SessionServiceService = {
   },
   /**
    * Builds the context for the next model call within `token_budget`, compacting first when the
-   * active view is over the budget and the engine does not own compaction.
+   * active view is over the budget and the engine does not own compaction (at most 3 attempts; an
+   * engine that owns compaction and answers PREASSEMBLY_MAY_OVERFLOW over the budget gets its own
+   * Compact, then is asked again, also at most 3 times). Still over the budget: MODE_DEGRADED.
+   *
+   * INVALID_ARGUMENT: `token_budget` is 0. NOT_FOUND: no such session (or another agent's).
    */
   assemble: {
     path: "/contextd.v1.SessionService/Assemble" as const,
@@ -3990,7 +4178,14 @@ export const SessionServiceService = {
     responseSerialize: (value: AssembleResponse): Buffer => Buffer.from(AssembleResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): AssembleResponse => AssembleResponse.decode(value),
   },
-  /** Compacts the session through the selected engine. */
+  /**
+   * Compacts the session through the selected engine. An engine's compaction is committed only if
+   * no other compaction of the session was committed since the view it was made from (else
+   * `compacted: false`, with a reason).
+   *
+   * INVALID_ARGUMENT: `token_budget` is 0, or `compaction_target` is no CompactionTarget.
+   * NOT_FOUND: no such session.
+   */
   compact: {
     path: "/contextd.v1.SessionService/Compact" as const,
     requestStream: false as const,
@@ -4000,7 +4195,10 @@ export const SessionServiceService = {
     responseSerialize: (value: CompactResponse): Buffer => Buffer.from(CompactResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CompactResponse => CompactResponse.decode(value),
   },
-  /** Tells the engine a turn ended. */
+  /**
+   * Tells the engine a turn ended (when it declares `capabilities.after_turn`; else nothing is
+   * called and the answer names the engine). NOT_FOUND: no such session.
+   */
   afterTurn: {
     path: "/contextd.v1.SessionService/AfterTurn" as const,
     requestStream: false as const,
@@ -4010,7 +4208,10 @@ export const SessionServiceService = {
     responseSerialize: (value: AfterTurnResponse): Buffer => Buffer.from(AfterTurnResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): AfterTurnResponse => AfterTurnResponse.decode(value),
   },
-  /** Asks the engine for housekeeping on the session. */
+  /**
+   * Asks the engine for housekeeping on the session (when it declares `capabilities.maintain`;
+   * else `changed: false` with a reason). NOT_FOUND: no such session.
+   */
   maintain: {
     path: "/contextd.v1.SessionService/Maintain" as const,
     requestStream: false as const,
@@ -4022,7 +4223,12 @@ export const SessionServiceService = {
   },
   /**
    * Creates a child session for a subagent (FORK: seeded with the parent's active view;
-   * ISOLATED: empty).
+   * ISOLATED: empty), then tells the child's engine (capabilities.subagents). When the engine call
+   * fails under `on_failure: strict`, the child is removed again.
+   *
+   * INVALID_ARGUMENT: the child's id equals the parent's, `context_mode` is unset or unknown, or
+   * `ttl_ms` is over 9,000,000,000,000. NOT_FOUND: no such parent. ALREADY_EXISTS: the child's id
+   * is taken.
    */
   prepareSubagentSpawn: {
     path: "/contextd.v1.SessionService/PrepareSubagentSpawn" as const,
@@ -4035,7 +4241,13 @@ export const SessionServiceService = {
       Buffer.from(PrepareSubagentSpawnResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): PrepareSubagentSpawnResponse => PrepareSubagentSpawnResponse.decode(value),
   },
-  /** Removes a child session created by PrepareSubagentSpawn. */
+  /**
+   * Removes a child session created by PrepareSubagentSpawn, after telling its engine.
+   *
+   * INVALID_ARGUMENT: an empty handle, or one this server did not issue. NOT_FOUND: the child is
+   * gone (already rolled back?) or is another agent's. FAILED_PRECONDITION: the handle names a
+   * session that is not a subagent's.
+   */
   rollbackSubagentSpawn: {
     path: "/contextd.v1.SessionService/RollbackSubagentSpawn" as const,
     requestStream: false as const,
@@ -4047,7 +4259,15 @@ export const SessionServiceService = {
       Buffer.from(RollbackSubagentSpawnResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RollbackSubagentSpawnResponse => RollbackSubagentSpawnResponse.decode(value),
   },
-  /** Tells the engine a subagent ended. */
+  /**
+   * Tells the engine a subagent ended. A child ends once: of two EndSubagents (or one and the TTL
+   * sweep), through any replicas, exactly one reaches the engine; the other answers without an
+   * engine call. An end that did not reach the engine (answered by `legacy`, or failed) is taken
+   * back, so a retry can tell it. DELETED deletes the child's transcript.
+   *
+   * INVALID_ARGUMENT: `reason` is no SubagentEndReason. NOT_FOUND: no such child.
+   * FAILED_PRECONDITION: the session has no parent (it is not a subagent's).
+   */
   endSubagent: {
     path: "/contextd.v1.SessionService/EndSubagent" as const,
     requestStream: false as const,
@@ -4057,7 +4277,10 @@ export const SessionServiceService = {
     responseSerialize: (value: EndSubagentResponse): Buffer => Buffer.from(EndSubagentResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): EndSubagentResponse => EndSubagentResponse.decode(value),
   },
-  /** Counts, tokens, compactions, the selected engine and a context overview. */
+  /**
+   * Counts, tokens, compactions, the selected engine and a context overview.
+   * NOT_FOUND: no such session.
+   */
   getSession: {
     path: "/contextd.v1.SessionService/GetSession" as const,
     requestStream: false as const,
@@ -4067,7 +4290,10 @@ export const SessionServiceService = {
     responseSerialize: (value: GetSessionResponse): Buffer => Buffer.from(GetSessionResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetSessionResponse => GetSessionResponse.decode(value),
   },
-  /** Lists sessions, newest activity first. */
+  /**
+   * Lists the sessions of the agents the token covers, newest activity first.
+   * INVALID_ARGUMENT: a `page_token` this caller was not issued by this RPC.
+   */
   listSessions: {
     path: "/contextd.v1.SessionService/ListSessions" as const,
     requestStream: false as const,
@@ -4078,7 +4304,11 @@ export const SessionServiceService = {
       Buffer.from(ListSessionsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListSessionsResponse => ListSessionsResponse.decode(value),
   },
-  /** Pages through the whole history, compacted entries included, oldest first. */
+  /**
+   * Pages through the whole history, compacted and hidden entries included, oldest first.
+   * NOT_FOUND: no such session. INVALID_ARGUMENT: a `page_token` not issued to this caller for
+   * this RPC and session.
+   */
   getTranscript: {
     path: "/contextd.v1.SessionService/GetTranscript" as const,
     requestStream: false as const,
@@ -4092,6 +4322,10 @@ export const SessionServiceService = {
   /**
    * Creates a session from an OpenClaw session JSONL file (versions 3 and 4): the whole entry
    * tree, every entry type, compactions. All or nothing.
+   *
+   * INVALID_ARGUMENT: an empty file, or one that is not an OpenClaw session file (the message names
+   * the line). RESOURCE_EXHAUSTED: over `limits.max_import_bytes` (16 MiB),
+   * `limits.max_session_entries`, or the token's append rate. ALREADY_EXISTS: the session exists.
    */
   importTranscript: {
     path: "/contextd.v1.SessionService/ImportTranscript" as const,
@@ -4107,6 +4341,9 @@ export const SessionServiceService = {
   /**
    * Writes the session as an OpenClaw session JSONL file (version 4). For an imported session it
    * reproduces every entry of the imported file: ids, parent ids, types and message objects.
+   *
+   * NOT_FOUND: no such session. RESOURCE_EXHAUSTED: the file is over the server's largest
+   * response (max(64 MiB, 4 × `limits.max_message_bytes`, `limits.max_import_bytes` + 1 MiB)).
    */
   exportTranscript: {
     path: "/contextd.v1.SessionService/ExportTranscript" as const,
@@ -4119,7 +4356,10 @@ export const SessionServiceService = {
       Buffer.from(ExportTranscriptResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ExportTranscriptResponse => ExportTranscriptResponse.decode(value),
   },
-  /** Deletes a session and its whole transcript. */
+  /**
+   * Deletes a session and its whole transcript (idempotency and message keys included). The engine
+   * is not called. NOT_FOUND: no such session.
+   */
   deleteSession: {
     path: "/contextd.v1.SessionService/DeleteSession" as const,
     requestStream: false as const,
@@ -4135,53 +4375,129 @@ export const SessionServiceService = {
 export interface SessionServiceServer extends UntypedServiceImplementation {
   /**
    * Appends messages to the transcript. All-or-nothing and durable before it answers; then the
-   * selected engine's Ingest/IngestBatch is called.
+   * selected engine's Ingest/IngestBatch is called (Bootstrap first, the first time the engine sees
+   * the session), with the runtime's deadline less 250 ms so that a slow engine cannot turn a
+   * stored append into a timeout the runtime would retry.
+   *
+   * INVALID_ARGUMENT: an empty `messages`, a bad message (see Message), a bad `idempotency_key` or
+   * `message_keys`. RESOURCE_EXHAUSTED: over `limits.max_messages_per_append` (1000),
+   * `limits.max_message_bytes` (4 MiB) for one message, `limits.max_session_entries` (1,000,000),
+   * or the token's `limits.tenant.append_bytes_per_second` (8 MiB/s). ALREADY_EXISTS: the
+   * idempotency key was used with other messages, or the session id belongs to an agent the token
+   * does not cover. PERMISSION_DENIED: creating a session without `agent_id` under a token limited
+   * to named agents.
    */
   appendMessages: handleUnaryCall<AppendMessagesRequest, AppendMessagesResponse>;
   /**
    * Builds the context for the next model call within `token_budget`, compacting first when the
-   * active view is over the budget and the engine does not own compaction.
+   * active view is over the budget and the engine does not own compaction (at most 3 attempts; an
+   * engine that owns compaction and answers PREASSEMBLY_MAY_OVERFLOW over the budget gets its own
+   * Compact, then is asked again, also at most 3 times). Still over the budget: MODE_DEGRADED.
+   *
+   * INVALID_ARGUMENT: `token_budget` is 0. NOT_FOUND: no such session (or another agent's).
    */
   assemble: handleUnaryCall<AssembleRequest, AssembleResponse>;
-  /** Compacts the session through the selected engine. */
+  /**
+   * Compacts the session through the selected engine. An engine's compaction is committed only if
+   * no other compaction of the session was committed since the view it was made from (else
+   * `compacted: false`, with a reason).
+   *
+   * INVALID_ARGUMENT: `token_budget` is 0, or `compaction_target` is no CompactionTarget.
+   * NOT_FOUND: no such session.
+   */
   compact: handleUnaryCall<CompactRequest, CompactResponse>;
-  /** Tells the engine a turn ended. */
+  /**
+   * Tells the engine a turn ended (when it declares `capabilities.after_turn`; else nothing is
+   * called and the answer names the engine). NOT_FOUND: no such session.
+   */
   afterTurn: handleUnaryCall<AfterTurnRequest, AfterTurnResponse>;
-  /** Asks the engine for housekeeping on the session. */
+  /**
+   * Asks the engine for housekeeping on the session (when it declares `capabilities.maintain`;
+   * else `changed: false` with a reason). NOT_FOUND: no such session.
+   */
   maintain: handleUnaryCall<MaintainRequest, MaintainResponse>;
   /**
    * Creates a child session for a subagent (FORK: seeded with the parent's active view;
-   * ISOLATED: empty).
+   * ISOLATED: empty), then tells the child's engine (capabilities.subagents). When the engine call
+   * fails under `on_failure: strict`, the child is removed again.
+   *
+   * INVALID_ARGUMENT: the child's id equals the parent's, `context_mode` is unset or unknown, or
+   * `ttl_ms` is over 9,000,000,000,000. NOT_FOUND: no such parent. ALREADY_EXISTS: the child's id
+   * is taken.
    */
   prepareSubagentSpawn: handleUnaryCall<PrepareSubagentSpawnRequest, PrepareSubagentSpawnResponse>;
-  /** Removes a child session created by PrepareSubagentSpawn. */
+  /**
+   * Removes a child session created by PrepareSubagentSpawn, after telling its engine.
+   *
+   * INVALID_ARGUMENT: an empty handle, or one this server did not issue. NOT_FOUND: the child is
+   * gone (already rolled back?) or is another agent's. FAILED_PRECONDITION: the handle names a
+   * session that is not a subagent's.
+   */
   rollbackSubagentSpawn: handleUnaryCall<RollbackSubagentSpawnRequest, RollbackSubagentSpawnResponse>;
-  /** Tells the engine a subagent ended. */
+  /**
+   * Tells the engine a subagent ended. A child ends once: of two EndSubagents (or one and the TTL
+   * sweep), through any replicas, exactly one reaches the engine; the other answers without an
+   * engine call. An end that did not reach the engine (answered by `legacy`, or failed) is taken
+   * back, so a retry can tell it. DELETED deletes the child's transcript.
+   *
+   * INVALID_ARGUMENT: `reason` is no SubagentEndReason. NOT_FOUND: no such child.
+   * FAILED_PRECONDITION: the session has no parent (it is not a subagent's).
+   */
   endSubagent: handleUnaryCall<EndSubagentRequest, EndSubagentResponse>;
-  /** Counts, tokens, compactions, the selected engine and a context overview. */
+  /**
+   * Counts, tokens, compactions, the selected engine and a context overview.
+   * NOT_FOUND: no such session.
+   */
   getSession: handleUnaryCall<GetSessionRequest, GetSessionResponse>;
-  /** Lists sessions, newest activity first. */
+  /**
+   * Lists the sessions of the agents the token covers, newest activity first.
+   * INVALID_ARGUMENT: a `page_token` this caller was not issued by this RPC.
+   */
   listSessions: handleUnaryCall<ListSessionsRequest, ListSessionsResponse>;
-  /** Pages through the whole history, compacted entries included, oldest first. */
+  /**
+   * Pages through the whole history, compacted and hidden entries included, oldest first.
+   * NOT_FOUND: no such session. INVALID_ARGUMENT: a `page_token` not issued to this caller for
+   * this RPC and session.
+   */
   getTranscript: handleUnaryCall<GetTranscriptRequest, GetTranscriptResponse>;
   /**
    * Creates a session from an OpenClaw session JSONL file (versions 3 and 4): the whole entry
    * tree, every entry type, compactions. All or nothing.
+   *
+   * INVALID_ARGUMENT: an empty file, or one that is not an OpenClaw session file (the message names
+   * the line). RESOURCE_EXHAUSTED: over `limits.max_import_bytes` (16 MiB),
+   * `limits.max_session_entries`, or the token's append rate. ALREADY_EXISTS: the session exists.
    */
   importTranscript: handleUnaryCall<ImportTranscriptRequest, ImportTranscriptResponse>;
   /**
    * Writes the session as an OpenClaw session JSONL file (version 4). For an imported session it
    * reproduces every entry of the imported file: ids, parent ids, types and message objects.
+   *
+   * NOT_FOUND: no such session. RESOURCE_EXHAUSTED: the file is over the server's largest
+   * response (max(64 MiB, 4 × `limits.max_message_bytes`, `limits.max_import_bytes` + 1 MiB)).
    */
   exportTranscript: handleUnaryCall<ExportTranscriptRequest, ExportTranscriptResponse>;
-  /** Deletes a session and its whole transcript. */
+  /**
+   * Deletes a session and its whole transcript (idempotency and message keys included). The engine
+   * is not called. NOT_FOUND: no such session.
+   */
   deleteSession: handleUnaryCall<DeleteSessionRequest, DeleteSessionResponse>;
 }
 
 export interface SessionServiceClient extends Client {
   /**
    * Appends messages to the transcript. All-or-nothing and durable before it answers; then the
-   * selected engine's Ingest/IngestBatch is called.
+   * selected engine's Ingest/IngestBatch is called (Bootstrap first, the first time the engine sees
+   * the session), with the runtime's deadline less 250 ms so that a slow engine cannot turn a
+   * stored append into a timeout the runtime would retry.
+   *
+   * INVALID_ARGUMENT: an empty `messages`, a bad message (see Message), a bad `idempotency_key` or
+   * `message_keys`. RESOURCE_EXHAUSTED: over `limits.max_messages_per_append` (1000),
+   * `limits.max_message_bytes` (4 MiB) for one message, `limits.max_session_entries` (1,000,000),
+   * or the token's `limits.tenant.append_bytes_per_second` (8 MiB/s). ALREADY_EXISTS: the
+   * idempotency key was used with other messages, or the session id belongs to an agent the token
+   * does not cover. PERMISSION_DENIED: creating a session without `agent_id` under a token limited
+   * to named agents.
    */
   appendMessages(
     request: AppendMessagesRequest,
@@ -4200,7 +4516,11 @@ export interface SessionServiceClient extends Client {
   ): ClientUnaryCall;
   /**
    * Builds the context for the next model call within `token_budget`, compacting first when the
-   * active view is over the budget and the engine does not own compaction.
+   * active view is over the budget and the engine does not own compaction (at most 3 attempts; an
+   * engine that owns compaction and answers PREASSEMBLY_MAY_OVERFLOW over the budget gets its own
+   * Compact, then is asked again, also at most 3 times). Still over the budget: MODE_DEGRADED.
+   *
+   * INVALID_ARGUMENT: `token_budget` is 0. NOT_FOUND: no such session (or another agent's).
    */
   assemble(
     request: AssembleRequest,
@@ -4217,7 +4537,14 @@ export interface SessionServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: AssembleResponse) => void,
   ): ClientUnaryCall;
-  /** Compacts the session through the selected engine. */
+  /**
+   * Compacts the session through the selected engine. An engine's compaction is committed only if
+   * no other compaction of the session was committed since the view it was made from (else
+   * `compacted: false`, with a reason).
+   *
+   * INVALID_ARGUMENT: `token_budget` is 0, or `compaction_target` is no CompactionTarget.
+   * NOT_FOUND: no such session.
+   */
   compact(
     request: CompactRequest,
     callback: (error: ServiceError | null, response: CompactResponse) => void,
@@ -4233,7 +4560,10 @@ export interface SessionServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CompactResponse) => void,
   ): ClientUnaryCall;
-  /** Tells the engine a turn ended. */
+  /**
+   * Tells the engine a turn ended (when it declares `capabilities.after_turn`; else nothing is
+   * called and the answer names the engine). NOT_FOUND: no such session.
+   */
   afterTurn(
     request: AfterTurnRequest,
     callback: (error: ServiceError | null, response: AfterTurnResponse) => void,
@@ -4249,7 +4579,10 @@ export interface SessionServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: AfterTurnResponse) => void,
   ): ClientUnaryCall;
-  /** Asks the engine for housekeeping on the session. */
+  /**
+   * Asks the engine for housekeeping on the session (when it declares `capabilities.maintain`;
+   * else `changed: false` with a reason). NOT_FOUND: no such session.
+   */
   maintain(
     request: MaintainRequest,
     callback: (error: ServiceError | null, response: MaintainResponse) => void,
@@ -4267,7 +4600,12 @@ export interface SessionServiceClient extends Client {
   ): ClientUnaryCall;
   /**
    * Creates a child session for a subagent (FORK: seeded with the parent's active view;
-   * ISOLATED: empty).
+   * ISOLATED: empty), then tells the child's engine (capabilities.subagents). When the engine call
+   * fails under `on_failure: strict`, the child is removed again.
+   *
+   * INVALID_ARGUMENT: the child's id equals the parent's, `context_mode` is unset or unknown, or
+   * `ttl_ms` is over 9,000,000,000,000. NOT_FOUND: no such parent. ALREADY_EXISTS: the child's id
+   * is taken.
    */
   prepareSubagentSpawn(
     request: PrepareSubagentSpawnRequest,
@@ -4284,7 +4622,13 @@ export interface SessionServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: PrepareSubagentSpawnResponse) => void,
   ): ClientUnaryCall;
-  /** Removes a child session created by PrepareSubagentSpawn. */
+  /**
+   * Removes a child session created by PrepareSubagentSpawn, after telling its engine.
+   *
+   * INVALID_ARGUMENT: an empty handle, or one this server did not issue. NOT_FOUND: the child is
+   * gone (already rolled back?) or is another agent's. FAILED_PRECONDITION: the handle names a
+   * session that is not a subagent's.
+   */
   rollbackSubagentSpawn(
     request: RollbackSubagentSpawnRequest,
     callback: (error: ServiceError | null, response: RollbackSubagentSpawnResponse) => void,
@@ -4300,7 +4644,15 @@ export interface SessionServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RollbackSubagentSpawnResponse) => void,
   ): ClientUnaryCall;
-  /** Tells the engine a subagent ended. */
+  /**
+   * Tells the engine a subagent ended. A child ends once: of two EndSubagents (or one and the TTL
+   * sweep), through any replicas, exactly one reaches the engine; the other answers without an
+   * engine call. An end that did not reach the engine (answered by `legacy`, or failed) is taken
+   * back, so a retry can tell it. DELETED deletes the child's transcript.
+   *
+   * INVALID_ARGUMENT: `reason` is no SubagentEndReason. NOT_FOUND: no such child.
+   * FAILED_PRECONDITION: the session has no parent (it is not a subagent's).
+   */
   endSubagent(
     request: EndSubagentRequest,
     callback: (error: ServiceError | null, response: EndSubagentResponse) => void,
@@ -4316,7 +4668,10 @@ export interface SessionServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: EndSubagentResponse) => void,
   ): ClientUnaryCall;
-  /** Counts, tokens, compactions, the selected engine and a context overview. */
+  /**
+   * Counts, tokens, compactions, the selected engine and a context overview.
+   * NOT_FOUND: no such session.
+   */
   getSession(
     request: GetSessionRequest,
     callback: (error: ServiceError | null, response: GetSessionResponse) => void,
@@ -4332,7 +4687,10 @@ export interface SessionServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetSessionResponse) => void,
   ): ClientUnaryCall;
-  /** Lists sessions, newest activity first. */
+  /**
+   * Lists the sessions of the agents the token covers, newest activity first.
+   * INVALID_ARGUMENT: a `page_token` this caller was not issued by this RPC.
+   */
   listSessions(
     request: ListSessionsRequest,
     callback: (error: ServiceError | null, response: ListSessionsResponse) => void,
@@ -4348,7 +4706,11 @@ export interface SessionServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListSessionsResponse) => void,
   ): ClientUnaryCall;
-  /** Pages through the whole history, compacted entries included, oldest first. */
+  /**
+   * Pages through the whole history, compacted and hidden entries included, oldest first.
+   * NOT_FOUND: no such session. INVALID_ARGUMENT: a `page_token` not issued to this caller for
+   * this RPC and session.
+   */
   getTranscript(
     request: GetTranscriptRequest,
     callback: (error: ServiceError | null, response: GetTranscriptResponse) => void,
@@ -4367,6 +4729,10 @@ export interface SessionServiceClient extends Client {
   /**
    * Creates a session from an OpenClaw session JSONL file (versions 3 and 4): the whole entry
    * tree, every entry type, compactions. All or nothing.
+   *
+   * INVALID_ARGUMENT: an empty file, or one that is not an OpenClaw session file (the message names
+   * the line). RESOURCE_EXHAUSTED: over `limits.max_import_bytes` (16 MiB),
+   * `limits.max_session_entries`, or the token's append rate. ALREADY_EXISTS: the session exists.
    */
   importTranscript(
     request: ImportTranscriptRequest,
@@ -4386,6 +4752,9 @@ export interface SessionServiceClient extends Client {
   /**
    * Writes the session as an OpenClaw session JSONL file (version 4). For an imported session it
    * reproduces every entry of the imported file: ids, parent ids, types and message objects.
+   *
+   * NOT_FOUND: no such session. RESOURCE_EXHAUSTED: the file is over the server's largest
+   * response (max(64 MiB, 4 × `limits.max_message_bytes`, `limits.max_import_bytes` + 1 MiB)).
    */
   exportTranscript(
     request: ExportTranscriptRequest,
@@ -4402,7 +4771,10 @@ export interface SessionServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ExportTranscriptResponse) => void,
   ): ClientUnaryCall;
-  /** Deletes a session and its whole transcript. */
+  /**
+   * Deletes a session and its whole transcript (idempotency and message keys included). The engine
+   * is not called. NOT_FOUND: no such session.
+   */
   deleteSession(
     request: DeleteSessionRequest,
     callback: (error: ServiceError | null, response: DeleteSessionResponse) => void,

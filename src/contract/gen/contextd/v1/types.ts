@@ -14,11 +14,24 @@ export const protobufFileName = "contextd/v1/types.proto";
 
 /** Who produced a message. Mirrors the roles of OpenClaw's agent messages. */
 export enum Role {
+  /**
+   * ROLE_UNSPECIFIED - Refused on input (INVALID_ARGUMENT "messages[i].role is required"); a message with it in an
+   * engine's Assemble answer is a contract violation.
+   */
   ROLE_UNSPECIFIED = 0,
+  /**
+   * ROLE_USER - The user's words. Also the role of the host's compaction summary in an active view (see
+   * `Message.metadata`, key `contextd.kind`).
+   */
   ROLE_USER = 1,
+  /** ROLE_ASSISTANT - The model's answer; may have no content (a provider error before any output). */
   ROLE_ASSISTANT = 2,
   /** ROLE_TOOL_RESULT - The result of a tool call; `Message.tool_call_id` names the call it answers. */
   ROLE_TOOL_RESULT = 3,
+  /**
+   * ROLE_SYSTEM - A system message. Pinned: never folded into a compaction summary, and an engine keeps every one
+   * (see ContextEngineServiceAssembleResponse).
+   */
   ROLE_SYSTEM = 4,
   /** ROLE_CUSTOM - Runtime-specific messages; `Message.custom_type` says which kind. */
   ROLE_CUSTOM = 5,
@@ -105,12 +118,20 @@ export function roleToJSON(object: Role): string {
 
 /** How a call was served. */
 export enum Mode {
+  /** MODE_UNSPECIFIED - Never in an answer. */
   MODE_UNSPECIFIED = 0,
   /** MODE_NORMAL - The selected engine answered. */
   MODE_NORMAL = 1,
-  /** MODE_FALLBACK - The selected engine was unusable (unregistered, quarantined, failed); `legacy` answered. */
+  /**
+   * MODE_FALLBACK - The selected engine was unusable (not registered, quarantined, failed, timed out, at its
+   * concurrency limit, or out of its share of the runtime's deadline); `legacy` answered instead.
+   * `fallback_reason` says which.
+   */
   MODE_FALLBACK = 2,
-  /** MODE_DEGRADED - An answer was produced with reduced guarantees (e.g. over budget after all attempts). */
+  /**
+   * MODE_DEGRADED - An answer was produced with reduced guarantees: Assemble's context is over `token_budget`
+   * after 3 compaction attempts (or with `auto_compact` off). `fallback_reason` says by how much.
+   */
   MODE_DEGRADED = 3,
   UNRECOGNIZED = -1,
 }
@@ -152,11 +173,26 @@ export function modeToJSON(object: Mode): string {
   }
 }
 
-/** Where the engine selection came from. */
+/** Where the engine selection came from (RuntimeSettings.EngineSelection.source). */
 export enum SelectionSource {
+  /** SELECTION_SOURCE_UNSPECIFIED - Never sent by contextd. */
   SELECTION_SOURCE_UNSPECIFIED = 0,
+  /**
+   * SELECTION_SOURCE_CONFIGURED - The config chose the engine: `slots.agents` names one for the session's agent, or
+   * `slots.context_engine` names an engine other than `legacy`.
+   */
   SELECTION_SOURCE_CONFIGURED = 1,
+  /**
+   * SELECTION_SOURCE_DEFAULT - No choice was configured: `slots.context_engine` is `legacy` and no `slots.agents` entry
+   * matches the session's agent.
+   */
   SELECTION_SOURCE_DEFAULT = 2,
+  /**
+   * SELECTION_SOURCE_REQUESTED - The engine a runtime asked for in its request. Not produced by protocol version 1: no request
+   * can name an engine (selection is by configuration alone), so contextd never sends it. Kept so
+   * that a later version can let a runtime choose without a new enum value; an engine that
+   * receives it should treat it as CONFIGURED.
+   */
   SELECTION_SOURCE_REQUESTED = 3,
   UNRECOGNIZED = -1,
 }
@@ -202,7 +238,10 @@ export function selectionSourceToJSON(object: SelectionSource): string {
 export enum CompactionTarget {
   /** COMPACTION_TARGET_UNSPECIFIED - Treated as BUDGET. */
   COMPACTION_TARGET_UNSPECIFIED = 0,
-  /** COMPACTION_TARGET_BUDGET - The result must fit `token_budget - reserve_tokens`. */
+  /**
+   * COMPACTION_TARGET_BUDGET - The result must fit `token_budget - reserve_tokens` (`compaction.reserve_tokens` in contextd's
+   * config, kept free for the model's answer).
+   */
   COMPACTION_TARGET_BUDGET = 1,
   /** COMPACTION_TARGET_THRESHOLD - Compact older history but keep `keep_recent_tokens` verbatim, without a hard budget. */
   COMPACTION_TARGET_THRESHOLD = 2,
@@ -243,6 +282,7 @@ export function compactionTargetToJSON(object: CompactionTarget): string {
 
 /** How a subagent's session starts. */
 export enum SubagentContextMode {
+  /** SUBAGENT_CONTEXT_MODE_UNSPECIFIED - Refused (INVALID_ARGUMENT "context_mode is required"). */
   SUBAGENT_CONTEXT_MODE_UNSPECIFIED = 0,
   /** SUBAGENT_CONTEXT_MODE_ISOLATED - The child starts empty. */
   SUBAGENT_CONTEXT_MODE_ISOLATED = 1,
@@ -285,10 +325,18 @@ export function subagentContextModeToJSON(object: SubagentContextMode): string {
 
 /** Why a subagent ended. */
 export enum SubagentEndReason {
+  /** SUBAGENT_END_REASON_UNSPECIFIED - No reason given; accepted and passed on to the engine as it is (the transcript is kept). */
   SUBAGENT_END_REASON_UNSPECIFIED = 0,
+  /** SUBAGENT_END_REASON_DELETED - The child was deleted: EndSubagent deletes its transcript after telling the engine. */
   SUBAGENT_END_REASON_DELETED = 1,
+  /** SUBAGENT_END_REASON_COMPLETED - The child finished its work; its transcript stays readable. */
   SUBAGENT_END_REASON_COMPLETED = 2,
+  /**
+   * SUBAGENT_END_REASON_SWEPT - Sent by contextd alone: the child's `ttl_ms` passed and the sweep ended it (once, across
+   * replicas; never repeated if it could not be delivered).
+   */
   SUBAGENT_END_REASON_SWEPT = 3,
+  /** SUBAGENT_END_REASON_RELEASED - The runtime released the child (OpenClaw's `released`); its transcript stays readable. */
   SUBAGENT_END_REASON_RELEASED = 4,
   UNRECOGNIZED = -1,
 }
@@ -380,6 +428,7 @@ export function promptAuthorityToJSON(object: PromptAuthority): string {
 
 /** Plain text. */
 export interface TextBlock {
+  /** The text the model reads. */
   text: string;
   /** Opaque provider data that must round-trip unchanged (OpenClaw's `textSignature`). */
   signature: string;
@@ -387,10 +436,16 @@ export interface TextBlock {
   extraJson: string;
 }
 
-/** An image, inline (`data`) or by reference (`uri`). Counted as a fixed number of tokens. */
+/**
+ * An image, inline (`data`) or by reference (`uri`). Counted as a fixed number of tokens
+ * (`image_tokens` in contextd's config, 1200 by default), whatever its size.
+ */
 export interface ImageBlock {
+  /** The image's media type, e.g. `image/png`. */
   mimeType: string;
+  /** The image's bytes, when inline. Counts against `limits.max_message_bytes` like any field. */
   data: Buffer;
+  /** Where the image is, when not inline. */
   uri: string;
   /** The block's fields the contract does not model, as a JSON object; kept and returned unchanged. */
   extraJson: string;
@@ -398,6 +453,7 @@ export interface ImageBlock {
 
 /** A model's reasoning; `signature` is opaque provider data that must round-trip unchanged. */
 export interface ThinkingBlock {
+  /** The reasoning text (a placeholder when `redacted`). */
   thinking: string;
   /** OpenClaw's `thinkingSignature`; for redacted thinking it holds the encrypted payload. */
   signature: string;
@@ -412,7 +468,12 @@ export interface ThinkingBlock {
  * `tool_call_id` equals `id`; compaction never separates the two.
  */
 export interface ToolCallBlock {
+  /**
+   * The call's id. Required on input: an empty one is INVALID_ARGUMENT
+   * (`messages[i].content[j].tool_call.id is required`). (protovalidate: `string.min_len = 1`.)
+   */
   id: string;
+  /** The tool's name. */
   name: string;
   /** The arguments as a JSON object. */
   argumentsJson: string;
@@ -424,41 +485,90 @@ export interface ToolCallBlock {
 
 /** One piece of a message's content. */
 export interface ContentBlock {
+  /**
+   * Exactly one must be set on input: a block with none is INVALID_ARGUMENT naming it.
+   * (protovalidate: `(buf.validate.oneof).required = true`.)
+   */
   block?:
-    | { $case: "text"; value: TextBlock }
-    | { $case: "image"; value: ImageBlock }
-    | { $case: "thinking"; value: ThinkingBlock }
-    | { $case: "toolCall"; value: ToolCallBlock }
+    | //
+    /** Plain text. */
+    { $case: "text"; value: TextBlock }
+    | //
+    /** An image. */
+    { $case: "image"; value: ImageBlock }
+    | //
+    /** The model's reasoning. */
+    { $case: "thinking"; value: ThinkingBlock }
+    | //
+    /** A tool call (assistant messages). */
+    { $case: "toolCall"; value: ToolCallBlock }
     | undefined;
 }
 
 /** What a provider call cost, as the provider or runtime reported it (OpenClaw: USD). */
 export interface Cost {
+  /** Cost of the input tokens. */
   input: number;
+  /** Cost of the output tokens. */
   output: number;
+  /** Cost of the tokens read from the provider's prompt cache. */
   cacheRead: number;
+  /** Cost of the tokens written to the provider's prompt cache. */
   cacheWrite: number;
+  /** The whole call's cost. */
   total: number;
 }
 
-/** Token usage the provider reported for an assistant message. */
+/**
+ * Token usage the provider reported for an assistant message. contextd stores it and hands it
+ * back; it never counts with it (the host counts every message itself, see `Message.token_count`).
+ */
 export interface Usage {
+  /** Input (prompt) tokens. */
   input: number;
+  /** Output (completion) tokens. */
   output: number;
+  /** Tokens read from the provider's prompt cache. */
   cacheRead: number;
+  /** Tokens written to the provider's prompt cache. */
   cacheWrite: number;
+  /** All tokens of the call. */
   total: number;
+  /** What the call cost. */
   cost?: Cost | undefined;
 }
 
-/** One conversation message. */
+/**
+ * One conversation message.
+ *
+ * On input (AppendMessagesRequest, HostService rewrites and Complete), each message is checked
+ * before anything of the request is written, and a bad one refuses the whole request:
+ * INVALID_ARGUMENT when `role` is unset or unknown, `content` is empty (allowed only for
+ * ROLE_ASSISTANT and ROLE_TOOL_RESULT), a content block has nothing set or a tool call no id, a
+ * ROLE_TOOL_RESULT has no `tool_call_id`, a ROLE_CUSTOM no `custom_type`, `details_json` is not
+ * JSON, or `timestamp_ms` is beyond ±8.64e15 (what a date can hold); RESOURCE_EXHAUSTED when the
+ * message's encoded size is over `limits.max_message_bytes` (4 MiB by default).
+ */
 export interface Message {
-  /** Entry id, assigned by the host when the message is appended. Empty on input. */
+  /**
+   * Entry id, assigned by the host when the message is appended; ignored on input. In an
+   * engine's Assemble answer, a message carrying the id of a message of the request is counted
+   * with the host's stored count for that id; a message the engine made leaves it empty.
+   */
   id: string;
+  /**
+   * Who produced the message. Required (not ROLE_UNSPECIFIED).
+   * (protovalidate: `enum = {defined_only: true, not_in: [0]}`.)
+   */
   role: Role;
+  /** The message's content, in order. See `content_is_text` for runtimes that send a plain string. */
   content: ContentBlock[];
+  /**
+   * When the message was made, in epoch milliseconds. At most 8.64e15 from 1970 either way.
+   * (protovalidate: `int64 = {gte: -8640000000000000, lte: 8640000000000000}`.)
+   */
   timestampMs: number;
-  /** For ROLE_TOOL_RESULT: the `ToolCallBlock.id` this result answers. */
+  /** For ROLE_TOOL_RESULT: the `ToolCallBlock.id` this result answers. Required for that role. */
   toolCallId: string;
   /** For ROLE_TOOL_RESULT: the tool's name. */
   toolName: string;
@@ -468,28 +578,42 @@ export interface Message {
   usage?:
     | Usage
     | undefined;
-  /** For ROLE_CUSTOM: the runtime's own kind of message. */
+  /** For ROLE_CUSTOM: the runtime's own kind of message. Required for that role. */
   customType: string;
+  /**
+   * Labels of the message, kept and handed back. Keys starting with `contextd.` are the host's:
+   *
+   * - `contextd.kind` = `compaction_summary` marks the host's compaction summary in an active
+   *   view: a ROLE_USER message whose `id` is the compaction entry's id and whose text wraps the
+   *   summary. Engines recognise the summary by this marker, never by its wording. It is pinned:
+   *   an engine that chooses a subset of the view keeps it (and every ROLE_SYSTEM message).
+   * - `contextd.tokens_before` on that message: the compaction's `tokens_before`, in decimal.
+   *
+   * A runtime should not set `contextd.` keys: they are not refused, but every engine would take a
+   * message marked `contextd.kind` for the host's summary.
+   */
   metadata: { [key: string]: string };
   /**
    * Tokens of this message, counted once by the host at append with the configured tokenizer.
-   * Ignored on input.
+   * Ignored on input, and in engines' answers: the host counts what an engine made itself.
    */
   tokenCount: number;
-  /**
-   * For ROLE_ASSISTANT: the provider API family, provider, model, why generation stopped, the
-   * provider's response id and error (OpenClaw's api, provider, model, stopReason, responseId,
-   * errorMessage).
-   */
+  /** For ROLE_ASSISTANT: the provider API family (OpenClaw's `api`). */
   api: string;
+  /** For ROLE_ASSISTANT: the provider (OpenClaw's `provider`). */
   provider: string;
+  /** For ROLE_ASSISTANT: the model that answered (OpenClaw's `model`). */
   model: string;
+  /** For ROLE_ASSISTANT: why generation stopped (OpenClaw's `stopReason`). */
   stopReason: string;
+  /** For ROLE_ASSISTANT: the provider's response id (OpenClaw's `responseId`). */
   responseId: string;
+  /** For ROLE_ASSISTANT: the provider's error, when the call failed (OpenClaw's `errorMessage`). */
   errorMessage: string;
   /**
    * For ROLE_TOOL_RESULT and ROLE_CUSTOM: the runtime's structured details as JSON (never sent to
-   * the model; OpenClaw's `details`).
+   * the model; OpenClaw's `details`). When set it must be JSON, else INVALID_ARGUMENT: exports hand
+   * it back as JSON.
    */
   detailsJson: string;
   /**
@@ -517,11 +641,26 @@ export interface Message_MetadataEntry {
 
 /**
  * Names a session. `session_id` is the key; `session_key` and `agent_id` are the runtime's labels
- * (agent_id also selects the engine through `slots.agents`).
+ * (agent_id also selects the engine through `slots.agents`). All three are id text (see the top of
+ * this file).
  */
 export interface SessionRef {
+  /**
+   * The session's key: required, surrounding whitespace trimmed. Session ids are one namespace
+   * across agents. (protovalidate: `string = {min_len: 1, max_len: 256}` after trimming.)
+   */
   sessionId: string;
+  /**
+   * The runtime's own label of the session (OpenClaw's session key); may be empty. Taken from the
+   * store when the request leaves it empty.
+   */
   sessionKey: string;
+  /**
+   * The agent the session belongs to; may be empty. Set when the session is created and never
+   * changed: on later calls the stored agent decides (which engine serves the session, and which
+   * runtime tokens may touch it). A runtime token limited to named agents must name one that it
+   * covers (else PERMISSION_DENIED), and another agent's session answers as a missing one.
+   */
   agentId: string;
 }
 
@@ -530,10 +669,17 @@ export interface SessionRef {
  * `first_kept_entry_id` on.
  */
 export interface CompactionResult {
+  /** The summary of everything before `first_kept_entry_id`. */
   summary: string;
-  /** The first entry kept verbatim; empty when nothing is kept. */
+  /**
+   * The first entry kept verbatim; empty when nothing is kept. In an engine's Compact answer it
+   * must name a message of the view the engine was sent (not the summary): else a contract
+   * violation.
+   */
   firstKeptEntryId: string;
+  /** The host's count of the active view before the compaction. */
   tokensBefore: number;
+  /** The host's count of the active view after it. */
   tokensAfter: number;
   /** Engine-specific data (e.g. which summarizer ran, how many entries were summarized). */
   details?: { [key: string]: any } | undefined;
@@ -541,21 +687,28 @@ export interface CompactionResult {
 
 /** A compaction entry in the transcript: it never removes history, it moves the active view. */
 export interface CompactionEntry {
+  /** The summary, as committed. */
   summary: string;
+  /** The first entry kept verbatim; empty when nothing is kept. */
   firstKeptEntryId: string;
+  /** The host's count of the active view before the compaction. */
   tokensBefore: number;
+  /** The host's count of the active view after it. */
   tokensAfter: number;
   /**
    * The engine that produced the compaction (`legacy` for the host's native compaction,
    * or the engine that delegated to it).
    */
   engineId: string;
+  /** Engine-specific data, as in CompactionResult.details. */
   details?: { [key: string]: any } | undefined;
 }
 
 /** Runtime-specific data kept in the transcript but never sent to the model. */
 export interface CustomEntry {
+  /** The runtime's kind of entry. */
   customType: string;
+  /** The entry's data as JSON. */
   dataJson: string;
 }
 
@@ -565,11 +718,13 @@ export interface CustomEntry {
  * its fields are in `TranscriptEntry.extra_json`. Never sent to the model.
  */
 export interface RuntimeEntry {
+  /** The runtime's entry type, e.g. `model_change`. */
   type: string;
 }
 
 /** One entry of a session's append-only transcript. */
 export interface TranscriptEntry {
+  /** The entry's id, assigned by the host (or the imported file's id). */
   id: string;
   /**
    * The entry this one follows in the session's entry tree (empty for a root). Entries appended
@@ -579,12 +734,22 @@ export interface TranscriptEntry {
   parentId: string;
   /** Position in the session, from 1, strictly increasing. */
   seq: number;
+  /** When the entry was made, in epoch milliseconds. */
   timestampMs: number;
+  /** What the entry is; exactly one is set. */
   entry?:
-    | { $case: "message"; value: Message }
-    | { $case: "compaction"; value: CompactionEntry }
-    | { $case: "custom"; value: CustomEntry }
-    | { $case: "runtime"; value: RuntimeEntry }
+    | //
+    /** A conversation message (with its id and token count). */
+    { $case: "message"; value: Message }
+    | //
+    /** A compaction: moves the active view, removes nothing. */
+    { $case: "compaction"; value: CompactionEntry }
+    | //
+    /** Runtime data, never sent to the model. */
+    { $case: "custom"; value: CustomEntry }
+    | //
+    /** A runtime entry contextd does not interpret. */
+    { $case: "runtime"; value: RuntimeEntry }
     | undefined;
   /**
    * Set when the entry was rewritten through HostService.RewriteTranscriptEntries (the previous
@@ -613,54 +778,113 @@ export interface TranscriptEntry {
   messageKey: string;
 }
 
-/** The host's view of the runtime that made the call, handed to engines (schema_version 1). */
+/**
+ * The host's view of the runtime that made the call, handed to engines (schema_version 1). Built
+ * by contextd from its routing decision; the runtime does not send it.
+ */
 export interface RuntimeSettings {
+  /** 1. An engine that reads these settings checks it and ignores what a later schema adds. */
   schemaVersion: number;
-  runtime?: RuntimeSettings_Runtime | undefined;
-  engineSelection?: RuntimeSettings_EngineSelection | undefined;
-  model?: RuntimeSettings_Model | undefined;
-  limits?: RuntimeSettings_Limits | undefined;
+  /** Who is calling. */
+  runtime?:
+    | RuntimeSettings_Runtime
+    | undefined;
+  /** Which engine the slot selects. */
+  engineSelection?:
+    | RuntimeSettings_EngineSelection
+    | undefined;
+  /** The model the context is for. */
+  model?:
+    | RuntimeSettings_Model
+    | undefined;
+  /** The call's budgets. */
+  limits?:
+    | RuntimeSettings_Limits
+    | undefined;
+  /** Why the call is not served as selected. */
   diagnostics?: RuntimeSettings_Diagnostics | undefined;
 }
 
+/** Who is calling. */
 export interface RuntimeSettings_Runtime {
+  /** Always `contextd`. */
   host: string;
+  /**
+   * MODE_FALLBACK when routing already chose `legacy` in place of the selected engine (not
+   * registered, quarantined); else MODE_NORMAL. A sidecar engine always sees MODE_NORMAL: it is
+   * called only while it is selected and usable.
+   */
   mode: Mode;
+  /** Empty in protocol version 1 (reserved for the runtime's harness id). */
   harnessId: string;
+  /** Empty in protocol version 1 (reserved for the runtime's own id). */
   runtimeId: string;
 }
 
+/** Which engine the slot selects for the session. */
 export interface RuntimeSettings_EngineSelection {
+  /** The engine id the slot names (which may not be the engine answering, under a fallback). */
   selectedId: string;
+  /** Where that choice came from. */
   source: SelectionSource;
 }
 
+/** The model the runtime will send the context to. */
 export interface RuntimeSettings_Model {
+  /** The runtime's `model` field (AssembleRequest.model); empty when it sent none. */
   requested: string;
+  /** The same as `requested` in protocol version 1 (contextd resolves no aliases). */
   resolved: string;
+  /** Empty in protocol version 1. */
   provider: string;
+  /** Empty in protocol version 1. */
   family: string;
 }
 
+/** The budgets of the call. */
 export interface RuntimeSettings_Limits {
+  /**
+   * The call's `token_budget` (Assemble, Compact, AfterTurn); 0 for calls without one
+   * (Bootstrap, Maintain).
+   */
   promptTokenBudget: number;
+  /** 0 in protocol version 1 (unknown to contextd). */
   maxOutputTokens: number;
 }
 
+/** Why the call is not served as selected. */
 export interface RuntimeSettings_Diagnostics {
+  /**
+   * Why routing chose `legacy` in place of the selected engine; empty otherwise (always, for a
+   * sidecar engine).
+   */
   fallbackReason: string;
+  /** Empty in protocol version 1. */
   degradedReason: string;
 }
 
 /**
  * How an engine calls back into the host during one call: dial `endpoint` and send
  * `authorization: Bearer <token>`. The token is valid only for this engine and session, and only
- * while the call is in progress: it dies when the call ends (answered, failed, cancelled) or at
- * `expires_at_ms` (the call's deadline), whichever comes first.
+ * while the call is in progress: it dies when the call ends (answered, failed, cancelled), at
+ * `expires_at_ms` (the call's deadline), or when the engine is quarantined or deregistered,
+ * whichever comes first. See HostService for what it opens.
  */
 export interface HostContext {
+  /**
+   * The address of the contextd replica that made the call (its `host_endpoint`): call back there
+   * and nowhere else — another replica, or the load balancer, refuses the token UNAUTHENTICATED.
+   */
   endpoint: string;
+  /**
+   * The host token. Opaque: send it as it is (its parts name the issuing process, and are no
+   * secret; the random part is what grants).
+   */
   token: string;
+  /**
+   * The engine call's deadline, epoch milliseconds: the token dies then, and so does whatever the
+   * engine has not finished.
+   */
   expiresAtMs: number;
 }
 
