@@ -60,7 +60,7 @@ export async function answerForHost(store: LosslessStore, compactor: Compactor, 
   const raw = store.rawMessages(sessionId);
   const made = `${leaves} leaf and ${condensed} condensed summaries made`;
   // System messages never start the host's kept part: before it they are pinned at the head of the
-  // host's view anyway (docs/PINNED-MESSAGES.md), and the host may have pinned them already.
+  // host's view anyway (docs/pinned-messages.md), and the host may have pinned them already.
   const firstRaw = raw.find((m) => !isSystem(m));
   if (roots.length === 0 || !firstRaw) return { compacted: false, reason: `nothing to compact (${made})` };
   const firstKept = firstRaw.entryId;

@@ -1,5 +1,5 @@
 /**
- * Pinned system messages in the lossless engine (docs/PINNED-MESSAGES.md).
+ * Pinned system messages in the lossless engine (docs/pinned-messages.md).
  *
  * A system message is stored like any other (it keeps its place in the history, so summary spans
  * stay contiguous), but it is never folded into a summary and the model always sees it: assembly

@@ -61,7 +61,7 @@ CREATE TABLE IF NOT EXISTS summaries (
 CREATE INDEX IF NOT EXISTS summaries_by_span ON summaries (session_id, first_ord);
 `;
 
-// Version 2: pinned system messages (docs/PINNED-MESSAGES.md). Assembly reads every system message
+// Version 2: pinned system messages (docs/pinned-messages.md). Assembly reads every system message
 // of a session (role 4 = ROLE_SYSTEM, the wire value) to put them first; this index holds only
 // those, so that read does not grow with the session's history.
 const SCHEMA_V2 = `

@@ -101,7 +101,7 @@ export class LosslessStore {
         "SELECT entry_id, ord, role, token_count, tool_call_ids, tool_call_id FROM messages WHERE session_id = ? AND ord > ? ORDER BY ord",
       ),
       bodies: db.prepare<[string, number, number], { body: string }>("SELECT body FROM messages WHERE session_id = ? AND ord BETWEEN ? AND ? ORDER BY ord"),
-      // Pinned system messages (docs/PINNED-MESSAGES.md), through the partial index messages_system:
+      // Pinned system messages (docs/pinned-messages.md), through the partial index messages_system:
       // the role is a literal so that SQLite may use it.
       systemMeta: db.prepare<[string], MessageRow>(
         `SELECT entry_id, ord, role, token_count, tool_call_ids, tool_call_id FROM messages WHERE session_id = ? AND role = ${Role.ROLE_SYSTEM} ORDER BY ord`,
@@ -237,7 +237,7 @@ export class LosslessStore {
 
   /**
    * Every system message of the session, oldest first: never folded into a summary, always shown
-   * first (docs/PINNED-MESSAGES.md). Those in the raw tail are in rawMessages() as well.
+   * first (docs/pinned-messages.md). Those in the raw tail are in rawMessages() as well.
    */
   systemMessages(sessionId: string): MessageMeta[] {
     return this.q.systemMeta.all(sessionId).map(toMeta);

@@ -1,6 +1,6 @@
 /**
  * newest-first: the README's minimal engine, runnable. Keeps the pinned messages (system messages
- * and the host's compaction summary, docs/PINNED-MESSAGES.md), then the newest messages that fit
+ * and the host's compaction summary, docs/pinned-messages.md), then the newest messages that fit
  * what they leave of the budget (never starting with an orphaned tool result), and lets the host
  * compact.
  *

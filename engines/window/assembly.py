@@ -6,7 +6,7 @@ sums are `contextd.turns`'; the pinned split is `contextd.pinned`'s (the same ru
 The rule (see README.md):
 
 1. The pinned messages are kept first, in view order, and count in the budget: every system
-   message (ROLE_SYSTEM, never summarized away: docs/PINNED-MESSAGES.md) and the host's compaction
+   message (ROLE_SYSTEM, never summarized away: docs/pinned-messages.md) and the host's compaction
    summary (metadata "contextd.kind" == "compaction_summary"): `contextd.pinned.split_pinned`.
 2. The rest is split into turns (`contextd.turns.split_turns`): a turn starts at a user message and
    runs up to the next one (messages before the first user message form a leading fragment,

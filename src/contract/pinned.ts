@@ -2,7 +2,7 @@ import { Role, type Message } from "./gen/contextd/v1/types.js";
 import { isSummaryMessage } from "./messages.js";
 
 /**
- * Pinned messages (docs/PINNED-MESSAGES.md): what an engine that chooses a subset of the host's
+ * Pinned messages (docs/pinned-messages.md): what an engine that chooses a subset of the host's
  * active view must always keep.
  *
  * - Every ROLE_SYSTEM message. The host never summarizes one away: after a compaction the system

@@ -5,7 +5,7 @@ import type { ActiveTotals, ActiveView } from "../store/types.js";
 
 /**
  * The active view as engines and the model see it: the pinned system messages from before the
- * latest compaction's cut (docs/PINNED-MESSAGES.md), then its summary as a user message, then the
+ * latest compaction's cut (docs/pinned-messages.md), then its summary as a user message, then the
  * kept entries (system messages among them in place). Message ids are entry ids; token counts are
  * the stored ones.
  */

@@ -67,7 +67,7 @@ export class Compactions {
       this.observer.compaction(engineId, "nothing", view.tokens, view.tokens, seconds);
       return {
         committed: false,
-        reason: `not committed: first_kept_entry_id ${result.firstKeptEntryId} is a pinned system message from before the active view's cut (docs/PINNED-MESSAGES.md)`,
+        reason: `not committed: first_kept_entry_id ${result.firstKeptEntryId} is a pinned system message from before the active view's cut (docs/pinned-messages.md)`,
       };
     }
     const after = activeTokensAfter(view, result.firstKeptEntryId, summaryTokens);
@@ -130,7 +130,7 @@ export class Compactions {
 /**
  * The active view's tokens once `firstKeptEntryId` starts it after the new summary (empty: no
  * message of this view kept); undefined when the id is not a kept entry of the view (the store
- * refuses that). System messages are never summarized away (docs/PINNED-MESSAGES.md): the pinned
+ * refuses that). System messages are never summarized away (docs/pinned-messages.md): the pinned
  * ones stay, and those before the new cut become pinned, so all of them count.
  */
 function activeTokensAfter(view: ActiveView, firstKeptEntryId: string, summaryTokens: number): number | undefined {

@@ -48,7 +48,7 @@ export class Subagents {
           kind: "compaction",
           compaction: { ...c.entry.entry.value, firstKeptEntryId: "" },
           // The parent's pinned system messages come first in its view and stay before the cut in
-          // the child's, so the child's view has the same pinned head (docs/PINNED-MESSAGES.md).
+          // the child's, so the child's view has the same pinned head (docs/pinned-messages.md).
           firstKeptIndex: view.messages.length > view.pinnedCount ? view.pinnedCount : null,
           summaryTokens: c.summaryTokens,
         });

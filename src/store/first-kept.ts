@@ -13,7 +13,7 @@ export interface FirstKeptRow {
  * The seq of a compaction's first kept entry, or the InvalidArgumentError both stores refuse it
  * with (the same words in each). It must be a visible message entry at or after the view's cut: a
  * pinned system message from before the cut is in the view, but it heads the view whatever the cut
- * (docs/PINNED-MESSAGES.md), so starting the kept part there would bring back the history the
+ * (docs/pinned-messages.md), so starting the kept part there would bring back the history the
  * earlier compaction summarized.
  */
 export function firstKeptSeq(sessionId: string, firstKeptId: string, kept: FirstKeptRow | undefined, activeFromSeq: number): number {

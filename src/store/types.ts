@@ -11,7 +11,7 @@ import type { CompactionEntry, Message, TranscriptEntry } from "../contract/gen/
  *   entries from its `first_kept_entry_id` on (or, when that is empty, the entries after it), less
  *   the entries marked `hidden` (abandoned branches of an imported file, messages excluded from
  *   context). New entries follow the session's leaf (its last entry, or an imported file's leaf).
- * - Pinned system messages (docs/PINNED-MESSAGES.md): every non-hidden ROLE_SYSTEM message entry
+ * - Pinned system messages (docs/pinned-messages.md): every non-hidden ROLE_SYSTEM message entry
  *   from before the cut (the view's first kept seq) is part of the active view too, in transcript
  *   order, ahead of the summary. No compaction summarizes a system message away: the view is
  *   [pinned system messages] + [summary] + [kept entries, system messages among them in place].

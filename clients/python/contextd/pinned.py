@@ -1,6 +1,6 @@
 """Pinned messages: what an engine choosing a subset of the host's active view must always keep.
 
-docs/PINNED-MESSAGES.md. Two kinds of message are pinned:
+docs/pinned-messages.md. Two kinds of message are pinned:
 
 - every system message (``ROLE_SYSTEM``): the host never summarizes one away; after a compaction
   the system messages from before its cut head the view verbatim, those after it stay in place;

@@ -110,7 +110,7 @@ class WholeTurns(unittest.TestCase):
 
 
 class PinnedSystemMessages(unittest.TestCase):
-    """docs/PINNED-MESSAGES.md: system messages and the summary first, in view order, counted."""
+    """docs/pinned-messages.md: system messages and the summary first, in view order, counted."""
 
     def test_system_messages_and_the_summary_come_first_in_view_order(self):
         start, s, middle = system("rules", 20), summary(tokens=30), system("now in French", 10)

@@ -53,7 +53,7 @@ export { promptBudget } from "../../contract/prompt-budget.js";
  *    says why (the legacy engine answers `ok: false`). At small caps the extractive summarizer
  *    writes a compact form with the identifiers and the latest request first.
  *
- * Pinned system messages (docs/PINNED-MESSAGES.md, view-parts.ts): no system message is ever
+ * Pinned system messages (docs/pinned-messages.md, view-parts.ts): no system message is ever
  * handed to the summarizer, and all of them — those heading the view and those among its entries
  * — are a fixed cost: the targets above (the prompt budget, keep_recent_tokens) are what they
  * leave, and "at least one message summarized" means one that is not a system message. When the

@@ -5,7 +5,7 @@ import type { Tokenizer } from "../../tokens/tokenizer.js";
 import { suffixSums } from "./cut-points.js";
 
 /**
- * An active view as native compaction reads it (docs/PINNED-MESSAGES.md):
+ * An active view as native compaction reads it (docs/pinned-messages.md):
  *
  *   [pinned system messages] [previous summary] [rest: the kept entries, system messages in place]
  *

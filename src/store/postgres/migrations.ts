@@ -122,7 +122,7 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 3,
     description: "pinned system messages: a partial index on a session's system message entries by seq",
     sql: `
-      -- As SQLite's migration 5 (docs/PINNED-MESSAGES.md): the active view holds every non-hidden
+      -- As SQLite's migration 5 (docs/pinned-messages.md): the active view holds every non-hidden
       -- system message entry (role 4 = ROLE_SYSTEM) from before its cut; this index holds only those.
       CREATE INDEX entries_pinned ON entries (session_id, seq) WHERE kind = 'message' AND role = 4 AND NOT hidden;
     `,

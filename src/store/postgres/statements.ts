@@ -58,7 +58,7 @@ export const SQL = {
   /**
    * The active view in one statement, hence one snapshot: the session row (as JSON, once), the
    * latest compaction entry by its seq, the pinned system messages before the cut (part 2,
-   * docs/PINNED-MESSAGES.md; role 4 = ROLE_SYSTEM spelled as in the partial index entries_pinned,
+   * docs/pinned-messages.md; role 4 = ROLE_SYSTEM spelled as in the partial index entries_pinned,
    * so that the planner may use it), then the message range from active_from_seq on (part 3).
    */
   activeView: stmt(

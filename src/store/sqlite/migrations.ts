@@ -150,7 +150,7 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 5,
     description: "pinned system messages: a partial index on a session's system message entries by seq",
     sql: `
-      -- docs/PINNED-MESSAGES.md: the active view holds every non-hidden system message entry from
+      -- docs/pinned-messages.md: the active view holds every non-hidden system message entry from
       -- before its cut (role 4 = ROLE_SYSTEM, the wire value). readActiveView and readActiveTotals
       -- read them through this index, which holds only those entries: the read costs the number of
       -- system messages, never the length of the history before the cut.

@@ -63,7 +63,7 @@ const BUSY_TIMEOUT_MS = 5_000;
  * The session row carries the derived pointers of the active view (latest compaction seq, the seq
  * the view starts from, summary tokens, last entry id), so appends and readActiveView never touch
  * history outside the active view: their cost does not grow with the length of the transcript. The
- * one exception, the pinned system messages before the cut (docs/PINNED-MESSAGES.md), is read
+ * one exception, the pinned system messages before the cut (docs/pinned-messages.md), is read
  * through a partial index that holds only system message entries.
  *
  * Behaviour where the interface is silent:

@@ -106,7 +106,7 @@ export function prepareStatements(db: Database.Database): Statements {
       `SELECT role, SUM(token_count) AS tokens FROM entries
        WHERE session_id = ? AND seq >= ? AND kind = 'message' AND hidden = 0 GROUP BY role`,
     ),
-    // Pinned system messages before the view's cut (docs/PINNED-MESSAGES.md). The role is spelled
+    // Pinned system messages before the view's cut (docs/pinned-messages.md). The role is spelled
     // as a literal, as in the partial index entries_pinned (migration 5), so that the index serves
     // these: SQLite uses a partial index only when the query's WHERE names its terms.
     pinnedMessages: db.prepare<[string, number], PayloadRow>(

@@ -28,7 +28,7 @@ export function readActiveTotals(stmts: Statements, sessionId: string): ActiveTo
     tokensByRole.set(r.role, r.tokens);
     tokens += r.tokens;
   }
-  // Pinned system messages before the cut are part of the view (docs/PINNED-MESSAGES.md).
+  // Pinned system messages before the cut are part of the view (docs/pinned-messages.md).
   const pinned = stmts.pinnedTokens.get(sessionId, row.active_from_seq)?.tokens;
   if (pinned !== null && pinned !== undefined) {
     tokensByRole.set(Role.ROLE_SYSTEM, (tokensByRole.get(Role.ROLE_SYSTEM) ?? 0) + pinned);
