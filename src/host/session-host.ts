@@ -1,38 +1,26 @@
-import type { Logger } from "pino";
 import type * as S from "../contract/gen/contextd/v1/session.js";
 import { withIdAndCount } from "../contract/encoded-messages.js";
-import { CompactionTarget, Mode, PromptAuthority, type Message, type SessionRef } from "../contract/gen/contextd/v1/types.js";
-import { LEGACY_ENGINE_ID } from "../legacy/legacy-engine.js";
-import type { CallerContext, Router, Selection } from "../registry/router.js";
+import { CompactionTarget, type SessionRef } from "../contract/gen/contextd/v1/types.js";
+import type { Router, Selection } from "../registry/router.js";
+import type { HostCall } from "./host-call.js";
 import type { ActiveView, SessionRecord, TranscriptStore } from "../store/types.js";
 import type { Tokenizer } from "../tokens/tokenizer.js";
 import { countingFor } from "./counting.js";
-import { latestUserText, viewMessages } from "./active-view.js";
+import { viewMessages } from "./active-view.js";
+import { AssemblePlan } from "./assemble-plan.js";
 import { Bootstraps } from "./bootstraps.js";
 import type { RuntimeAccess } from "./runtime-access.js";
 import type { Compactions } from "./compactions.js";
-import { checkAssembled, checkCompaction, resolveKeptEntries } from "./engine-answers.js";
+import { checkCompaction } from "./engine-answers.js";
 import { runtimeSettings } from "./runtime-settings.js";
 import { admitExisting, sessionNotFound } from "./session-visibility.js";
 import { appendDigest } from "./append-digest.js";
 import { NO_OBSERVER, type HostObserver } from "./host-observer.js";
 import { checkIdempotencyKey, checkMessageKeys, requireBudget, requireEnum, requireSession, validateAppend, type AppendLimits } from "./validate.js";
 
-function overflowing(answer: { promptAuthority: PromptAuthority; estimatedTokens: number }, budget: number): boolean {
-  return answer.promptAuthority === PromptAuthority.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW && answer.estimatedTokens > budget;
-}
-
 /** Time kept back from the runtime's deadline to answer an append after the engine's ingest. */
 const INGEST_ANSWER_MARGIN_MS = 250;
 
-/** An overflow compaction is tried at most this many times per Assemble (SPEC §4). */
-export const MAX_OVERFLOW_COMPACTIONS = 3;
-
-export interface HostCall extends CallerContext {
-  log: Logger;
-  /** What the runtime's credentials allow. */
-  access: RuntimeAccess;
-}
 
 /**
  * The session lifecycle for runtimes: append, assemble (with auto-compaction), compact, after-turn
@@ -48,7 +36,18 @@ export class SessionHost {
     private readonly limits: AppendLimits,
     private readonly observer: HostObserver = NO_OBSERVER,
     private readonly bootstraps: Bootstraps = new Bootstraps(router),
-  ) {}
+  ) {
+    this.plan = new AssemblePlan({
+      router,
+      compactions,
+      tokenizer,
+      store,
+      readView: (session) => this.readView(session),
+      compact: (req, call) => this.compact(req, call),
+    });
+  }
+
+  private readonly plan: AssemblePlan;
 
   /** NOT_FOUND unless the session exists; reads only the session row, never its history. */
   async requireExists(session: SessionRef): Promise<SessionRecord> {
@@ -141,128 +140,14 @@ export class SessionHost {
     }
   }
 
+  /** Fit the view, call the engine, validate, recover from overflow: the steps are in assemble-plan.ts. */
   async assemble(req: S.AssembleRequest, call: HostCall): Promise<S.AssembleResponse> {
     const session = requireSession(req.session);
     const budget = requireBudget(req.tokenBudget);
-    let view = await this.readView(session, call.access);
+    const view = await this.readView(session, call.access);
     const selection = this.router.select(session);
-    const autoCompact = req.autoCompact ?? true;
-    let compaction: S.AssembleResponse["compaction"];
     await this.bootstraps.ensure(selection, session, call);
-
-    // Engines that do not own compaction (legacy included, also when it answers as the fallback)
-    // get a view the host has compacted natively to fit the budget, at most 3 attempts.
-    const fitView = async (signal: AbortSignal) => {
-      for (let attempt = 0; attempt < MAX_OVERFLOW_COMPACTIONS && view.tokens > budget; attempt++) {
-        const outcome = await this.compactions.runNative(
-          view,
-          {
-            tokenBudget: budget,
-            target: CompactionTarget.COMPACTION_TARGET_BUDGET,
-            force: false,
-            signal,
-            away: call.away,
-            counting: { ...countingFor(call, session.agentId), signal },
-          },
-          LEGACY_ENGINE_ID,
-        );
-        if (outcome.conflict) {
-          view = await this.readView(session);
-          continue;
-        }
-        if (!outcome.committed) break;
-        compaction = outcome.result;
-        view = await this.readView(session);
-      }
-    };
-    let sent: Message[] = [];
-    /** The host's count of a message of the engine's answer: stored for the view's, counted (off the loop) for the rest. */
-    let answerCount: (m: Message) => number = (m) => this.tokenizer.countMessage(m);
-    const assembleOnce = () =>
-      this.router.call(
-        selection,
-        "assemble",
-        call,
-        async (engine, ctx, target) => {
-          if (autoCompact && !target.info.ownsCompaction) await fitView(ctx.signal);
-          sent = viewMessages(view);
-          const answer = await engine.assemble(
-            {
-              session,
-              messages: sent,
-              tokenBudget: budget,
-              availableTools: req.availableTools,
-              model: req.model,
-              prompt: req.prompt ?? latestUserText(sent),
-              runtimeSettings: runtimeSettings(selection, budget, req.model),
-              host: ctx.host,
-            },
-            ctx,
-          );
-          if (!target.builtin) {
-            // What the engine made is counted on the pool within the engine call's deadline: an
-            // answer of megabytes (bounded by engines.answer_limits) never runs BPE on the loop.
-            resolveKeptEntries(answer, sent);
-            const stored = new Map(sent.map((m) => [m.id, m.tokenCount]));
-            const fresh = answer.messages.filter((m) => !(m.id && stored.get(m.id)));
-            const counts = await this.tokenizer.countMessages(fresh, countingFor({ ...call, signal: ctx.signal, deadlineMs: ctx.deadlineMs }, session.agentId));
-            const counted = new Map(fresh.map((m, i) => [m, counts[i]]));
-            answerCount = (m) => (m.id && stored.get(m.id)) || (counted.get(m) ?? this.tokenizer.countMessage(m));
-          }
-          return answer;
-        },
-        (answer, target) => {
-          if (target.builtin) return;
-          answer.estimatedTokens = checkAssembled(answer, budget, answerCount);
-        },
-      );
-    let routed = await assembleOnce();
-    // An engine that owns compaction is trusted with its budget unless it says it may overflow; then
-    // overflow recovery goes to its own Compact (SPEC §4), at most 3 times.
-    for (
-      let attempt = 0;
-      autoCompact && attempt < MAX_OVERFLOW_COMPACTIONS && overflowing(routed.value, budget) && routed.engineId !== LEGACY_ENGINE_ID;
-      attempt++
-    ) {
-      const compacted = await this.compact(
-        {
-          session,
-          tokenBudget: budget,
-          force: true,
-          compactionTarget: CompactionTarget.COMPACTION_TARGET_BUDGET,
-          customInstructions: "",
-          currentTokenCount: 0,
-        },
-        call,
-      );
-      if (!compacted.compacted) break;
-      compaction = compacted.result;
-      view = await this.readView(session);
-      routed = await assembleOnce();
-    }
-    const answer = routed.value;
-    let mode = routed.mode;
-    let fallbackReason = routed.fallbackReason;
-    if (overflowing(answer, budget)) {
-      mode = Mode.MODE_DEGRADED;
-      fallbackReason ||= autoCompact
-        ? `context is ${answer.estimatedTokens} tokens, over token_budget ${budget} after ${MAX_OVERFLOW_COMPACTIONS} compaction attempts`
-        : `context is ${answer.estimatedTokens} tokens, over token_budget ${budget}, and auto_compact is off`;
-    }
-    const additionTokens = answer.systemPromptAddition
-      ? await this.tokenizer.countTextAsync(answer.systemPromptAddition, countingFor(call, session.agentId))
-      : 0;
-    if (additionTokens !== view.session.systemAdditionTokens) await this.store.setSystemAdditionTokens(session.sessionId, additionTokens);
-    return {
-      messages: answer.messages,
-      estimatedTokens: answer.estimatedTokens,
-      systemPromptAddition: answer.systemPromptAddition,
-      engineId: routed.engineId,
-      mode,
-      fallbackReason,
-      compaction,
-      promptAuthority: answer.promptAuthority || PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED,
-    };
+    return this.plan.run({ req, session, budget, selection, call }, view);
   }
 
   async compact(req: S.CompactRequest, call: HostCall): Promise<S.CompactResponse> {

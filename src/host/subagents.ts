@@ -2,7 +2,8 @@ import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from "..
 import type * as S from "../contract/gen/contextd/v1/session.js";
 import { Mode, SubagentContextMode, SubagentEndReason } from "../contract/gen/contextd/v1/types.js";
 import type { SeedEntry, TranscriptStore } from "../store/types.js";
-import type { HostCall, SessionHost } from "./session-host.js";
+import type { HostCall } from "./host-call.js";
+import type { SessionHost } from "./session-host.js";
 import { quote } from "../contract/quote.js";
 import { requireEnum, requireSession } from "./validate.js";
 

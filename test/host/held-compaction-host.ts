@@ -21,7 +21,8 @@ import { PromptAuthority, type Message } from "../../src/contract/gen/contextd/v
 import { Compactions } from "../../src/host/compactions.js";
 import { pageKey } from "../../src/host/page-token.js";
 import { agentScope } from "../../src/host/runtime-access.js";
-import { SessionHost, type HostCall } from "../../src/host/session-host.js";
+import type { HostCall } from "../../src/host/host-call.js";
+import { SessionHost } from "../../src/host/session-host.js";
 import { LegacyEngine } from "../../src/legacy/legacy-engine.js";
 import { createExtractiveSummarizer } from "../../src/legacy/summarizer/extractive.js";
 import { EngineRegistry } from "../../src/registry/engine-registry.js";

@@ -1,0 +1,10 @@
+import type { Logger } from "pino";
+import type { CallerContext } from "../registry/router.js";
+import type { RuntimeAccess } from "./runtime-access.js";
+
+/** A runtime's call as the host's session operations get it: its deadline and cancellation, log and credentials. */
+export interface HostCall extends CallerContext {
+  log: Logger;
+  /** What the runtime's credentials allow. */
+  access: RuntimeAccess;
+}
