@@ -23,7 +23,8 @@ function countedMessage(entry: TranscriptEntry): Message | undefined {
 }
 
 /**
- * SessionService.ImportTranscript (SPEC §2.4, §8): creates a session from a transcript file.
+ * SessionService.ImportTranscript (proto/contextd/v1/session.proto; docs/openclaw.md, "Session
+ * files"): creates a session from a transcript file.
  *
  * An OpenClaw session JSONL file (versions 3 and 4, recognised by its `{"type":"session"}` header
  * line) is imported whole: every entry of every branch keeps its id, parent id, type and fields

@@ -25,7 +25,7 @@ function overflowing(answer: { promptAuthority: PromptAuthority; estimatedTokens
 /** Time kept back from the runtime's deadline to answer an append after the engine's ingest. */
 const INGEST_ANSWER_MARGIN_MS = 250;
 
-/** An overflow compaction is tried at most this many times per Assemble (SPEC §4). */
+/** An overflow compaction is tried at most this many times per Assemble (SessionService.Assemble). */
 export const MAX_OVERFLOW_COMPACTIONS = 3;
 
 export interface HostCall extends CallerContext {
@@ -218,7 +218,7 @@ export class SessionHost {
       );
     let routed = await assembleOnce();
     // An engine that owns compaction is trusted with its budget unless it says it may overflow; then
-    // overflow recovery goes to its own Compact (SPEC §4), at most 3 times.
+    // overflow recovery goes to its own Compact, at most 3 times (SessionService.Assemble).
     for (
       let attempt = 0;
       autoCompact && attempt < MAX_OVERFLOW_COMPACTIONS && overflowing(routed.value, budget) && routed.engineId !== LEGACY_ENGINE_ID;
