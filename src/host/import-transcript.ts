@@ -46,7 +46,7 @@ function countedMessage(entry: TranscriptEntry): Message | undefined {
  * session's first routed call.
  *
  * A file at the cap is seconds of CPU work (parsing, converting, token counting). Parsing and
- * converting run in time slices that give the event loop back in between (src/openclaw/slices.ts);
+ * converting run in time slices that give the event loop back in between (src/contract/time-slices.ts);
  * the token counts are taken on the counting pool (src/tokens/count-pool.ts), in bounded chunks,
  * fairly with other agents' counts and dropped when the caller goes away — one message can be one
  * BPE piece of megabytes, which no time slice could cut. Health checks and other sessions' calls
