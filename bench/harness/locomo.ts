@@ -1,7 +1,7 @@
 /**
  * LoCoMo (Maharana et al., ACL 2024; CC BY-NC 4.0) for the compaction_quality scenario. The data
- * is read at run time from the shared data directory and never copied into the repository; only
- * aggregate scores leave this module.
+ * is read at run time from the file `BENCH_LOCOMO` names and never copied into the repository;
+ * only aggregate scores leave this module.
  *
  * Replay: each dialogue turn becomes one message — the first speaker (`speaker_a`) as the user,
  * the second as the assistant — whose text is `[<session date>] <speaker>: <text>` (plus
@@ -13,7 +13,7 @@ import { Role, type Message } from "../../src/contract/gen/contextd/v1/types.js"
 import { textMessage } from "../../src/contract/messages.js";
 import { REPO_ROOT } from "./processes.js";
 
-/** BENCH_LOCOMO, else ../shared/data/locomo/locomo10.json beside the repository. */
+/** The LoCoMo file (`locomo10.json`), which `BENCH_LOCOMO` names. */
 export function locomoPath(): string {
   return process.env.BENCH_LOCOMO || path.resolve(REPO_ROOT, "../shared/data/locomo/locomo10.json");
 }

@@ -1,8 +1,8 @@
 /**
- * budget_utilization: does the context use the budget right after a BUDGET compaction? (issue 15
- * item 4: ≥ 80 % of the prompt budget when the history holds that much.)
+ * budget_utilization: does the context use the budget right after a BUDGET compaction? (Goal, in
+ * docs/performance.md: ≥ 80 % of the prompt budget when the history holds that much.)
  *
- * The filed case: a runtime appends a ~150k-token coding session made of a few user turns (4), each
+ * The case: a runtime appends a ~150k-token coding session made of a few user turns (4), each
  * followed by dozens of large tool call/result pairs (codingMessages' sizes, ~100–1500 tokens a
  * result), ending with the user request the agent is about to answer; then it calls
  * SessionService.Assemble at a 32k budget. The view is far over the budget, so the host compacts it
@@ -49,7 +49,7 @@ const ENGINES = [
 // ---- the session --------------------------------------------------------------------------------
 
 /**
- * The filed session: `userTurns` user requests, each followed by dozens of tool pairs (assistant
+ * The session: `userTurns` user requests, each followed by dozens of tool pairs (assistant
  * call + its result) and a wrap-up, then one more (pending) request. Built from codingMessages, so
  * text and sizes are the bench's usual ones; its pairs are regrouped under few user requests, which
  * is what makes the last turn boundary a poor cut (every finished turn is larger than the budget,

@@ -268,7 +268,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
       `with the question as the prompt: ${sampledCount} questions (every k-th, at most ${perConversation} per conversation), one Assemble each whose prompt is the question alone; survival_recall_vs_ceiling divides recall's share by the whole conversation's share over the same questions`,
       "answer survival: the normalized answer (lowercase, punctuation and articles removed, whitespace collapsed) occurs as whole words in the assembled context (system prompt addition included); evidence: every evidence turn occurs in it",
       ...Object.entries(reasons).map(([m, why]) => `${m}: ${why}`),
-      "LoCoMo (CC BY-NC 4.0) is read at run time from the shared data directory; nothing of it is stored in the repository or in the report",
+      "LoCoMo (CC BY-NC 4.0) is read at run time from the file BENCH_LOCOMO names; nothing of it is stored in the repository or in the report",
     ],
     tables: [
       {

@@ -8,7 +8,7 @@
  * - contextd_bare: started with CONTEXTD_BENCH_NO_OBSERVABILITY=1 (none of that middleware).
  * Closed loop at concurrency 16, interleaved windows; the measure is each contextd process's own
  * CPU time per Assemble (user+system from /proc), summed over every measured window.
- * Goal (issue 10): the middleware costs at most 3 % of an Assemble's CPU.
+ * Goal (docs/performance.md): the middleware costs at most 3 % of an Assemble's CPU.
  */
 import { sessionClient } from "../harness/clients.js";
 import { startContextd } from "../harness/contextd.js";

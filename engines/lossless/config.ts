@@ -96,7 +96,8 @@ function stripUndefined<T extends object>(o: T): Partial<T> {
 }
 
 /**
- * What the context may occupy once room for the answer is set aside: contextd's own rule (SPEC §4),
- * `budget − reserve` but at least min(8000, budget / 2) — shared, so both engines aim at the same target.
+ * What the context may occupy once room for the answer is set aside: contextd's own rule
+ * (docs/concepts.md, "Budgets"), `budget − reserve` but at least min(8000, budget / 2) — shared, so
+ * both engines aim at the same target.
  */
 export { MIN_PROMPT_BUDGET_TOKENS, promptBudget } from "../../src/sdk/engine-sdk.js";

@@ -1,5 +1,5 @@
 /**
- * newest-first: the README's minimal engine, runnable. Keeps the pinned messages (system messages
+ * newest-first: the minimal engine of docs/engines.md ("Write your own engine"), runnable. Keeps the pinned messages (system messages
  * and the host's compaction summary, docs/pinned-messages.md), then the newest messages that fit
  * what they leave of the budget (never starting with an orphaned tool result), and lets the host
  * compact.

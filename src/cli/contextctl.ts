@@ -21,7 +21,7 @@ import { colourWanted, setColour } from "./style.js";
 import { writeStderr, writeStdout } from "./terminal-text.js";
 
 /**
- * contextctl — the operator and developer CLI for contextd (SPEC §5). Global options come before
+ * contextctl — the operator and developer CLI for contextd (docs/cli.md). Global options come before
  * or after the command: `contextctl --address host:port sessions --json`. Exit codes (a contract
  * with scripts, exit-codes.ts): 0 done, 1 failed (one line on stderr, `contextctl: CODE: details`),
  * 2 bad usage, 3 contextd unreachable.

@@ -1,8 +1,8 @@
 import { status as Status, type ServiceError } from "@grpc/grpc-js";
 
 /**
- * contextctl's exit codes — a contract with scripts, documented in `contextctl --help` and the
- * README. Every command maps its outcome through {@link exitCodeFor} (the `action` wrapper in
+ * contextctl's exit codes — a contract with scripts, documented in `contextctl --help` and in
+ * docs/cli.md ("Exit codes"). Every command maps its outcome through {@link exitCodeFor} (the `action` wrapper in
  * commands/shared.ts, and `health`), so the meaning is the same everywhere:
  *
  * - 0: done (for `health`: SERVING);

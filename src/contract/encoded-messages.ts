@@ -7,10 +7,10 @@ import { Message } from "./gen/contextd/v1/types.js";
  *
  * A message of a session's active view travels on every Assemble twice — to the engine in its
  * request, to the runtime in the answer — and each ts-proto encode of the ~25 kB view cost about as
- * much CPU as the store read itself (issue 14's profile). The store already holds each message
- * encoded (inside its TranscriptEntry payload), so a view message read from the store remembers
- * the bytes of its body and the few bytes of what the host sets on it (entry id, stored token
- * count), and the serializers below write those bytes instead of encoding the object again.
+ * much CPU as the store read itself, in a CPU profile of contextd. The store already holds each
+ * message encoded (inside its TranscriptEntry payload), so a view message read from the store
+ * remembers the bytes of its body and the few bytes of what the host sets on it (entry id, stored
+ * token count), and the serializers below write those bytes instead of encoding the object again.
  *
  * The suffix relies on protobuf's merge rule — a scalar field seen twice takes its last value — so
  * `body ‖ suffix` decodes, in every conformant implementation, as the stored message with the id and

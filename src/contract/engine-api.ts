@@ -23,7 +23,7 @@ import type {
 } from "./gen/contextd/v1/engine.js";
 import type { HostContext } from "./gen/contextd/v1/types.js";
 
-/** The contract version this build speaks (SPEC §2: this document is version 1). */
+/** The contract version this build speaks: protocol version 1, which proto/contextd/v1/ describes. */
 export const PROTOCOL_VERSION = 1;
 
 /**

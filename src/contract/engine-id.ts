@@ -1,7 +1,8 @@
 /**
- * Engine ids (SPEC §3). An engine id is a config key (slots, overrides, owners' reservations), a
- * metric label, a log field and a column `contextctl engines` prints: it is bounded and plain, so
- * two ids that look alike are the same bytes and none can act on a terminal. Allowed: ASCII letters,
+ * Engine ids (the rules on RegistryService, proto/contextd/v1/registry.proto). An engine id is a
+ * config key (slots, overrides, owners' reservations), a metric label, a log field and a column
+ * `contextctl engines` prints: it is bounded and plain, so two ids that look alike are the same
+ * bytes and none can act on a terminal. Allowed: ASCII letters,
  * digits, `.`, `_` and `-`, starting with a letter or digit, at most 128 characters. Ids are
  * compared exactly; any id that reads as `legacy` whatever its case is refused, so nothing can pass
  * for the built-in fallback in a table or a log.

@@ -2,8 +2,9 @@ import { status } from "@grpc/grpc-js";
 
 /**
  * Every error contextd raises on purpose carries the gRPC status it maps to. Lower layers (store,
- * legacy engine, host) throw these; the server's handler wrapper (src/server/unary.ts) is the one
- * place that turns them into gRPC errors. Anything else is an INTERNAL bug.
+ * legacy engine, host) throw these; contract/grpc-status.ts is the one place that turns them into
+ * gRPC statuses, called by the server's handler wrapper (server/middleware/bind-service.ts) and by
+ * the engine SDK. Anything else is an INTERNAL bug.
  */
 export class ContextdError extends Error {
   constructor(

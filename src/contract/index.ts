@@ -11,5 +11,6 @@ export { RegistryServiceService, RegistryServiceClient } from "./gen/contextd/v1
 export { HostServiceService, HostServiceClient } from "./gen/contextd/v1/host.js";
 export * from "./quote.js";
 export * from "./engine-id.js";
-// The prompt budget of a compaction (SPEC §4): the host and engines that own compaction plan by it.
+// The prompt budget of a compaction (docs/concepts.md, "Budgets"): the host and engines that own
+// compaction plan by it.
 export * from "./prompt-budget.js";

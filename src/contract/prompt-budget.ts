@@ -3,7 +3,7 @@
  * answer (`reserve_tokens`) is set aside.
  *
  * The reserve is never allowed to eat the window: the prompt budget is at least
- * min(8 000, half the window), and never more than the window itself (SPEC §4).
+ * min(8 000, half the window), and never more than the window itself (docs/concepts.md, "Budgets").
  */
 export const MIN_PROMPT_BUDGET_TOKENS = 8000;
 

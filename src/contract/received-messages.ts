@@ -14,10 +14,10 @@ import { Message } from "./gen/contextd/v1/types.js";
 /**
  * Appended messages stored as the bytes the runtime sent.
  *
- * An appended message used to be encoded twice after its request was decoded — once to check its
- * size against `limits.max_message_bytes`, once inside the TranscriptEntry payload the store keeps
- * — and deep-copied on the way (ts-proto's fromPartial). Those were a fifth of everything an append
- * allocated (issue 14, bench memory) and much of its CPU. The request's bytes already hold each
+ * Encoding an appended message twice after its request was decoded — once to check its size
+ * against `limits.max_message_bytes`, once inside the TranscriptEntry payload the store keeps — and
+ * deep-copying it on the way (ts-proto's fromPartial) cost a fifth of everything an append
+ * allocated (bench `memory`) and much of its CPU. The request's bytes already hold each
  * message encoded, so the deserializer remembers each message's bytes (encoded-messages.ts: the
  * message is frozen and encodes as those bytes plus its id and count), its size is their length,
  * and the store writes them into the entry followed by what the host sets: the timestamp (when the

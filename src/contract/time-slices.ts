@@ -6,7 +6,7 @@ import { setImmediate as nextTurn } from "node:timers/promises";
  *
  * Reading a transcript file at the import cap (limits.max_import_bytes) is hundreds of thousands of
  * JSON.parse calls, conversions and token counts: done in one go it holds the event loop for
- * seconds, and every other RPC — health checks included — waits (the import-stall finding). Work
+ * seconds, and every other RPC — health checks included — waits. Work
  * written as {@link Steps} (a generator that yields between small units, e.g. after each line) can
  * run all at once ({@link runAll}, for callers that want a plain function) or a time slice at a
  * time ({@link TimeSlices.run}). It lives in the contract, the lowest layer, because the OpenClaw

@@ -54,7 +54,7 @@ export function parseConversationLines(text: string, source = "conversation"): C
 
 /**
  * {@link parseConversationLines} as steps, one per line, so ImportTranscript can read a large file a
- * time slice at a time (src/openclaw/slices.ts) without holding the event loop.
+ * time slice at a time (src/contract/time-slices.ts) without holding the event loop.
  */
 export function* conversationLineSteps(text: string, source = "conversation"): Steps<ConversationLine[]> {
   const messages: ConversationLine[] = [];

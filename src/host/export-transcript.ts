@@ -10,7 +10,8 @@ import { sessionNotFound } from "./session-visibility.js";
 const PAGE = 1_000;
 
 /**
- * SessionService.ExportTranscript (SPEC §8): the session as an OpenClaw session JSONL file, every
+ * SessionService.ExportTranscript (proto/contextd/v1/session.proto; docs/openclaw.md, "Session
+ * files"): the session as an OpenClaw session JSONL file, every
  * entry of its history (hidden ones included) in order, mapped by src/openclaw/session-entries.ts.
  *
  * The header of an imported file is written back as it was — its `version` included, because

@@ -112,8 +112,9 @@ export function hostHandlers(
       return { ok: outcome.refused !== true, compacted: outcome.committed, reason: outcome.reason, result: outcome.committed ? outcome.result : undefined };
     },
 
-    // One completion from the summarizer's model (SPEC §2.5). Upstream failures are ModelErrors,
-    // which carry their own status (UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, ...).
+    // One completion from the summarizer's model (HostService.Complete in host.proto lists its
+    // statuses). Upstream failures are ModelErrors, which carry their own status (UNAVAILABLE,
+    // RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, ...).
     complete: async (req, ctx) => {
       requireSession(req.session); // validates the ref; Complete reads no session state
       const grant = ctx.principal;

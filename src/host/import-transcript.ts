@@ -23,7 +23,8 @@ function countedMessage(entry: TranscriptEntry): Message | undefined {
 }
 
 /**
- * SessionService.ImportTranscript (SPEC §2.4, §8): creates a session from a transcript file.
+ * SessionService.ImportTranscript (proto/contextd/v1/session.proto; docs/openclaw.md, "Session
+ * files"): creates a session from a transcript file.
  *
  * An OpenClaw session JSONL file (versions 3 and 4, recognised by its `{"type":"session"}` header
  * line) is imported whole: every entry of every branch keeps its id, parent id, type and fields
@@ -45,7 +46,7 @@ function countedMessage(entry: TranscriptEntry): Message | undefined {
  * session's first routed call.
  *
  * A file at the cap is seconds of CPU work (parsing, converting, token counting). Parsing and
- * converting run in time slices that give the event loop back in between (src/openclaw/slices.ts);
+ * converting run in time slices that give the event loop back in between (src/contract/time-slices.ts);
  * the token counts are taken on the counting pool (src/tokens/count-pool.ts), in bounded chunks,
  * fairly with other agents' counts and dropped when the caller goes away — one message can be one
  * BPE piece of megabytes, which no time slice could cut. Health checks and other sessions' calls

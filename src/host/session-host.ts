@@ -21,7 +21,6 @@ import { checkIdempotencyKey, checkMessageKeys, requireBudget, requireEnum, requ
 /** Time kept back from the runtime's deadline to answer an append after the engine's ingest. */
 const INGEST_ANSWER_MARGIN_MS = 250;
 
-
 /**
  * The session lifecycle for runtimes: append, assemble (with auto-compaction), compact, after-turn
  * and maintenance. Every engine call goes through the router, so whether `legacy` or a sidecar

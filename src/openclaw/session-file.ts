@@ -51,7 +51,7 @@ export function parseSessionFile(text: string): SessionFile {
 
 /**
  * {@link parseSessionFile} as steps, one per line, so a large file can be read a time slice at a
- * time (src/openclaw/slices.ts) without holding the event loop.
+ * time (src/contract/time-slices.ts) without holding the event loop.
  */
 export function* sessionFileSteps(text: string): Steps<SessionFile> {
   let header: JsonObject | undefined;

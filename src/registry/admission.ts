@@ -33,7 +33,8 @@ export interface AdmissionSettings {
 }
 
 /**
- * RegisterEngine and DeregisterEngine (SPEC §3): the ownership rules, the endpoint allow-list
+ * RegisterEngine and DeregisterEngine (documented, checks in order, on RegistryService in
+ * proto/contextd/v1/registry.proto): the ownership rules, the endpoint allow-list
  * (checked before any connection), contract validation through GetInfo, protocol negotiation and
  * a health check before admission. The caller's credentials were checked by the service layer.
  */

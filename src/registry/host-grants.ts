@@ -91,7 +91,7 @@ export class EngineRevokedError extends UnavailableError {
  * callback, and "the call ended, the token is dead" would hold only as fast as the replicas
  * agreed — for nothing, since the issuing replica is up for as long as its call runs. Each
  * replica's `host_endpoint` must therefore be its own address as engines reach it, never the load
- * balancer's (README "Running several replicas").
+ * balancer's (docs/deployment.md, "Host tokens stay with their replica").
  *
  * A token names the process that issued it (`<process>.<endpoint, base64url>.<random>`), so one
  * presented at another replica — an engine that called the load balancer instead of

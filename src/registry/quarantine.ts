@@ -107,7 +107,8 @@ export class Quarantine implements FailureObserver {
   }
 
   /**
-   * A successful registration clears an automatic quarantine (SPEC §3 rule 5) — but not an
+   * A successful registration clears an automatic quarantine (RegistryService.RegisterEngine in
+   * proto/contextd/v1/registry.proto) — but not an
    * operator's: a manual quarantine holds until ClearQuarantine, even across engine restarts. The
    * stored record decides (another replica's quarantine may not have been applied here yet).
    */

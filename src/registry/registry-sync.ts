@@ -23,7 +23,8 @@ export type SyncVia = "notification" | "resync" | "reconcile";
 
 /**
  * Keeps this replica's registry (engine-registry.ts) in step with the registrations and quarantine
- * records in the store, which other replicas write too (SPEC §6). The store's watch
+ * records in the store, which other replicas write too (docs/deployment.md, "Engines and
+ * quarantines across replicas"). The store's watch
  * (RegistryStore.watchRegistry: LISTEN/NOTIFY on PostgreSQL) says when something changed, within
  * milliseconds of the commit; a periodic reconcile (`engines.reconcile_interval`, 5 s) covers a
  * notification that was missed. Either way a pass reads both lists and applies the difference:

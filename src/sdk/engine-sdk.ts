@@ -16,14 +16,15 @@
  *   unreachable, registering again when it restarts and loses the engine), and on SIGTERM/SIGINT
  *   deregisters, reports NOT_SERVING, drains in-flight calls and exits 0.
  *
- * Configuration in code or through the environment (SPEC §7): `CONTEXTD_REGISTRY`,
- * `CONTEXTD_OWNER`, `CONTEXTD_OWNER_TOKEN`, `CONTEXTD_ENGINE_LISTEN` (default `127.0.0.1:0`: a free
- * port, and the registered endpoint is the real one), plus `CONTEXTD_ENGINE_ADVERTISE` and
- * `CONTEXTD_LOG_LEVEL`. Without a registry the engine only serves (tests, `contextctl`, debugging).
+ * Configuration in code (ServeEngineOptions, engine/options.ts) or through the environment:
+ * `CONTEXTD_REGISTRY`, `CONTEXTD_OWNER`, `CONTEXTD_OWNER_TOKEN`, `CONTEXTD_ENGINE_LISTEN` (default
+ * `127.0.0.1:0`: a free port, and the registered endpoint is the real one), plus
+ * `CONTEXTD_ENGINE_ADVERTISE` and `CONTEXTD_LOG_LEVEL`. Without a registry the engine only serves
+ * (tests, `contextctl`, debugging).
  *
  * A complete engine — the pinned messages (system messages, the compaction summary), then the newest
- * messages that fit the budget, and the host compacts — is engines/newest-first/main.ts (the README's
- * example, run by test/sdk/engine-sdk.test.ts).
+ * messages that fit the budget, and the host compacts — is engines/newest-first/main.ts (the example
+ * of docs/engines.md, "Write your own engine"; run by test/sdk/engine-sdk.test.ts).
  *
  * Run it next to contextd:
  * `CONTEXTD_REGISTRY=127.0.0.1:50051 CONTEXTD_OWNER=acme CONTEXTD_OWNER_TOKEN=$ACME_ENGINE_TOKEN node newest-first.js`,

@@ -7,10 +7,11 @@ import { InvalidArgumentError, PermissionDeniedError, UnauthenticatedError } fro
 import { ConfigError, pathText, type AuthConfig, type SecretRef } from "./config.js";
 
 /**
- * Who is calling (SPEC §5). Credentials travel as gRPC metadata `authorization: Bearer <token>`.
- * The config holds no secrets: each credential is the sha256 (hex) of its token, or the NAME of an
- * environment variable holding the token, read once here. Tokens are compared as sha256 digests with
- * `timingSafeEqual`, against every configured credential (no early exit).
+ * Who is calling (docs/security.md, "Principals"). Credentials travel as gRPC metadata
+ * `authorization: Bearer <token>`. The config holds no secrets: each credential is the sha256 (hex)
+ * of its token, or the NAME of an environment variable holding the token, read once here. Tokens
+ * are compared as sha256 digests with `timingSafeEqual`, against every configured credential (no
+ * early exit).
  *
  * Roles: runtimes (SessionService, optionally limited to agent ids), operators (quarantine, clear,
  * deregister others), owners (engine registration). One token may hold several roles if configured so.

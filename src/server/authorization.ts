@@ -14,7 +14,8 @@ import { agentAllowed, type Authenticator } from "./auth.js";
 import type { Authorize } from "./middleware/bind-service.js";
 
 /**
- * Who may call which method (SPEC §5), in one table per service, keyed by the methods of the
+ * Who may call which method (each service's credentials in proto/contextd/v1/*.proto; docs/security.md,
+ * "Principals"), in one table per service, keyed by the methods of the
  * generated service definitions so that a new RPC cannot be added without a rule. Each rule proves
  * the caller from its credentials before the handler runs and gives the handler its principal:
  *

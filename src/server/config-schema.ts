@@ -24,10 +24,10 @@ import { engines } from "./engines-config-schema.js";
 import { DEFAULT_TENANT_LIMITS } from "../contract/tenant-limits.js";
 
 /**
- * The config file's schema (SPEC §7), and the config's types derived from it. Every object is
- * strict: an unknown key is an error. Keys stay snake_case as in the file, so the docs, the YAML and
- * the code use the same names; durations come out as milliseconds. The value types and their error
- * texts are in config-values.ts.
+ * The config file's schema (docs/configuration.md's key tables are generated from it), and the
+ * config's types derived from it. Every object is strict: an unknown key is an error. Keys stay
+ * snake_case as in the file, so the docs, the YAML and the code use the same names; durations come
+ * out as milliseconds. The value types and their error texts are in config-values.ts.
  */
 
 const secretShape = { token_env: envName.optional(), token_sha256: sha256.optional() };
@@ -168,8 +168,9 @@ const server = z.strictObject({
 });
 
 /**
- * OpenTelemetry tracing (SPEC §9): spans exported over OTLP/HTTP to `otlp_endpoint` (the collector's
- * base URL; `/v1/traces` is appended unless given). Optional as a whole: without it tracing is off.
+ * OpenTelemetry tracing (docs/operations.md, "Tracing"): spans exported over OTLP/HTTP to
+ * `otlp_endpoint` (the collector's base URL; `/v1/traces` is appended unless given). Optional as a
+ * whole: without it tracing is off.
  */
 const tracing = z.strictObject({
   otlp_endpoint: httpUrl().optional(),

@@ -11,7 +11,7 @@ export type * from "./config-schema.js";
 export { parseDuration, formatDuration } from "./duration.js";
 
 /**
- * Loading the config file (SPEC §5, §7).
+ * Loading the config file (every key and its default: docs/configuration.md).
  *
  * Sources, later wins: built-in defaults < the YAML file < `CONTEXTD_*` environment variables.
  * - The file is `file`, else `$CONTEXTD_CONFIG`, else `config/contextd.yaml` under the cwd. Only the
@@ -81,12 +81,12 @@ export function loadConfig(options: LoadConfigOptions = {}): ContextdConfig {
   return validate(stripNulls(raw), origins, env);
 }
 
-/** The built-in defaults (SPEC §7): what an empty config file yields. */
 /** The engine ids the config reserves, `[id, owner]` (validated by loadConfig). */
 export function reservedEngines(cfg: ContextdConfig): Array<[string, string]> {
   return engineReservations(cfg, (path, why) => new ConfigError(`config: ${pathText(path)}: ${why}`));
 }
 
+/** The built-in defaults (those docs/configuration.md lists): what an empty config file yields. */
 export function defaultConfig(): ContextdConfig {
   return validate({}, [], {});
 }

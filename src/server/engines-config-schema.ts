@@ -14,7 +14,10 @@ const timeouts = z.strictObject(eachTimeout((d) => duration().prefault(d)));
 const partialTimeouts = z.strictObject(eachTimeout(() => duration().optional()));
 const onFailure = oneOf(["fallback", "strict"]);
 
-/** `engines`: how the registry reaches, watches, bounds and quarantines sidecars (SPEC §7). */
+/**
+ * `engines`: how the registry reaches, watches, bounds and quarantines sidecars (docs/configuration.md,
+ * `engines`).
+ */
 export const engines = z.strictObject({
   /**
    * Hosts, addresses, CIDR ranges and `unix:/path/prefix` entries engine endpoints may use (the

@@ -10,11 +10,11 @@ import v8 from "node:v8";
  * the memory bench's appends) before collecting it: ~50 MB of contextd's resident memory was dead
  * objects waiting for a collection. With 100 %, V8 collects at 2× the live heap.
  *
- * Why 100 and not less: at 50 % (round 4's default) the sidecar Assemble at 16 calls in flight ran
+ * Why 100 and not less: at 50 % the sidecar Assemble at 16 calls in flight ran
  * a full mark-compact every ~150 ms (`--trace-gc`), although the old space hardly grew between them
  * (21 → 22.5 MB) — what grew was the young generation and short-lived ArrayBuffers (every answer's
  * ~25 kB passes through several: contextd's splice, grpc-js's framing, on both hops) — and contextd
- * spent ~20–35 % more CPU per call than at 100 % (issue 14 round 5, alternated runs). The memory
+ * spent ~20–35 % more CPU per call than at 100 % (alternated bench runs). The memory
  * bench's peak was 197 MB at 50 % and 204 MB at 100 % (with the 2 MB view cache).
  *
  * The flag is V8's `--heap-growing-percent`, which V8 reads each time it sets the next collection's

@@ -1,13 +1,14 @@
 import type { EngineInfo } from "../contract/gen/contextd/v1/engine.js";
 import type { QuarantineState } from "../contract/gen/contextd/v1/registry.js";
 
-/**
- * Durable registry state: who owns each engine id (so ownership survives a contextd restart and
- * is shared by replicas) and quarantine records (SPEC §3: persisted, visible to every replica).
- */
 /** What {@link RegistryStore.claimRegistration} did: wrote it, or found the id held by `holder`. */
 export type RegistrationClaim = { written: true } | { written: false; holder: StoredRegistration };
 
+/**
+ * Durable registry state: who owns each engine id (so ownership survives a contextd restart and
+ * is shared by replicas) and quarantine records (persisted, so that a quarantine survives a restart
+ * and every replica sees it).
+ */
 export interface RegistryStore {
   /**
    * Writes the registration of `engineId` unless another holds the id: one of a different owner,

@@ -6,7 +6,7 @@ import type { ActiveView, ViewMessage } from "./types.js";
 /**
  * The decoded active views of recently assembled sessions, so that an Assemble decodes only the
  * entries appended since the last one instead of the whole view (reading and decoding the view was
- * ~22 % of contextd's busy time on the sidecar path, issue 14). Both stores keep one
+ * ~22 % of contextd's busy time on the sidecar path). Both stores keep one
  * (sqlite/active-view-read.ts, postgres/active-view-read.ts); what they share is here.
  *
  * A cached view is checked against the session row on every read, in the same snapshot as the
@@ -52,7 +52,7 @@ export type ViewRow = SessionRow & { view_revision?: number };
 /**
  * Default bound: 2 MB of stored entries — a few dozen 15k-token views, hundreds of short ones. The
  * decoded messages take several times their stored bytes of heap: at 4 MB the cache cost the memory
- * bench ~14 MB of peak RSS (217 against 204 MB, issue 14 round 5).
+ * bench ~14 MB of peak RSS (217 against 204 MB).
  */
 export const VIEW_CACHE_BYTES = 2 * 1024 * 1024;
 

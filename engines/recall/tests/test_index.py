@@ -112,9 +112,9 @@ class IndexTest(unittest.TestCase):
         self.assertEqual(ids(unit.messages), ids(first))
 
     def test_an_aborted_call_is_not_paired_with_a_later_turns_result(self):
-        # The review's case: call x aborted in turn 1, then call x and its result in turn 2. The
-        # unit once was [aborted call, turn 2's result], and with turn 2 kept whole in the fresh
-        # tail the aborted call was left alone in the recalled section.
+        # Call x aborted in turn 1, then call x and its result in turn 2. Paired by id alone, the
+        # unit would be [aborted call, turn 2's result], and with turn 2 kept whole in the fresh
+        # tail the aborted call would be left alone in the recalled section.
         aborted = assistant("walrus plan", calls=["x"])
         later = [assistant("second try", calls=["x"]), result("x", text="penguin output")]
         self.index.ingest("s", [user("1"), aborted, user("2")] + later)

@@ -81,7 +81,7 @@ class WholeTurns(unittest.TestCase):
         self.assertEqual(ids(select_window(view, 109).messages[1:]), ids(view[-8:]))
 
     def test_after_a_budget_compaction_the_whole_compacted_view_is_kept(self):
-        # The host's BUDGET compaction of an agent's session (issue 15 item 4) cuts inside the last
+        # The host's BUDGET compaction of an agent's session cuts inside the last
         # finished turn, at a tool-pair boundary: the view is the summary, a fragment of dozens of
         # tool pairs, the wrap-up and the pending request, and fits the prompt budget. The window
         # keeps all of it (the fragment is one unit, the pending request another), so it uses the

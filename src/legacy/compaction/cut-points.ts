@@ -84,8 +84,8 @@ export function chooseCut(kinds: Uint8Array, suffix: Float64Array, keepTokens: n
  * Share of the keep budget a turn boundary may give up against the best tool-pair boundary and
  * still be preferred by chooseFillingCut. A turn boundary keeps whole exchanges, which reads better,
  * but not at any price: in an agent's session of few user turns with dozens of tool calls each, the
- * only turn boundary that fits is often the latest user message, and preferring it kept nothing of
- * the recent tool work (issue 15).
+ * only turn boundary that fits is often the latest user message, and preferring it would keep
+ * nothing of the recent tool work.
  */
 export const TURN_PREFERENCE_SLACK = 0.1;
 

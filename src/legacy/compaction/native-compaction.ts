@@ -13,9 +13,9 @@ import { foldable, viewParts } from "./view-parts.js";
 export { promptBudget } from "../../contract/prompt-budget.js";
 
 /**
- * The host's native compaction (SPEC §4), used by the built-in `legacy` engine and by
- * HostService.DelegateCompaction. Pure: it reads an active view and returns the compaction to
- * commit; the caller appends the compaction entry.
+ * The host's native compaction (docs/concepts.md, "Compaction"), used by the built-in `legacy`
+ * engine and by HostService.DelegateCompaction. Pure: it reads an active view and returns the
+ * compaction to commit; the caller appends the compaction entry.
  *
  * Algorithm:
  * 1. No-ops: BUDGET and the view already fits the prompt budget; THRESHOLD and the view (or the
@@ -28,14 +28,14 @@ export { promptBudget } from "../../contract/prompt-budget.js";
  * 3. Cut: THRESHOLD → the earliest turn boundary whose kept tail fits (then intra-turn, else keep
  *    nothing; chooseCut). BUDGET → the cut that keeps the most — at a tool-pair boundary inside a
  *    turn if need be — unless a turn boundary keeps nearly as much (chooseFillingCut): the
- *    assembled context should use the prompt budget (SPEC §4, ≥ 80 % when the history holds that
- *    much), not stop at the last turn boundary, which in an agent's session of few user turns with
- *    dozens of tool calls each is often just the latest user message (issue 15). At least one
- *    message is always summarized (a cut at index 0 would summarize nothing). Summarize everything
- *    before the cut together with the previous summary; the summary is hard-capped at its
- *    character cap even if the summarizer overshoots. When the cut falls after the latest user
- *    message, that message is quoted verbatim in the summary unless the summarizer kept it
- *    (latest-request.ts).
+ *    assembled context should use the prompt budget (≥ 80 % of it when the history holds that
+ *    much: bench `budget_utilization`), not stop at the last turn boundary, which in an agent's
+ *    session of few user turns with dozens of tool calls each is often just the latest user
+ *    message. At least one message is always summarized (a cut at index 0 would summarize
+ *    nothing). Summarize everything before the cut together with the previous summary; the
+ *    summary is hard-capped at its character cap even if the summarizer overshoots. When the cut
+ *    falls after the latest user message, that message is quoted verbatim in the summary unless
+ *    the summarizer kept it (latest-request.ts).
  * 4. BUDGET only: with the summary's real size, move the cut — later while summary + tail exceed
  *    the prompt budget, earlier while a larger tail would fit next to it — re-summarizing each time
  *    (at most MAX_CUT_ITERATIONS summaries; the largest tail that fitted wins). When nothing fits,

@@ -3,7 +3,8 @@ import type { Tokenizer } from "../../tokens/tokenizer.js";
 
 /**
  * Measuring and trimming a summary as it will reach the model: wrapped in the summary user message
- * (SPEC §4), counted with the host's tokenizer.
+ * (marked `contextd.kind` = `compaction_summary`: docs/pinned-messages.md), counted
+ * with the host's tokenizer.
  */
 
 /** Tokens the summary occupies in the active view (the whole summary message). */

@@ -22,7 +22,10 @@ export interface OpenAISummarizerConfig {
 
 export type SummarizerConfig = { kind: "extractive" } | OpenAISummarizerConfig;
 
-/** What an unset key of the openai summarizer means (documented in config/contextd.yaml and the README). */
+/**
+ * What an unset key of the openai summarizer means (documented in config/contextd.yaml and
+ * docs/configuration.md, `compaction.summarizer`).
+ */
 export const OPENAI_DEFAULTS = {
   timeout: 60_000,
   max_retries: 3,

@@ -163,7 +163,7 @@ const MAINTENANCE_MODES: Record<string, TurnMaintenanceMode> = {
   background: TurnMaintenanceMode.TURN_MAINTENANCE_MODE_BACKGROUND,
 };
 
-/** Engine ids contextd reserves (SPEC §3: the default slot belongs to `core`). */
+/** Engine ids contextd reserves (`legacy`, the built-in default, belongs to `core`: registry.proto). */
 const RESERVED_IDS = new Set([LEGACY_ENGINE_ID]);
 
 function fail(problem: string): never {

@@ -4,8 +4,8 @@ import type { Awaitable } from "./engine-definition.js";
 
 /**
  * How `serveEngine` serves and registers. Every field is optional; the registry connection falls
- * back to the SDK environment variables (SPEC §7), so the same engine binary runs under
- * contextd's managed sidecars, docker-compose or by hand.
+ * back to the SDK environment variables (named on each field below), so the same engine binary
+ * runs under contextd's managed sidecars, docker-compose or by hand.
  */
 export interface ServeEngineOptions {
   /** contextd's address (host:port or unix:/path). Env `CONTEXTD_REGISTRY`. Absent or "": serve only, do not register. */

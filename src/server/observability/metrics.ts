@@ -6,10 +6,10 @@ import type { CountPoolStats } from "../../tokens/tokenizer.js";
 const EMPTY_COUNT_STATS: CountPoolStats = { countedChars: 0, droppedChars: 0, droppedJobs: 0, chunks: 0, threadFailures: 0, pendingChars: 0 };
 
 /**
- * contextd's Prometheus series (SPEC §9), in one registry. Names and labels follow the
- * go-grpc-prometheus convention for the gRPC server series, so existing dashboards work; every
- * label value is bounded (service and method names, engine ids, operations, outcomes — never a
- * session id).
+ * contextd's Prometheus series (docs/operations.md lists them), in one registry. Names and labels
+ * follow the go-grpc-prometheus convention for the gRPC server series, so existing dashboards work;
+ * every label value is bounded (service and method names, engine ids, operations, outcomes — never
+ * a session id).
  *
  * Hot paths take children from `child()`, which caches them by label values: a labelled
  * increment is then one Map lookup, not prom-client's per-call label hashing.

@@ -16,11 +16,12 @@ import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
 
 /**
- * Tracing (SPEC §9): a W3C `traceparent` sent by a runtime continues through contextd into the
- * engine call and the engine's HostService callbacks. With `tracing.otlp_endpoint` set, contextd
- * records a span per RPC and per engine call and exports them over OTLP/HTTP; without it nothing is
- * recorded or exported (the tracer is OpenTelemetry's no-op), and an incoming `traceparent` is still
- * handed on to engines unchanged, so a trace stays connected across contextd.
+ * Tracing (docs/operations.md, "Tracing"): a W3C `traceparent` sent by a runtime continues through
+ * contextd into the engine call and the engine's HostService callbacks. With
+ * `tracing.otlp_endpoint` set, contextd records a span per RPC and per engine call and exports them
+ * over OTLP/HTTP; without it nothing is recorded or exported (the tracer is OpenTelemetry's no-op),
+ * and an incoming `traceparent` is still handed on to engines unchanged, so a trace stays connected
+ * across contextd.
  *
  * The provider is not registered globally: contextd is a library too (tests run several servers in
  * one process), so each server owns its tracer.

@@ -50,9 +50,9 @@ import * as writes from "./transcript-writes.js";
 
 /**
  * The transcript and registry store on PostgreSQL, for several contextd replicas sharing one
- * database (SPEC §6). It behaves exactly as SqliteStore — every "behaviour where the interface is
- * silent" listed there holds here too, with the same errors and messages — and adds what sharing
- * needs:
+ * database (docs/deployment.md, "Running several replicas"). It behaves exactly as SqliteStore —
+ * every "behaviour where the interface is silent" listed there holds here too, with the same errors
+ * and messages — and adds what sharing needs:
  *
  * - Writers of one session serialize on its row (`SELECT … FOR UPDATE`, created race-free with
  *   `INSERT … ON CONFLICT DO NOTHING`), so seqs stay contiguous and each writer's order holds

@@ -85,7 +85,7 @@ export const MIGRATIONS: readonly Migration[] = [
         PRIMARY KEY (session_id, entry_id, revision)
       );
 
-      -- Who owns each engine id (SPEC section 3), so ownership survives a restart.
+      -- Who owns each engine id, so ownership survives a restart.
       CREATE TABLE engine_registrations (
         engine_id        TEXT    NOT NULL PRIMARY KEY,
         owner            TEXT    NOT NULL,
@@ -96,7 +96,7 @@ export const MIGRATIONS: readonly Migration[] = [
         registered_at_ms INTEGER NOT NULL
       );
 
-      -- Quarantine records (SPEC section 3: persisted, visible to every replica).
+      -- Quarantine records, persisted so that a quarantine survives a restart.
       CREATE TABLE engine_quarantines (
         engine_id     TEXT    NOT NULL PRIMARY KEY,
         -- QuarantineState.encode(state).finish()

@@ -20,7 +20,8 @@ const ROWS_PER_SLICE = 256;
  * `limits.max_import_bytes` does not hold every other call for seconds; only the inserts run inside
  * the transaction (synchronous: better-sqlite3's connection is shared, so a transaction left open
  * across a yield would take in other sessions' writes). A TEMP staging table written in short
- * transactions would shorten the remaining block further (docs/SECURITY.md).
+ * transactions would shorten the remaining block further (the import's bounds: docs/security.md,
+ * "A malicious runtime").
  */
 export async function importSession(
   db: Database.Database,

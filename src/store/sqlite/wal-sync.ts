@@ -5,7 +5,7 @@ import fs from "node:fs";
  *
  * With `synchronous = FULL` SQLite syncs the WAL inside every COMMIT, and better-sqlite3 runs the
  * COMMIT on the event loop: for the whole sync (~0.5 ms here, far more on a busy disk) no other call
- * is served — it was the largest part of the main thread's time under appends (issue 14). The group
+ * is served, and under appends that sync was the largest part of the main thread's time. The group
  * commit (group-commit.ts) commits its transaction with `synchronous = NORMAL` (in WAL mode: the
  * frames are written, not yet synced) and answers its callers only after this sync of the WAL file,
  * which flushes those frames: on disk before anyone is answered, as with FULL.

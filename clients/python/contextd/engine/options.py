@@ -1,6 +1,6 @@
 """How serve_engine serves and registers: keyword options, defaulting from the SDK environment
-variables (README: Write your own engine) so the same engine runs under contextd's managed sidecars, docker-compose or by
-hand — the same variables as the TypeScript SDK."""
+variables (docs/engines.md, "Write your own engine") so the same engine runs under contextd's
+managed sidecars, docker-compose or by hand — the same variables as the TypeScript SDK."""
 
 from __future__ import annotations
 
