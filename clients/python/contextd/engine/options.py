@@ -45,7 +45,7 @@ class ServeOptions:
     retry_max: float = 5.0
     #: Serve until SIGTERM/SIGINT, then stop and return (True), or return the running engine at once.
     block: bool = True
-    #: SIGTERM/SIGINT: NOT_SERVING, deregister, drain, exit 0. Only from the main thread.
+    #: SIGTERM/SIGINT: deregister, NOT_SERVING, drain, exit 0. Only from the main thread.
     handle_signals: bool = True
     #: How long in-flight calls may finish on stop before they are cancelled (seconds).
     drain_timeout: float = 5.0

@@ -163,8 +163,11 @@ class RunningEngine:
         self._health.set_serving(serving)
 
     def stop(self, deregister: bool = True) -> None:
-        """NOT_SERVING, deregister (unless `deregister=False`), let in-flight calls finish for
-        `drain_timeout` and cancel the rest, run `on_shutdown`. Idempotent; a second caller waits."""
+        """Deregister (unless `deregister=False`), NOT_SERVING, let in-flight calls finish for
+        `drain_timeout` and cancel the rest, run `on_shutdown`. Idempotent; a second caller waits.
+
+        Deregistering first (as the protocol and the TypeScript SDK do): a health check that saw
+        NOT_SERVING while the engine is still registered would count against it."""
         with self._stop_lock:
             already = self._stopping
             self._stopping = True
@@ -174,10 +177,10 @@ class RunningEngine:
         started = time.monotonic()
         self._stop_requested.set()
         self._restore_signal_handlers()
-        self._health.set_serving(False)
         if self._registrar is not None:
-            # Leave the registry first, so contextd stops routing here; then drain.
+            # Leave the registry first, so contextd stops routing here; then NOT_SERVING, then drain.
             self._registrar.stop(deregister)
+        self._health.set_serving(False)
         self._server.stop(self.options.drain_timeout).wait()
         if self._servicer.inflight:
             self.log.warning(
