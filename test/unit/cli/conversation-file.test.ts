@@ -2,9 +2,9 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { parseConversation, readConversationFile, splitTurns } from "../../src/cli/conversation-file.js";
-import { Message, Role, type ContentBlock } from "../../src/contract/gen/contextd/v1/types.js";
-import { messageText, thinkingBlock, toolCallBlock, toolCallIds } from "../../src/contract/messages.js";
+import { parseConversation, readConversationFile, splitTurns } from "../../../src/cli/conversation-file.js";
+import { Message, Role, type ContentBlock } from "../../../src/contract/gen/contextd/v1/types.js";
+import { messageText, thinkingBlock, toolCallBlock, toolCallIds } from "../../../src/contract/messages.js";
 
 const jsonl = (...lines: unknown[]) => lines.map((l) => (typeof l === "string" ? l : JSON.stringify(l))).join("\n");
 

@@ -1,6 +1,6 @@
 import { Metadata, status } from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
-import { EXIT, UsageError, exitCodeFor, isUnreachable } from "../../src/cli/exit-codes.js";
+import { EXIT, UsageError, exitCodeFor, isUnreachable } from "../../../src/cli/exit-codes.js";
 
 /** The one mapping from an error to contextctl's exit code (the process-level codes are in conventions.test.ts). */
 const grpcError = (code: status, details: string) =>

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { EngineStatus, QuarantineState } from "../../src/contract/gen/contextd/v1/registry.js";
-import { clock, engineState } from "../../src/cli/format.js";
+import { EngineStatus, QuarantineState } from "../../../src/contract/gen/contextd/v1/registry.js";
+import { clock, engineState } from "../../../src/cli/format.js";
 
 /** The `state` column of `contextctl engines`: routed to, or quarantined and until when (engines-commands.test.ts runs it for real). */
 describe("engineState", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { colourWanted } from "../../src/cli/style.js";
+import { colourWanted } from "../../../src/cli/style.js";
 
 /** When contextctl colours stdout: a terminal, unless NO_COLOR / --no-color; FORCE_COLOR forces it. */
 describe("colourWanted", () => {

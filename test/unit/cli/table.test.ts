@@ -1,6 +1,6 @@
 import Table from "cli-table3";
 import { describe, expect, it } from "vitest";
-import { drawTable, type Align } from "../../src/cli/table.js";
+import { drawTable, type Align } from "../../../src/cli/table.js";
 
 /** contextctl draws its tables itself (cli-table3 is quadratic in rows); the layout must stay cli-table3's compact one. */
 function cliTable3(head: string[], rows: string[][], colAligns: Align[]): string {

@@ -5,11 +5,11 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { entryMessageBytes, rememberEncoding, splicingSerializer } from "../../src/contract/encoded-messages.js";
-import { AssembleResponse } from "../../src/contract/gen/contextd/v1/session.js";
-import { CompactionEntry, Message, Role, TranscriptEntry } from "../../src/contract/gen/contextd/v1/types.js";
-import { textBlock } from "../../src/contract/messages.js";
-import { message } from "../fixtures/contract-messages.js";
+import { entryMessageBytes, rememberEncoding, splicingSerializer } from "../../../src/contract/encoded-messages.js";
+import { AssembleResponse } from "../../../src/contract/gen/contextd/v1/session.js";
+import { CompactionEntry, Message, Role, TranscriptEntry } from "../../../src/contract/gen/contextd/v1/types.js";
+import { textBlock } from "../../../src/contract/messages.js";
+import { message } from "../../fixtures/contract-messages.js";
 
 /** What the store does for a view message: decode the entry, set id and count, remember the body. */
 function viewMessage(payload: Uint8Array, entryId: string, tokenCount: number): Message {

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { boundedText, hasUnsafeCharacters, quote } from "../../src/contract/quote.js";
+import { boundedText, hasUnsafeCharacters, quote } from "../../../src/contract/quote.js";
 
 /** What must never reach a terminal or a log viewer raw. */
 const RAW = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff]/;

@@ -6,13 +6,13 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { rememberedBody, withIdAndCount } from "../../src/contract/encoded-messages.js";
-import { AppendMessagesRequest, SessionServiceService } from "../../src/contract/gen/contextd/v1/session.js";
-import { Message, Role, TranscriptEntry } from "../../src/contract/gen/contextd/v1/types.js";
-import { textBlock } from "../../src/contract/messages.js";
-import { encodedSize, withReceivedMessages } from "../../src/contract/received-messages.js";
-import { messageEntryRow } from "../../src/store/sqlite/rows.js";
-import { message } from "../fixtures/contract-messages.js";
+import { rememberedBody, withIdAndCount } from "../../../src/contract/encoded-messages.js";
+import { AppendMessagesRequest, SessionServiceService } from "../../../src/contract/gen/contextd/v1/session.js";
+import { Message, Role, TranscriptEntry } from "../../../src/contract/gen/contextd/v1/types.js";
+import { textBlock } from "../../../src/contract/messages.js";
+import { encodedSize, withReceivedMessages } from "../../../src/contract/received-messages.js";
+import { messageEntryRow } from "../../../src/store/sqlite/rows.js";
+import { message } from "../../fixtures/contract-messages.js";
 
 const appendMethod = withReceivedMessages(SessionServiceService, "appendMessages", 2).appendMessages;
 const receive = (req: AppendMessagesRequest) => appendMethod.requestDeserialize(Buffer.from(AppendMessagesRequest.encode(req).finish()));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { envNameProblem, looksLikeToken, redactTokens, redactUrlCredentials } from "../../src/contract/redact.js";
+import { envNameProblem, looksLikeToken, redactTokens, redactUrlCredentials } from "../../../src/contract/redact.js";
 
 describe("redact: secrets kept out of messages", () => {
   it("URL credentials are hidden, also in URLs that do not parse and inside longer text", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { CancelledError } from "../../src/contract/errors.js";
-import { DEFAULT_TENANT_LIMITS, TenantLimits, type Turn } from "../../src/contract/tenant-limits.js";
+import { CancelledError } from "../../../src/contract/errors.js";
+import { DEFAULT_TENANT_LIMITS, TenantLimits, type Turn } from "../../../src/contract/tenant-limits.js";
 
 const limits = (maxCallsRunning: number) => new TenantLimits({ ...DEFAULT_TENANT_LIMITS, maxCallsRunning });
 const never = new AbortController().signal;

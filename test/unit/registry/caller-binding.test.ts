@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { callerBinding, checkCaller } from "../../src/registry/caller-binding.js";
+import { callerBinding, checkCaller } from "../../../src/registry/caller-binding.js";
 
 const grant = (endpoint: string) => ({ engineId: "e", owner: "team", binding: callerBinding(endpoint) });
 

@@ -4,8 +4,8 @@
  * where time matters, so that nothing here waits on the wall clock.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { CancelledError, DeadlineExceededError } from "../../src/contract/errors.js";
-import { withDeadline } from "../../src/registry/deadline.js";
+import { CancelledError, DeadlineExceededError } from "../../../src/contract/errors.js";
+import { withDeadline } from "../../../src/registry/deadline.js";
 
 afterEach(() => {
   vi.useRealTimers();

@@ -10,7 +10,7 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { allowListEntryProblem, EndpointAllowList, type Lookup } from "../../src/registry/endpoint-allow-list.js";
+import { allowListEntryProblem, EndpointAllowList, type Lookup } from "../../../src/registry/endpoint-allow-list.js";
 
 /** A resolver with fixed answers, counting the names it was asked for. */
 function fixedDns(answers: Record<string, string[]>): Lookup & { asked: string[] } {

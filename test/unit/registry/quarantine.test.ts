@@ -6,12 +6,12 @@
  */
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { EngineEventType } from "../../src/contract/gen/contextd/v1/registry.js";
-import { EngineRegistry } from "../../src/registry/engine-registry.js";
-import { EngineEvents } from "../../src/registry/engine-events.js";
-import { Quarantine } from "../../src/registry/quarantine.js";
-import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
-import { addSidecar, capturedLog, registryFixture, ScriptedEngine } from "./registry-fixture.js";
+import { EngineEventType } from "../../../src/contract/gen/contextd/v1/registry.js";
+import { EngineRegistry } from "../../../src/registry/engine-registry.js";
+import { EngineEvents } from "../../../src/registry/engine-events.js";
+import { Quarantine } from "../../../src/registry/quarantine.js";
+import { SqliteStore } from "../../../src/store/sqlite/sqlite-store.js";
+import { addSidecar, capturedLog, registryFixture, ScriptedEngine } from "../registry-fixture.js";
 
 const T0 = 1_700_000_000_000;
 const BASE = 10_000;

@@ -7,7 +7,7 @@
  */
 import { status } from "@grpc/grpc-js";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import type { CallContext, ContextEngine } from "../../src/contract/engine-api.js";
+import type { CallContext, ContextEngine } from "../../../src/contract/engine-api.js";
 import {
   CancelledError,
   ContextdError,
@@ -15,11 +15,11 @@ import {
   DeadlineExceededError,
   ResourceExhaustedError,
   UnauthenticatedError,
-} from "../../src/contract/errors.js";
-import { ContextEngineServiceCompactRequest, type ContextEngineServiceCompactResponse } from "../../src/contract/gen/contextd/v1/engine.js";
-import { EngineEventType } from "../../src/contract/gen/contextd/v1/registry.js";
-import { Mode, SelectionSource, type SessionRef } from "../../src/contract/gen/contextd/v1/types.js";
-import { HostGrants } from "../../src/registry/host-grants.js";
+} from "../../../src/contract/errors.js";
+import { ContextEngineServiceCompactRequest, type ContextEngineServiceCompactResponse } from "../../../src/contract/gen/contextd/v1/engine.js";
+import { EngineEventType } from "../../../src/contract/gen/contextd/v1/registry.js";
+import { Mode, SelectionSource, type SessionRef } from "../../../src/contract/gen/contextd/v1/types.js";
+import { HostGrants } from "../../../src/registry/host-grants.js";
 import {
   CallerDeadlineError,
   Router,
@@ -29,8 +29,8 @@ import {
   type EngineOperation,
   type FallbackKind,
   type RoutingSettings,
-} from "../../src/registry/router.js";
-import { addSidecar, registryFixture, ScriptedEngine } from "./registry-fixture.js";
+} from "../../../src/registry/router.js";
+import { addSidecar, registryFixture, ScriptedEngine } from "../registry-fixture.js";
 
 const T0 = 1_700_000_000_000;
 const BASE_EJECTION = 30_000;

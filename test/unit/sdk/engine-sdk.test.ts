@@ -1,4 +1,4 @@
-import { newestFirst } from "../../engines/newest-first/main.js";
+import { newestFirst } from "../../../engines/newest-first/main.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -6,22 +6,22 @@ import { credentials, makeGenericClientConstructor, Metadata, Server, ServerCred
 import { service as healthService } from "grpc-health-check";
 import pino from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import * as E from "../../src/contract/gen/contextd/v1/engine.js";
+import * as E from "../../../src/contract/gen/contextd/v1/engine.js";
 import {
   ContextEngineServiceClient,
   TurnMaintenanceMode,
   type ContextEngineServiceAssembleRequest,
   type ContextEngineServiceAssembleResponse,
-} from "../../src/contract/gen/contextd/v1/engine.js";
+} from "../../../src/contract/gen/contextd/v1/engine.js";
 import {
   HostServiceService,
   type DelegateCompactionRequest,
   type HostServiceServer,
   type ReadTranscriptRequest,
-} from "../../src/contract/gen/contextd/v1/host.js";
-import { callUnary } from "../../src/sdk/grpc-call.js";
-import { summaryMessage, toolCallBlock } from "../../src/contract/messages.js";
-import { TranscriptEntry } from "../../src/contract/gen/contextd/v1/types.js";
+} from "../../../src/contract/gen/contextd/v1/host.js";
+import { callUnary } from "../../../src/sdk/grpc-call.js";
+import { summaryMessage, toolCallBlock } from "../../../src/contract/messages.js";
+import { TranscriptEntry } from "../../../src/contract/gen/contextd/v1/types.js";
 import {
   delegateCompactionToHost,
   FailedPreconditionError,
@@ -36,7 +36,7 @@ import {
   type Message,
   type RunningEngine,
   type ServeEngineOptions,
-} from "../../src/sdk/engine-sdk.js";
+} from "../../../src/sdk/engine-sdk.js";
 
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
 const running: RunningEngine[] = [];

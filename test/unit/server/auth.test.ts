@@ -4,10 +4,10 @@ import { join } from "node:path";
 import type { PeerCertificate } from "node:tls";
 import { Metadata, status } from "@grpc/grpc-js";
 import { afterAll, describe, expect, it } from "vitest";
-import { ContextdError, InvalidArgumentError, PermissionDeniedError, UnauthenticatedError } from "../../src/contract/errors.js";
-import { Authenticator, agentAllowed, newToken, sha256Hex } from "../../src/server/auth.js";
-import { bearerToken } from "../../src/contract/metadata.js";
-import { ConfigError, defaultConfig, loadConfig, type AuthConfig } from "../../src/server/config.js";
+import { ContextdError, InvalidArgumentError, PermissionDeniedError, UnauthenticatedError } from "../../../src/contract/errors.js";
+import { Authenticator, agentAllowed, newToken, sha256Hex } from "../../../src/server/auth.js";
+import { bearerToken } from "../../../src/contract/metadata.js";
+import { ConfigError, defaultConfig, loadConfig, type AuthConfig } from "../../../src/server/config.js";
 
 const RUNTIME = "runtime-token-1";
 const LIMITED = "limited-runtime-token";

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../src/server/config.js";
+import { ConfigError, loadConfig } from "../../../src/server/config.js";
 
 // Map keys a variable's name cannot spell (`Team-A`, `a.b`): a YAML map value replaces the whole
 // map; `@merge <mapping>` merges into it (src/server/config-env-merge.ts).

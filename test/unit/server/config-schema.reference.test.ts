@@ -7,12 +7,12 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { replaceReference } from "../../scripts/config-reference.mjs";
-import * as summarizerConfig from "../../src/legacy/summarizer/summarizer-config.js";
-import * as configSchema from "../../src/server/config-schema.js";
-import * as duration from "../../src/server/duration.js";
+import { replaceReference } from "../../../scripts/config-reference.mjs";
+import * as summarizerConfig from "../../../src/legacy/summarizer/summarizer-config.js";
+import * as configSchema from "../../../src/server/config-schema.js";
+import * as duration from "../../../src/server/duration.js";
 
-const FILE = path.resolve(import.meta.dirname, "../../docs/configuration.md");
+const FILE = path.resolve(import.meta.dirname, "../../../docs/configuration.md");
 
 describe("docs/configuration.md", () => {
   it("is what `npm run docs:config` generates from the config schema", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { containersAt, knownKeys } from "../../src/server/config-shape.js";
+import { containersAt, knownKeys } from "../../../src/server/config-shape.js";
 
 // The shape is read from the schema's JSON Schema: these pin what the env-override mapping and the
 // "did you mean" hints rely on, so a change in how zod renders a schema shows here first.

@@ -2,11 +2,11 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../src/server/config.js";
-import { reconcileIntervalMs, subagentSweepIntervalMs } from "../../src/server/config-schema.js";
+import { ConfigError, loadConfig } from "../../../src/server/config.js";
+import { reconcileIntervalMs, subagentSweepIntervalMs } from "../../../src/server/config-schema.js";
 
 // engines.reconcile_interval (registry sync across replicas) and subagents.sweep_interval (subagent
-// TTLs): optional, so that a config without them loads exactly as before (test/unit/config.test.ts).
+// TTLs): optional, so that a config without them loads exactly as before (config.test.ts).
 
 const dir = mkdtempSync(join(tmpdir(), "contextd-config-sync-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -13,7 +13,7 @@ import {
   misspeltEnvVariables,
   parseDuration,
   type ContextdConfig,
-} from "../../src/server/config.js";
+} from "../../../src/server/config.js";
 
 const dir = mkdtempSync(join(tmpdir(), "contextd-config-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -92,7 +92,7 @@ describe("defaults", () => {
   });
 
   it("the checked-in config/contextd.yaml is the defaults with auth.required false and the three sample engines managed", () => {
-    const cfg = loadConfig({ file: fileURLToPath(new URL("../../config/contextd.yaml", import.meta.url)), env: {} });
+    const cfg = loadConfig({ file: fileURLToPath(new URL("../../../config/contextd.yaml", import.meta.url)), env: {} });
     expect(cfg).toEqual({
       ...DEFAULTS,
       auth: { ...DEFAULTS.auth, required: false },
@@ -112,7 +112,7 @@ describe("defaults", () => {
     try {
       process.chdir(dir);
       expect(loadConfig({ env: {} })).toEqual(DEFAULTS);
-      process.chdir(fileURLToPath(new URL("../..", import.meta.url)));
+      process.chdir(fileURLToPath(new URL("../../..", import.meta.url)));
       expect(loadConfig({ env: {} }).auth.required).toBe(false);
     } finally {
       process.chdir(cwd);

@@ -6,7 +6,7 @@
  */
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { ContextdHealth, StorePing, type ServingStatus } from "../../src/server/standard-services.js";
+import { ContextdHealth, StorePing, type ServingStatus } from "../../../src/server/standard-services.js";
 
 const silent = pino({ level: "silent" });
 

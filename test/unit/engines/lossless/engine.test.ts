@@ -5,21 +5,21 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { buildEngineInfo } from "../../src/sdk/engine-sdk.js";
+import { buildEngineInfo } from "../../../../src/sdk/engine-sdk.js";
 import {
   ContextEngineServiceAssembleRequest,
   ContextEngineServiceAssembleResponse,
   ContextEngineServiceCompactRequest,
   ContextEngineServiceCompactResponse,
-} from "../../src/contract/gen/contextd/v1/engine.js";
-import { CompactionTarget, PromptAuthority, Role, type Message } from "../../src/contract/gen/contextd/v1/types.js";
-import { summaryMessage as hostSummaryMessage } from "../../src/contract/messages.js";
-import type { LosslessEngine } from "../../engines/lossless/engine.js";
-import { codingSession } from "../fixtures/coding-session.js";
-import { textOf } from "../fixtures/messages.js";
-import { contextText, toolPairViolations } from "../helpers/invariants.js";
-import { ctx, fakeHost, newEngine, session, stored } from "./helpers.js";
-import { buildHistory, latestUserIndex, turnSpec } from "./histories.js";
+} from "../../../../src/contract/gen/contextd/v1/engine.js";
+import { CompactionTarget, PromptAuthority, Role, type Message } from "../../../../src/contract/gen/contextd/v1/types.js";
+import { summaryMessage as hostSummaryMessage } from "../../../../src/contract/messages.js";
+import type { LosslessEngine } from "../../../../engines/lossless/engine.js";
+import { codingSession } from "../../../fixtures/coding-session.js";
+import { textOf } from "../../../fixtures/messages.js";
+import { contextText, toolPairViolations } from "../../../helpers/invariants.js";
+import { ctx, fakeHost, newEngine, session, stored } from "../../../engines-lossless/helpers.js";
+import { buildHistory, latestUserIndex, turnSpec } from "../../../engines-lossless/histories.js";
 
 const assemble = async (engine: LosslessEngine, budget: number | undefined, c = ctx(), view: Message[] = []) =>
   ContextEngineServiceAssembleResponse.fromPartial(

@@ -13,16 +13,16 @@ import {
   ContextEngineServiceAssembleResponse,
   ContextEngineServiceCompactRequest,
   ContextEngineServiceCompactResponse,
-} from "../../src/contract/gen/contextd/v1/engine.js";
-import { PromptAuthority, Role, type Message } from "../../src/contract/gen/contextd/v1/types.js";
-import { summaryMessage as hostSummaryMessage } from "../../src/contract/messages.js";
-import type { LosslessEngine } from "../../engines/lossless/engine.js";
-import { LosslessStore } from "../../engines/lossless/store.js";
-import { SCHEMA_VERSION } from "../../engines/lossless/schema.js";
-import { codingSession } from "../fixtures/coding-session.js";
-import { system, textOf } from "../fixtures/messages.js";
-import { toolPairViolations } from "../helpers/invariants.js";
-import { ctx, newEngine, session, stored } from "./helpers.js";
+} from "../../../../src/contract/gen/contextd/v1/engine.js";
+import { PromptAuthority, Role, type Message } from "../../../../src/contract/gen/contextd/v1/types.js";
+import { summaryMessage as hostSummaryMessage } from "../../../../src/contract/messages.js";
+import type { LosslessEngine } from "../../../../engines/lossless/engine.js";
+import { LosslessStore } from "../../../../engines/lossless/store.js";
+import { SCHEMA_VERSION } from "../../../../engines/lossless/schema.js";
+import { codingSession } from "../../../fixtures/coding-session.js";
+import { system, textOf } from "../../../fixtures/messages.js";
+import { toolPairViolations } from "../../../helpers/invariants.js";
+import { ctx, newEngine, session, stored } from "../../../engines-lossless/helpers.js";
 
 const assemble = async (engine: LosslessEngine, budget: number | undefined) =>
   ContextEngineServiceAssembleResponse.fromPartial(

@@ -5,14 +5,14 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { planContext } from "../../engines/lossless/assembler.js";
-import { chunkEnd, minimalTailStart, protectedTailStart } from "../../engines/lossless/chunking.js";
-import { promptBudget } from "../../engines/lossless/config.js";
-import { condensableRun } from "../../engines/lossless/dag.js";
-import { validStarts } from "../../engines/lossless/tool-pairs.js";
-import { Role, type Message } from "../../src/contract/gen/contextd/v1/types.js";
-import { toolPairViolations } from "../helpers/invariants.js";
-import { buildHistory, latestUserIndex, meta, turnSpec } from "./histories.js";
+import { planContext } from "../../../../engines/lossless/assembler.js";
+import { chunkEnd, minimalTailStart, protectedTailStart } from "../../../../engines/lossless/chunking.js";
+import { promptBudget } from "../../../../engines/lossless/config.js";
+import { condensableRun } from "../../../../engines/lossless/dag.js";
+import { validStarts } from "../../../../engines/lossless/tool-pairs.js";
+import { Role, type Message } from "../../../../src/contract/gen/contextd/v1/types.js";
+import { toolPairViolations } from "../../../helpers/invariants.js";
+import { buildHistory, latestUserIndex, meta, turnSpec } from "../../../engines-lossless/histories.js";
 
 const history = fc
   .tuple(fc.array(turnSpec(), { minLength: 0, maxLength: 8 }), fc.option(fc.integer({ min: 5, max: 600 }), { nil: null }))

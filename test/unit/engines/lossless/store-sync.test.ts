@@ -7,17 +7,17 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { ContextEngineServiceAssembleRequest, ContextEngineServiceAssembleResponse } from "../../src/contract/gen/contextd/v1/engine.js";
-import type { Message } from "../../src/contract/gen/contextd/v1/types.js";
-import { summaryMessage as hostSummaryMessage } from "../../src/contract/messages.js";
-import { DEFAULT_LOSSLESS_OPTIONS, losslessOptionsFromEnv, resolveLosslessOptions } from "../../engines/lossless/config.js";
-import type { LosslessEngine } from "../../engines/lossless/engine.js";
-import { extractiveCondense, extractiveLeaf } from "../../engines/lossless/extractive.js";
-import { LosslessStore } from "../../engines/lossless/store.js";
-import { codingSession } from "../fixtures/coding-session.js";
-import { user } from "../fixtures/messages.js";
-import { ctx, fakeHost, newEngine, session, stored } from "./helpers.js";
-import { buildHistory } from "./histories.js";
+import { ContextEngineServiceAssembleRequest, ContextEngineServiceAssembleResponse } from "../../../../src/contract/gen/contextd/v1/engine.js";
+import type { Message } from "../../../../src/contract/gen/contextd/v1/types.js";
+import { summaryMessage as hostSummaryMessage } from "../../../../src/contract/messages.js";
+import { DEFAULT_LOSSLESS_OPTIONS, losslessOptionsFromEnv, resolveLosslessOptions } from "../../../../engines/lossless/config.js";
+import type { LosslessEngine } from "../../../../engines/lossless/engine.js";
+import { extractiveCondense, extractiveLeaf } from "../../../../engines/lossless/extractive.js";
+import { LosslessStore } from "../../../../engines/lossless/store.js";
+import { codingSession } from "../../../fixtures/coding-session.js";
+import { user } from "../../../fixtures/messages.js";
+import { ctx, fakeHost, newEngine, session, stored } from "../../../engines-lossless/helpers.js";
+import { buildHistory } from "../../../engines-lossless/histories.js";
 
 const assemble = async (engine: LosslessEngine, budget: number, c = ctx(), view: Message[] = []) =>
   ContextEngineServiceAssembleResponse.fromPartial(

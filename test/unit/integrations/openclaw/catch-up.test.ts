@@ -5,11 +5,11 @@
  * paths driven by the real OpenClaw: openclaw-catch-up.test.ts.
  */
 import { describe, expect, it } from "vitest";
-import { Budgets } from "../../integrations/openclaw/src/budget.js";
-import { missingFromContextd, turnMessageKeys } from "../../integrations/openclaw/src/catch-up.js";
-import { userPrompt } from "../../integrations/openclaw/src/engine.js";
-import type { AgentMessage } from "../../integrations/openclaw/src/openclaw-api.js";
-import type { StoredMessage } from "../../integrations/openclaw/src/openclaw-runtime.js";
+import { Budgets } from "../../../../integrations/openclaw/src/budget.js";
+import { missingFromContextd, turnMessageKeys } from "../../../../integrations/openclaw/src/catch-up.js";
+import { userPrompt } from "../../../../integrations/openclaw/src/engine.js";
+import type { AgentMessage } from "../../../../integrations/openclaw/src/openclaw-api.js";
+import type { StoredMessage } from "../../../../integrations/openclaw/src/openclaw-runtime.js";
 
 const msg = (role: string, text: string, timestamp: number): AgentMessage => ({ role, content: text, timestamp }) as AgentMessage;
 const stored = (n: number, from = 0): StoredMessage[] =>

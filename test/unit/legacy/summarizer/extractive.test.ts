@@ -1,11 +1,11 @@
 import fc from "fast-check";
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
 import { describe, expect, it } from "vitest";
-import { Role, type Message } from "../../src/contract/gen/contextd/v1/types.js";
-import { imageBlock, summaryMessage } from "../../src/contract/messages.js";
-import { createExtractiveSummarizer, summarizeExtractive } from "../../src/legacy/summarizer/extractive.js";
-import type { SummarizeInput } from "../../src/legacy/summarizer/summarizer.js";
-import { assistant, system, toolCall, toolResult, user } from "../fixtures/messages.js";
+import { Role, type Message } from "../../../../src/contract/gen/contextd/v1/types.js";
+import { imageBlock, summaryMessage } from "../../../../src/contract/messages.js";
+import { createExtractiveSummarizer, summarizeExtractive } from "../../../../src/legacy/summarizer/extractive.js";
+import type { SummarizeInput } from "../../../../src/legacy/summarizer/summarizer.js";
+import { assistant, system, toolCall, toolResult, user } from "../../../fixtures/messages.js";
 
 const summarizer = createExtractiveSummarizer();
 const summarize = (input: Partial<SummarizeInput> & { messages: Message[] }): Promise<string> =>

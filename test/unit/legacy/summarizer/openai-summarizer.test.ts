@@ -1,16 +1,16 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { CompactionTarget, type Message } from "../../src/contract/gen/contextd/v1/types.js";
-import { compactNative } from "../../src/legacy/compaction/native-compaction.js";
-import { ChatCompletionsClient, type ChatCompletionsOptions } from "../../src/legacy/summarizer/chat-completions.js";
-import { createChatModel, createSummarizer } from "../../src/legacy/summarizer/create-summarizer.js";
-import { summarizeExtractive } from "../../src/legacy/summarizer/extractive.js";
-import { createOpenAISummarizer, type OpenAISummarizerOptions } from "../../src/legacy/summarizer/openai-summarizer.js";
-import { asSummaryResult, type SummarizeInput } from "../../src/legacy/summarizer/summarizer.js";
-import { SUMMARY_SYSTEM_PROMPT } from "../../src/legacy/summarizer/summary-prompt.js";
-import { createTokenizer } from "../../src/tokens/create-tokenizer.js";
-import { codingSession, PLANTED_FACTS } from "../fixtures/coding-session.js";
-import { assistant, toolCall, toolResult, user } from "../fixtures/messages.js";
-import { completion, HANG, promptOf, startChatServer, type ChatServer, type RecordedRequest } from "./chat-server.js";
+import { CompactionTarget, type Message } from "../../../../src/contract/gen/contextd/v1/types.js";
+import { compactNative } from "../../../../src/legacy/compaction/native-compaction.js";
+import { ChatCompletionsClient, type ChatCompletionsOptions } from "../../../../src/legacy/summarizer/chat-completions.js";
+import { createChatModel, createSummarizer } from "../../../../src/legacy/summarizer/create-summarizer.js";
+import { summarizeExtractive } from "../../../../src/legacy/summarizer/extractive.js";
+import { createOpenAISummarizer, type OpenAISummarizerOptions } from "../../../../src/legacy/summarizer/openai-summarizer.js";
+import { asSummaryResult, type SummarizeInput } from "../../../../src/legacy/summarizer/summarizer.js";
+import { SUMMARY_SYSTEM_PROMPT } from "../../../../src/legacy/summarizer/summary-prompt.js";
+import { createTokenizer } from "../../../../src/tokens/create-tokenizer.js";
+import { codingSession, PLANTED_FACTS } from "../../../fixtures/coding-session.js";
+import { assistant, toolCall, toolResult, user } from "../../../fixtures/messages.js";
+import { completion, HANG, promptOf, startChatServer, type ChatServer, type RecordedRequest } from "../../../summarizer/chat-server.js";
 
 const tokenizer = createTokenizer("o200k_base");
 const countTokens = (t: string) => tokenizer.countText(t);

@@ -1,7 +1,7 @@
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import { buildEngineInfo, serveEngine, TurnMaintenanceMode, validateDefinition, type EngineDefinition } from "../../src/sdk/engine-sdk.js";
-import { parseListen } from "../../src/sdk/engine/options.js";
+import { buildEngineInfo, serveEngine, TurnMaintenanceMode, validateDefinition, type EngineDefinition } from "../../../../src/sdk/engine-sdk.js";
+import { parseListen } from "../../../../src/sdk/engine/options.js";
 
 const logger = pino({ level: "silent" });
 const base = {

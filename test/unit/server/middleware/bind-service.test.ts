@@ -7,10 +7,10 @@
 import { credentials, Metadata, Server, ServerCredentials, status, type ServiceError } from "@grpc/grpc-js";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { AssembleRequest, AssembleResponse, SessionServiceClient, SessionServiceService } from "../../src/contract/gen/contextd/v1/session.js";
-import type { Handlers } from "../../src/contract/request-context.js";
-import type { Turn } from "../../src/contract/tenant-limits.js";
-import { bindService, decodingDefinition } from "../../src/server/middleware/bind-service.js";
+import { AssembleRequest, AssembleResponse, SessionServiceClient, SessionServiceService } from "../../../../src/contract/gen/contextd/v1/session.js";
+import type { Handlers } from "../../../../src/contract/request-context.js";
+import type { Turn } from "../../../../src/contract/tenant-limits.js";
+import { bindService, decodingDefinition } from "../../../../src/server/middleware/bind-service.js";
 
 /** A turn the test hands out by hand: `waiting` resolves once a call asks for one. */
 class ManualTurns {

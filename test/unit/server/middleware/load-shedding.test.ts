@@ -7,8 +7,8 @@ import { Writable } from "node:stream";
 import { status } from "@grpc/grpc-js";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import type { MethodInfo } from "../../src/server/middleware/step.js";
-import { InFlightLimit, isExempt, loadShedding } from "../../src/server/middleware/load-shedding.js";
+import type { MethodInfo } from "../../../../src/server/middleware/step.js";
+import { InFlightLimit, isExempt, loadShedding } from "../../../../src/server/middleware/load-shedding.js";
 
 const method = (path: string, type: MethodInfo["type"] = "unary"): MethodInfo => ({
   path,

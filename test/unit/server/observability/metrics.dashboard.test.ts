@@ -6,9 +6,9 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { ContextdMetrics } from "../../src/server/observability/metrics.js";
+import { ContextdMetrics } from "../../../../src/server/observability/metrics.js";
 
-const DOCS = path.resolve(import.meta.dirname, "../../docs");
+const DOCS = path.resolve(import.meta.dirname, "../../../../docs");
 
 describe("docs/operations.md and the Grafana dashboard", () => {
   const metrics = new ContextdMetrics(async () => 0);

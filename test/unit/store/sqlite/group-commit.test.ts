@@ -9,10 +9,10 @@ import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ResourceExhaustedError } from "../../src/contract/errors.js";
-import { Role } from "../../src/contract/gen/contextd/v1/types.js";
-import { textMessage } from "../../src/contract/messages.js";
-import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import { ResourceExhaustedError } from "../../../../src/contract/errors.js";
+import { Role } from "../../../../src/contract/gen/contextd/v1/types.js";
+import { textMessage } from "../../../../src/contract/messages.js";
+import { SqliteStore } from "../../../../src/store/sqlite/sqlite-store.js";
 
 const LABELS = { sessionKey: "", agentId: "a" };
 const batch = (session: string, n: number) =>

@@ -5,15 +5,15 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
-import { EngineInfo } from "../../src/contract/gen/contextd/v1/engine.js";
-import { CompactionEntry, Role, TranscriptEntry } from "../../src/contract/gen/contextd/v1/types.js";
-import { messageText, textMessage } from "../../src/contract/messages.js";
-import { MIGRATIONS, SCHEMA_VERSION, migrate } from "../../src/store/sqlite/migrations.js";
-import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
-import type { NewMessage, SessionLabels } from "../../src/store/types.js";
+import { EngineInfo } from "../../../../src/contract/gen/contextd/v1/engine.js";
+import { CompactionEntry, Role, TranscriptEntry } from "../../../../src/contract/gen/contextd/v1/types.js";
+import { messageText, textMessage } from "../../../../src/contract/messages.js";
+import { MIGRATIONS, SCHEMA_VERSION, migrate } from "../../../../src/store/sqlite/migrations.js";
+import { SqliteStore } from "../../../../src/store/sqlite/sqlite-store.js";
+import type { NewMessage, SessionLabels } from "../../../../src/store/types.js";
 
 // SQLite only: upgrading files written by older contextd versions. What every store does is in
-// conformance/ (run by sqlite-conformance.test.ts and postgres-conformance.test.ts).
+// test/store/conformance/ (run by sqlite-store.conformance.test.ts and test/store/postgres-conformance.test.ts).
 
 const LABELS: SessionLabels = { sessionKey: "key-1", agentId: "agent-a" };
 

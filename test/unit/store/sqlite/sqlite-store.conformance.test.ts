@@ -1,5 +1,5 @@
-import { sqliteFactory } from "./conformance/harness.js";
-import { describeStoreConformance } from "./conformance/suite.js";
+import { sqliteFactory } from "../../../store/conformance/harness.js";
+import { describeStoreConformance } from "../../../store/conformance/suite.js";
 
 // The shared store suite on SQLite: every test on a fresh file in a temp dir.
 describeStoreConformance("SqliteStore", sqliteFactory);

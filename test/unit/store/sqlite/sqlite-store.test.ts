@@ -5,21 +5,21 @@ import path from "node:path";
 import type Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
-import { InvalidArgumentError, UnavailableError } from "../../src/contract/errors.js";
-import { CompactionEntry, Role, type TranscriptEntry } from "../../src/contract/gen/contextd/v1/types.js";
-import { textMessage } from "../../src/contract/messages.js";
-import { openStore } from "../../src/store/open-store.js";
-import { SCHEMA_VERSION } from "../../src/store/sqlite/migrations.js";
-import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
-import type { SessionLabels } from "../../src/store/types.js";
+import { InvalidArgumentError, UnavailableError } from "../../../../src/contract/errors.js";
+import { CompactionEntry, Role, type TranscriptEntry } from "../../../../src/contract/gen/contextd/v1/types.js";
+import { textMessage } from "../../../../src/contract/messages.js";
+import { openStore } from "../../../../src/store/open-store.js";
+import { SCHEMA_VERSION } from "../../../../src/store/sqlite/migrations.js";
+import { SqliteStore } from "../../../../src/store/sqlite/sqlite-store.js";
+import type { SessionLabels } from "../../../../src/store/types.js";
 
 // SQLite only: the file's pragmas, its query plans, a forced id collision, and sqlite: URLs. What
-// every store does is in conformance/ (sqlite-conformance.test.ts, postgres-conformance.test.ts).
+// every store does is in test/store/conformance/ (sqlite-store.conformance.test.ts, test/store/postgres-conformance.test.ts).
 
 // Lets one test force colliding entry ids to provoke a UNIQUE violation in the middle of a batch.
 const ids = vi.hoisted(() => ({ fixed: undefined as string | undefined }));
-vi.mock("../../src/store/sqlite/rows.js", async (importOriginal) => {
-  const actual = await importOriginal<typeof import("../../src/store/sqlite/rows.js")>();
+vi.mock("../../../../src/store/sqlite/rows.js", async (importOriginal) => {
+  const actual = await importOriginal<typeof import("../../../../src/store/sqlite/rows.js")>();
   return { ...actual, newEntryId: () => ids.fixed ?? actual.newEntryId() };
 });
 

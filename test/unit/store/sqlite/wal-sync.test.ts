@@ -9,13 +9,13 @@ import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { Role } from "../../src/contract/gen/contextd/v1/types.js";
-import { textMessage } from "../../src/contract/messages.js";
-import { GroupCommit } from "../../src/store/sqlite/group-commit.js";
-import { migrate } from "../../src/store/sqlite/migrations.js";
-import { prepareStatements } from "../../src/store/sqlite/statements.js";
-import { appendInTransaction } from "../../src/store/sqlite/transcript-writes.js";
-import { WalSync } from "../../src/store/sqlite/wal-sync.js";
+import { Role } from "../../../../src/contract/gen/contextd/v1/types.js";
+import { textMessage } from "../../../../src/contract/messages.js";
+import { GroupCommit } from "../../../../src/store/sqlite/group-commit.js";
+import { migrate } from "../../../../src/store/sqlite/migrations.js";
+import { prepareStatements } from "../../../../src/store/sqlite/statements.js";
+import { appendInTransaction } from "../../../../src/store/sqlite/transcript-writes.js";
+import { WalSync } from "../../../../src/store/sqlite/wal-sync.js";
 
 /** fdatasync calls held until released (then the real one runs); `called()` waits for the next call. */
 function heldSyncs() {
