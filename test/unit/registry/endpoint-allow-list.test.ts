@@ -30,7 +30,7 @@ const refusedFor = async (list: EndpointAllowList, endpoint: string) => {
   return r.reason;
 };
 
-describe("finding: allow-list bypasses — a bare unix: entry allowed every local socket", () => {
+describe("EndpointAllowList: a unix: entry is an absolute directory, and allows only the sockets really inside it", () => {
   let dir: string;
   let outside: string;
   let server: Server;
@@ -85,7 +85,7 @@ describe("finding: allow-list bypasses — a bare unix: entry allowed every loca
   });
 });
 
-describe("finding: allow-list bypasses — a listed name resolving to a disallowed address was admitted", () => {
+describe("EndpointAllowList: a listed name is admitted only at addresses the list allows, and dialled at those", () => {
   const dns = fixedDns({
     "engines.example": ["93.184.216.34"],
     "rebind.example": ["127.0.0.1"],
@@ -138,7 +138,7 @@ describe("finding: allow-list bypasses — a listed name resolving to a disallow
   });
 });
 
-describe("finding: allow-list bypasses — dns://AUTHORITY/, ports over 65535 and other forms", () => {
+describe("EndpointAllowList: a network endpoint is host:port or dns:///host:port with a port in 1..65535; other grpc-js targets are refused", () => {
   const dns = fixedDns({ localhost: ["127.0.0.1"] });
   const list = new EndpointAllowList(["localhost", "127.0.0.1", "::1"], dns);
 

@@ -33,7 +33,7 @@ function expectWholePairs(kept: Message[]): void {
   expect([...calls].sort()).toEqual([...results].sort());
 }
 
-describe("BUDGET compaction of a tool-heavy agent session (issue 15 item 4)", () => {
+describe("BUDGET compaction of a tool-heavy agent session", () => {
   it("uses ≥ 80 % of the 32k window's prompt budget: the summary plus the newest whole tool pairs and the pending request", async () => {
     const tokenizer = createTokenizer("o200k_base");
     const { messages: raw, tokens } = toolHeavySession({ targetTokens: 150_000, userTurns: 4, seed: 1, tokenizer });

@@ -117,7 +117,7 @@ describe("a committed summary always says something of what it replaced", () => 
     await property(createExtractiveSummarizer, RUNS * 4);
   });
 
-  it("the issue's case: 16 messages naming four identifiers, forced BUDGET compactions at 30, 60, 120 and 250 tokens", async () => {
+  it("16 messages naming four identifiers, forced BUDGET compactions: refused at 30 and 60 tokens (no room for a useful summary), a summary naming an identifier at 120 and 250", async () => {
     const ids = IDENTIFIERS.slice(0, 4);
     const messages: Message[] = [];
     for (let i = 0; i < 16; i++) {
