@@ -1,4 +1,4 @@
-// Types of config-reference.mjs for the test that imports it (test/unit/config-reference.test.ts).
+// Types of config-reference.mjs for the test that imports it (test/unit/server/config-schema.reference.test.ts).
 import type { z } from "zod";
 
 export interface SchemaModules {

@@ -5,7 +5,7 @@
 // is an error, so a new config key cannot ship undocumented.
 //
 // `npm run docs:config` (scripts/docs-config.mjs) writes the tables into docs/configuration.md;
-// test/unit/config-reference.test.ts fails when the file differs from what this renders.
+// test/unit/server/config-schema.reference.test.ts fails when the file differs from what this renders.
 
 /** What a key is for: the part of the reference no schema can say. Keys are full paths. */
 export const DESCRIPTIONS = {

@@ -20,7 +20,7 @@ import {
   type Message,
 } from "../../src/sdk/engine-sdk.js";
 
-/** The engine (test/sdk/engine-sdk.test.ts serves this very object). */
+/** The engine (test/unit/sdk/engine-sdk.test.ts serves this very object). */
 export const newestFirst: EngineDefinition = {
   info: { id: process.env.ENGINE_ID ?? "newest-first", name: "Newest messages that fit", version: "1.0.0" },
 

@@ -92,7 +92,7 @@ describe("the README, run as written", () => {
     expect(blocks.filter((b) => b.skip === undefined && b.lang === "sh").length).toBeGreaterThanOrEqual(7);
   });
 
-  it("the TypeScript engine it shows is engines/newest-first/main.ts (which test/sdk/engine-sdk.test.ts runs)", () => {
+  it("the TypeScript engine it shows is engines/newest-first/main.ts (which test/unit/sdk/engine-sdk.test.ts runs)", () => {
     const ts = blocks.find((b) => b.lang === "ts" && b.text.includes("serveEngine({"));
     expect(ts, "the TypeScript engine block of docs/engines.md").toBeDefined();
     const main = fs.readFileSync(path.join(REPO_ROOT, "engines/newest-first/main.ts"), "utf8");

@@ -2,7 +2,7 @@
  * Red-team findings about engines.allow_endpoints (issue 12), through a real contextd process: an
  * owner made contextd dial PostgreSQL's unix socket, pick its DNS server (dns://AUTHORITY/), hand a
  * port over 65535 to the dialler, and learn which files exist from an UNREACHABLE refusal.
- * (test/security/allow-list-resolution.test.ts: the allow list itself, with fixed DNS answers.)
+ * (test/unit/registry/endpoint-allow-list.test.ts: the allow list itself, with fixed DNS answers.)
  */
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { createServer, type Server } from "node:net";
