@@ -22,13 +22,21 @@ export function quote(value: string, max = 64): string {
  * sentence it is.
  */
 export function boundedText(value: string, max = 1024): string {
-  let shown = escapeUnsafe(value.length > max ? value.slice(0, max) : value);
+  const shown = escapeUnsafe(value.length > max ? value.slice(0, max) : value);
   if (shown.length <= max && value.length <= max) return shown;
-  if (shown.length > max) {
-    shown = shown.slice(0, max);
-    // Never end inside an escape: `\u00` would read as a different character.
-    const escape = shown.lastIndexOf("\\u");
-    if (escape > max - 6) shown = shown.slice(0, escape);
+  return `${withoutCutEscape(shown.slice(0, max))}… (${value.length} characters)`;
+}
+
+/**
+ * `text` without what, at its end, reads as a cut escape (`\u00` would read as a different
+ * character): one of ours cut short, or a backslash-u the text itself held where it was cut —
+ * repeatedly, since removing one can leave another (`\u202e\u\u2`). Linear: each step looks at
+ * the last few characters only.
+ */
+function withoutCutEscape(text: string): string {
+  for (;;) {
+    const at = text.lastIndexOf("\\u");
+    if (at < 0 || text.length - at > 5 || !/^[0-9a-fA-F]*$/.test(text.slice(at + 2))) return text;
+    text = text.slice(0, at);
   }
-  return `${shown}… (${value.length} characters)`;
 }

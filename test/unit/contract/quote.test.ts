@@ -25,6 +25,8 @@ describe("untrusted text in messages", () => {
           expect(text.length).toBeLessThanOrEqual(max); // only a text that fit is shown whole
         }
       }),
+      // An escape of ours cut short right after a backslash-u of the text's own.
+      { examples: [["\u202e\\u\u202e", 8]] },
     );
   });
 
