@@ -26,7 +26,7 @@ describe("untrusted text in messages", () => {
         }
       }),
       // An escape of ours cut short right after a backslash-u of the text's own.
-      { examples: [["\u202e\\u\u202e", 8]] },
+      { examples: [["\u202e\\u\u202e", 10]] },
     );
   });
 
