@@ -1,7 +1,7 @@
 // ESLint (flat config): typescript-eslint with type information, no import cycles, and the
 // layer boundaries docs/development.md ("Repository layout") describes — checked, not just written down.
 //
-//   contract ← tokens, store ← legacy ← registry ← host ← server ← cli
+//   contract ← tokens, store ← llm ← compaction ← registry ← host ← server ← cli
 //   (sdk and openclaw are public entry points built on contract, tokens and each other)
 //
 // A layer may import the ones to its left, never those to its right. Engines (engines/*) import
@@ -11,7 +11,7 @@ import { createTypeScriptImportResolver } from "eslint-import-resolver-typescrip
 import importX from "eslint-plugin-import-x";
 import tseslint from "typescript-eslint";
 
-const LAYERS = ["contract", "tokens", "store", "legacy", "registry", "host", "server", "cli"];
+const LAYERS = ["contract", "tokens", "store", "llm", "compaction", "registry", "host", "server", "cli"];
 /** Which src/ directories each layer must not import (everything to its right). */
 const above = (layer) =>
   LAYERS.slice(LAYERS.indexOf(layer) + 1).filter((l) => !(layer === "tokens" && l === "store") && !(layer === "store" && l === "tokens"));
@@ -20,7 +20,7 @@ const layerZones = LAYERS.flatMap((layer) =>
   above(layer).map((upper) => ({
     target: `./src/${layer}`,
     from: `./src/${upper}`,
-    message: `src/${layer} is below src/${upper}: the layers import one way (contract ← tokens/store ← legacy ← registry ← host ← server ← cli)`,
+    message: `src/${layer} is below src/${upper}: the layers import one way (contract ← tokens/store ← llm ← compaction ← registry ← host ← server ← cli)`,
   })),
 );
 

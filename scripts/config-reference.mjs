@@ -170,7 +170,7 @@ const SECTIONS = {
 /**
  * The Markdown between docs/configuration.md's markers. `m` holds the modules' exports it reads:
  * `configSchema`, `RECONCILE_INTERVAL_DEFAULT_MS` (src/server/config-schema), `OPENAI_DEFAULTS`
- * (src/legacy/summarizer/summarizer-config) and `formatDuration` (src/server/duration) — from dist/
+ * (src/compaction/summarizer/summarizer-config) and `formatDuration` (src/server/duration) — from dist/
  * for the script, from the sources for the test.
  */
 export function renderConfigReference(m) {

@@ -7,7 +7,9 @@ import { replaceReference } from "./config-reference.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const modules = await Promise.all(
-  ["dist/src/server/config-schema.js", "dist/src/server/duration.js", "dist/src/legacy/summarizer/summarizer-config.js"].map((f) => import(path.join(root, f))),
+  ["dist/src/server/config-schema.js", "dist/src/server/duration.js", "dist/src/compaction/summarizer/summarizer-config.js"].map(
+    (f) => import(path.join(root, f)),
+  ),
 );
 const file = path.join(root, "docs/configuration.md");
 const before = fs.readFileSync(file, "utf8");

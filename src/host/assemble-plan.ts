@@ -1,7 +1,7 @@
 import type * as S from "../contract/gen/contextd/v1/session.js";
 import type { ContextEngineServiceAssembleResponse } from "../contract/gen/contextd/v1/engine.js";
 import { CompactionTarget, Mode, PromptAuthority, type CompactionResult, type Message, type SessionRef } from "../contract/gen/contextd/v1/types.js";
-import { LEGACY_ENGINE_ID } from "../legacy/legacy-engine.js";
+import { LEGACY_ENGINE_ID } from "../registry/legacy-engine.js";
 import type { Routed, Router, Selection } from "../registry/router.js";
 import type { ActiveView, TranscriptStore } from "../store/types.js";
 import type { Tokenizer } from "../tokens/tokenizer.js";

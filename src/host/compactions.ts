@@ -2,7 +2,7 @@ import { ConflictError } from "../contract/errors.js";
 import { summaryMessage } from "../contract/messages.js";
 import { isSystemMessage } from "../contract/pinned.js";
 import type { CompactionResult } from "../contract/gen/contextd/v1/types.js";
-import { compactNative, type NativeCompactionDeps, type NativeCompactionInput } from "../legacy/compaction/native-compaction.js";
+import { compactNative, type NativeCompactionDeps, type NativeCompactionInput } from "../compaction/native-compaction.js";
 import type { ActiveView, TranscriptStore } from "../store/types.js";
 import { viewMessages } from "./active-view.js";
 import { NO_OBSERVER, type HostObserver } from "./host-observer.js";

@@ -1,7 +1,7 @@
 import { FailedPreconditionError, InvalidArgumentError, ResourceExhaustedError } from "../contract/errors.js";
 import type { RegistryServiceService } from "../contract/gen/contextd/v1/registry.js";
 import type { Handlers } from "../contract/request-context.js";
-import { LEGACY_ENGINE_ID } from "../legacy/legacy-engine.js";
+import { LEGACY_ENGINE_ID } from "./legacy-engine.js";
 import type { Admission } from "./admission.js";
 import { EngineEventType, type EngineEvents } from "./engine-events.js";
 import { toEngineStatus, type EngineRegistry } from "./engine-registry.js";

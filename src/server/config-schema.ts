@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { CORE_OWNER, LEGACY_ENGINE_ID } from "../contract/engine-id.js";
-import { OPENAI_DEFAULTS, type SummarizerConfig } from "../legacy/summarizer/summarizer-config.js";
+import { OPENAI_DEFAULTS, type SummarizerConfig } from "../compaction/summarizer/summarizer-config.js";
 import type { TokenizerName } from "../tokens/tokenizer.js";
 import { formatDuration } from "./duration.js";
 import {
@@ -84,7 +84,7 @@ const auth = z.strictObject({
     .prefault([]),
 });
 
-/** `compaction.summarizer` kind openai; unset keys take OPENAI_DEFAULTS (src/legacy/summarizer/create-summarizer.ts). */
+/** `compaction.summarizer` kind openai; unset keys take OPENAI_DEFAULTS (src/compaction/summarizer/create-summarizer.ts). */
 const openaiSummarizer = z
   .strictObject({
     kind: z.literal("openai"),
@@ -250,7 +250,7 @@ export type ServerTlsConfig = NonNullable<ContextdConfig["tls"]>;
 export type HealthConfig = NonNullable<ContextdConfig["health"]>;
 export type ServerConfig = NonNullable<ContextdConfig["server"]>;
 /** `compaction.summarizer`; the openai keys are documented with the type. */
-export type { SummarizerConfig } from "../legacy/summarizer/summarizer-config.js";
+export type { SummarizerConfig } from "../compaction/summarizer/summarizer-config.js";
 
 /** `engines.reconcile_interval` in force (ms). */
 export function reconcileIntervalMs(config: { engines: { reconcile_interval?: number } }): number {

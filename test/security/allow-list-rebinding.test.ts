@@ -17,7 +17,7 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EngineInfo } from "../../src/contract/gen/contextd/v1/engine.js";
 import { EngineHealth } from "../../src/contract/gen/contextd/v1/registry.js";
-import { LegacyEngine } from "../../src/legacy/legacy-engine.js";
+import { LegacyEngine } from "../../src/registry/legacy-engine.js";
 import { restoredEngine } from "../../src/registry/admission.js";
 import { DEFAULT_ANSWER_LIMITS } from "../../src/registry/answer-limits.js";
 import { EndpointAllowList } from "../../src/registry/endpoint-allow-list.js";

@@ -1,7 +1,7 @@
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { afterAll, describe, expect, it } from "vitest";
-import { ExtractiveThread } from "../../dist/src/legacy/summarizer/extractive-thread.js";
-import { summarizeExtractive } from "../../dist/src/legacy/summarizer/extractive.js";
+import { ExtractiveThread } from "../../dist/src/compaction/summarizer/extractive-thread.js";
+import { summarizeExtractive } from "../../dist/src/compaction/summarizer/extractive.js";
 import { codingSession } from "../fixtures/coding-session.js";
 
 const thread = new ExtractiveThread();

@@ -23,7 +23,7 @@ const whole = Object.fromEntries(
 /** Real text: this repository's sources, docs and README (prose, code, tables), in ~1.6k-character chunks. */
 function corpus(): string[] {
   const texts: string[] = [];
-  for (const dir of ["src/legacy", "src/host", "docs", "engines/recall", "clients/python/contextd"]) {
+  for (const dir of ["src/compaction", "src/host", "docs", "engines/recall", "clients/python/contextd"]) {
     for (const f of readdirSync(path.join(ROOT, dir), { recursive: true, encoding: "utf8" })) {
       if (!/\.(ts|md|py)$/.test(f)) continue;
       const s = readFileSync(path.join(ROOT, dir, f), "utf8");

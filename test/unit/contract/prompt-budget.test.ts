@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { promptBudget } from "../../../src/legacy/compaction/native-compaction.js";
+import { promptBudget } from "../../../src/compaction/native-compaction.js";
 
 describe("promptBudget", () => {
   it("is the window minus the reserve when that leaves enough room", () => {

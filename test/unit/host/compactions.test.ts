@@ -8,7 +8,7 @@ import { CompactionEntry, CompactionTarget, Role } from "../../../src/contract/g
 import { textMessage } from "../../../src/contract/messages.js";
 import { Compactions } from "../../../src/host/compactions.js";
 import { viewMessages } from "../../../src/host/active-view.js";
-import { createExtractiveSummarizer } from "../../../src/legacy/summarizer/extractive.js";
+import { createExtractiveSummarizer } from "../../../src/compaction/summarizer/extractive.js";
 import { SqliteStore } from "../../../src/store/sqlite/sqlite-store.js";
 import { createTokenizer } from "../../../src/tokens/create-tokenizer.js";
 

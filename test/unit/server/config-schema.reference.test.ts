@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { replaceReference } from "../../../scripts/config-reference.mjs";
-import * as summarizerConfig from "../../../src/legacy/summarizer/summarizer-config.js";
+import * as summarizerConfig from "../../../src/compaction/summarizer/summarizer-config.js";
 import * as configSchema from "../../../src/server/config-schema.js";
 import * as duration from "../../../src/server/duration.js";
 

@@ -1,5 +1,5 @@
-import { summaryMessage } from "../../contract/messages.js";
-import type { Tokenizer } from "../../tokens/tokenizer.js";
+import { summaryMessage } from "../contract/messages.js";
+import type { Tokenizer } from "../tokens/tokenizer.js";
 
 /**
  * Measuring and trimming a summary as it will reach the model: wrapped in the summary user message

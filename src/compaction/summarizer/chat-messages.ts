@@ -1,5 +1,5 @@
 import { Role, type Message } from "../../contract/gen/contextd/v1/types.js";
-import type { ChatMessage } from "./chat-completions.js";
+import type { ChatMessage } from "../../llm/chat-completions.js";
 import { renderMessage } from "./summary-prompt.js";
 
 /**

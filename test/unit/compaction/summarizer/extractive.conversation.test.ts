@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import type { Message } from "../../../../src/contract/gen/contextd/v1/types.js";
-import { MessageClock, dateOfTimestamp, formatDate, parseDate, resolveRelative } from "../../../../src/legacy/summarizer/extract-dates.js";
-import { factsOf } from "../../../../src/legacy/summarizer/extract-facts.js";
-import { SpeakerNames, isFiller, stripEmoji, stripOpeners } from "../../../../src/legacy/summarizer/extract-filler.js";
-import { parseSummary } from "../../../../src/legacy/summarizer/extract-format.js";
-import { summarizeExtractive } from "../../../../src/legacy/summarizer/extractive.js";
+import { MessageClock, dateOfTimestamp, formatDate, parseDate, resolveRelative } from "../../../../src/compaction/summarizer/extract-dates.js";
+import { factsOf } from "../../../../src/compaction/summarizer/extract-facts.js";
+import { SpeakerNames, isFiller, stripEmoji, stripOpeners } from "../../../../src/compaction/summarizer/extract-filler.js";
+import { parseSummary } from "../../../../src/compaction/summarizer/extract-format.js";
+import { summarizeExtractive } from "../../../../src/compaction/summarizer/extractive.js";
 import { assistant, toolCall, toolResult, user } from "../../../fixtures/messages.js";
 
 const MAY_8 = new Date(Date.UTC(2023, 4, 8));

@@ -1,6 +1,6 @@
 import { status } from "@grpc/grpc-js";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { ChatCompletionsClient, retryAfter, type ChatCompletionsOptions, type RetryInfo } from "../../../../src/legacy/summarizer/chat-completions.js";
+import { ChatCompletionsClient, retryAfter, type ChatCompletionsOptions, type RetryInfo } from "../../../src/llm/chat-completions.js";
 import {
   ModelError,
   ModelRateLimitedError,
@@ -8,8 +8,8 @@ import {
   ModelResponseError,
   ModelTimeoutError,
   ModelUnavailableError,
-} from "../../../../src/legacy/summarizer/model-errors.js";
-import { completion, HANG, startChatServer, type ChatServer } from "../../../summarizer/chat-server.js";
+} from "../../../src/llm/model-errors.js";
+import { completion, HANG, startChatServer, type ChatServer } from "../../summarizer/chat-server.js";
 
 const KEY = "sk-test-0123456789abcdef";
 

@@ -10,7 +10,7 @@ import {
   type IngestResponse,
 } from "../contract/gen/contextd/v1/engine.js";
 import { PromptAuthority } from "../contract/gen/contextd/v1/types.js";
-import { compactNative, type NativeCompactionDeps } from "./compaction/native-compaction.js";
+import { compactNative, type NativeCompactionDeps } from "../compaction/native-compaction.js";
 
 // Re-exported for the layers above that already import them from here; the contract owns them.
 export { CORE_OWNER, LEGACY_ENGINE_ID } from "../contract/engine-id.js";

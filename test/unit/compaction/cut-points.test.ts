@@ -1,16 +1,8 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { textBlock, textMessage, toolCallBlock } from "../../../../src/contract/messages.js";
-import { Role, type Message } from "../../../../src/contract/gen/contextd/v1/types.js";
-import {
-  INTRA_TURN_CUT,
-  NOT_A_CUT,
-  TURN_CUT,
-  analyzeCutPoints,
-  chooseCut,
-  chooseFillingCut,
-  suffixSums,
-} from "../../../../src/legacy/compaction/cut-points.js";
+import { textBlock, textMessage, toolCallBlock } from "../../../src/contract/messages.js";
+import { Role, type Message } from "../../../src/contract/gen/contextd/v1/types.js";
+import { INTRA_TURN_CUT, NOT_A_CUT, TURN_CUT, analyzeCutPoints, chooseCut, chooseFillingCut, suffixSums } from "../../../src/compaction/cut-points.js";
 
 const user = (text = "u"): Message => textMessage(Role.ROLE_USER, text);
 const system = (text = "s"): Message => textMessage(Role.ROLE_SYSTEM, text);

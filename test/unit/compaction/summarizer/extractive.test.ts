@@ -3,8 +3,8 @@ import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
 import { describe, expect, it } from "vitest";
 import { Role, type Message } from "../../../../src/contract/gen/contextd/v1/types.js";
 import { imageBlock, summaryMessage } from "../../../../src/contract/messages.js";
-import { createExtractiveSummarizer, summarizeExtractive } from "../../../../src/legacy/summarizer/extractive.js";
-import type { SummarizeInput } from "../../../../src/legacy/summarizer/summarizer.js";
+import { createExtractiveSummarizer, summarizeExtractive } from "../../../../src/compaction/summarizer/extractive.js";
+import type { SummarizeInput } from "../../../../src/compaction/summarizer/summarizer.js";
 import { assistant, system, toolCall, toolResult, user } from "../../../fixtures/messages.js";
 
 const summarizer = createExtractiveSummarizer();

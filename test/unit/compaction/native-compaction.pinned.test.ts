@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
 
-import { CompactionTarget, Role, type Message } from "../../../../src/contract/gen/contextd/v1/types.js";
-import { messageText, summaryMessage, textBlock, textMessage, toolCallBlock } from "../../../../src/contract/messages.js";
-import { compactNative, type CompactionSettings } from "../../../../src/legacy/compaction/native-compaction.js";
-import { summaryTokens } from "../../../../src/legacy/compaction/summary-fit.js";
-import { createExtractiveSummarizer } from "../../../../src/legacy/summarizer/extractive.js";
-import type { SummarizeInput, Summarizer } from "../../../../src/legacy/summarizer/summarizer.js";
-import { createTokenizer } from "../../../../src/tokens/create-tokenizer.js";
+import { CompactionTarget, Role, type Message } from "../../../src/contract/gen/contextd/v1/types.js";
+import { messageText, summaryMessage, textBlock, textMessage, toolCallBlock } from "../../../src/contract/messages.js";
+import { compactNative, type CompactionSettings } from "../../../src/compaction/native-compaction.js";
+import { summaryTokens } from "../../../src/compaction/summary-fit.js";
+import { createExtractiveSummarizer } from "../../../src/compaction/summarizer/extractive.js";
+import type { SummarizeInput, Summarizer } from "../../../src/compaction/summarizer/summarizer.js";
+import { createTokenizer } from "../../../src/tokens/create-tokenizer.js";
 
 // Legacy native compaction and pinned system messages (docs/pinned-messages.md): no system message
 // reaches the summarizer, and all of them are a fixed cost of every target.

@@ -1,5 +1,5 @@
-import { toolCallIds } from "../../contract/messages.js";
-import { Role, type Message } from "../../contract/gen/contextd/v1/types.js";
+import { toolCallIds } from "../contract/messages.js";
+import { Role, type Message } from "../contract/gen/contextd/v1/types.js";
 
 /**
  * Where an active view may be cut: the kept tail starts at the cut, everything before it is

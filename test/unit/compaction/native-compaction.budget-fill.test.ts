@@ -6,15 +6,15 @@
  * boundary. And when the cut falls after the latest user message, that message survives verbatim.
  */
 import { describe, expect, it } from "vitest";
-import { toolHeavySession } from "../../../../bench/scenarios/budget_utilization.js";
-import { messageText, summaryMessage, textBlock, textMessage, toolCallBlock, toolCallIds } from "../../../../src/contract/messages.js";
-import { CompactionTarget, Role, type Message } from "../../../../src/contract/gen/contextd/v1/types.js";
-import { createTokenizer } from "../../../../src/tokens/create-tokenizer.js";
-import type { Tokenizer } from "../../../../src/tokens/tokenizer.js";
-import type { Summarizer } from "../../../../src/legacy/summarizer/summarizer.js";
-import { createExtractiveSummarizer } from "../../../../src/legacy/summarizer/extractive.js";
-import { compactNative, promptBudget, type CompactionSettings } from "../../../../src/legacy/compaction/native-compaction.js";
-import { LATEST_REQUEST_HEADING } from "../../../../src/legacy/compaction/latest-request.js";
+import { toolHeavySession } from "../../../bench/scenarios/budget_utilization.js";
+import { messageText, summaryMessage, textBlock, textMessage, toolCallBlock, toolCallIds } from "../../../src/contract/messages.js";
+import { CompactionTarget, Role, type Message } from "../../../src/contract/gen/contextd/v1/types.js";
+import { createTokenizer } from "../../../src/tokens/create-tokenizer.js";
+import type { Tokenizer } from "../../../src/tokens/tokenizer.js";
+import type { Summarizer } from "../../../src/compaction/summarizer/summarizer.js";
+import { createExtractiveSummarizer } from "../../../src/compaction/summarizer/extractive.js";
+import { compactNative, promptBudget, type CompactionSettings } from "../../../src/compaction/native-compaction.js";
+import { LATEST_REQUEST_HEADING } from "../../../src/compaction/latest-request.js";
 
 const DEFAULTS: CompactionSettings = { reserveTokens: 16_384, keepRecentTokens: 20_000, summaryMaxChars: 16_000 };
 const BUDGET = CompactionTarget.COMPACTION_TARGET_BUDGET;

@@ -1,17 +1,17 @@
 import { describe, expect, it } from "vitest";
-import { createExtractiveSummarizer } from "../../../../src/legacy/summarizer/extractive.js";
-import { messageText, summaryMessage, summaryOf, textBlock, textMessage, toolCallBlock } from "../../../../src/contract/messages.js";
-import { CompactionTarget, Role, type Message } from "../../../../src/contract/gen/contextd/v1/types.js";
-import { createTokenizer } from "../../../../src/tokens/create-tokenizer.js";
-import type { Tokenizer } from "../../../../src/tokens/tokenizer.js";
-import type { SummarizeInput, Summarizer } from "../../../../src/legacy/summarizer/summarizer.js";
+import { createExtractiveSummarizer } from "../../../src/compaction/summarizer/extractive.js";
+import { messageText, summaryMessage, summaryOf, textBlock, textMessage, toolCallBlock } from "../../../src/contract/messages.js";
+import { CompactionTarget, Role, type Message } from "../../../src/contract/gen/contextd/v1/types.js";
+import { createTokenizer } from "../../../src/tokens/create-tokenizer.js";
+import type { Tokenizer } from "../../../src/tokens/tokenizer.js";
+import type { SummarizeInput, Summarizer } from "../../../src/compaction/summarizer/summarizer.js";
 import {
   compactNative,
   promptBudget,
   type CompactionSettings,
   type NativeCompactionInput,
   type NativeCompactionOutcome,
-} from "../../../../src/legacy/compaction/native-compaction.js";
+} from "../../../src/compaction/native-compaction.js";
 
 const BUDGET = CompactionTarget.COMPACTION_TARGET_BUDGET;
 const THRESHOLD = CompactionTarget.COMPACTION_TARGET_THRESHOLD;

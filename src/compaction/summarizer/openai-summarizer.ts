@@ -20,13 +20,13 @@
  *   wait stop at once and the AbortError propagates; nothing falls back.
  */
 import type { TextSummarizer, SummarizeInput, Summarizer, SummaryDetails, SummaryResult } from "./summarizer.js";
-import { capChars } from "../compaction/summary-fit.js";
-import { carriesContent } from "../compaction/summary-content.js";
-import type { ChatCompletionsClient } from "./chat-completions.js";
+import { capChars } from "../summary-fit.js";
+import { carriesContent } from "../summary-content.js";
+import type { ChatCompletionsClient } from "../../llm/chat-completions.js";
 import { createExtractiveSummarizer, DEFAULT_MAX_CHARS } from "./extractive.js";
 import { COMPACT_BELOW_CHARS } from "./extract-format.js";
 import { clipHeadTail } from "./extract-text.js";
-import { isAbortError, ModelError, ModelResponseError } from "./model-errors.js";
+import { isAbortError, ModelError, ModelResponseError } from "../../llm/model-errors.js";
 import { cleanSummary, renderMessage, SUMMARY_SYSTEM_PROMPT, summaryInstructions, summaryPrompt } from "./summary-prompt.js";
 
 export const OPENAI_KIND = "openai";

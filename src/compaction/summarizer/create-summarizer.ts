@@ -1,5 +1,5 @@
 import { FailedPreconditionError } from "../../contract/errors.js";
-import { ChatCompletionsClient } from "./chat-completions.js";
+import { ChatCompletionsClient } from "../../llm/chat-completions.js";
 import { createExtractiveSummarizer } from "./extractive.js";
 import { createOpenAISummarizer } from "./openai-summarizer.js";
 import type { Summarizer, TextSummarizer } from "./summarizer.js";

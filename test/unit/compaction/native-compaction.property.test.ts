@@ -7,11 +7,11 @@
  */
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { isSummaryMessage, messageText, summaryMessage, textBlock, textMessage, toolCallBlock, toolCallIds } from "../../../../src/contract/messages.js";
-import { CompactionTarget, Role, type Message } from "../../../../src/contract/gen/contextd/v1/types.js";
-import { createTokenizer } from "../../../../src/tokens/create-tokenizer.js";
-import type { Tokenizer } from "../../../../src/tokens/tokenizer.js";
-import type { SummarizeInput, Summarizer } from "../../../../src/legacy/summarizer/summarizer.js";
+import { isSummaryMessage, messageText, summaryMessage, textBlock, textMessage, toolCallBlock, toolCallIds } from "../../../src/contract/messages.js";
+import { CompactionTarget, Role, type Message } from "../../../src/contract/gen/contextd/v1/types.js";
+import { createTokenizer } from "../../../src/tokens/create-tokenizer.js";
+import type { Tokenizer } from "../../../src/tokens/tokenizer.js";
+import type { SummarizeInput, Summarizer } from "../../../src/compaction/summarizer/summarizer.js";
 import {
   MAX_CUT_ITERATIONS,
   MAX_SHRINK_ITERATIONS,
@@ -19,7 +19,7 @@ import {
   promptBudget,
   type CompactionSettings,
   type NativeCompactionOutcome,
-} from "../../../../src/legacy/compaction/native-compaction.js";
+} from "../../../src/compaction/native-compaction.js";
 
 // Replay a run: FC_SEED=<seed printed by a failure> npx vitest run <this file>.
 if (process.env.FC_SEED) fc.configureGlobal({ seed: Number(process.env.FC_SEED) });

@@ -1,7 +1,7 @@
-import { isSummaryMessage, summaryOf } from "../../contract/messages.js";
-import { isSystemMessage } from "../../contract/pinned.js";
-import type { Message } from "../../contract/gen/contextd/v1/types.js";
-import type { Tokenizer } from "../../tokens/tokenizer.js";
+import { isSummaryMessage, summaryOf } from "../contract/messages.js";
+import { isSystemMessage } from "../contract/pinned.js";
+import type { Message } from "../contract/gen/contextd/v1/types.js";
+import type { Tokenizer } from "../tokens/tokenizer.js";
 import { suffixSums } from "./cut-points.js";
 
 /**

@@ -26,13 +26,13 @@
  */
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { messageText, summaryMessage, textBlock, textMessage, toolCallBlock, toolCallIds } from "../../../../src/contract/messages.js";
-import { CompactionTarget, Role, type Message } from "../../../../src/contract/gen/contextd/v1/types.js";
-import { createTokenizer } from "../../../../src/tokens/create-tokenizer.js";
-import type { Tokenizer } from "../../../../src/tokens/tokenizer.js";
-import type { Summarizer } from "../../../../src/legacy/summarizer/summarizer.js";
-import { createExtractiveSummarizer } from "../../../../src/legacy/summarizer/extractive.js";
-import { compactNative, promptBudget, type CompactionSettings } from "../../../../src/legacy/compaction/native-compaction.js";
+import { messageText, summaryMessage, textBlock, textMessage, toolCallBlock, toolCallIds } from "../../../src/contract/messages.js";
+import { CompactionTarget, Role, type Message } from "../../../src/contract/gen/contextd/v1/types.js";
+import { createTokenizer } from "../../../src/tokens/create-tokenizer.js";
+import type { Tokenizer } from "../../../src/tokens/tokenizer.js";
+import type { Summarizer } from "../../../src/compaction/summarizer/summarizer.js";
+import { createExtractiveSummarizer } from "../../../src/compaction/summarizer/extractive.js";
+import { compactNative, promptBudget, type CompactionSettings } from "../../../src/compaction/native-compaction.js";
 
 // Replay a run: FC_SEED=<seed printed by a failure> npx vitest run <this file>.
 if (process.env.FC_SEED) fc.configureGlobal({ seed: Number(process.env.FC_SEED) });

@@ -1,5 +1,5 @@
-import { messageText } from "../../contract/messages.js";
-import { Role, type Message } from "../../contract/gen/contextd/v1/types.js";
+import { messageText } from "../contract/messages.js";
+import { Role, type Message } from "../contract/gen/contextd/v1/types.js";
 
 /**
  * The latest user request survives a cut inside its own turn, verbatim.

@@ -1,7 +1,7 @@
-import { blockText } from "../../contract/messages.js";
-import { CALL_PATH_SLICE_MS, TimeSlices } from "../../contract/time-slices.js";
-import type { Message } from "../../contract/gen/contextd/v1/types.js";
-import { COMPACT_LABELS, SECTIONS, SUMMARY_TITLE } from "../summarizer/extract-format.js";
+import { blockText } from "../contract/messages.js";
+import { CALL_PATH_SLICE_MS, TimeSlices } from "../contract/time-slices.js";
+import type { Message } from "../contract/gen/contextd/v1/types.js";
+import { COMPACT_LABELS, SECTIONS, SUMMARY_TITLE } from "./summarizer/extract-format.js";
 import { LATEST_REQUEST_HEADING } from "./latest-request.js";
 
 /**

@@ -7,15 +7,15 @@
  */
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CompactionTarget, Role, type Message } from "../../../../src/contract/gen/contextd/v1/types.js";
-import { messageText, summaryMessage, textMessage, toolCallBlock } from "../../../../src/contract/messages.js";
-import { compactNative, MIN_SUMMARY_TOKENS, promptBudget, type NativeCompactionOutcome } from "../../../../src/legacy/compaction/native-compaction.js";
-import { carriesContent } from "../../../../src/legacy/compaction/summary-content.js";
-import { createSummarizer } from "../../../../src/legacy/summarizer/create-summarizer.js";
-import { createExtractiveSummarizer } from "../../../../src/legacy/summarizer/extractive.js";
-import type { Summarizer } from "../../../../src/legacy/summarizer/summarizer.js";
-import { createTokenizer } from "../../../../src/tokens/create-tokenizer.js";
-import { completion, promptOf, startChatServer, type ChatServer } from "../../../summarizer/chat-server.js";
+import { CompactionTarget, Role, type Message } from "../../../src/contract/gen/contextd/v1/types.js";
+import { messageText, summaryMessage, textMessage, toolCallBlock } from "../../../src/contract/messages.js";
+import { compactNative, MIN_SUMMARY_TOKENS, promptBudget, type NativeCompactionOutcome } from "../../../src/compaction/native-compaction.js";
+import { carriesContent } from "../../../src/compaction/summary-content.js";
+import { createSummarizer } from "../../../src/compaction/summarizer/create-summarizer.js";
+import { createExtractiveSummarizer } from "../../../src/compaction/summarizer/extractive.js";
+import type { Summarizer } from "../../../src/compaction/summarizer/summarizer.js";
+import { createTokenizer } from "../../../src/tokens/create-tokenizer.js";
+import { completion, promptOf, startChatServer, type ChatServer } from "../../summarizer/chat-server.js";
 
 if (process.env.FC_SEED) fc.configureGlobal({ seed: Number(process.env.FC_SEED) });
 const RUNS = Number(process.env.FC_RUNS ?? 60);

@@ -1,5 +1,5 @@
 import { status } from "@grpc/grpc-js";
-import { ContextdError } from "../../contract/errors.js";
+import { ContextdError } from "../contract/errors.js";
 
 /**
  * Why a chat-completions call failed, once its retries are spent. Each is a ContextdError, so

@@ -1,16 +1,16 @@
-import { InvalidArgumentError } from "../../contract/errors.js";
-import { summaryMessage } from "../../contract/messages.js";
-import { CompactionTarget, type CompactionResult, type Message } from "../../contract/gen/contextd/v1/types.js";
-import type { CountOptions, Tokenizer } from "../../tokens/tokenizer.js";
-import { asSummaryResult, type SummarizeInput, type Summarizer, type SummaryDetails } from "../summarizer/summarizer.js";
+import { InvalidArgumentError } from "../contract/errors.js";
+import { summaryMessage } from "../contract/messages.js";
+import { CompactionTarget, type CompactionResult, type Message } from "../contract/gen/contextd/v1/types.js";
+import type { CountOptions, Tokenizer } from "../tokens/tokenizer.js";
+import { asSummaryResult, type SummarizeInput, type Summarizer, type SummaryDetails } from "./summarizer/summarizer.js";
 import { analyzeCutPoints, chooseCut, chooseFillingCut, type Cut } from "./cut-points.js";
 import { latestUserIndex, requestQuote, withRequest } from "./latest-request.js";
-import { promptBudget } from "../../contract/prompt-budget.js";
+import { promptBudget } from "../contract/prompt-budget.js";
 import { budgetSummaryChars, capChars, charsPerToken, summaryTokens, truncateSummaryToFit } from "./summary-fit.js";
 import { carriesContent } from "./summary-content.js";
 import { foldable, viewParts } from "./view-parts.js";
 
-export { promptBudget } from "../../contract/prompt-budget.js";
+export { promptBudget } from "../contract/prompt-budget.js";
 
 /**
  * The host's native compaction (docs/concepts.md, "Compaction"), used by the built-in `legacy`
