@@ -24,7 +24,7 @@
  *
  * A complete engine — the pinned messages (system messages, the compaction summary), then the newest
  * messages that fit the budget, and the host compacts — is engines/newest-first/main.ts (the example
- * of docs/engines.md, "Write your own engine"; run by test/sdk/engine-sdk.test.ts).
+ * of docs/engines.md, "Write your own engine"; run by test/unit/sdk/engine-sdk.test.ts).
  *
  * Run it next to contextd:
  * `CONTEXTD_REGISTRY=127.0.0.1:50051 CONTEXTD_OWNER=acme CONTEXTD_OWNER_TOKEN=$ACME_ENGINE_TOKEN node newest-first.js`,

@@ -38,7 +38,7 @@ export function adoptBpeRanks(name: BpeName, buffer: SharedArrayBuffer): void {
  * A real BPE token counter: the text is split into pieces by the encoding's own pattern (BPE
  * encodes every piece on its own), and each piece's count comes from PieceCounts, or from a merge
  * over the shared rank table on a miss. The sum is what gpt-tokenizer counts for the whole text,
- * special-token text counted as ordinary text (test/unit/bpe-pieces.test.ts compares the two).
+ * special-token text counted as ordinary text (test/tokens/bpe-pieces.test.ts compares the two).
  * Each counter has its own cache and scratch space; a thread makes its own counter.
  */
 export function bpeCounter(name: BpeName): (text: string) => number {

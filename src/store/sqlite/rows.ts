@@ -10,7 +10,7 @@ import type { SessionLabels, SessionRecord, ViewMessage } from "../types.js";
 // and from the contract's entries. Registry rows are in registry-rows.ts, rewrite rows in
 // rewrite-rows.ts, the SQL in statements.ts.
 //
-// newEntryId stays here: test/store/sqlite-store.test.ts mocks this module to force colliding ids,
+// newEntryId stays here: test/unit/store/sqlite/sqlite-store.test.ts mocks this module to force colliding ids,
 // so every caller must import it from rows.js for the mock to reach it.
 
 /** Random bytes for ids, drawn 4 KiB at a time: a call into the CSPRNG per entry cost more than the id. */
