@@ -99,14 +99,6 @@ export function defaultHostEndpoint(listen: string): string {
   return listen.replace(/^0\.0\.0\.0:/, "127.0.0.1:").replace(/^\[::\]:/, "[::1]:");
 }
 
-/** Deadlines and failure mode for one engine: the engine's `engines.overrides` entry over the defaults. */
-export function engineSettings(config: ContextdConfig, engineId: string) {
-  const o = config.engines.overrides[engineId];
-  const timeouts = { ...config.engines.timeouts };
-  for (const [k, v] of Object.entries(o?.timeouts ?? {})) if (v !== undefined) timeouts[k as keyof typeof timeouts] = v;
-  return { timeouts, on_failure: o?.on_failure ?? config.engines.on_failure };
-}
-
 function validate(raw: unknown, origins: Origin[], env: NodeJS.ProcessEnv): ContextdConfig {
   const result = configSchema.safeParse(raw, { reportInput: true, error: errorMap });
   if (!result.success) throw new ConfigError(formatIssues(result.error.issues, origins));

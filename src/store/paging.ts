@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from "../contract/errors.js";
 import { quote } from "../contract/quote.js";
-import { toSessionRecord, type SessionRow } from "./sqlite/rows.js";
+import { toSessionRecord, type SessionRow } from "./rows.js";
 import type { SessionRecord } from "./types.js";
 
 // How both stores page listSessions and readEntries (TranscriptStore, types.ts): the same limits,

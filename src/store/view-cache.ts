@@ -1,6 +1,6 @@
 import type { TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
 import { CALL_PATH_SLICE_MS, TimeSlices } from "../contract/time-slices.js";
-import { decodeEntry, toSessionRecord, toViewMessage, type PayloadRow, type SessionRow } from "./sqlite/rows.js";
+import { decodeEntry, toSessionRecord, toViewMessage, type PayloadRow, type SessionRow } from "./rows.js";
 import type { ActiveView, ViewMessage } from "./types.js";
 
 /**

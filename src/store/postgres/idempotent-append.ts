@@ -4,9 +4,9 @@ import { run, type PgDatabase } from "./database.js";
 import { isUniqueViolation } from "./errors.js";
 import type { IdempotencyRow } from "./rows.js";
 import { SQL } from "./statements.js";
-import { appendInTransaction, checkSessionId, lockSession } from "./transcript-writes.js";
+import { appendInTransaction, lockSession } from "./transcript-writes.js";
 import { checkIdempotencyKey, keyedAnswer, replayOf } from "../idempotency-replay.js";
-import { checkAppend } from "../sqlite/transcript-writes.js";
+import { checkAppend, checkSessionId } from "../write-checks.js";
 
 /**
  * PostgresStore.appendIdempotent: the key is looked up and recorded in the transaction of the

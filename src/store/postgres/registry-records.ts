@@ -1,13 +1,13 @@
 import { QuarantineState } from "../../contract/gen/contextd/v1/registry.js";
 import { REGISTRY_CHANNEL, type RegistrationClaim, type RegistryChangeKind, type StoredRegistration } from "../registry-store.js";
-import { quarantineRow, registrationRow, toStoredRegistration, type QuarantineRow, type RegistrationRow } from "../sqlite/registry-rows.js";
+import { quarantineRow, registrationRow, toStoredRegistration, type QuarantineRow, type RegistrationRow } from "../registry-rows.js";
 import { count, run, type Conn, type PgDatabase } from "./database.js";
 import { bytea } from "./rows.js";
 import { SQL } from "./statements.js";
 
 // PostgresStore's RegistryStore half: engine registrations and quarantine records, in the same
 // database as the transcripts, so every replica reads the same ones. The records are validated and
-// encoded by the SQLite store's functions (sqlite/registry-rows.ts): one definition of a valid
+// encoded by the stores' shared functions (../registry-rows.ts): one definition of a valid
 // record. Each write is one statement plus a NOTIFY on channel `contextd_registry` in the same
 // transaction — PostgreSQL delivers it to every listening replica when (and only if) the write
 // commits (registry-listener.ts); lists are ordered by engine id.

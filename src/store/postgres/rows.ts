@@ -1,8 +1,8 @@
-import type { EntryRow, SessionRow } from "../sqlite/rows.js";
+import type { EntryRow, SessionRow } from "../rows.js";
 
 // The rows of the PostgreSQL store. They have the same columns as the SQLite store's, so the stored
-// forms of sessions and entries are built by the same functions (sqlite/rows.ts and
-// sqlite/rewrite-rows.ts, re-exported here): one definition of how a message becomes an entry,
+// forms of sessions and entries are built by the same functions (../rows.ts and
+// ../rewrite-rows.ts, re-exported here): one definition of how a message becomes an entry,
 // whatever the database, which is what keeps the two stores' answers identical. What differs is
 // only how values cross the driver: int8 columns arrive as numbers (pool-config.ts), `hidden` is a
 // boolean, bytea arrives as a Buffer and is sent as one, and batches of entries travel as parallel
@@ -24,8 +24,8 @@ export {
   type IdempotencyRow,
   type PayloadRow,
   type SessionRow,
-} from "../sqlite/rows.js";
-export { rewrittenEntryRow, toEntryRevision, type RevisionRow, type RewriteTargetRow } from "../sqlite/rewrite-rows.js";
+} from "../rows.js";
+export { rewrittenEntryRow, toEntryRevision, type RevisionRow, type RewriteTargetRow } from "../rewrite-rows.js";
 
 /** A Uint8Array as the Buffer the driver sends as bytea (no copy). */
 export function bytea(bytes: Uint8Array): Buffer {

@@ -1,7 +1,8 @@
 import type { ImportedTranscript, SessionLabels, SessionRecord } from "../types.js";
 import type { PgDatabase } from "./database.js";
 import { chunks, importedEntryRow, noteMessageEntry, toSessionRecord } from "./rows.js";
-import { checkSessionId, insertEntries, insertNewSession, saveSession } from "./transcript-writes.js";
+import { insertEntries, insertNewSession, saveSession } from "./transcript-writes.js";
+import { checkSessionId } from "../write-checks.js";
 import { checkImportPlan } from "../import-plan.js";
 
 /**

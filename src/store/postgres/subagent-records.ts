@@ -1,7 +1,7 @@
 import { InvalidArgumentError, NotFoundError } from "../../contract/errors.js";
 import { SubagentEndReason } from "../../contract/gen/contextd/v1/types.js";
-import { checkTimeMs, type ExpiredRow, type SubagentStateRow } from "../sqlite/rows.js";
-import { checkEnd } from "../sqlite/subagent-records.js";
+import { checkTimeMs, type ExpiredRow, type SubagentStateRow } from "../rows.js";
+import { checkEnd } from "../write-checks.js";
 import type { ExpiredSubagent, SubagentEnd, SubagentState } from "../types.js";
 import { count, run, type PgDatabase } from "./database.js";
 import { SQL } from "./statements.js";

@@ -17,11 +17,12 @@ import {
   type RewriteTargetRow,
   type SessionRow,
 } from "./rows.js";
-import { checkTimeMs } from "../sqlite/rows.js";
+import { checkTimeMs } from "../rows.js";
 import { SQL } from "./statements.js";
-import { planRewrites, rewriteTotals } from "../sqlite/rewrite-plan.js";
+import { planRewrites, rewriteTotals } from "../rewrite-plan.js";
 import { seedCompaction } from "../seed-entries.js";
 import { firstKeptSeq as checkFirstKept, type FirstKeptRow } from "../first-kept.js";
+import { checkSessionId } from "../write-checks.js";
 
 // The transcript write paths of PostgresStore (the class documents their behaviour; it is the
 // SQLite store's). Each runs in one transaction that first locks the session row, so writers of one
@@ -229,10 +230,4 @@ function nextCompaction(
 export async function saveSession(conn: Conn, row: SessionRow, now: number): Promise<void> {
   row.updated_at_ms = Math.max(row.updated_at_ms, now);
   await run(conn, SQL.saveSession, sessionParams(row));
-}
-
-export function checkSessionId(sessionId: string): void {
-  if (typeof sessionId !== "string" || sessionId === "") {
-    throw new InvalidArgumentError("session_id is required");
-  }
 }

@@ -1,6 +1,6 @@
 import { ALL_AGENTS, inAgentScope, type ActiveView, type AgentScope } from "../types.js";
 import { extendView, holds, toActiveView, wholeView, type CachedView, type ViewCache, type ViewRow } from "../view-cache.js";
-import type { PayloadRow } from "./rows.js";
+import type { PayloadRow } from "../rows.js";
 import type { Statements } from "./statements.js";
 
 /**

@@ -1,6 +1,6 @@
 import { QuarantineState } from "../../contract/gen/contextd/v1/registry.js";
 import type { RegistrationClaim, StoredRegistration } from "../registry-store.js";
-import { quarantineRow, registrationRow, toStoredRegistration } from "./registry-rows.js";
+import { quarantineRow, registrationRow, toStoredRegistration } from "../registry-rows.js";
 import type { Statements } from "./statements.js";
 
 // SqliteStore's RegistryStore half: engine registrations and quarantine records, which live in the

@@ -3,9 +3,10 @@ import type Database from "better-sqlite3";
 
 import { AlreadyExistsError } from "../../contract/errors.js";
 import type { ImportedTranscript, SessionLabels, SessionRecord } from "../types.js";
-import { importedEntryRow, newSessionRow, noteMessageEntry, toSessionRecord, type EntryRow } from "./rows.js";
+import { importedEntryRow, newSessionRow, noteMessageEntry, toSessionRecord, type EntryRow } from "../rows.js";
 import type { Statements } from "./statements.js";
-import { checkSessionId, saveSession } from "./transcript-writes.js";
+import { saveSession } from "./transcript-writes.js";
+import { checkSessionId } from "../write-checks.js";
 import { checkImportPlan } from "../import-plan.js";
 
 /** Rows built between turns of the event loop (each is a protobuf copy and encoding). */

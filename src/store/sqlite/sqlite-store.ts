@@ -42,7 +42,7 @@ import { checkIdempotencyKey } from "../idempotency-replay.js";
 import { migrate } from "./migrations.js";
 import { importSession } from "./session-import.js";
 import * as registry from "./registry-records.js";
-import { checkTokenCount, toSessionRecord } from "./rows.js";
+import { checkTokenCount, toSessionRecord } from "../rows.js";
 import { prepareStatements, type Statements } from "./statements.js";
 import { SqliteStoreCopy } from "./store-copy.js";
 import { listPage, listPageSize, parseListCursor } from "../paging.js";
@@ -50,8 +50,9 @@ import { ViewCache } from "../view-cache.js";
 import * as subagents from "./subagent-records.js";
 import * as reads from "./transcript-reads.js";
 import * as writes from "./transcript-writes.js";
+import { checkAppend } from "../write-checks.js";
 
-export { newEntryId } from "./rows.js";
+export { newEntryId } from "../rows.js";
 
 const BUSY_TIMEOUT_MS = 5_000;
 
@@ -134,7 +135,7 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
 
   /** Grouped with the other appends of this turn of the event loop into one transaction (group-commit.ts). */
   async appendMessages(sessionId: string, messages: NewMessage[], create: SessionLabels, maxEntries = Number.POSITIVE_INFINITY): Promise<TranscriptEntry[]> {
-    writes.checkAppend(sessionId, messages);
+    checkAppend(sessionId, messages);
     return this.commits.write(() => writes.appendInTransaction(this.stmts, sessionId, messages, create, maxEntries));
   }
 
@@ -145,13 +146,13 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
     key: IdempotencyKey,
     maxEntries?: number,
   ): Promise<IdempotentAppend> {
-    writes.checkAppend(sessionId, messages);
+    checkAppend(sessionId, messages);
     checkIdempotencyKey(key);
     return this.commits.write(() => appendIdempotentInTransaction(this.stmts, sessionId, messages, create, key, maxEntries));
   }
 
   async appendKeyed(sessionId: string, messages: NewMessage[], create: SessionLabels, key?: IdempotencyKey, maxEntries?: number): Promise<KeyedAppend> {
-    writes.checkAppend(sessionId, messages);
+    checkAppend(sessionId, messages);
     if (key) checkIdempotencyKey(key);
     return this.commits.write(() => appendKeyedInTransaction(this.stmts, sessionId, messages, create, key, maxEntries));
   }

@@ -1,9 +1,9 @@
 import type Database from "better-sqlite3";
 
 import { Role } from "../../contract/gen/contextd/v1/types.js";
-import type { QuarantineRow, RegistrationRow } from "./registry-rows.js";
-import type { EntryUpdateRow, RevisionRow, RewriteTargetRow } from "./rewrite-rows.js";
-import type { EntryRow, ExpiredRow, IdempotencyRow, PayloadRow, SessionRow, SubagentStateRow } from "./rows.js";
+import type { QuarantineRow, RegistrationRow } from "../registry-rows.js";
+import type { EntryUpdateRow, RevisionRow, RewriteTargetRow } from "../rewrite-rows.js";
+import type { EntryRow, ExpiredRow, IdempotencyRow, PayloadRow, SessionRow, SubagentStateRow } from "../rows.js";
 
 // The SQL of the SQLite store. Statements are prepared once per connection, so the write paths only
 // bind parameters; the row types they bind and return are in rows.ts and registry-rows.ts.

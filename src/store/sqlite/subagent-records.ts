@@ -3,8 +3,9 @@ import type Database from "better-sqlite3";
 import { InvalidArgumentError, NotFoundError } from "../../contract/errors.js";
 import { SubagentEndReason } from "../../contract/gen/contextd/v1/types.js";
 import type { ExpiredSubagent, SubagentEnd, SubagentState } from "../types.js";
-import { checkTimeMs } from "./rows.js";
+import { checkTimeMs } from "../rows.js";
 import type { Statements } from "./statements.js";
+import { checkEnd } from "../write-checks.js";
 
 // SqliteStore's subagent TTLs (migration 4): when a child session expires and when it ended. An end
 // is recorded once (`ended_at_ms = 0` in every UPDATE's WHERE), so whoever records it — EndSubagent
@@ -49,11 +50,4 @@ export function claimExpiredSubagents(db: Database.Database, stmts: Statements, 
 export function readSubagentState(stmts: Statements, sessionId: string): SubagentState | undefined {
   const r = stmts.subagentState.get(sessionId);
   return r ? { expiresAtMs: r.expires_at_ms, endedAtMs: r.ended_at_ms, endReason: r.end_reason } : undefined;
-}
-
-/** An end needs a SubagentEndReason (0, unspecified, too) and a time (a time of 0 would read as "not ended"). */
-export function checkEnd(reason: number, atMs: number): void {
-  if (!Number.isInteger(reason) || reason < 0) throw new InvalidArgumentError(`an end needs a SubagentEndReason, got ${String(reason)}`);
-  checkTimeMs(atMs, "atMs");
-  if (atMs === 0) throw new InvalidArgumentError("atMs must be a time after the epoch");
 }

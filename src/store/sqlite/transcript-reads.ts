@@ -2,8 +2,8 @@ import { NotFoundError } from "../../contract/errors.js";
 import { Role, type TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import { readWindow } from "../paging.js";
 import type { ActiveTotals, EntryRevision } from "../types.js";
-import { toEntryRevision } from "./rewrite-rows.js";
-import { decodeEntry, toSessionRecord } from "./rows.js";
+import { toEntryRevision } from "../rewrite-rows.js";
+import { decodeEntry, toSessionRecord } from "../rows.js";
 import type { Statements } from "./statements.js";
 
 // The transcript reads of SqliteStore that go beyond one statement (the class documents their

@@ -3,28 +3,16 @@ import type Database from "better-sqlite3";
 import { AlreadyExistsError, ConflictError, InvalidArgumentError, NotFoundError, ResourceExhaustedError } from "../../contract/errors.js";
 import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import type { EntryRewriteInput, NewMessage, RewriteOutcome, SeedEntry, SessionLabels, SessionRecord } from "../types.js";
-import { checkTimeMs, compactionEntryRow, messageEntryRow, newEntryId, newSessionRow, noteMessageEntry, toSessionRecord, type SessionRow } from "./rows.js";
+import { checkTimeMs, compactionEntryRow, messageEntryRow, newEntryId, newSessionRow, noteMessageEntry, toSessionRecord, type SessionRow } from "../rows.js";
 import type { Statements } from "./statements.js";
-import { planRewrites, rewriteTotals } from "./rewrite-plan.js";
+import { planRewrites, rewriteTotals } from "../rewrite-plan.js";
 import { seedCompaction } from "../seed-entries.js";
 import { firstKeptSeq as checkFirstKept } from "../first-kept.js";
+import { checkSessionId } from "../write-checks.js";
 
 // The transcript write paths of SqliteStore (the class documents their behaviour). Each runs in one
 // IMMEDIATE transaction, so the session row read at its start cannot change under it: the helpers
 // below advance that row in memory and saveSession writes it back once, at the end.
-
-/** What an append is refused for before any transaction (both stores). */
-export function checkAppend(sessionId: string, messages: NewMessage[]): void {
-  checkSessionId(sessionId);
-  if (!Array.isArray(messages)) throw new InvalidArgumentError("messages must be a list");
-  const seen = new Map<string, number>();
-  messages.forEach((m, i) => {
-    if (!m?.key) return;
-    const first = seen.get(m.key);
-    if (first !== undefined) throw new InvalidArgumentError(`message_keys[${i}] repeats message_keys[${first}] ("${m.key}")`);
-    seen.set(m.key, i);
-  });
-}
 
 /** The body of appendMessages, for callers that already hold an IMMEDIATE transaction. */
 export function appendInTransaction(
@@ -223,10 +211,4 @@ function appendCompaction(
 export function saveSession(stmts: Statements, row: SessionRow, now: number): void {
   row.updated_at_ms = Math.max(row.updated_at_ms, now);
   stmts.saveSession.run(row);
-}
-
-export function checkSessionId(sessionId: string): void {
-  if (typeof sessionId !== "string" || sessionId === "") {
-    throw new InvalidArgumentError("session_id is required");
-  }
 }

@@ -11,7 +11,7 @@ import { AppendMessagesRequest, SessionServiceService } from "../../../src/contr
 import { Message, Role, TranscriptEntry } from "../../../src/contract/gen/contextd/v1/types.js";
 import { textBlock } from "../../../src/contract/messages.js";
 import { encodedSize, withReceivedMessages } from "../../../src/contract/received-messages.js";
-import { messageEntryRow } from "../../../src/store/sqlite/rows.js";
+import { messageEntryRow } from "../../../src/store/rows.js";
 import { message } from "../../fixtures/contract-messages.js";
 
 const appendMethod = withReceivedMessages(SessionServiceService, "appendMessages", 2).appendMessages;

@@ -7,7 +7,6 @@ import {
   ConfigError,
   defaultConfig,
   defaultHostEndpoint,
-  engineSettings,
   formatDuration,
   loadConfig,
   misspeltEnvVariables,
@@ -220,13 +219,6 @@ limits: { max_message_bytes: 1024, max_messages_per_append: 10, max_session_entr
         tenant: { max_calls_in_flight: 64, max_calls_in_flight_per_agent: 32, append_bytes_per_second: 8388608, max_watch_streams: 16, max_calls_running: 2 },
       },
     });
-  });
-
-  it("engineSettings merges an engine's overrides over the defaults", () => {
-    const cfg = load(yaml, { LLM_KEY: "k" });
-    expect(engineSettings(cfg, "lossless")).toEqual({ timeouts: { ...cfg.engines.timeouts, compact: 300000 }, on_failure: "fallback" });
-    expect(engineSettings(cfg, "quiet")).toEqual({ timeouts: cfg.engines.timeouts, on_failure: "strict" });
-    expect(engineSettings(cfg, "other")).toEqual({ timeouts: cfg.engines.timeouts, on_failure: "strict" });
   });
 
   it("TLS files must be readable", () => {

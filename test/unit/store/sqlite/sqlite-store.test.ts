@@ -18,8 +18,8 @@ import type { SessionLabels } from "../../../../src/store/types.js";
 
 // Lets one test force colliding entry ids to provoke a UNIQUE violation in the middle of a batch.
 const ids = vi.hoisted(() => ({ fixed: undefined as string | undefined }));
-vi.mock("../../../../src/store/sqlite/rows.js", async (importOriginal) => {
-  const actual = await importOriginal<typeof import("../../../../src/store/sqlite/rows.js")>();
+vi.mock("../../../../src/store/rows.js", async (importOriginal) => {
+  const actual = await importOriginal<typeof import("../../../../src/store/rows.js")>();
   return { ...actual, newEntryId: () => ids.fixed ?? actual.newEntryId() };
 });
 

@@ -1,5 +1,5 @@
-import { Message, type TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
-import type { EntryRevision } from "../types.js";
+import { Message, type TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
+import type { EntryRevision } from "./types.js";
 import { checkMessageInput, decodeEntry, encodeEntry, type EntryKind } from "./rows.js";
 
 // The rows of a message rewrite (SessionService.RewriteMessages): the entry it replaces, the UPDATE

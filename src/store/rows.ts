@@ -1,10 +1,10 @@
 import { randomFillSync } from "node:crypto";
 
-import { entryMessageBytes, rememberEncoding, rememberedBody } from "../../contract/encoded-messages.js";
-import { InvalidArgumentError } from "../../contract/errors.js";
-import { entryPayloadWithBody } from "../../contract/received-messages.js";
-import { CompactionEntry, Message, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
-import type { SessionLabels, SessionRecord, ViewMessage } from "../types.js";
+import { entryMessageBytes, rememberEncoding, rememberedBody } from "../contract/encoded-messages.js";
+import { InvalidArgumentError } from "../contract/errors.js";
+import { entryPayloadWithBody } from "../contract/received-messages.js";
+import { CompactionEntry, Message, TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
+import type { SessionLabels, SessionRecord, ViewMessage } from "./types.js";
 
 // The transcript rows of the SQLite store (sessions, entries, entry revisions) and their mapping to
 // and from the contract's entries. Registry rows are in registry-rows.ts, rewrite rows in

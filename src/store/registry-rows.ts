@@ -1,7 +1,7 @@
-import { InvalidArgumentError } from "../../contract/errors.js";
-import { EngineInfo } from "../../contract/gen/contextd/v1/engine.js";
-import { QuarantineState } from "../../contract/gen/contextd/v1/registry.js";
-import type { StoredRegistration } from "../registry-store.js";
+import { InvalidArgumentError } from "../contract/errors.js";
+import { EngineInfo } from "../contract/gen/contextd/v1/engine.js";
+import { QuarantineState } from "../contract/gen/contextd/v1/registry.js";
+import type { StoredRegistration } from "./registry-store.js";
 
 // The registry rows of the SQLite store (engine registrations and quarantines) and their mapping to
 // and from the contract's messages; protobuf payloads are validated here so a bad record never

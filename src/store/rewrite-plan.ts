@@ -1,9 +1,9 @@
-import { InvalidArgumentError } from "../../contract/errors.js";
-import { quote } from "../../contract/quote.js";
-import type { TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
+import { InvalidArgumentError } from "../contract/errors.js";
+import { quote } from "../contract/quote.js";
+import type { TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
 import { decodeEntry } from "./rows.js";
 import { rewrittenEntryRow, type EntryUpdateRow, type RewriteTargetRow } from "./rewrite-rows.js";
-import type { EntryRewriteInput } from "../types.js";
+import type { EntryRewriteInput } from "./types.js";
 
 /** One rewrite, resolved against its stored entry and encoded, ready to write. */
 export interface PlannedRewrite {
