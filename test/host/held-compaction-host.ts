@@ -29,6 +29,7 @@ import { EngineRegistry } from "../../src/registry/engine-registry.js";
 import { HostGrants } from "../../src/registry/host-grants.js";
 import { Router, type EngineOperation } from "../../src/registry/router.js";
 import { openStore, type ContextdStore } from "../../src/store/open-store.js";
+import type { TranscriptStore } from "../../src/store/types.js";
 import { createTokenizer } from "../../src/tokens/create-tokenizer.js";
 import { postgresFactory, sqliteFactory } from "../store/conformance/harness.js";
 import { addSidecar } from "../unit/registry-fixture.js";
@@ -126,6 +127,21 @@ export async function heldCompactionHost(kind: StoreKind, options: HostFixtureOp
 }
 
 function wireHost(store: ContextdStore, options: HostFixtureOptions) {
+  const engine = new HeldCompactionEngine(options.ownsCompaction);
+  // An engine failure must fail the test, not be hidden by a fallback to legacy.
+  const { host } = inProcessHost(store, engine, { contextEngine: ENGINE_ID, onFailure: "strict", maxSessionEntries: options.maxSessionEntries });
+  return { engine, host };
+}
+
+/**
+ * A SessionHost wired as src/server/contextd.ts wires one, in process, on `store`: `engine` registered
+ * beside `legacy` (native compaction with the extractive summarizer), `contextEngine` selected.
+ */
+export function inProcessHost(
+  store: TranscriptStore,
+  engine: ContextEngine & { readonly id: string },
+  options: { contextEngine: string; onFailure: "fallback" | "strict"; maxSessionEntries?: number },
+) {
   const tokenizer = createTokenizer("o200k_base");
   const native = {
     tokenizer,
@@ -133,24 +149,24 @@ function wireHost(store: ContextdStore, options: HostFixtureOptions) {
     settings: { reserveTokens: 0, keepRecentTokens: 120, summaryMaxChars: 600 },
   };
   const registry = new EngineRegistry(new LegacyEngine(native));
-  const engine = new HeldCompactionEngine(options.ownsCompaction);
   addSidecar(registry, engine);
   const ops: EngineOperation[] = ["ingest", "assemble", "compact", "after_turn", "maintain", "bootstrap", "subagent"];
   const router = new Router(
     registry,
     {
-      contextEngine: ENGINE_ID,
+      contextEngine: options.contextEngine,
       agents: {},
       timeoutsMs: Object.fromEntries(ops.map((op) => [op, TIMEOUT_MS])) as Record<EngineOperation, number>,
-      onFailure: "strict", // an engine failure must fail the test, not be hidden by a fallback to legacy
+      onFailure: options.onFailure,
       maxConcurrentCalls: 64,
       fallbackReserveMs: 0,
       overrides: {},
     },
     new HostGrants("127.0.0.1:7070"),
   );
+  const compactions = new Compactions(store, native);
   const limits = { maxMessageBytes: 1 << 20, maxMessagesPerAppend: 100, maxSessionEntries: options.maxSessionEntries ?? 1_000_000, maxImportBytes: 1 << 20 };
-  return { engine, host: new SessionHost(store, tokenizer, router, new Compactions(store, native), limits) };
+  return { host: new SessionHost(store, tokenizer, router, compactions, limits), router, compactions, tokenizer };
 }
 
 /** What SessionService hands the host for a runtime with auth off: every agent, no deadline. */

@@ -19,18 +19,10 @@ import {
 } from "../../../src/contract/gen/contextd/v1/engine.js";
 import { Mode, PromptAuthority, Role } from "../../../src/contract/gen/contextd/v1/types.js";
 import { isSummaryMessage, messageText, textMessage } from "../../../src/contract/messages.js";
-import { createExtractiveSummarizer } from "../../../src/compaction/summarizer/extractive.js";
 import { AssemblePlan, MAX_OVERFLOW_COMPACTIONS } from "../../../src/host/assemble-plan.js";
-import { Compactions } from "../../../src/host/compactions.js";
-import { SessionHost } from "../../../src/host/session-host.js";
-import { EngineRegistry } from "../../../src/registry/engine-registry.js";
-import { HostGrants } from "../../../src/registry/host-grants.js";
-import { LegacyEngine } from "../../../src/registry/legacy-engine.js";
-import { Router, type EngineOperation } from "../../../src/registry/router.js";
+import type { SessionHost } from "../../../src/host/session-host.js";
 import { SqliteStore } from "../../../src/store/sqlite/sqlite-store.js";
-import { createTokenizer } from "../../../src/tokens/create-tokenizer.js";
-import { runtimeCall } from "../../host/held-compaction-host.js";
-import { addSidecar } from "../registry-fixture.js";
+import { inProcessHost, runtimeCall } from "../../host/held-compaction-host.js";
 
 const ENGINE = "scripted";
 const BUDGET = 400;
@@ -87,28 +79,8 @@ afterEach(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-function wire(selected: "legacy" | typeof ENGINE, engine: ScriptedAssembler, onFailure: "fallback" | "strict" = "fallback") {
-  const tokenizer = createTokenizer("o200k_base");
-  const native = { tokenizer, summarizer: createExtractiveSummarizer(), settings: { reserveTokens: 0, keepRecentTokens: 120, summaryMaxChars: 600 } };
-  const registry = new EngineRegistry(new LegacyEngine(native));
-  addSidecar(registry, engine);
-  const ops: EngineOperation[] = ["ingest", "assemble", "compact", "after_turn", "maintain", "bootstrap", "subagent"];
-  const router = new Router(
-    registry,
-    {
-      contextEngine: selected,
-      agents: {},
-      timeoutsMs: Object.fromEntries(ops.map((op) => [op, 30_000])) as Record<EngineOperation, number>,
-      onFailure,
-      maxConcurrentCalls: 64,
-      fallbackReserveMs: 0,
-      overrides: {},
-    },
-    new HostGrants("127.0.0.1:7070"),
-  );
-  const compactions = new Compactions(store, native);
-  const limits = { maxMessageBytes: 1 << 20, maxMessagesPerAppend: 100, maxSessionEntries: 1_000_000, maxImportBytes: 1 << 20 };
-  const host = new SessionHost(store, tokenizer, router, compactions, limits);
+function wire(selected: "legacy" | typeof ENGINE, engine: ScriptedAssembler) {
+  const { host, router, compactions, tokenizer } = inProcessHost(store, engine, { contextEngine: selected, onFailure: "fallback" });
   const plan = new AssemblePlan({ router, compactions, tokenizer, store, readView: (s) => host.readView(s), compact: (r, c) => host.compact(r, c) });
   return { host, plan, router };
 }
