@@ -55,18 +55,24 @@ export class SessionHost {
     return record;
   }
 
-  /**
-   * The session's active view. With `access` (the first read of an RPC whose session was resolved
-   * for `view` use, session-visibility.ts) the session is admitted on the row the view holds:
-   * another agent's session is missing — the store refuses it on its row, before reading any of its
-   * entries, so the refusal takes the time a missing id takes — and `session` takes the stored agent
-   * and key.
-   */
-  async readView(session: SessionRef, access?: RuntimeAccess): Promise<ActiveView> {
-    const view = await this.store.readActiveView(session.sessionId, access?.agents);
-    if (access) admitExisting(access, session, view?.session);
+  /** The session's active view (a re-read within a call whose session is already resolved). */
+  async readView(session: SessionRef): Promise<ActiveView> {
+    const view = await this.store.readActiveView(session.sessionId);
     if (!view) throw sessionNotFound(session.sessionId);
     return view;
+  }
+
+  /**
+   * The first read of an RPC whose session was resolved for `view` use (session-visibility.ts): the
+   * session's active view, with the session admitted on the row the view holds — another agent's
+   * session is missing, refused by the store on its row before any of its entries is read, so the
+   * refusal takes the time a missing id takes — and the session as the host is to use it, with the
+   * stored agent and key.
+   */
+  async resolveView(session: SessionRef, access: RuntimeAccess): Promise<{ session: SessionRef; view: ActiveView }> {
+    const view = await this.store.readActiveView(session.sessionId, access.agents);
+    const resolved = admitExisting(access, session, view?.session);
+    return { session: resolved, view: view! };
   }
 
   /**
@@ -141,19 +147,19 @@ export class SessionHost {
 
   /** Fit the view, call the engine, validate, recover from overflow: the steps are in assemble-plan.ts. */
   async assemble(req: S.AssembleRequest, call: HostCall): Promise<S.AssembleResponse> {
-    const session = requireSession(req.session);
+    const claimed = requireSession(req.session);
     const budget = requireBudget(req.tokenBudget);
-    const view = await this.readView(session, call.access);
+    const { session, view } = await this.resolveView(claimed, call.access);
     const selection = this.router.select(session);
     await this.bootstraps.ensure(selection, session, call);
     return this.plan.run({ req, session, budget, selection, call }, view);
   }
 
   async compact(req: S.CompactRequest, call: HostCall): Promise<S.CompactResponse> {
-    const session = requireSession(req.session);
+    const claimed = requireSession(req.session);
     const budget = requireBudget(req.tokenBudget);
     requireEnum(req.compactionTarget, CompactionTarget, "compaction_target");
-    const view = await this.readView(session, call.access);
+    const { session, view } = await this.resolveView(claimed, call.access);
     const selection = this.router.select(session);
     await this.bootstraps.ensure(selection, session, call);
     const messages = viewMessages(view);
@@ -203,8 +209,7 @@ export class SessionHost {
   }
 
   async afterTurn(req: S.AfterTurnRequest, call: HostCall): Promise<S.AfterTurnResponse> {
-    const session = requireSession(req.session);
-    const view = await this.readView(session, call.access);
+    const { session, view } = await this.resolveView(requireSession(req.session), call.access);
     const selection = this.router.select(session);
     const routed = await this.router.call(selection, "after_turn", call, async (engine, ctx) => {
       if (!engine.afterTurn || !engine.info().capabilities?.afterTurn) return {};

@@ -51,14 +51,17 @@ export function sessionHandlers(
   ) {
     return async (req: Req, ctx: RequestContext<RuntimeAccess>): Promise<Res> => {
       const named = sessions(req);
-      for (const [ref, field, use] of named) await resolveSession(store, ctx.principal, ref, field, use);
+      const resolved: Record<string, SessionRef> = {};
+      for (const [ref, field, use] of named) resolved[field] = await resolveSession(store, ctx.principal, ref, field, use);
       const release = limits.admit({
         tenant: ctx.principal.tenant,
-        agents: named.map(([ref]) => ref?.agentId ?? ""),
+        agents: Object.values(resolved).map((ref) => ref.agentId),
         appendBytes: appendBytes?.(req) ?? 0,
       });
+      // The handler gets a copy naming the resolved sessions: the caller's request is never written.
+      const request = named.length > 0 ? ({ ...req, ...resolved } as Req) : req;
       try {
-        return await fn(req, { ...call(ctx), away: ctx.turn.away });
+        return await fn(request, { ...call(ctx), away: ctx.turn.away });
       } finally {
         release();
       }

@@ -23,8 +23,10 @@ export function sessionNotFound(sessionId: string): NotFoundError {
 
 /**
  * Resolves the session a request names against the caller's credentials, before the host reads or
- * writes anything of it; afterwards `ref` carries the stored agent and key (the stored agent id,
- * not the one a request claims, decides what a token may do and which engine serves it).
+ * writes anything of it, and answers the session as the host is to use it: with the stored agent
+ * and key (the stored agent id, not the one a request claims, decides what a token may do and which
+ * engine serves it). A new ref: the request is never written. For `view` use the answer is the
+ * checked claim; the host completes it on the row its first read holds (`admitExisting`).
  *
  * The order is what keeps session ids of other agents secret:
  * 1. The agent id the request claims is checked against the token before any store read: a
@@ -47,30 +49,27 @@ export async function resolveSession(
   ref: SessionRef | undefined,
   field: string,
   use: SessionUse,
-): Promise<void> {
+): Promise<SessionRef> {
   const checked = requireSession(ref, field);
-  if (!ref) return; // unreachable: requireSession refused it
   if (checked.agentId) access.checkAgent(checked.agentId);
-  if (use === "view") return;
+  if (use === "view") return checked;
   const stored = await store.getSession(checked.sessionId);
-  if (use === "existing") return admitExisting(access, ref, stored);
+  if (use === "existing") return admitExisting(access, checked, stored);
   if (stored && !access.mayActFor(stored.agentId)) throw new AlreadyExistsError(`session ${quote(checked.sessionId)} already exists`);
   if (!stored) {
     if (!access.mayActFor(checked.agentId)) {
       throw new PermissionDeniedError(`${field}.agent_id is required: this runtime token may act only for the agents it names`);
     }
-    return;
+    return checked;
   }
-  ref.agentId = stored.agentId;
-  ref.sessionKey ||= stored.sessionKey;
+  return { ...checked, agentId: stored.agentId, sessionKey: checked.sessionKey || stored.sessionKey };
 }
 
 /**
  * Step 2 of resolveSession for a session that must exist, on its row as read (undefined: none):
- * another agent's session is missing; `ref` then carries the stored agent and key.
+ * another agent's session is missing; the answer is `ref` with the stored agent and key.
  */
-export function admitExisting(access: RuntimeAccess, ref: SessionRef, stored: Pick<SessionRecord, "agentId" | "sessionKey"> | undefined): void {
+export function admitExisting(access: RuntimeAccess, ref: SessionRef, stored: Pick<SessionRecord, "agentId" | "sessionKey"> | undefined): SessionRef {
   if (!stored || !access.mayActFor(stored.agentId)) throw sessionNotFound(ref.sessionId);
-  ref.agentId = stored.agentId;
-  ref.sessionKey ||= stored.sessionKey;
+  return { ...ref, agentId: stored.agentId, sessionKey: ref.sessionKey || stored.sessionKey };
 }
