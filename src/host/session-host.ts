@@ -22,6 +22,17 @@ import { checkIdempotencyKey, checkMessageKeys, requireBudget, requireEnum, requ
 const INGEST_ANSWER_MARGIN_MS = 250;
 
 /**
+ * A session resolved for `view` use (session-visibility.ts): its active view, read once, and the
+ * session as the host is to use it (the stored agent and key). SessionService hands the handler the
+ * read to make (once the handler has checked the rest of its request); an in-process caller that
+ * has none gets it from SessionHost.resolveView.
+ */
+export interface ViewedSession {
+  session: SessionRef;
+  view: ActiveView;
+}
+
+/**
  * The session lifecycle for runtimes: append, assemble (with auto-compaction), compact, after-turn
  * and maintenance. Every engine call goes through the router, so whether `legacy` or a sidecar
  * serves it is decided in one place.
@@ -69,7 +80,7 @@ export class SessionHost {
    * refusal takes the time a missing id takes — and the session as the host is to use it, with the
    * stored agent and key.
    */
-  async resolveView(session: SessionRef, access: RuntimeAccess): Promise<{ session: SessionRef; view: ActiveView }> {
+  async resolveView(session: SessionRef, access: RuntimeAccess): Promise<ViewedSession> {
     const view = await this.store.readActiveView(session.sessionId, access.agents);
     const resolved = admitExisting(access, session, view?.session);
     return { session: resolved, view: view! };
@@ -146,20 +157,20 @@ export class SessionHost {
   }
 
   /** Fit the view, call the engine, validate, recover from overflow: the steps are in assemble-plan.ts. */
-  async assemble(req: S.AssembleRequest, call: HostCall): Promise<S.AssembleResponse> {
+  async assemble(req: S.AssembleRequest, call: HostCall, viewed?: () => Promise<ViewedSession>): Promise<S.AssembleResponse> {
     const claimed = requireSession(req.session);
     const budget = requireBudget(req.tokenBudget);
-    const { session, view } = await this.resolveView(claimed, call.access);
+    const { session, view } = await (viewed ? viewed() : this.resolveView(claimed, call.access));
     const selection = this.router.select(session);
     await this.bootstraps.ensure(selection, session, call);
     return this.plan.run({ req, session, budget, selection, call }, view);
   }
 
-  async compact(req: S.CompactRequest, call: HostCall): Promise<S.CompactResponse> {
+  async compact(req: S.CompactRequest, call: HostCall, viewed?: () => Promise<ViewedSession>): Promise<S.CompactResponse> {
     const claimed = requireSession(req.session);
     const budget = requireBudget(req.tokenBudget);
     requireEnum(req.compactionTarget, CompactionTarget, "compaction_target");
-    const { session, view } = await this.resolveView(claimed, call.access);
+    const { session, view } = await (viewed ? viewed() : this.resolveView(claimed, call.access));
     const selection = this.router.select(session);
     await this.bootstraps.ensure(selection, session, call);
     const messages = viewMessages(view);
@@ -208,8 +219,9 @@ export class SessionHost {
     return { ok: true, compacted: true, reason: answer.reason, result: answer.result, ...base };
   }
 
-  async afterTurn(req: S.AfterTurnRequest, call: HostCall): Promise<S.AfterTurnResponse> {
-    const { session, view } = await this.resolveView(requireSession(req.session), call.access);
+  async afterTurn(req: S.AfterTurnRequest, call: HostCall, viewed?: () => Promise<ViewedSession>): Promise<S.AfterTurnResponse> {
+    const claimed = requireSession(req.session);
+    const { session, view } = await (viewed ? viewed() : this.resolveView(claimed, call.access));
     const selection = this.router.select(session);
     const routed = await this.router.call(selection, "after_turn", call, async (engine, ctx) => {
       if (!engine.afterTurn || !engine.info().capabilities?.afterTurn) return {};

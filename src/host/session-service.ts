@@ -8,7 +8,7 @@ import type { TranscriptExports } from "./export-transcript.js";
 import type { TranscriptImports } from "./import-transcript.js";
 import type { RuntimeAccess } from "./runtime-access.js";
 import type { HostCall } from "./host-call.js";
-import type { SessionHost } from "./session-host.js";
+import type { SessionHost, ViewedSession } from "./session-host.js";
 import type { SessionQueries } from "./session-queries.js";
 import { resolveSession, type SessionUse } from "./session-visibility.js";
 import type { Subagents } from "./subagents.js";
@@ -46,7 +46,7 @@ export function sessionHandlers(
    */
   function rpc<Req, Res>(
     sessions: (req: Req) => [SessionRef | undefined, string, SessionUse][],
-    fn: (req: Req, call: HostCall) => Promise<Res>,
+    fn: (req: Req, call: HostCall, viewed?: () => Promise<ViewedSession>) => Promise<Res>,
     appendBytes?: (req: Req) => number,
   ) {
     return async (req: Req, ctx: RequestContext<RuntimeAccess>): Promise<Res> => {
@@ -58,10 +58,14 @@ export function sessionHandlers(
         agents: Object.values(resolved).map((ref) => ref.agentId),
         appendBytes: appendBytes?.(req) ?? 0,
       });
-      // The handler gets a copy naming the resolved sessions: the caller's request is never written.
-      const request = named.length > 0 ? ({ ...req, ...resolved } as Req) : req;
       try {
-        return await fn(request, { ...call(ctx), away: ctx.turn.away });
+        // The handler gets a copy naming the resolved sessions: the caller's request is never written.
+        const request = named.length > 0 ? ({ ...req, ...resolved } as Req) : req;
+        // A `view` session is admitted on the row its active view holds: the handler's first read,
+        // made through this (after it has checked the rest of its request).
+        const viewField = named.find(([, , use]) => use === "view")?.[1];
+        const viewed = viewField ? () => host.resolveView(resolved[viewField], ctx.principal) : undefined;
+        return await fn(request, { ...call(ctx), away: ctx.turn.away }, viewed);
       } finally {
         release();
       }
@@ -75,15 +79,15 @@ export function sessionHandlers(
     ),
     assemble: rpc(
       (r) => [[r.session, "session", "view"]],
-      (r, c) => host.assemble(r, c),
+      (r, c, v) => host.assemble(r, c, v),
     ),
     compact: rpc(
       (r) => [[r.session, "session", "view"]],
-      (r, c) => host.compact(r, c),
+      (r, c, v) => host.compact(r, c, v),
     ),
     afterTurn: rpc(
       (r) => [[r.session, "session", "view"]],
-      (r, c) => host.afterTurn(r, c),
+      (r, c, v) => host.afterTurn(r, c, v),
     ),
     maintain: rpc(
       (r) => [[r.session, "session", "existing"]],
