@@ -1,7 +1,9 @@
 import type * as S from "../contract/gen/contextd/v1/session.js";
 import { withIdAndCount } from "../contract/encoded-messages.js";
-import { CompactionTarget, type SessionRef } from "../contract/gen/contextd/v1/types.js";
-import type { Router, Selection } from "../registry/router.js";
+import { CompactionTarget, Mode, type SessionRef } from "../contract/gen/contextd/v1/types.js";
+import { pino, type Logger } from "pino";
+import { BackgroundMaintenance, wantsBackgroundMaintenance } from "./background-maintenance.js";
+import type { CallerContext, Router, Selection } from "../registry/router.js";
 import type { HostCall } from "./host-call.js";
 import type { ActiveView, SessionRecord, TranscriptStore } from "../store/types.js";
 import type { Tokenizer } from "../tokens/tokenizer.js";
@@ -46,7 +48,9 @@ export class SessionHost {
     private readonly limits: AppendLimits,
     private readonly observer: HostObserver = NO_OBSERVER,
     private readonly bootstraps: Bootstraps = new Bootstraps(router),
+    log: Logger = pino({ level: "silent" }),
   ) {
+    this.background = new BackgroundMaintenance((session, signal) => this.maintainInBackground(session, signal), log);
     this.plan = new AssemblePlan({
       router,
       compactions,
@@ -58,6 +62,8 @@ export class SessionHost {
   }
 
   private readonly plan: AssemblePlan;
+  /** Maintain after the turn, for engines that ask for it (background-maintenance.ts); contextd stops it on shutdown. */
+  readonly background: BackgroundMaintenance;
 
   /** NOT_FOUND unless the session exists; reads only the session row, never its history. */
   async requireExists(session: SessionRef): Promise<SessionRecord> {
@@ -238,6 +244,8 @@ export class SessionHost {
         ctx,
       );
     });
+    // An engine that asked for its maintenance after the turn gets it once this call is answered.
+    if (routed.mode === Mode.MODE_NORMAL && wantsBackgroundMaintenance(selection.target.info)) this.background.schedule(session);
     return { engineId: routed.engineId, mode: routed.mode, fallbackReason: routed.fallbackReason };
   }
 
@@ -245,12 +253,24 @@ export class SessionHost {
     const session = requireSession(req.session);
     await this.requireExists(session);
     const selection: Selection = this.router.select(session);
-    const routed = await this.router.call(selection, "maintain", call, async (engine, ctx) => {
+    const routed = await this.maintainOn(selection, session, call);
+    return { ...routed.value, engineId: routed.engineId, mode: routed.mode, fallbackReason: routed.fallbackReason };
+  }
+
+  /** One background maintenance run: an ordinary Maintain under the engine's own maintain deadline. */
+  private async maintainInBackground(session: SessionRef, signal: AbortSignal): Promise<void> {
+    const selection = this.router.select(session);
+    if (!wantsBackgroundMaintenance(selection.target.info)) return;
+    const deadlineMs = Date.now() + this.router.timeoutMs(selection.target.id, "maintain");
+    await this.maintainOn(selection, session, { deadlineMs, signal });
+  }
+
+  private maintainOn(selection: Selection, session: SessionRef, call: CallerContext) {
+    return this.router.call(selection, "maintain", call, async (engine, ctx) => {
       if (!engine.maintain || !engine.info().capabilities?.maintain) {
         return { changed: false, bytesFreed: 0, rewrittenEntries: 0, reason: `engine "${engine.info().id}" has no maintenance` };
       }
       return engine.maintain({ session, runtimeSettings: runtimeSettings(selection, 0), host: ctx.host }, ctx);
     });
-    return { ...routed.value, engineId: routed.engineId, mode: routed.mode, fallbackReason: routed.fallbackReason };
   }
 }

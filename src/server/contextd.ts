@@ -210,7 +210,7 @@ export class Contextd {
     // Host: sessions and engine callbacks.
     const observer = bare ? undefined : metrics.hostObserver();
     const compactions = new Compactions(store, compactionDeps, observer);
-    const host = new SessionHost(store, tokenizer, router, compactions, limits, observer);
+    const host = new SessionHost(store, tokenizer, router, compactions, limits, observer, undefined, logger.child({ component: "background-maintenance" }));
     const sweeper = new SubagentSweeper(store, router, { intervalMs: subagentSweepIntervalMs(config) }, logger.child({ component: "subagent-sweeper" }));
 
     // Room for a whole batch and for an import at its cap, so those limits answer with their own names.
@@ -260,7 +260,7 @@ export class Contextd {
     const metricsServer = new MetricsServer(metrics.registry, {
       ready: async () => (health.status === "SERVING" ? { ok: true } : { ok: false, reason: health.reason || "NOT_SERVING" }),
     });
-    return new Contextd(config, store, server, health, grants, monitor, sidecars, events, storePing, logger, metricsServer, tracing, [sync, sweeper]);
+    return new Contextd(config, store, server, health, grants, monitor, sidecars, events, storePing, logger, metricsServer, tracing, [sync, sweeper, host.background]);
   }
 
   /**

@@ -288,7 +288,8 @@ class ContextEngineServiceServicer(object):
 
     def Maintain(self, request, context):
         """Housekeeping on a session (optional: capabilities.maintain), within the runtime's
-        SessionService.Maintain call; the only caller in protocol version 1 (see TurnMaintenanceMode).
+        SessionService.Maintain call, and from the host after each turn for an engine that declares
+        TURN_MAINTENANCE_MODE_BACKGROUND.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

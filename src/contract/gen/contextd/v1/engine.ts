@@ -45,23 +45,26 @@ export const protobufFileName = "contextd/v1/engine.proto";
 /**
  * When an engine wants its per-turn maintenance run (OpenClaw's `turnMaintenanceMode`).
  *
- * In protocol version 1 contextd stores the declared value (it is part of EngineInfo, shown by
- * GetEngine, ListEngines and WatchEngines) but never reads it: AfterTurn runs only within the
- * runtime's SessionService.AfterTurn call and Maintain only within SessionService.Maintain, under
- * the runtime's deadline, whatever the engine declares. Declaring BACKGROUND changes nothing yet.
+ * Maintain always runs within the runtime's SessionService.Maintain call when the runtime makes
+ * one, and AfterTurn within SessionService.AfterTurn. An engine that declares BACKGROUND (and
+ * capabilities.maintain) also gets Maintain from the host itself after each turn.
  */
 export enum TurnMaintenanceMode {
   /** TURN_MAINTENANCE_MODE_UNSPECIFIED - Not declared; treated as FOREGROUND (the SDKs send FOREGROUND by default). */
   TURN_MAINTENANCE_MODE_UNSPECIFIED = 0,
   /**
    * TURN_MAINTENANCE_MODE_FOREGROUND - Maintenance runs inside the runtime's turn, in the calls the runtime makes (AfterTurn,
-   * Maintain): the runtime waits for it. What contextd does for every engine today.
+   * Maintain): the runtime waits for it.
    */
   TURN_MAINTENANCE_MODE_FOREGROUND = 1,
   /**
-   * TURN_MAINTENANCE_MODE_BACKGROUND - The engine asks for its maintenance outside the runtime's turn: the host is to call Maintain on
-   * its own, after a turn, without the runtime waiting. Reserved for background maintenance, which
-   * contextd does not run yet: such an engine gets exactly the calls a FOREGROUND one gets.
+   * TURN_MAINTENANCE_MODE_BACKGROUND - The engine also wants Maintain after each turn, without the runtime waiting: once
+   * SessionService.AfterTurn has been answered by this engine (not by a fallback), the host calls
+   * Maintain for the session on its own, under the engine's maintain deadline and with a host token
+   * for the session, so what the engine rewrites through HostService lands as from
+   * SessionService.Maintain. One session's background Maintain runs once at a time (a turn that ends
+   * meanwhile asks for one more run after it), at most 2 sessions' at once across the server, at
+   * most 1,024 waiting; contextd's shutdown cancels them. Needs capabilities.maintain.
    */
   TURN_MAINTENANCE_MODE_BACKGROUND = 2,
   UNRECOGNIZED = -1,
@@ -141,10 +144,7 @@ export interface EngineInfo {
    * before Assemble (unless the engine answers PREASSEMBLY_MAY_OVERFLOW).
    */
   ownsCompaction: boolean;
-  /**
-   * When the engine wants its per-turn maintenance; see TurnMaintenanceMode (not read by contextd
-   * in protocol version 1).
-   */
+  /** When the engine wants its per-turn maintenance; see TurnMaintenanceMode. */
   turnMaintenanceMode: TurnMaintenanceMode;
   /** Which optional RPCs the engine implements. */
   capabilities?:
@@ -3665,7 +3665,8 @@ export const ContextEngineServiceService = {
   },
   /**
    * Housekeeping on a session (optional: capabilities.maintain), within the runtime's
-   * SessionService.Maintain call; the only caller in protocol version 1 (see TurnMaintenanceMode).
+   * SessionService.Maintain call, and from the host after each turn for an engine that declares
+   * TURN_MAINTENANCE_MODE_BACKGROUND.
    */
   maintain: {
     path: "/contextd.v1.ContextEngineService/Maintain" as const,
@@ -3807,7 +3808,8 @@ export interface ContextEngineServiceServer extends UntypedServiceImplementation
   afterTurn: handleUnaryCall<ContextEngineServiceAfterTurnRequest, ContextEngineServiceAfterTurnResponse>;
   /**
    * Housekeeping on a session (optional: capabilities.maintain), within the runtime's
-   * SessionService.Maintain call; the only caller in protocol version 1 (see TurnMaintenanceMode).
+   * SessionService.Maintain call, and from the host after each turn for an engine that declares
+   * TURN_MAINTENANCE_MODE_BACKGROUND.
    */
   maintain: handleUnaryCall<ContextEngineServiceMaintainRequest, ContextEngineServiceMaintainResponse>;
   /**
@@ -3999,7 +4001,8 @@ export interface ContextEngineServiceClient extends Client {
   ): ClientUnaryCall;
   /**
    * Housekeeping on a session (optional: capabilities.maintain), within the runtime's
-   * SessionService.Maintain call; the only caller in protocol version 1 (see TurnMaintenanceMode).
+   * SessionService.Maintain call, and from the host after each turn for an engine that declares
+   * TURN_MAINTENANCE_MODE_BACKGROUND.
    */
   maintain(
     request: ContextEngineServiceMaintainRequest,
