@@ -260,7 +260,11 @@ export class Contextd {
     const metricsServer = new MetricsServer(metrics.registry, {
       ready: async () => (health.status === "SERVING" ? { ok: true } : { ok: false, reason: health.reason || "NOT_SERVING" }),
     });
-    return new Contextd(config, store, server, health, grants, monitor, sidecars, events, storePing, logger, metricsServer, tracing, [sync, sweeper, host.background]);
+    return new Contextd(config, store, server, health, grants, monitor, sidecars, events, storePing, logger, metricsServer, tracing, [
+      sync,
+      sweeper,
+      host.background,
+    ]);
   }
 
   /**
