@@ -27,10 +27,15 @@ import type { ActiveView, ViewMessage } from "./types.js";
  *
  * Cached messages are shared between reads, so they are frozen (stored messages already are, to
  * keep their remembered bytes right; see encoded-messages.ts), and every read gets its own arrays.
- * The cache is bounded by the stored bytes it holds (the decoded messages are about as large again);
- * the least recently read sessions go first.
+ * The cache is bounded by the stored bytes it holds (the decoded messages are about as large again).
+ * It is shared by every tenant, so eviction is fair between agents: when the bound is passed, the
+ * least recently read view of the agent holding the most bytes goes first. One agent assembling
+ * more sessions than the cache holds then cycles through its own share instead of evicting every
+ * other agent's view (which made a quiet agent beside it decode its whole view on each Assemble).
  */
 export interface CachedView {
+  /** The session's agent: the cache's share eviction is fair between. */
+  agentId: string;
   /** The session row's fields a cached view is valid for (besides last_seq, which it is extended to). */
   createdAtMs: number;
   latestCompactionSeq: number;
@@ -56,8 +61,26 @@ export type ViewRow = SessionRow & { view_revision?: number };
  */
 export const VIEW_CACHE_BYTES = 2 * 1024 * 1024;
 
+/**
+ * What a view counts against the bound at least. It bounds how many views (and so agents) the cache
+ * holds — at most 512 at the default bound — which bounds the eviction's scan over agents; a decoded
+ * view of a few short messages takes a few KiB of heap anyway.
+ */
+const MIN_VIEW_CHARGE = 4096;
+
+function charge(view: CachedView): number {
+  return Math.max(view.bytes, MIN_VIEW_CHARGE);
+}
+
+/** One agent's cached views, least recently read first (Map iteration order), and their bytes. */
+interface AgentShare {
+  views: Map<string, CachedView>;
+  bytes: number;
+}
+
 export class ViewCache {
   private readonly views = new Map<string, CachedView>();
+  private readonly shares = new Map<string, AgentShare>();
   private bytes = 0;
   /** SQLite's data_version when the cache was last checked: another connection's commit changes it. */
   private dataVersion: number | undefined;
@@ -71,13 +94,13 @@ export class ViewCache {
     this.dataVersion = dataVersion;
   }
 
-  /** The cached view, now the most recently read. */
+  /** The cached view, now its agent's most recently read. */
   get(sessionId: string): CachedView | undefined {
     const view = this.views.get(sessionId);
     if (view) {
-      // Most recently read last: Map iteration order is the eviction order.
-      this.views.delete(sessionId);
-      this.views.set(sessionId, view);
+      const share = this.shares.get(view.agentId)!.views;
+      share.delete(sessionId);
+      share.set(sessionId, view);
     }
     return view;
   }
@@ -97,31 +120,44 @@ export class ViewCache {
   set(sessionId: string, view: CachedView, generation = this.cleared): void {
     if (generation !== this.cleared) return;
     this.delete(sessionId);
-    if (view.bytes > this.maxBytes || this.maxBytes === 0) return;
+    if (charge(view) > this.maxBytes) return;
+    let share = this.shares.get(view.agentId);
+    if (!share) this.shares.set(view.agentId, (share = { views: new Map(), bytes: 0 }));
+    share.views.set(sessionId, view);
+    share.bytes += charge(view);
     this.views.set(sessionId, view);
-    this.bytes += view.bytes;
-    for (const [id, old] of this.views) {
-      if (this.bytes <= this.maxBytes) break;
-      this.views.delete(id);
-      this.bytes -= old.bytes;
-    }
+    this.bytes += charge(view);
+    while (this.bytes > this.maxBytes) this.evictFromLargestShare();
   }
 
   delete(sessionId: string): void {
     const old = this.views.get(sessionId);
     if (!old) return;
     this.views.delete(sessionId);
-    this.bytes -= old.bytes;
+    this.bytes -= charge(old);
+    const share = this.shares.get(old.agentId)!;
+    share.views.delete(sessionId);
+    share.bytes -= charge(old);
+    if (share.views.size === 0) this.shares.delete(old.agentId);
   }
 
   clear(): void {
     this.cleared++;
     this.views.clear();
+    this.shares.clear();
     this.bytes = 0;
   }
 
   get size(): number {
     return this.views.size;
+  }
+
+  /** The scan is over the agents with a cached view: at most maxBytes / MIN_VIEW_CHARGE of them. */
+  private evictFromLargestShare(): void {
+    let largest: AgentShare | undefined;
+    for (const share of this.shares.values()) if (!largest || share.bytes > largest.bytes) largest = share;
+    const [oldest] = largest!.views.keys();
+    this.delete(oldest!);
   }
 }
 
@@ -179,6 +215,7 @@ export async function wholeView(
     bytes += part.bytes;
   }
   return {
+    agentId: row.agent_id,
     createdAtMs: row.created_at_ms,
     latestCompactionSeq: row.latest_compaction_seq,
     activeFromSeq: row.active_from_seq,

@@ -237,7 +237,9 @@ describe("active-view cache: PostgreSQL (two replicas on one database)", () => {
 });
 
 describe("ViewCache", () => {
-  const view = (bytes: number): CachedView => ({
+  const K = 4096; // the least a view counts against the bound
+  const view = (bytes: number, agentId = "agent"): CachedView => ({
+    agentId,
     createdAtMs: 1,
     latestCompactionSeq: 0,
     activeFromSeq: 1,
@@ -250,15 +252,36 @@ describe("ViewCache", () => {
   });
 
   it("holds at most its bound in stored bytes, dropping the least recently read sessions first", () => {
-    const cache = new ViewCache(100);
-    cache.set("a", view(40));
-    cache.set("b", view(40));
+    const cache = new ViewCache(100 * K);
+    cache.set("a", view(40 * K));
+    cache.set("b", view(40 * K));
     cache.get("a"); // b is now the least recently read
-    cache.set("c", view(40));
+    cache.set("c", view(40 * K));
     expect([cache.get("a"), cache.get("b"), cache.get("c")].map(Boolean)).toEqual([true, false, true]);
-    cache.set("huge", view(101)); // larger than the bound: not cached, nothing else dropped
+    cache.set("huge", view(101 * K)); // larger than the bound: not cached, nothing else dropped
     expect(cache.get("huge")).toBeUndefined();
     expect(cache.size).toBe(2);
+  });
+
+  it("one agent reading more views than the bound holds evicts its own, never a smaller agent's", () => {
+    const cache = new ViewCache(100 * K);
+    cache.set("quiet", view(20 * K, "quiet"));
+    for (let i = 0; i < 50; i++) {
+      cache.set(`noisy-${i}`, view(10 * K, `noisy-${i % 4}`));
+      expect(cache.get("quiet")).toBeDefined();
+    }
+    // The noisy agents share what is left, evenly: the largest share gives up its oldest view first.
+    expect(cache.size).toBe(1 + 8);
+    cache.get("quiet");
+    cache.set("quiet-2", view(10 * K, "quiet")); // now quiet holds the most: its own oldest goes
+    expect(cache.get("quiet")).toBeUndefined();
+    expect(cache.get("quiet-2")).toBeDefined();
+  });
+
+  it("counts every view as at least 4 KiB, which bounds how many it holds", () => {
+    const cache = new ViewCache(10 * K);
+    for (let i = 0; i < 20; i++) cache.set(`s${i}`, view(1, `agent-${i}`));
+    expect(cache.size).toBe(10);
   });
 
   it("is cleared when SQLite's data_version moves (another connection committed)", () => {
