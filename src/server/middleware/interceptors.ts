@@ -3,6 +3,7 @@ import { SpanStatusCode, trace } from "@opentelemetry/api";
 import type { Logger } from "pino";
 import { Mode } from "../../contract/gen/contextd/v1/types.js";
 import { REQUEST_ID_KEY, metadataValue, nextRequestId } from "../../contract/metadata.js";
+import { LogBudget } from "../observability/log-budget.js";
 import type { ContextdMetrics } from "../observability/metrics.js";
 import { SpanKind, type Tracing } from "../observability/tracing.js";
 import { loadShedding, type LoadSheddingDeps } from "./load-shedding.js";
@@ -20,7 +21,8 @@ import type { CallStep, MethodInfo, Step } from "./step.js";
  *    answer's engine id, mode and fallback reason become attributes. Not in the chain without
  *    `tracing.otlp_endpoint`;
  * 3. metrics and access log: `grpc_server_handled_total` / `grpc_server_handling_seconds` by
- *    service, method and code, and one log line per call (debug when OK, info when refused);
+ *    service, method and code, and one log line per call (debug when OK, info when refused — at most
+ *    10 a second per method and code, the rest counted in the next line: log-budget.ts);
  * 4. load shedding: over `server.max_concurrent_calls` calls in flight, RESOURCE_EXHAUSTED without
  *    running the handler (load-shedding.ts). After the steps above, so that a shed call is still
  *    counted, logged and traced;
@@ -157,6 +159,7 @@ export function tracing(t: Tracing): Step {
 export function metricsAndAccessLog(metrics: ContextdMetrics, logger: Logger): Step {
   // Per method: the handling-time child, and the handled-counter child of each code seen.
   const perMethod = new Map<string, { handling: { observe(v: number): void }; handled: Map<number, { inc(): void }> }>();
+  const refusedLines = new LogBudget();
   return (m) => {
     let slot = perMethod.get(m.path);
     if (!slot) {
@@ -188,10 +191,20 @@ export function metricsAndAccessLog(metrics: ContextdMetrics, logger: Logger): S
         if (code === status.OK) {
           if (logger.isLevelEnabled("debug")) logger.debug({ requestId: id, service: m.service, method: m.name, ms: Math.round(seconds * 1000) }, "ok");
         } else {
-          logger.info(
-            { requestId: id, service: m.service, method: m.name, code: status[code], reason: details, ms: Math.round(seconds * 1000) },
-            code === status.CANCELLED ? "call cancelled" : "request refused",
-          );
+          const { log, suppressed } = refusedLines.take(`${m.path} ${code}`);
+          if (log)
+            logger.info(
+              {
+                requestId: id,
+                service: m.service,
+                method: m.name,
+                code: status[code],
+                reason: details,
+                ms: Math.round(seconds * 1000),
+                ...(suppressed ? { suppressed } : {}),
+              },
+              code === status.CANCELLED ? "call cancelled" : "request refused",
+            );
         }
       },
     };
