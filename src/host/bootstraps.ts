@@ -1,5 +1,6 @@
 import type { SessionRef } from "../contract/gen/contextd/v1/types.js";
-import type { CallerContext, Router, Selection } from "../registry/router.js";
+import type { CallerContext } from "../registry/engine-dispatch.js";
+import type { Router, Selection } from "../registry/router.js";
 import { runtimeSettings } from "./runtime-settings.js";
 
 /** Sessions remembered per engine registration before the oldest are forgotten (and bootstrapped again). */

@@ -10,7 +10,7 @@ import type { RemoteEngine } from "./remote-engine.js";
 export interface EngineCounters {
   calls: number;
   failures: number;
-  /** Calls answered by `legacy` instead of this engine, in all and by reason (router.ts FallbackKind). */
+  /** Calls answered by `legacy` instead of this engine, in all and by reason (engine-call-observer.ts FallbackKind). */
   fallbacks: number;
   fallbacksByReason: Record<string, number>;
   timeouts: number;

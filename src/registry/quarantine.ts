@@ -3,7 +3,7 @@ import { EngineEventType, type QuarantineState } from "../contract/gen/contextd/
 import type { RegistryStore } from "../store/registry-store.js";
 import type { EngineEvents } from "./engine-events.js";
 import type { EngineRegistry, RegisteredEngine } from "./engine-registry.js";
-import type { EngineOperation, FailureKind, FailureObserver } from "./router.js";
+import { isFailure, type EngineCallEnd, type EngineCallObserver, type EngineFallback, type EngineOperation, type FailureKind } from "./engine-call-observer.js";
 import { boundedText } from "../contract/quote.js";
 
 /** The longest quarantine reason kept (an engine's error text within it is cut shorter still). */
@@ -23,9 +23,9 @@ export interface QuarantineSettings {
  * time releases it. A manual quarantine holds until an operator clears it. Every change is
  * persisted (so it survives restarts and is seen by replicas), announced on WatchEngines, and logged.
  */
-export class Quarantine implements FailureObserver {
+export class Quarantine implements EngineCallObserver {
   /** Calls an engine's bulkhead turned away since the last warning about it, per engine. */
-  private readonly rejected = new Map<string, { count: number; loggedAtMs: number }>();
+  private readonly rejections = new Map<string, { count: number; loggedAtMs: number }>();
   /** Engines whose last record write failed (persistPending writes them again). */
   private readonly unpersisted = new Set<string>();
 
@@ -37,14 +37,23 @@ export class Quarantine implements FailureObserver {
     private readonly log: Logger,
   ) {}
 
+  /** A call that failed by the engine's fault ejects it. */
+  ended({ engine, op, outcome, reason }: EngineCallEnd): void {
+    if (isFailure(outcome)) this.onEngineFailure(engine, op, outcome, reason ?? "");
+  }
+
+  fellBack({ selectedId, selected, op, kind, reason }: EngineFallback): void {
+    if (isFailure(kind)) this.log.warn({ engineId: selectedId, owner: selected?.owner, operation: op, reason }, "engine call fell back to legacy");
+  }
+
+  rejected(engine: RegisteredEngine, op: EngineOperation, reason: string): void {
+    this.onRejected(engine, op, reason);
+  }
+
   onEngineFailure(engine: RegisteredEngine, op: EngineOperation, kind: FailureKind, reason: string): void {
     // An engine deregistered (or replaced) while the call ran is no longer the registry's to judge.
     if (engine.builtin || engine.quarantine || this.registry.get(engine.id) !== engine) return;
     void this.isolate(engine, op, `${kind}: ${reason}`, false, { afterAnswer: true });
-  }
-
-  onFallback(engine: RegisteredEngine, op: EngineOperation, reason: string): void {
-    this.log.warn({ engineId: engine.id, owner: engine.owner, operation: op, reason }, "engine call fell back to legacy");
   }
 
   /**
@@ -54,9 +63,9 @@ export class Quarantine implements FailureObserver {
    */
   onRejected(engine: RegisteredEngine, op: EngineOperation, reason: string): void {
     const now = Date.now();
-    const r = this.rejected.get(engine.id) ?? { count: 0, loggedAtMs: 0 };
+    const r = this.rejections.get(engine.id) ?? { count: 0, loggedAtMs: 0 };
     r.count++;
-    this.rejected.set(engine.id, r);
+    this.rejections.set(engine.id, r);
     if (now - r.loggedAtMs < REJECTION_LOG_INTERVAL_MS) return;
     this.log.warn({ engineId: engine.id, owner: engine.owner, operation: op, reason, rejected: r.count }, "engine at its concurrency limit: calls turned away");
     r.count = 0;

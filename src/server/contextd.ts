@@ -29,6 +29,8 @@ import { Quarantine } from "../registry/quarantine.js";
 import { RegistrySync } from "../registry/registry-sync.js";
 import type { EngineDialing } from "../registry/remote-engine.js";
 import { registryHandlers } from "../registry/registry-service.js";
+import { engineCounters } from "../registry/engine-counters.js";
+import { observeAll } from "../registry/engine-call-observer.js";
 import { Router } from "../registry/router.js";
 import { openStore, type ContextdStore } from "../store/open-store.js";
 import { createTokenizer } from "../tokens/create-tokenizer.js";
@@ -43,7 +45,7 @@ import { bindService, decodingDefinition } from "./middleware/bind-service.js";
 import { chain, serverInterceptors } from "./middleware/interceptors.js";
 import { InFlightLimit, loadShedding } from "./middleware/load-shedding.js";
 import { tenantAdmission } from "./middleware/tenant-admission.js";
-import { engineCallHooks } from "./observability/engine-call-hooks.js";
+import { engineCallMetrics } from "./observability/engine-call-metrics.js";
 import { instrumentStore } from "./observability/instrumented-store.js";
 import { ContextdMetrics } from "./observability/metrics.js";
 import { MetricsServer } from "./observability/metrics-server.js";
@@ -204,7 +206,12 @@ export class Contextd {
         grants.revokeEngine(id, "quarantined", `engine "${id}" was quarantined (${event.message})`);
       if (event.type === EngineEventType.ENGINE_EVENT_TYPE_DEREGISTERED) grants.revokeEngine(id, "deregistered", `engine "${id}" was deregistered`);
     });
-    const router = new Router(registry, routingSettings(config), grants, quarantine, bare ? undefined : engineCallHooks(metrics, tracing));
+    const router = new Router(
+      registry,
+      routingSettings(config),
+      grants,
+      observeAll(engineCounters, quarantine, bare ? undefined : engineCallMetrics(metrics, tracing)),
+    );
     metrics.watchEngines(() => registry.list().map((r) => ({ id: r.id, quarantined: r.quarantine !== undefined, health: HEALTH_VALUE[r.health] ?? -1 })));
 
     // Host: sessions and engine callbacks.

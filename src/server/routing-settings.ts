@@ -1,4 +1,5 @@
-import type { EngineOperation, RoutingSettings } from "../registry/router.js";
+import type { EngineOperation } from "../registry/engine-call-observer.js";
+import type { RoutingSettings } from "../registry/router.js";
 import type { ContextdConfig } from "./config.js";
 
 /** The router's view of the config: slots, per-operation deadlines, the failure policy and the bulkhead. */

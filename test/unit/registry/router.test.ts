@@ -21,15 +21,17 @@ import { EngineEventType } from "../../../src/contract/gen/contextd/v1/registry.
 import { Mode, SelectionSource, type SessionRef } from "../../../src/contract/gen/contextd/v1/types.js";
 import { HostGrants } from "../../../src/registry/host-grants.js";
 import {
-  CallerDeadlineError,
-  Router,
-  type CallerContext,
-  type EngineCallHooks,
+  observeAll,
+  type EngineCallEnd,
+  type EngineCallObserver,
   type EngineCallOutcome,
+  type EngineFallback,
   type EngineOperation,
   type FallbackKind,
-  type RoutingSettings,
-} from "../../../src/registry/router.js";
+} from "../../../src/registry/engine-call-observer.js";
+import { engineCounters } from "../../../src/registry/engine-counters.js";
+import { CallerDeadlineError, type CallerContext } from "../../../src/registry/engine-dispatch.js";
+import { Router, type RoutingSettings } from "../../../src/registry/router.js";
 import { addSidecar, registryFixture, ScriptedEngine } from "../registry-fixture.js";
 
 const T0 = 1_700_000_000_000;
@@ -48,8 +50,8 @@ const SESSION: SessionRef = { sessionId: "s1", sessionKey: "agent:main:s1", agen
 const NO_DEADLINE: CallerContext = { deadlineMs: Number.POSITIVE_INFINITY };
 
 /** What the metrics and tracing hooks would hear: how each engine call ended, and each fallback. */
-class HeardCalls implements EngineCallHooks {
-  readonly ended: Array<{ engineId: string; op: EngineOperation; outcome: EngineCallOutcome }> = [];
+class HeardCalls implements EngineCallObserver {
+  readonly endings: Array<{ engineId: string; op: EngineOperation; outcome: EngineCallOutcome }> = [];
   readonly fallbacks: Array<{ selectedId: string; op: EngineOperation; kind: FallbackKind }> = [];
   around<T>(
     _id: string,
@@ -59,10 +61,10 @@ class HeardCalls implements EngineCallHooks {
   ): Promise<T> {
     return call(trace);
   }
-  finished(engineId: string, op: EngineOperation, outcome: EngineCallOutcome): void {
-    this.ended.push({ engineId, op, outcome });
+  ended(c: EngineCallEnd): void {
+    this.endings.push({ engineId: c.engine.id, op: c.op, outcome: c.outcome });
   }
-  fallback(selectedId: string, op: EngineOperation, kind: FallbackKind): void {
+  fellBack({ selectedId, op, kind }: EngineFallback): void {
     this.fallbacks.push({ selectedId, op, kind });
   }
 }
@@ -96,7 +98,7 @@ function setup(settings: Partial<RoutingSettings> = {}) {
     overrides: {},
     ...settings,
   };
-  const router = new Router(f.registry, routing, grants, f.quarantine, heard);
+  const router = new Router(f.registry, routing, grants, observeAll(engineCounters, f.quarantine, heard));
   const compact = (caller: CallerContext = NO_DEADLINE, validate?: (v: ContextEngineServiceCompactResponse) => void) =>
     router.call(router.select(SESSION), "compact", caller, (engine: ContextEngine, ctx: CallContext) => engine.compact(compactRequest(), ctx), validate);
   return { e1, registered, grants, heard, router, compact };
@@ -158,7 +160,7 @@ describe("Router: an engine that fails", () => {
     });
     expect(registered.counters).toEqual({ calls: 1, failures: 1, fallbacks: 1, fallbacksByReason: { error: 1 }, timeouts: 0 });
     expect(f.seenEvents.map((e) => e.type)).toEqual([EngineEventType.ENGINE_EVENT_TYPE_QUARANTINED]);
-    expect(heard.ended).toEqual([
+    expect(heard.endings).toEqual([
       { engineId: "e1", op: "compact", outcome: "error" },
       { engineId: "legacy", op: "compact", outcome: "ok" },
     ]);
@@ -217,7 +219,7 @@ describe("Router: an engine that fails", () => {
     });
     expect(routed).toMatchObject({ engineId: "legacy", mode: Mode.MODE_FALLBACK, value: { reason: "legacy: nothing to compact" } });
     expect(registered.quarantine?.reason).toBe('contract: engine "e1" failed on compact: first_kept_entry_id is not an entry of the view');
-    expect(heard.ended.map((c) => c.outcome)).toEqual(["contract", "ok"]);
+    expect(heard.endings.map((c) => c.outcome)).toEqual(["contract", "ok"]);
   });
 
   it("when legacy fails too, its error is the answer", async () => {
@@ -243,7 +245,7 @@ describe("Router: deadlines", () => {
     expect(e1.calls[0]!.abortReason).toBeInstanceOf(DeadlineExceededError);
     expect(registered.quarantine?.reason).toMatch(/^timeout: /);
     expect(registered.counters).toEqual({ calls: 1, failures: 1, fallbacks: 1, fallbacksByReason: { timeout: 1 }, timeouts: 1 });
-    expect(heard.ended.map((c) => c.outcome)).toEqual(["timeout", "ok"]);
+    expect(heard.endings.map((c) => c.outcome)).toEqual(["timeout", "ok"]);
   });
 
   it("an answer after the deadline is dropped, and the host token it was given is dead", async () => {
@@ -289,7 +291,7 @@ describe("Router: deadlines", () => {
     expect(registered.quarantine).toBeUndefined();
     expect(registered.counters).toEqual({ calls: 1, failures: 0, fallbacks: 0, fallbacksByReason: {}, timeouts: 0 });
     expect(f.legacyEngine.calls).toEqual([]);
-    expect(heard.ended.map((c) => c.outcome)).toEqual(["cancelled"]);
+    expect(heard.endings.map((c) => c.outcome)).toEqual(["cancelled"]);
   });
 });
 
@@ -309,7 +311,7 @@ describe("Router: the reserve kept for legacy's answer (engines.fallback_reserve
     expect(routed.fallbackReason).toMatch(/^engine "e1" did not answer compact within the runtime's deadline less the time kept for legacy's answer/);
     expect(registered.quarantine).toBeUndefined();
     expect(registered.counters).toEqual({ calls: 1, failures: 0, fallbacks: 1, fallbacksByReason: { short: 1 }, timeouts: 0 });
-    expect(heard.ended.map((c) => c.outcome)).toEqual(["short", "ok"]);
+    expect(heard.endings.map((c) => c.outcome)).toEqual(["short", "ok"]);
     expect(heard.fallbacks).toEqual([{ selectedId: "e1", op: "compact", kind: "short" }]);
   });
 
@@ -367,7 +369,7 @@ describe("Router: an engine that loses its standing while its call runs", () => 
     expect(routed).toMatchObject({ engineId: "legacy", mode: Mode.MODE_FALLBACK, fallbackReason: 'engine "e1" was quarantined (manual: maintenance)' });
     expect(() => grants.verify(token, "s1", "ReadTranscript", { peer: "127.0.0.1:40000" })).toThrow('host token revoked: engine "e1" was quarantined');
     e1.release(); // its answer comes now: nobody hears it
-    expect(heard.ended.map((c) => c.outcome)).toEqual(["revoked", "ok"]);
+    expect(heard.endings.map((c) => c.outcome)).toEqual(["revoked", "ok"]);
     expect(heard.fallbacks.map((f) => f.kind)).toEqual(["quarantined"]);
     // Not this call's failure: counted as a fallback, not against the engine.
     expect(registered.counters).toMatchObject({ calls: 1, failures: 0, fallbacks: 1 });
@@ -411,7 +413,7 @@ describe("Router: the caller's cancellation", () => {
     expect(registered.counters).toEqual({ calls: 1, failures: 0, fallbacks: 0, fallbacksByReason: {}, timeouts: 0 });
     expect(f.legacyEngine.calls).toEqual([]);
     expect(f.seenEvents).toEqual([]);
-    expect(heard.ended.map((c) => c.outcome)).toEqual(["cancelled"]);
+    expect(heard.endings.map((c) => c.outcome)).toEqual(["cancelled"]);
   });
 
   it("a caller already gone gets no engine call made for it", async () => {
