@@ -10,8 +10,8 @@
  *
  * The group's own COMMIT does not sync (the connection is switched to `synchronous = NORMAL` around
  * it); the WAL is synced on the thread pool afterwards (wal-sync.ts) and the callers are answered
- * when that sync is done, so the event loop serves other calls meanwhile. The connection's other
- * writes (sessions, compactions, imports, the registry) keep FULL. An in-memory database
+ * when that sync is done, so the event loop serves other calls meanwhile. Compaction commits join
+ * the group too; the connection's other writes (sessions, imports, rewrites, the registry) keep FULL. An in-memory database
  * has nothing to sync.
  */
 import type Database from "better-sqlite3";

@@ -198,7 +198,11 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
     summaryTokens: number,
     compactedThroughSeq?: number,
   ): Promise<TranscriptEntry> {
-    return writes.commitCompaction(this.db, this.stmts, sessionId, compaction, expectedLatestCompactionId, summaryTokens, compactedThroughSeq);
+    // In the group commit, like appends: its WAL sync runs off the event loop (a compaction per
+    // Assemble of a busy tenant synced on the loop every other tenant's calls wait on).
+    return this.commits.write(() =>
+      writes.commitCompaction(this.db, this.stmts, sessionId, compaction, expectedLatestCompactionId, summaryTokens, compactedThroughSeq),
+    );
   }
 
   async deleteSession(sessionId: string): Promise<boolean> {
