@@ -3,7 +3,6 @@ import type { z } from "zod";
 
 export interface SchemaModules {
   configSchema: z.ZodType;
-  RECONCILE_INTERVAL_DEFAULT_MS: number;
   OPENAI_DEFAULTS: {
     timeout: number;
     max_retries: number;

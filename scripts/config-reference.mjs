@@ -169,14 +169,13 @@ const SECTIONS = {
 
 /**
  * The Markdown between docs/configuration.md's markers. `m` holds the modules' exports it reads:
- * `configSchema`, `RECONCILE_INTERVAL_DEFAULT_MS` (src/server/config-schema), `OPENAI_DEFAULTS`
+ * `configSchema` (src/server/config-schema), `OPENAI_DEFAULTS`
  * (src/compaction/summarizer/summarizer-config) and `formatDuration` (src/server/duration) — from dist/
  * for the script, from the sources for the test.
  */
 export function renderConfigReference(m) {
   // Keys that are optional in the schema but take a default in code (absent: that value).
   const codeDefaults = {
-    "engines.reconcile_interval": m.formatDuration(m.RECONCILE_INTERVAL_DEFAULT_MS),
     "compaction.summarizer.timeout": m.formatDuration(m.OPENAI_DEFAULTS.timeout),
     "compaction.summarizer.max_retries": m.OPENAI_DEFAULTS.max_retries,
     "compaction.summarizer.retry_base_delay": m.formatDuration(m.OPENAI_DEFAULTS.retry_base_delay),

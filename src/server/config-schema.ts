@@ -2,7 +2,6 @@ import { z } from "zod";
 import { CORE_OWNER, LEGACY_ENGINE_ID } from "../contract/engine-id.js";
 import { OPENAI_DEFAULTS, type SummarizerConfig } from "../compaction/summarizer/summarizer-config.js";
 import type { TokenizerName } from "../tokens/tokenizer.js";
-import { formatDuration } from "./duration.js";
 import {
   address,
   bool,
@@ -118,44 +117,30 @@ const openaiSummarizer = z
 
 const summarizer = z.discriminatedUnion("kind", [z.strictObject({ kind: z.literal("extractive") }), openaiSummarizer]);
 
-/** `health` when the file has none (durations in ms); the keys are documented on the schema below. */
-export const HEALTH_DEFAULTS = { store_ping_interval: 1_000, store_ping_timeout: 5_000, drain_delay: 0, shutdown_grace: 10_000 };
-
-/** `subagents` when the file has none (ms). */
-export const SUBAGENT_DEFAULTS = { sweep_interval: 5_000 };
-/** `engines.reconcile_interval` when unset (ms). */
-export const RECONCILE_INTERVAL_DEFAULT_MS = 5_000;
-
-/**
- * contextd's own grpc.health.v1 status and its SIGTERM drain. Optional as a whole (absent: the
- * defaults above, see `healthSettings`), so configs written before it existed load unchanged.
- */
+/** contextd's own grpc.health.v1 status and its SIGTERM drain. */
 const health = z.strictObject({
   /** How often contextd pings its store; a ping that fails (or takes longer than store_ping_timeout) sets NOT_SERVING until one succeeds. */
-  store_ping_interval: duration().prefault(formatDuration(HEALTH_DEFAULTS.store_ping_interval)),
+  store_ping_interval: duration().prefault("1s"),
   /**
    * A ping waits for a pool connection like any call, so under a heavy load it may queue: keep this
    * above that wait (PostgreSQL's connect_timeout_ms, 5 s by default), or a busy replica reads as
    * down. A refused connection (the server is down) fails the ping at once, whatever this is.
    */
-  store_ping_timeout: duration().prefault(formatDuration(HEALTH_DEFAULTS.store_ping_timeout)),
+  store_ping_timeout: duration().prefault("5s"),
   /** On SIGTERM: how long contextd says NOT_SERVING while still serving every call, before it stops taking new ones (0: at once). */
-  drain_delay: durationOrZero().prefault(formatDuration(HEALTH_DEFAULTS.drain_delay)),
+  drain_delay: durationOrZero().prefault("0s"),
   /** Then: how long calls in flight may take to finish before they are cancelled and contextd exits. */
-  shutdown_grace: duration().prefault(formatDuration(HEALTH_DEFAULTS.shutdown_grace)),
+  shutdown_grace: duration().prefault("10s"),
 });
 
-/** `server` when the file has none; the keys are documented on the schema below. */
-export const SERVER_DEFAULTS = { max_concurrent_calls: 1000, heap_growth_percent: 100 };
-
-/** Admission to the gRPC server. Optional as a whole (absent: SERVER_DEFAULTS, see `serverSettings`). */
+/** Admission to the gRPC server. */
 const server = z.strictObject({
   /**
    * Calls in flight at most, across all connections (health checks, reflection, HostService
    * callbacks and WatchEngines streams not counted); a call over it is answered RESOURCE_EXHAUSTED
    * unprocessed (src/server/middleware/load-shedding.ts).
    */
-  max_concurrent_calls: int(1).prefault(SERVER_DEFAULTS.max_concurrent_calls),
+  max_concurrent_calls: int(1).prefault(1000),
   /** HTTP/2 streams one connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); unset: unlimited. */
   max_concurrent_streams: int(1).optional(),
   /**
@@ -164,7 +149,7 @@ const server = z.strictObject({
    */
   heap_growth_percent: int(0)
     .max(400, { error: expected("a percentage from 0 to 400") })
-    .prefault(SERVER_DEFAULTS.heap_growth_percent),
+    .prefault(100),
 });
 
 /**
@@ -206,12 +191,10 @@ export const configSchema = z.strictObject({
     .prefault({}),
   tokenizer: oneOf(["o200k_base", "cl100k_base", "heuristic"]).prefault("o200k_base"),
   image_tokens: int(0).prefault(1200),
-  /** Absent when the file has no `health` section: use `healthSettings(config)`. */
-  health: health.optional(),
-  /** Absent when the file has no `server` section: use `serverSettings(config)`. */
-  server: server.optional(),
-  /** Subagent TTLs: how often children whose ttl_ms passed are swept. Absent: SUBAGENT_DEFAULTS. */
-  subagents: z.strictObject({ sweep_interval: duration().prefault(formatDuration(SUBAGENT_DEFAULTS.sweep_interval)) }).optional(),
+  health: health.prefault({}),
+  server: server.prefault({}),
+  /** Subagent TTLs: how often children whose ttl_ms passed are swept. */
+  subagents: z.strictObject({ sweep_interval: duration().prefault("5s") }).prefault({}),
   tracing: tracing.optional(),
   limits: z
     .strictObject({
@@ -247,30 +230,10 @@ export type EngineTimeouts = EnginesConfig["timeouts"];
 export type OnFailure = EnginesConfig["on_failure"];
 export type ManagedEngineConfig = EnginesConfig["managed"][number];
 export type ServerTlsConfig = NonNullable<ContextdConfig["tls"]>;
-export type HealthConfig = NonNullable<ContextdConfig["health"]>;
-export type ServerConfig = NonNullable<ContextdConfig["server"]>;
+export type HealthConfig = ContextdConfig["health"];
+export type ServerConfig = ContextdConfig["server"];
 /** `compaction.summarizer`; the openai keys are documented with the type. */
 export type { SummarizerConfig } from "../compaction/summarizer/summarizer-config.js";
-
-/** `engines.reconcile_interval` in force (ms). */
-export function reconcileIntervalMs(config: { engines: { reconcile_interval?: number } }): number {
-  return config.engines.reconcile_interval ?? RECONCILE_INTERVAL_DEFAULT_MS;
-}
-
-/** `subagents.sweep_interval` in force (ms). */
-export function subagentSweepIntervalMs(config: { subagents?: { sweep_interval: number } }): number {
-  return config.subagents?.sweep_interval ?? SUBAGENT_DEFAULTS.sweep_interval;
-}
-
-/** The server settings in force: the file's, or SERVER_DEFAULTS. */
-export function serverSettings(config: { server?: ServerConfig }): ServerConfig {
-  return config.server ?? { ...SERVER_DEFAULTS };
-}
-
-/** The health settings in force: the file's, or HEALTH_DEFAULTS. */
-export function healthSettings(config: { health?: HealthConfig }): HealthConfig {
-  return config.health ?? { ...HEALTH_DEFAULTS };
-}
 
 // The two shapes that live below this layer must be what the schema yields: the summarizer's config
 // (the legacy layer cannot import the schema) and the tokenizer names (src/tokens).

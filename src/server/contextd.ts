@@ -36,11 +36,10 @@ import { openStore, type ContextdStore } from "../store/open-store.js";
 import { createTokenizer } from "../tokens/create-tokenizer.js";
 import { Authenticator } from "./auth.js";
 import { hostAuthorization, registryAuthorization, sessionAuthorization } from "./authorization.js";
-import { defaultHostEndpoint, reservedEngines, type ContextdConfig } from "./config.js";
-import { healthSettings, reconcileIntervalMs, serverSettings, subagentSweepIntervalMs, type HealthConfig } from "./config-schema.js";
+import { defaultHostEndpoint } from "./config.js";
 import { engineCredentials, serverCredentials } from "./credentials.js";
 import { ManagedSidecars } from "./managed-sidecars.js";
-import { routingSettings } from "./routing-settings.js";
+import type { ContextdSettings } from "./settings.js";
 import { bindService, decodingDefinition } from "./middleware/bind-service.js";
 import { chain, serverInterceptors } from "./middleware/interceptors.js";
 import { InFlightLimit, loadShedding } from "./middleware/load-shedding.js";
@@ -64,7 +63,7 @@ const ADMISSION_PROBE_MS = 3_000;
  */
 export class Contextd {
   private constructor(
-    private readonly config: ContextdConfig,
+    private readonly settings: ContextdSettings,
     private readonly store: ContextdStore,
     private readonly server: Server,
     private readonly health: ContextdHealth,
@@ -83,34 +82,30 @@ export class Contextd {
   /** The bound metrics address once listening (`metrics_listen`; the real port when 0 was asked). */
   metricsAddress = "";
 
-  /** The health and drain settings in force (`health` in the config, or the defaults). */
-  get healthConfig(): HealthConfig {
-    return healthSettings(this.config);
-  }
-
   get storeKind(): string {
     return this.store.kind;
   }
 
-  static async create(config: ContextdConfig, logger: Logger): Promise<Contextd> {
-    const auth = new Authenticator(config.auth, process.env);
-    if (!config.auth.required) logger.warn("auth.required is false: every caller is trusted (local development only)");
+  /** `settings`: compileSettings(loadConfig(…)) (settings.ts). */
+  static async create(settings: ContextdSettings, logger: Logger): Promise<Contextd> {
+    const auth = new Authenticator(settings.auth, process.env);
+    if (!settings.auth.required) logger.warn("auth.required is false: every caller is trusted (local development only)");
     // offload: what requests bring is counted on worker threads, by turns between tenants, not on the
     // event loop that answers everyone (src/tokens/count-pool.ts).
-    const tokenizer = createTokenizer(config.tokenizer, { imageTokens: config.image_tokens, offload: true });
+    const tokenizer = createTokenizer(settings.tokenizer.name, { imageTokens: settings.tokenizer.imageTokens, offload: true });
     const summarizerLog = logger.child({ component: "summarizer" });
     // One chat model (when `openai` is configured) serves both the summarizer and HostService.Complete.
-    const model = createChatModel(config.compaction.summarizer, { env: process.env, log: summarizerLog });
-    if (model && model.timeoutMs > config.engines.timeouts.assemble) {
+    const model = createChatModel(settings.summarizer, { env: process.env, log: summarizerLog });
+    if (model && model.timeoutMs > settings.routing.timeoutsMs.assemble) {
       // Auto-compaction before Assemble runs inside the Assemble deadline: a slow model there makes
       // the Assemble time out instead of falling back to extractive.
       logger.warn(
-        { summarizer_timeout_ms: model.timeoutMs, assemble_timeout_ms: config.engines.timeouts.assemble },
+        { summarizer_timeout_ms: model.timeoutMs, assemble_timeout_ms: settings.routing.timeoutsMs.assemble },
         "compaction.summarizer.timeout is longer than engines.timeouts.assemble: an Assemble that must auto-compact may hit its deadline while the model writes; raise engines.timeouts.assemble or compact ahead of the budget (Compact, AfterTurn)",
       );
     }
     const compactionDeps = {
-      summarizer: createSummarizer(config.compaction.summarizer, {
+      summarizer: createSummarizer(settings.summarizer, {
         model,
         log: summarizerLog,
         countTokens: (text: string) => tokenizer.countText(text),
@@ -118,62 +113,29 @@ export class Contextd {
         extractive: new ExtractiveThread().summarizer(),
       }),
       tokenizer,
-      settings: {
-        reserveTokens: config.compaction.reserve_tokens,
-        keepRecentTokens: config.compaction.keep_recent_tokens,
-        summaryMaxChars: config.compaction.summary_max_chars,
-      },
+      settings: settings.compaction,
     };
-    const limits = {
-      maxMessageBytes: config.limits.max_message_bytes,
-      maxMessagesPerAppend: config.limits.max_messages_per_append,
-      maxSessionEntries: config.limits.max_session_entries,
-      maxImportBytes: config.limits.max_import_bytes,
-    };
-    const tenant = config.limits.tenant;
-    const tenantLimits = new TenantLimits({
-      maxCallsInFlight: tenant.max_calls_in_flight,
-      maxCallsInFlightPerAgent: tenant.max_calls_in_flight_per_agent,
-      appendBytesPerSecond: tenant.append_bytes_per_second,
-      maxWatchStreams: tenant.max_watch_streams,
-      maxCallsRunning: tenant.max_calls_running,
-    });
+    const limits = settings.limits;
+    const tenantLimits = new TenantLimits(settings.tenants);
     const tenants = { limits: tenantLimits, tenantOf: (md: Metadata) => auth.tenantOf(md) };
-    const opened = await openStore(config.store);
+    const opened = await openStore(settings.store);
     // For measuring only (bench/scenarios/observability_overhead.ts): what contextd costs without its
     // metrics, tracing and access-log middleware. Not a configuration: production always has them.
     const bare = process.env.CONTEXTD_BENCH_NO_OBSERVABILITY === "1";
     const metrics = new ContextdMetrics(() => opened.countSessions());
-    const tracing = createTracing({ otlpEndpoint: config.tracing?.otlp_endpoint, serviceName: config.tracing?.service_name ?? "contextd" });
+    const tracing = createTracing(settings.tracing);
     // The endpoint may carry credentials (https://user:pass@collector): logged without them.
     if (tracing.enabled)
-      logger.info({ otlp_endpoint: redactUrlCredentials(config.tracing?.otlp_endpoint ?? "") }, "tracing on: spans are exported over OTLP/HTTP");
+      logger.info({ otlp_endpoint: redactUrlCredentials(settings.tracing.otlpEndpoint ?? "") }, "tracing on: spans are exported over OTLP/HTTP");
     const store = bare ? opened : instrumentStore(opened, metrics.storeOperationDuration);
 
     // Registry: engines, their events, quarantine, health, admission, routing.
     const registry = new EngineRegistry(new LegacyEngine(compactionDeps));
     const events = new EngineEvents();
-    const e = config.engines;
-    const quarantine = new Quarantine(
-      registry,
-      store,
-      { baseEjectionMs: e.quarantine.base_ejection, maxEjectionMs: e.quarantine.max_ejection },
-      events,
-      logger,
-    );
-    const monitor = new HealthMonitor(
-      registry,
-      quarantine,
-      events,
-      { intervalMs: e.health.interval, timeoutMs: e.health.timeout, unhealthyThreshold: e.health.unhealthy_threshold },
-      logger,
-    );
-    const allowList = new EndpointAllowList(e.allow_endpoints);
-    const answers = e.answer_limits;
-    const dialing: EngineDialing = {
-      credentials: engineCredentials(e.tls),
-      answerLimits: { maxBytes: answers.max_bytes, baseBytes: answers.base_bytes, bytesPerBudgetToken: answers.bytes_per_budget_token },
-    };
+    const quarantine = new Quarantine(registry, store, settings.quarantine, events, logger);
+    const monitor = new HealthMonitor(registry, quarantine, events, settings.engineHealth, logger);
+    const allowList = new EndpointAllowList(settings.allowEndpoints);
+    const dialing: EngineDialing = { credentials: engineCredentials(settings.engineTls), answerLimits: settings.answerLimits };
     const admission = new Admission(
       registry,
       store,
@@ -182,7 +144,7 @@ export class Contextd {
       events,
       { probeTimeoutMs: ADMISSION_PROBE_MS, dialing },
       logger,
-      new EngineReservations(reservedEngines(config)),
+      new EngineReservations(settings.reservedEngines),
     );
     await admission.restore();
     await quarantine.restore();
@@ -191,11 +153,11 @@ export class Contextd {
       store,
       quarantine,
       events,
-      { reconcileIntervalMs: reconcileIntervalMs(config), dialing, allowList },
+      { reconcileIntervalMs: settings.reconcileIntervalMs, dialing, allowList },
       logger.child({ component: "registry-sync" }),
       (added) => void monitor.check(added).catch(() => undefined),
     );
-    const grants = new HostGrants(config.host_endpoint);
+    const grants = new HostGrants(settings.hostEndpoint);
     // An engine quarantined (by an operator, its health, a failure) or deregistered — here or at
     // another replica — loses its standing at once: its live host tokens are refused and its calls
     // in flight are ended and answered by legacy.
@@ -208,7 +170,7 @@ export class Contextd {
     });
     const router = new Router(
       registry,
-      routingSettings(config),
+      settings.routing,
       grants,
       observeAll(engineCounters, quarantine, bare ? undefined : engineCallMetrics(metrics, tracing)),
     );
@@ -218,12 +180,11 @@ export class Contextd {
     const observer = bare ? undefined : metrics.hostObserver();
     const compactions = new Compactions(store, compactionDeps, observer);
     const host = new SessionHost(store, tokenizer, router, compactions, limits, observer, undefined, logger.child({ component: "background-maintenance" }));
-    const sweeper = new SubagentSweeper(store, router, { intervalMs: subagentSweepIntervalMs(config) }, logger.child({ component: "subagent-sweeper" }));
+    const sweeper = new SubagentSweeper(store, router, { intervalMs: settings.subagentSweepIntervalMs }, logger.child({ component: "subagent-sweeper" }));
 
     // Room for a whole batch and for an import at its cap, so those limits answer with their own names.
-    const maxBytes = Math.max(MIN_GRPC_MESSAGE_BYTES, config.limits.max_message_bytes * 4, config.limits.max_import_bytes + (1 << 20));
-    const serverLimits = serverSettings(config);
-    const inFlight = new InFlightLimit(serverLimits.max_concurrent_calls);
+    const maxBytes = Math.max(MIN_GRPC_MESSAGE_BYTES, limits.maxMessageBytes * 4, limits.maxImportBytes + (1 << 20));
+    const inFlight = new InFlightLimit(settings.server.maxConcurrentCalls);
     metrics.watchInFlight(() => inFlight.active);
     metrics.watchTokenCounting(() => tokenizer.stats());
     const shedding = {
@@ -237,7 +198,7 @@ export class Contextd {
     const server = new Server({
       "grpc.max_receive_message_length": maxBytes,
       "grpc.max_send_message_length": maxBytes,
-      ...(serverLimits.max_concurrent_streams !== undefined ? { "grpc.max_concurrent_streams": serverLimits.max_concurrent_streams } : {}),
+      ...(settings.server.maxConcurrentStreams !== undefined ? { "grpc.max_concurrent_streams": settings.server.maxConcurrentStreams } : {}),
       interceptors: bare ? [chain([loadShedding(shedding), tenantAdmission(tenants)])] : serverInterceptors({ logger, metrics, tracing, shedding, tenants }),
     });
     const imports = new TranscriptImports(store, tokenizer, limits);
@@ -262,12 +223,12 @@ export class Contextd {
       bindService(HostServiceService, hostHandlers(store, compactions, tokenizer, limits, model), { logger, authorize: hostAuthorization(grants) }),
     );
     const health = addStandardServices(server, SERVICE_NAMES);
-    const sidecars = new ManagedSidecars(config.engines.managed, auth, logger);
-    const storePing = new StorePing(store, health, healthSettings(config), logger.child({ component: "store-ping" }));
+    const sidecars = new ManagedSidecars(settings.managed, auth, logger);
+    const storePing = new StorePing(store, health, settings.health, logger.child({ component: "store-ping" }));
     const metricsServer = new MetricsServer(metrics.registry, {
       ready: async () => (health.status === "SERVING" ? { ok: true } : { ok: false, reason: health.reason || "NOT_SERVING" }),
     });
-    return new Contextd(config, store, server, health, grants, monitor, sidecars, events, storePing, logger, metricsServer, tracing, [
+    return new Contextd(settings, store, server, health, grants, monitor, sidecars, events, storePing, logger, metricsServer, tracing, [
       sync,
       sweeper,
       host.background,
@@ -279,20 +240,20 @@ export class Contextd {
    * real port when 0 was asked). A taken port rejects, naming it.
    */
   async listen(): Promise<string> {
-    this.metricsAddress = await this.metricsServer.listen(this.config.metrics_listen).catch((err: Error) => {
-      throw new Error(`metrics_listen ${this.config.metrics_listen}: ${err.message}`);
+    this.metricsAddress = await this.metricsServer.listen(this.settings.metricsListen).catch((err: Error) => {
+      throw new Error(`metrics_listen ${this.settings.metricsListen}: ${err.message}`);
     });
     return this.listenGrpc();
   }
 
   private listenGrpc(): Promise<string> {
-    const listen = this.config.listen;
+    const listen = this.settings.listen;
     return new Promise((resolve, reject) => {
-      this.server.bindAsync(listen, serverCredentials(this.config.tls), (err, port) => {
+      this.server.bindAsync(listen, serverCredentials(this.settings.tls), (err, port) => {
         if (err) return reject(new Error(`listen ${listen}: ${err.message}`));
         const address = listen.startsWith("unix:") ? listen : `${listen.slice(0, listen.lastIndexOf(":"))}:${port}`;
         // Engines call HostService at host_endpoint; with port 0 only the bound address is real.
-        if (this.config.host_endpoint === defaultHostEndpoint(listen)) this.grants.endpoint = defaultHostEndpoint(address);
+        if (this.settings.hostEndpoint === defaultHostEndpoint(listen)) this.grants.endpoint = defaultHostEndpoint(address);
         this.health.listening();
         this.storePing.start();
         this.monitor.start();
@@ -322,7 +283,7 @@ export class Contextd {
    * `stopDrainDelay`, when it fires, cuts step 1 short (a second SIGTERM/SIGINT).
    */
   async shutdown(options: { stopDrainDelay?: AbortSignal } = {}): Promise<void> {
-    const { drain_delay: drainDelayMs, shutdown_grace: graceMs } = this.healthConfig;
+    const { drainDelayMs, shutdownGraceMs: graceMs } = this.settings.health;
     this.health.drain();
     this.storePing.stop();
     this.logger.info({ drain_delay_ms: drainDelayMs, shutdown_grace_ms: graceMs }, "contextd draining: health NOT_SERVING");

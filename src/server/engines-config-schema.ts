@@ -80,11 +80,10 @@ export const engines = z.strictObject({
   max_concurrent_calls: int(1).prefault(64),
   /**
    * With replicas on one database: how often each re-reads every registration and quarantine record,
-   * whatever LISTEN/NOTIFY said (a missed notification is repaired then). Absent:
-   * RECONCILE_INTERVAL_DEFAULT_MS (see reconcileIntervalMs), so configs load unchanged.
+   * whatever LISTEN/NOTIFY said (a missed notification is repaired then).
    */
-  reconcile_interval: duration().optional(),
-  /** engine id -> per-engine deadlines / failure mode / bulkhead (see `routingSettings`). */
+  reconcile_interval: duration().prefault("5s"),
+  /** engine id -> per-engine deadlines / failure mode / bulkhead (see src/server/settings.ts). */
   overrides: z
     .record(
       z.string().min(1),

@@ -1,9 +1,9 @@
 import { parseArgs } from "node:util";
-import { serverSettings } from "./config-schema.js";
 import { ConfigError, loadConfig, misspeltEnvVariables } from "./config.js";
 import { Contextd } from "./contextd.js";
 import { applyHeapGrowth } from "./heap-growth.js";
 import { createLogger } from "./logger.js";
+import { compileSettings } from "./settings.js";
 
 /**
  * `contextd [--config FILE]`: loads and validates the config (a bad key exits 2 with a one-line
@@ -20,13 +20,14 @@ async function main(): Promise<void> {
     throw err;
   }
   // A process-wide V8 setting: the process's entry point applies it, before any load.
-  applyHeapGrowth(serverSettings(config).heap_growth_percent);
+  const settings = compileSettings(config);
+  applyHeapGrowth(settings.server.heapGrowthPercent);
   const logger = createLogger(config.log_level);
   for (const { variable, meant } of misspeltEnvVariables(process.env))
     logger.warn({ variable, meant }, `${variable} is not a config variable and is ignored; did you mean ${meant}?`);
   let contextd: Contextd;
   try {
-    contextd = await Contextd.create(config, logger);
+    contextd = await Contextd.create(settings, logger);
   } catch (err) {
     if (err instanceof ConfigError) fail(2, err.message);
     fail(1, `cannot start: ${err instanceof Error ? err.message : String(err)}`);

@@ -141,13 +141,13 @@ export class StorePing {
   constructor(
     private readonly store: { ping(): Promise<void> },
     private readonly health: ContextdHealth,
-    private readonly settings: { store_ping_interval: number; store_ping_timeout: number },
+    private readonly settings: { storePingIntervalMs: number; storePingTimeoutMs: number },
     private readonly log: Logger,
   ) {}
 
   start(): void {
     if (this.timer || this.stopped) return;
-    this.timer = setInterval(() => void this.tick(), this.settings.store_ping_interval);
+    this.timer = setInterval(() => void this.tick(), this.settings.storePingIntervalMs);
     this.timer.unref();
   }
 
@@ -165,8 +165,8 @@ export class StorePing {
     let timeout: NodeJS.Timeout | undefined;
     const timedOut = new Promise<never>((_, reject) => {
       timeout = setTimeout(
-        () => reject(new Error(`the store did not answer a ping within ${this.settings.store_ping_timeout} ms`)),
-        this.settings.store_ping_timeout,
+        () => reject(new Error(`the store did not answer a ping within ${this.settings.storePingTimeoutMs} ms`)),
+        this.settings.storePingTimeoutMs,
       );
     });
     try {

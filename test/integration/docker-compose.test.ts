@@ -30,7 +30,6 @@ import { EndpointAllowList } from "../../src/registry/endpoint-allow-list.js";
 import { Authenticator } from "../../src/server/auth.js";
 import { loadConfig } from "../../src/server/config.js";
 import { parseDuration } from "../../src/server/duration.js";
-import { healthSettings } from "../../src/server/config-schema.js";
 import { REPO_ROOT, startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
 import { createScratchDatabase, type ScratchDatabase } from "../helpers/scratch-postgres.js";
 import { getFreePort } from "../helpers/free-port.js";
@@ -213,7 +212,7 @@ describe("docker-compose config", () => {
       expect(nets.contextd?.aliases).toContain("contextd-replicas");
       // Compose waits long enough for the drain (drain_delay + shutdown_grace) before it kills.
       const config = loadConfig({ file: REPLICA_CONFIG_FILE, env });
-      const { drain_delay, shutdown_grace } = healthSettings(config);
+      const { drain_delay, shutdown_grace } = config.health;
       expect(parseDuration(r.stop_grace_period ?? "10s")).toBeGreaterThan(drain_delay + shutdown_grace);
     }
   });
@@ -248,7 +247,7 @@ describe("docker-compose config", () => {
       expect(config.auth.required).toBe(true);
       expect(new Authenticator(config.auth, env).required).toBe(true);
       // HAProxy needs up to fall × (inter + timeout check) = 1.5 s to see NOT_SERVING.
-      expect(healthSettings(config).drain_delay).toBeGreaterThanOrEqual(1_500);
+      expect(config.health.drain_delay).toBeGreaterThanOrEqual(1_500);
     }
   });
 

@@ -19,7 +19,6 @@ import { afterEach, describe, expect, it } from "vitest";
 import { Mode, Role } from "../../src/contract/gen/contextd/v1/types.js";
 import { textMessage } from "../../src/contract/messages.js";
 import { loadConfig } from "../../src/server/config.js";
-import { healthSettings, HEALTH_DEFAULTS } from "../../src/server/config-schema.js";
 import { ContextdClient } from "../../src/sdk/runtime-client.js";
 import { startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
 import { startTsEngine, type EngineProcess } from "../helpers/engine-process.js";
@@ -126,14 +125,12 @@ describe("the health config", () => {
   fs.writeFileSync(empty, "# nothing\n");
   it("is optional; absent, the defaults are a store ping every 1 s (5 s timeout), no drain delay and a 10 s grace", () => {
     const cfg = loadConfig({ env: {}, file: empty });
-    expect(cfg.health).toBeUndefined();
-    expect(healthSettings(cfg)).toEqual({ store_ping_interval: 1000, store_ping_timeout: 5000, drain_delay: 0, shutdown_grace: 10_000 });
-    expect(HEALTH_DEFAULTS.drain_delay).toBe(0);
+    expect(cfg.health).toEqual({ store_ping_interval: 1000, store_ping_timeout: 5000, drain_delay: 0, shutdown_grace: 10_000 });
   });
 
   it("takes durations, 0s for the drain delay, and environment overrides", () => {
     const cfg = loadConfig({ env: { CONTEXTD_HEALTH__DRAIN_DELAY: "2s", CONTEXTD_HEALTH__STORE_PING_INTERVAL: "250ms" }, file: empty });
-    expect(healthSettings(cfg)).toEqual({ store_ping_interval: 250, store_ping_timeout: 5000, drain_delay: 2000, shutdown_grace: 10_000 });
+    expect(cfg.health).toEqual({ store_ping_interval: 250, store_ping_timeout: 5000, drain_delay: 2000, shutdown_grace: 10_000 });
     expect(() => loadConfig({ env: { CONTEXTD_HEALTH__SHUTDOWN_GRACE: "0s" }, file: empty })).toThrow(/health\.shutdown_grace/);
     expect(() => loadConfig({ env: { CONTEXTD_HEALTH__PING: "1s" }, file: empty })).toThrow(/health/);
   });

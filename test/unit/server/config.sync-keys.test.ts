@@ -3,10 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../../src/server/config.js";
-import { reconcileIntervalMs, subagentSweepIntervalMs } from "../../../src/server/config-schema.js";
 
 // engines.reconcile_interval (registry sync across replicas) and subagents.sweep_interval (subagent
-// TTLs): optional, so that a config without them loads exactly as before (config.test.ts).
+// TTLs): optional in the file, with their defaults in the schema.
 
 const dir = mkdtempSync(join(tmpdir(), "contextd-config-sync-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -18,22 +17,20 @@ const load = (yaml: string, env: NodeJS.ProcessEnv = {}) => {
 };
 
 describe("engines.reconcile_interval and subagents.sweep_interval", () => {
-  it("default to 5 s each when absent, and stay absent from the loaded config", () => {
+  it("default to 5 s each when absent", () => {
     const c = load("");
-    expect(c.engines.reconcile_interval).toBeUndefined();
-    expect(c.subagents).toBeUndefined();
-    expect(reconcileIntervalMs(c)).toBe(5_000);
-    expect(subagentSweepIntervalMs(c)).toBe(5_000);
+    expect(c.engines.reconcile_interval).toBe(5_000);
+    expect(c.subagents.sweep_interval).toBe(5_000);
   });
 
   it("take durations from the file and from the environment", () => {
     const c = load("engines: { reconcile_interval: 750ms }\nsubagents: { sweep_interval: 2s }\n");
-    expect(reconcileIntervalMs(c)).toBe(750);
-    expect(subagentSweepIntervalMs(c)).toBe(2_000);
+    expect(c.engines.reconcile_interval).toBe(750);
+    expect(c.subagents.sweep_interval).toBe(2_000);
     const e = load("", { CONTEXTD_ENGINES__RECONCILE_INTERVAL: "1m", CONTEXTD_SUBAGENTS__SWEEP_INTERVAL: "100ms" });
-    expect(reconcileIntervalMs(e)).toBe(60_000);
-    expect(subagentSweepIntervalMs(e)).toBe(100);
-    expect(subagentSweepIntervalMs(load("subagents: {}\n"))).toBe(5_000);
+    expect(e.engines.reconcile_interval).toBe(60_000);
+    expect(e.subagents.sweep_interval).toBe(100);
+    expect(load("subagents: {}\n").subagents.sweep_interval).toBe(5_000);
   });
 
   it("refuse what is no duration, and unknown keys, naming them", () => {

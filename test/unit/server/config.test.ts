@@ -53,6 +53,7 @@ const DEFAULTS: ContextdConfig = {
     fallback_reserve: 1000,
     answer_limits: { max_bytes: 67108864, base_bytes: 1048576, bytes_per_budget_token: 64 },
     max_concurrent_calls: 64,
+    reconcile_interval: 5000,
     overrides: {},
     managed: [],
   },
@@ -66,6 +67,9 @@ const DEFAULTS: ContextdConfig = {
     max_import_bytes: 16777216,
     tenant: { max_calls_in_flight: 64, max_calls_in_flight_per_agent: 32, append_bytes_per_second: 8388608, max_watch_streams: 16, max_calls_running: 2 },
   },
+  health: { store_ping_interval: 1000, store_ping_timeout: 5000, drain_delay: 0, shutdown_grace: 10000 },
+  server: { max_concurrent_calls: 1000, heap_growth_percent: 100 },
+  subagents: { sweep_interval: 5000 },
 };
 
 const HASH = "ab".repeat(32);
@@ -197,6 +201,7 @@ limits: { max_message_bytes: 1024, max_messages_per_append: 10, max_session_entr
         fallback_reserve: 1000,
         answer_limits: { max_bytes: 67108864, base_bytes: 1048576, bytes_per_budget_token: 64 },
         max_concurrent_calls: 16,
+        reconcile_interval: 5000,
         overrides: { lossless: { timeouts: { compact: 300000 }, on_failure: "fallback", max_concurrent_calls: 4 }, quiet: { timeouts: {} } },
         managed: [
           { id: "lossless", command: ["node", "engines/lossless/main.js"], owner: "local", env: { PORT: "7001", DEBUG: "true" }, cwd: "/srv" },
@@ -218,6 +223,9 @@ limits: { max_message_bytes: 1024, max_messages_per_append: 10, max_session_entr
         max_import_bytes: 16777216,
         tenant: { max_calls_in_flight: 64, max_calls_in_flight_per_agent: 32, append_bytes_per_second: 8388608, max_watch_streams: 16, max_calls_running: 2 },
       },
+      health: { store_ping_interval: 1000, store_ping_timeout: 5000, drain_delay: 0, shutdown_grace: 10000 },
+      server: { max_concurrent_calls: 1000, heap_growth_percent: 100 },
+      subagents: { sweep_interval: 5000 },
     });
   });
 

@@ -25,7 +25,7 @@ describe("the store ping", () => {
     expect(health.status).toBe("SERVING");
     let fail: Error | undefined = new Error("PostgreSQL store at db:5432/contextd is unavailable: connect ECONNREFUSED");
     const store = { ping: () => (fail ? Promise.reject(fail) : Promise.resolve()) };
-    const ping = new StorePing(store, health, { store_ping_interval: 60_000, store_ping_timeout: 1_000 }, silent);
+    const ping = new StorePing(store, health, { storePingIntervalMs: 60_000, storePingTimeoutMs: 1_000 }, silent);
     await ping.tick();
     expect(health.status).toBe("NOT_SERVING");
     expect(health.reason).toBe("store unreachable: PostgreSQL store at db:5432/contextd is unavailable: connect ECONNREFUSED");
@@ -48,7 +48,7 @@ describe("the store ping", () => {
         return new Promise<void>((resolve) => (release = resolve));
       },
     };
-    const ping = new StorePing(store, health, { store_ping_interval: 60_000, store_ping_timeout: 50 }, silent);
+    const ping = new StorePing(store, health, { storePingIntervalMs: 60_000, storePingTimeoutMs: 50 }, silent);
     const notServing = new Promise<string>((resolve) => health.onChange((s, why) => s === "NOT_SERVING" && resolve(why)));
     const first = ping.tick();
     expect(await notServing).toMatch(/did not answer a ping within 50 ms/);
@@ -68,7 +68,7 @@ describe("the store ping", () => {
   it("draining is NOT_SERVING for good, whatever the store says", async () => {
     const health = new ContextdHealth([]);
     health.listening();
-    const ping = new StorePing({ ping: () => Promise.resolve() }, health, { store_ping_interval: 60_000, store_ping_timeout: 1_000 }, silent);
+    const ping = new StorePing({ ping: () => Promise.resolve() }, health, { storePingIntervalMs: 60_000, storePingTimeoutMs: 1_000 }, silent);
     health.drain();
     ping.stop();
     await ping.tick();
