@@ -8,7 +8,8 @@ import type { Turn } from "./tenant-limits.js";
  * server's middleware (src/server/middleware/): a request id and a child logger, the caller's
  * deadline and cancellation as one AbortSignal, the caller's trace context, and the principal that
  * the method's authorization rule proved (what a runtime token allows, an engine call's host grant,
- * ...). Handlers hold no cross-cutting code of their own.
+ * ...). Handlers hold no cross-cutting code of their own: a service's table (rpc-table.ts) states
+ * what the server's pipeline does for each RPC.
  */
 export interface RequestContext<P = unknown> {
   requestId: string;
@@ -33,8 +34,6 @@ export interface RequestContext<P = unknown> {
   turn: Turn;
 }
 
-export type UnaryHandler<Req, Res, P> = (request: Req, ctx: RequestContext<P>) => Promise<Res>;
-
 /** Where a server-streaming handler writes; the stream ends when the handler's promise settles. */
 export interface StreamSink<Res> {
   write(message: Res): void;
@@ -43,18 +42,3 @@ export interface StreamSink<Res> {
   /** Fires when the caller goes away (cancelled, closed). */
   readonly closed: AbortSignal;
 }
-
-export type ServerStreamHandler<Req, Res, P> = (request: Req, ctx: RequestContext<P>, sink: StreamSink<Res>) => Promise<void>;
-
-type RequestOf<D> = D extends { requestDeserialize(value: Buffer): infer R } ? R : never;
-type ResponseOf<D> = D extends { responseDeserialize(value: Buffer): infer R } ? R : never;
-
-/**
- * The handlers of a service, derived from its generated definition (`SessionServiceService`, ...):
- * one async function per method, unary or server-streaming as the proto says.
- */
-export type Handlers<Def, P> = {
-  [K in keyof Def]: Def[K] extends { responseStream: true }
-    ? ServerStreamHandler<RequestOf<Def[K]>, ResponseOf<Def[K]>, P>
-    : UnaryHandler<RequestOf<Def[K]>, ResponseOf<Def[K]>, P>;
-};

@@ -11,6 +11,7 @@ import { countingFor } from "./counting.js";
 import { checkAssembled, resolveKeptEntries } from "./engine-answers.js";
 import { runtimeSettings } from "./runtime-settings.js";
 import type { HostCall } from "./host-call.js";
+import type { AdmittedSession } from "./session-visibility.js";
 
 /**
  * An Assemble, as a plan of named steps (SessionHost.assemble runs it):
@@ -39,7 +40,7 @@ export const MAX_OVERFLOW_COMPACTIONS = 3;
 /** What one Assemble is for: the request, the session it names (resolved), its budget and selection. */
 export interface AssembleInput {
   req: S.AssembleRequest;
-  session: SessionRef;
+  session: AdmittedSession;
   budget: number;
   selection: Selection;
   call: HostCall;
@@ -68,8 +69,11 @@ export interface AssemblePlanDeps {
   store: Pick<TranscriptStore, "setSystemAdditionTokens">;
   /** Re-reads the session's active view (after a compaction). */
   readView(session: SessionRef): Promise<ActiveView>;
-  /** The selected engine's own Compact (SessionHost.compact): overflow recovery for engines that own compaction. */
-  compact(req: S.CompactRequest, call: HostCall): Promise<S.CompactResponse>;
+  /**
+   * The selected engine's own Compact (SessionHost.compact) of the session this Assemble admitted:
+   * overflow recovery for engines that own compaction.
+   */
+  compact(req: S.CompactRequest, call: HostCall, session: AdmittedSession): Promise<S.CompactResponse>;
 }
 
 export class AssemblePlan {
@@ -171,6 +175,7 @@ export class AssemblePlan {
         currentTokenCount: 0,
       },
       input.call,
+      input.session,
     );
     if (!compacted.compacted) return undefined;
     return { view: await this.deps.readView(input.session), ...(compacted.result ? { compaction: compacted.result } : {}), fitted: false };

@@ -4,8 +4,7 @@ import type { JsonObject } from "../openclaw/json.js";
 import { fromTranscriptEntry } from "../openclaw/session-entries.js";
 import { SESSION_VERSION, serializeSessionFile } from "../openclaw/session-file.js";
 import type { SessionRecord, TranscriptStore } from "../store/types.js";
-import { requireSession } from "./validate.js";
-import { sessionNotFound } from "./session-visibility.js";
+import { sessionNotFound, type AdmittedSession } from "./session-visibility.js";
 
 const PAGE = 1_000;
 
@@ -25,8 +24,7 @@ export class TranscriptExports {
     private readonly maxResponseBytes: number,
   ) {}
 
-  async exportTranscript(req: S.ExportTranscriptRequest): Promise<S.ExportTranscriptResponse> {
-    const session = requireSession(req.session);
+  async exportTranscript(session: AdmittedSession): Promise<S.ExportTranscriptResponse> {
     const record = await this.store.getSession(session.sessionId);
     if (!record) throw sessionNotFound(session.sessionId);
     const entries: JsonObject[] = [];

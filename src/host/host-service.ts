@@ -1,6 +1,9 @@
 import { CancelledError, DeadlineExceededError, FailedPreconditionError, InvalidArgumentError, ResourceExhaustedError } from "../contract/errors.js";
+import type * as H from "../contract/gen/contextd/v1/host.js";
 import type { HostServiceService } from "../contract/gen/contextd/v1/host.js";
-import type { Handlers } from "../contract/request-context.js";
+import type { SessionRef } from "../contract/gen/contextd/v1/types.js";
+import type { RequestContext } from "../contract/request-context.js";
+import type { Row, ServiceTable, SessionStep } from "../contract/rpc-table.js";
 import { boundedText } from "../contract/quote.js";
 import { TranscriptEntry, Usage } from "../contract/gen/contextd/v1/types.js";
 import { chatMessages } from "../compaction/summarizer/chat-messages.js";
@@ -17,27 +20,52 @@ import { sessionNotFound } from "./session-visibility.js";
 const DEADLINE_SLACK_MS = 20;
 
 /**
- * HostService: engines call back into the host during an engine call. Every call is authorized by
- * the HostContext token the registry issued for that call — one engine, one session, until the
- * call's deadline, from the engine's side of the network, and only for the RPCs the engine declared
- * in EngineInfo.host_requirements: the server's authorization rule (src/server/authorization.ts,
+ * How a HostService request names its session: `granted` — the session of the engine call whose
+ * host token it carries, which the token's rule checked against the request's (HostGrants.verify).
+ */
+export type GrantedSession = "granted";
+
+export type HostTable = ServiceTable<typeof HostServiceService, HostGrant, "host-grant", GrantedSession>;
+
+/**
+ * HostService's session step: the request's session, which the host token covers (the
+ * authorization step refused any other), validated — the handler's `session`.
+ */
+export const grantedSession: SessionStep<HostGrant, GrantedSession> = (_row, request) => ({
+  sessions: requireSession((request as { session?: SessionRef }).session),
+});
+
+/**
+ * What every HostService row states: the host token's rule, the granted session, and the deadline
+ * of the engine call it belongs to (already admitted: never refused for load).
+ */
+const CALLBACK = { auth: "host-grant", session: "granted", deadline: "engine-call" } as const;
+
+type Handler<Req, Res> = (req: Req, ctx: RequestContext<HostGrant>, session: SessionRef) => Promise<Res>;
+const row = <Req, Res>(columns: typeof CALLBACK, handler: Handler<Req, Res>) =>
+  ({ ...columns, handler }) as unknown as Row<Req, Res, HostGrant, "host-grant", GrantedSession, false>;
+
+/**
+ * HostService's table: engines call back into the host during an engine call. Every row's rule is
+ * `host-grant`: the HostContext token the registry issued for that call — one engine, one session,
+ * until the call's deadline, from the engine's side of the network, and only for the RPCs the engine
+ * declared in EngineInfo.host_requirements. The server's authorization step (src/server/authorization.ts,
  * HostGrants.verify) checks all of it before a handler runs, and hands the handlers the grant as
  * the principal — whatever they commit is attributed to `grant.engineId`.
  */
-export function hostHandlers(
+export function hostService(
   store: TranscriptStore,
   compactions: Compactions,
   tokenizer: Tokenizer,
   limits: AppendLimits,
   /** The summarizer's chat model, when one is configured: it answers Complete. */
   model?: ChatModel,
-): Handlers<typeof HostServiceService, HostGrant> {
+): HostTable {
   const grantSignal = (grant: HostGrant, callerSignal: AbortSignal) =>
     AbortSignal.any([callerSignal, AbortSignal.timeout(Math.max(0, grant.expiresAtMs - Date.now()))]);
 
   return {
-    readTranscript: async (req, _ctx) => {
-      const session = requireSession(req.session);
+    readTranscript: row(CALLBACK, async (req: H.ReadTranscriptRequest, _ctx, session): Promise<H.ReadTranscriptResponse> => {
       if (req.activeOnly) {
         const view = await store.readActiveView(session.sessionId);
         if (!view) throw sessionNotFound(session.sessionId);
@@ -51,10 +79,9 @@ export function hostHandlers(
       }
       if (!(await store.getSession(session.sessionId))) throw sessionNotFound(session.sessionId);
       return readTranscriptPage(store, session.sessionId, req.pageSize, req.pageToken);
-    },
+    }),
 
-    rewriteTranscriptEntries: async (req, ctx) => {
-      const session = requireSession(req.session);
+    rewriteTranscriptEntries: row(CALLBACK, async (req: H.RewriteTranscriptEntriesRequest, ctx, session): Promise<H.RewriteTranscriptEntriesResponse> => {
       const grant = ctx.principal;
       if (req.rewrites.length === 0) throw new InvalidArgumentError("rewrites is empty");
       if (req.rewrites.length > limits.maxMessagesPerAppend) {
@@ -77,10 +104,9 @@ export function hostHandlers(
         req.reason ? boundedText(req.reason, 1024) : `rewritten by engine "${grant.engineId}"`,
       );
       return { rewrittenEntries: outcome.rewrittenEntries, bytesFreed: outcome.bytesFreed };
-    },
+    }),
 
-    delegateCompaction: async (req, ctx) => {
-      const session = requireSession(req.session);
+    delegateCompaction: row(CALLBACK, async (req: H.DelegateCompactionRequest, ctx, session): Promise<H.DelegateCompactionResponse> => {
       const grant = ctx.principal;
       if (!req.tokenBudget) throw new InvalidArgumentError("token_budget must be greater than 0");
       const view = await store.readActiveView(session.sessionId);
@@ -110,13 +136,13 @@ export function hostHandlers(
       if (outcome.committed && outcome.entryId && outcome.result) grant.delegatedCompactions.push({ entryId: outcome.entryId, result: outcome.result });
       // A refused compaction (no useful summary fits the budget) is a failure the engine passes on.
       return { ok: outcome.refused !== true, compacted: outcome.committed, reason: outcome.reason, result: outcome.committed ? outcome.result : undefined };
-    },
+    }),
 
     // One completion from the summarizer's model (HostService.Complete in host.proto lists its
     // statuses). Upstream failures are ModelErrors, which carry their own status (UNAVAILABLE,
     // RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, ...).
-    complete: async (req, ctx) => {
-      requireSession(req.session); // validates the ref; Complete reads no session state
+    // Complete reads no session state: its session is the grant's, validated by the session step.
+    complete: row(CALLBACK, async (req: H.CompleteRequest, ctx): Promise<H.CompleteResponse> => {
       const grant = ctx.principal;
       if (!model) throw new FailedPreconditionError("Complete needs a summarizer model, and none is configured (compaction.summarizer.kind is extractive)");
       if (req.messages.length === 0 && !req.system.trim()) throw new InvalidArgumentError("Complete needs a system prompt or at least one message");
@@ -143,6 +169,6 @@ export function hostHandlers(
         }
         throw err;
       }
-    },
+    }),
   };
 }

@@ -11,7 +11,8 @@ import type { ImportedTranscript, SeedEntry, TranscriptStore } from "../store/ty
 import type { CountOptions, Tokenizer } from "../tokens/tokenizer.js";
 import { ConversationLineError, conversationLineSteps } from "./conversation-lines.js";
 import { countingFor, type CountingCall } from "./counting.js";
-import { requireSession, validateMessage, type AppendLimits } from "./validate.js";
+import type { AdmittedSession } from "./session-visibility.js";
+import { validateMessage, type AppendLimits } from "./validate.js";
 import { quote } from "../contract/quote.js";
 
 /** The message an entry's token count is taken from (a compaction counts as its summary); none for other entries. */
@@ -59,8 +60,11 @@ export class TranscriptImports {
     private readonly limits: AppendLimits,
   ) {}
 
-  async importTranscript(req: S.ImportTranscriptRequest, call: CountingCall = { deadlineMs: Infinity }): Promise<S.ImportTranscriptResponse> {
-    const session = requireSession(req.session);
+  async importTranscript(
+    req: S.ImportTranscriptRequest,
+    session: AdmittedSession,
+    call: CountingCall = { deadlineMs: Infinity },
+  ): Promise<S.ImportTranscriptResponse> {
     const counting = countingFor(call, session.agentId);
     const jsonl = req.jsonl ?? new Uint8Array();
     // The cap bounds the parse (time and memory), so it is checked on the raw bytes, first.

@@ -12,28 +12,16 @@ import { countingFor } from "./counting.js";
 import { viewMessages } from "./active-view.js";
 import { AssemblePlan } from "./assemble-plan.js";
 import { Bootstraps } from "./bootstraps.js";
-import type { RuntimeAccess } from "./runtime-access.js";
 import type { Compactions } from "./compactions.js";
 import { checkCompaction } from "./engine-answers.js";
 import { runtimeSettings } from "./runtime-settings.js";
-import { admitExisting, sessionNotFound } from "./session-visibility.js";
+import { sessionNotFound, type AdmittedSession, type SessionView } from "./session-visibility.js";
 import { appendDigest } from "./append-digest.js";
 import { NO_OBSERVER, type HostObserver } from "./host-observer.js";
-import { checkIdempotencyKey, checkMessageKeys, requireBudget, requireEnum, requireSession, validateAppend, type AppendLimits } from "./validate.js";
+import { checkIdempotencyKey, checkMessageKeys, requireBudget, requireEnum, validateAppend, type AppendLimits } from "./validate.js";
 
 /** Time kept back from the runtime's deadline to answer an append after the engine's ingest. */
 const INGEST_ANSWER_MARGIN_MS = 250;
-
-/**
- * A session resolved for `view` use (session-visibility.ts): its active view, read once, and the
- * session as the host is to use it (the stored agent and key). SessionService hands the handler the
- * read to make (once the handler has checked the rest of its request); an in-process caller that
- * has none gets it from SessionHost.resolveView.
- */
-export interface ViewedSession {
-  session: SessionRef;
-  view: ActiveView;
-}
 
 /**
  * The session lifecycle for runtimes: append, assemble (with auto-compaction), compact, after-turn
@@ -58,7 +46,7 @@ export class SessionHost {
       tokenizer,
       store,
       readView: (session) => this.readView(session),
-      compact: (req, call) => this.compact(req, call),
+      compact: (req, call, session) => this.compact(req, call, this.reread(session)),
     });
   }
 
@@ -81,16 +69,11 @@ export class SessionHost {
   }
 
   /**
-   * The first read of an RPC whose session was resolved for `view` use (session-visibility.ts): the
-   * session's active view, with the session admitted on the row the view holds — another agent's
-   * session is missing, refused by the store on its row before any of its entries is read, so the
-   * refusal takes the time a missing id takes — and the session as the host is to use it, with the
-   * stored agent and key.
+   * A session this call admitted already, as a `view` session again (an Assemble's overflow
+   * compaction): its read is a plain re-read, as the session was admitted on the first.
    */
-  async resolveView(session: SessionRef, access: RuntimeAccess): Promise<ViewedSession> {
-    const view = await this.store.readActiveView(session.sessionId, access.agents);
-    const resolved = admitExisting(access, session, view?.session);
-    return { session: resolved, view: view! };
+  private reread(session: AdmittedSession): SessionView {
+    return { claimed: session, read: async () => ({ session, view: await this.readView(session) }) };
   }
 
   /**
@@ -98,8 +81,7 @@ export class SessionHost {
    * idempotency key, a repeat of an answered request answers the same ids and reaches neither the
    * store nor the engine again (append-digest.ts says what "the same request" means).
    */
-  async appendMessages(req: S.AppendMessagesRequest, call: HostCall): Promise<S.AppendMessagesResponse> {
-    const session = requireSession(req.session);
+  async appendMessages(req: S.AppendMessagesRequest, call: HostCall, session: AdmittedSession): Promise<S.AppendMessagesResponse> {
     const key = checkIdempotencyKey(req.idempotencyKey);
     validateAppend(req.messages, this.limits);
     const messageKeys = checkMessageKeys(req.messageKeys, req.messages.length);
@@ -164,20 +146,18 @@ export class SessionHost {
   }
 
   /** Fit the view, call the engine, validate, recover from overflow: the steps are in assemble-plan.ts. */
-  async assemble(req: S.AssembleRequest, call: HostCall, viewed?: () => Promise<ViewedSession>): Promise<S.AssembleResponse> {
-    const claimed = requireSession(req.session);
+  async assemble(req: S.AssembleRequest, call: HostCall, viewed: SessionView): Promise<S.AssembleResponse> {
     const budget = requireBudget(req.tokenBudget);
-    const { session, view } = await (viewed ? viewed() : this.resolveView(claimed, call.access));
+    const { session, view } = await viewed.read();
     const selection = this.router.select(session);
     await this.bootstraps.ensure(selection, session, call);
     return this.plan.run({ req, session, budget, selection, call }, view);
   }
 
-  async compact(req: S.CompactRequest, call: HostCall, viewed?: () => Promise<ViewedSession>): Promise<S.CompactResponse> {
-    const claimed = requireSession(req.session);
+  async compact(req: S.CompactRequest, call: HostCall, viewed: SessionView): Promise<S.CompactResponse> {
     const budget = requireBudget(req.tokenBudget);
     requireEnum(req.compactionTarget, CompactionTarget, "compaction_target");
-    const { session, view } = await (viewed ? viewed() : this.resolveView(claimed, call.access));
+    const { session, view } = await viewed.read();
     const selection = this.router.select(session);
     await this.bootstraps.ensure(selection, session, call);
     const messages = viewMessages(view);
@@ -226,9 +206,8 @@ export class SessionHost {
     return { ok: true, compacted: true, reason: answer.reason, result: answer.result, ...base };
   }
 
-  async afterTurn(req: S.AfterTurnRequest, call: HostCall, viewed?: () => Promise<ViewedSession>): Promise<S.AfterTurnResponse> {
-    const claimed = requireSession(req.session);
-    const { session, view } = await (viewed ? viewed() : this.resolveView(claimed, call.access));
+  async afterTurn(req: S.AfterTurnRequest, call: HostCall, viewed: SessionView): Promise<S.AfterTurnResponse> {
+    const { session, view } = await viewed.read();
     const selection = this.router.select(session);
     const routed = await this.router.call(selection, "after_turn", call, async (engine, ctx) => {
       if (!engine.afterTurn || !engine.info().capabilities?.afterTurn) return {};
@@ -250,8 +229,7 @@ export class SessionHost {
     return { engineId: routed.engineId, mode: routed.mode, fallbackReason: routed.fallbackReason };
   }
 
-  async maintain(req: S.MaintainRequest, call: HostCall): Promise<S.MaintainResponse> {
-    const session = requireSession(req.session);
+  async maintain(_req: S.MaintainRequest, call: HostCall, session: AdmittedSession): Promise<S.MaintainResponse> {
     await this.requireExists(session);
     const selection: Selection = this.router.select(session);
     const routed = await this.maintainOn(selection, session, call);

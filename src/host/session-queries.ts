@@ -5,8 +5,7 @@ import type { ActiveTotals, TranscriptStore } from "../store/types.js";
 import { contextOverview } from "./active-view.js";
 import { decodePageToken, encodePageToken, pageSize } from "./page-token.js";
 import { readTranscriptPage } from "./transcript-pages.js";
-import { sessionNotFound } from "./session-visibility.js";
-import { requireSession } from "./validate.js";
+import { sessionNotFound, type AdmittedSession } from "./session-visibility.js";
 import type { SessionHost } from "./session-host.js";
 
 const LIST_PURPOSE = "SessionService.ListSessions";
@@ -19,8 +18,7 @@ export class SessionQueries {
     private readonly router: Router,
   ) {}
 
-  async getSession(req: S.GetSessionRequest): Promise<S.GetSessionResponse> {
-    const session = requireSession(req.session);
+  async getSession(session: AdmittedSession): Promise<S.GetSessionResponse> {
     const totals = await this.store.readActiveTotals(session.sessionId);
     if (!totals) throw sessionNotFound(session.sessionId);
     return { info: this.info(totals) };
@@ -44,14 +42,12 @@ export class SessionQueries {
     return { sessions, nextPageToken: page.nextCursor ? encodePageToken(access.pageKey, LIST_PURPOSE, page.nextCursor) : "" };
   }
 
-  async getTranscript(req: S.GetTranscriptRequest, access: RuntimeAccess): Promise<S.GetTranscriptResponse> {
-    const session = requireSession(req.session);
+  async getTranscript(req: S.GetTranscriptRequest, access: RuntimeAccess, session: AdmittedSession): Promise<S.GetTranscriptResponse> {
     await this.host.requireExists(session);
     return readTranscriptPage(this.store, session.sessionId, req.pageSize, req.pageToken, { key: access.pageKey, rpc: "SessionService.GetTranscript" });
   }
 
-  async deleteSession(req: S.DeleteSessionRequest): Promise<S.DeleteSessionResponse> {
-    const session = requireSession(req.session);
+  async deleteSession(session: AdmittedSession): Promise<S.DeleteSessionResponse> {
     await this.host.requireExists(session);
     return { deleted: await this.store.deleteSession(session.sessionId) };
   }

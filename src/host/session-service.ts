@@ -1,138 +1,161 @@
+import type * as S from "../contract/gen/contextd/v1/session.js";
 import type { SessionServiceService } from "../contract/gen/contextd/v1/session.js";
 import type { SessionRef } from "../contract/gen/contextd/v1/types.js";
-import type { Handlers, RequestContext } from "../contract/request-context.js";
+import type { RequestContext } from "../contract/request-context.js";
 import { encodedSize } from "../contract/received-messages.js";
+import type { DeadlineClass, Row, ServiceTable, SessionStep } from "../contract/rpc-table.js";
 import type { TenantLimits } from "../contract/tenant-limits.js";
 import type { TranscriptStore } from "../store/types.js";
 import type { TranscriptExports } from "./export-transcript.js";
 import type { TranscriptImports } from "./import-transcript.js";
 import type { RuntimeAccess } from "./runtime-access.js";
 import type { HostCall } from "./host-call.js";
-import type { SessionHost, ViewedSession } from "./session-host.js";
+import type { SessionHost } from "./session-host.js";
 import type { SessionQueries } from "./session-queries.js";
-import { resolveSession, type SessionUse } from "./session-visibility.js";
+import { resolveSession, type Resolved, type SessionUse } from "./session-visibility.js";
 import type { Subagents } from "./subagents.js";
 
 /**
- * SessionService's handlers: the server's authorization rule proved a runtime credential (its
- * RuntimeAccess is the principal); here each call resolves the sessions it names against it
- * (session-visibility.ts: another agent's session is answered as a missing one), is admitted
- * against its token's and its agents' limits (tenant-limits.ts), then the host does the work.
- *
- * The agents a call counts against are those of its sessions as resolved: the stored agent of an
- * existing session, the claimed one of a session to create — and for Assemble, Compact and
- * AfterTurn (resolved on the view they read) the agent the request names; without one, such a call
- * counts against its token only.
+ * The sessions a SessionService request names — its SessionRef fields, by name — and how the call
+ * uses each (session-visibility.ts). `{}`: the request names none (ListSessions; RollbackSubagentSpawn,
+ * whose handle names the child, which Subagents.rollback admits the same way).
  */
-export function sessionHandlers(
+export type SessionFields = Readonly<Record<string, SessionUse>>;
+
+/** What the handler of a row declaring `D` gets: each named session resolved for its use. */
+export type ResolvedSessions<D extends SessionFields> = { readonly [F in keyof D]: Resolved<D[F]> };
+
+/** What SessionService's rows state besides the common columns: the bytes a call appends (the per-token byte rate). */
+export interface AppendBytes {
+  appendBytes?: (request: never) => number;
+}
+
+export type SessionTable = ServiceTable<typeof SessionServiceService, RuntimeAccess, "runtime", SessionFields, AppendBytes>;
+
+/**
+ * One SessionService row. The handler's sessions are typed by the row's own declaration: a `view`
+ * session is a SessionView — the only way to the session's view, and it admits the session — and
+ * an `existing` or `create` one an AdmittedSession, which is what the host's operations take; so a
+ * row cannot reach the host with a session its caller was not admitted to.
+ */
+function rpc<Req, Res, const D extends SessionFields>(row: {
+  auth: "runtime";
+  session: D & { readonly [F in keyof D]: F extends keyof Req ? SessionUse : never };
+  deadline: DeadlineClass;
+  handler: (request: Req, ctx: RequestContext<RuntimeAccess>, sessions: ResolvedSessions<D>) => Promise<Res>;
+  appendBytes?: (request: Req) => number;
+}) {
+  return row as unknown as Row<Req, Res, RuntimeAccess, "runtime", SessionFields, false> & AppendBytes;
+}
+
+/**
+ * SessionService's table: per RPC, its authorization rule (a runtime token, whose RuntimeAccess is
+ * the principal), the sessions it names and how it uses them, its deadline class and its handler.
+ * The server's pipeline (src/server/middleware/bind-service.ts) proves the token, gives the call
+ * its turn, and runs `sessionStep` below, which resolves the sessions once and admits the call
+ * against its token's and its agents' limits (tenant-limits.ts); then the host does the work.
+ */
+export function sessionService(
   host: SessionHost,
   queries: SessionQueries,
   subagents: Subagents,
   imports: TranscriptImports,
   exports: TranscriptExports,
-  store: TranscriptStore,
-  limits: TenantLimits,
-): Handlers<typeof SessionServiceService, RuntimeAccess> {
+): SessionTable {
   const call = (ctx: RequestContext<RuntimeAccess>): HostCall => ({
     deadlineMs: ctx.deadlineMs,
     signal: ctx.signal,
     log: ctx.log,
     access: ctx.principal,
     trace: ctx.trace,
+    away: ctx.turn.away,
   });
-  /**
-   * `sessions` names each session the request refers to, its field and how the call uses it
-   * (session-visibility.ts); `appendBytes`, what the call appends (the per-token byte rate).
-   */
-  function rpc<Req, Res>(
-    sessions: (req: Req) => [SessionRef | undefined, string, SessionUse][],
-    fn: (req: Req, call: HostCall, viewed?: () => Promise<ViewedSession>) => Promise<Res>,
-    appendBytes?: (req: Req) => number,
-  ) {
-    return async (req: Req, ctx: RequestContext<RuntimeAccess>): Promise<Res> => {
-      const named = sessions(req);
-      const resolved: Record<string, SessionRef> = {};
-      for (const [ref, field, use] of named) resolved[field] = await resolveSession(store, ctx.principal, ref, field, use);
-      const release = limits.admit({
-        tenant: ctx.principal.tenant,
-        agents: Object.values(resolved).map((ref) => ref.agentId),
-        appendBytes: appendBytes?.(req) ?? 0,
-      });
-      try {
-        // The handler gets a copy naming the resolved sessions: the caller's request is never written.
-        const request = named.length > 0 ? ({ ...req, ...resolved } as Req) : req;
-        // A `view` session is admitted on the row its active view holds: the handler's first read,
-        // made through this (after it has checked the rest of its request).
-        const viewField = named.find(([, , use]) => use === "view")?.[1];
-        const viewed = viewField ? () => host.resolveView(resolved[viewField], ctx.principal) : undefined;
-        return await fn(request, { ...call(ctx), away: ctx.turn.away }, viewed);
-      } finally {
-        release();
-      }
-    };
-  }
+  // prettier-ignore
   return {
-    appendMessages: rpc(
-      (r) => [[r.session, "session", "create"]],
-      (r, c) => host.appendMessages(r, c),
-      (r) => r.messages.reduce((sum, m) => sum + encodedSize(m), 0),
-    ),
-    assemble: rpc(
-      (r) => [[r.session, "session", "view"]],
-      (r, c, v) => host.assemble(r, c, v),
-    ),
-    compact: rpc(
-      (r) => [[r.session, "session", "view"]],
-      (r, c, v) => host.compact(r, c, v),
-    ),
-    afterTurn: rpc(
-      (r) => [[r.session, "session", "view"]],
-      (r, c, v) => host.afterTurn(r, c, v),
-    ),
-    maintain: rpc(
-      (r) => [[r.session, "session", "existing"]],
-      (r, c) => host.maintain(r, c),
-    ),
-    prepareSubagentSpawn: rpc(
-      (r) => [
-        [r.parent, "parent", "existing"],
-        [r.child, "child", "create"],
-      ],
-      (r, c) => subagents.prepare(r, c),
-    ),
-    // The handle names the child; Subagents.rollback resolves it the same way.
-    rollbackSubagentSpawn: rpc(
-      () => [],
-      (r, c) => subagents.rollback(r, c),
-    ),
-    endSubagent: rpc(
-      (r) => [[r.child, "child", "existing"]],
-      (r, c) => subagents.end(r, c),
-    ),
-    getSession: rpc(
-      (r) => [[r.session, "session", "existing"]],
-      (r) => queries.getSession(r),
-    ),
-    listSessions: rpc(
-      () => [],
-      (r, c) => queries.listSessions(r, c.access),
-    ),
-    getTranscript: rpc(
-      (r) => [[r.session, "session", "existing"]],
-      (r, c) => queries.getTranscript(r, c.access),
-    ),
-    deleteSession: rpc(
-      (r) => [[r.session, "session", "existing"]],
-      (r) => queries.deleteSession(r),
-    ),
-    importTranscript: rpc(
-      (r) => [[r.session, "session", "create"]],
-      (r, c) => imports.importTranscript(r, c),
-      (r) => r.jsonl.length,
-    ),
-    exportTranscript: rpc(
-      (r) => [[r.session, "session", "existing"]],
-      (r) => exports.exportTranscript(r),
-    ),
+    appendMessages: rpc({
+      auth: "runtime", session: { session: "create" }, deadline: "call",
+      handler: (r: S.AppendMessagesRequest, ctx, s) => host.appendMessages(r, call(ctx), s.session),
+      appendBytes: (r) => r.messages.reduce((sum, m) => sum + encodedSize(m), 0),
+    }),
+    assemble: rpc({
+      auth: "runtime", session: { session: "view" }, deadline: "call",
+      handler: (r: S.AssembleRequest, ctx, s) => host.assemble(r, call(ctx), s.session),
+    }),
+    compact: rpc({
+      auth: "runtime", session: { session: "view" }, deadline: "call",
+      handler: (r: S.CompactRequest, ctx, s) => host.compact(r, call(ctx), s.session),
+    }),
+    afterTurn: rpc({
+      auth: "runtime", session: { session: "view" }, deadline: "call",
+      handler: (r: S.AfterTurnRequest, ctx, s) => host.afterTurn(r, call(ctx), s.session),
+    }),
+    maintain: rpc({
+      auth: "runtime", session: { session: "existing" }, deadline: "call",
+      handler: (r: S.MaintainRequest, ctx, s) => host.maintain(r, call(ctx), s.session),
+    }),
+    prepareSubagentSpawn: rpc({
+      auth: "runtime", session: { parent: "existing", child: "create" }, deadline: "call",
+      handler: (r: S.PrepareSubagentSpawnRequest, ctx, s) => subagents.prepare(r, call(ctx), s),
+    }),
+    rollbackSubagentSpawn: rpc({
+      auth: "runtime", session: {}, deadline: "call",
+      handler: (r: S.RollbackSubagentSpawnRequest, ctx) => subagents.rollback(r, call(ctx)),
+    }),
+    endSubagent: rpc({
+      auth: "runtime", session: { child: "existing" }, deadline: "call",
+      handler: (r: S.EndSubagentRequest, ctx, s) => subagents.end(r, call(ctx), s.child),
+    }),
+    getSession: rpc({
+      auth: "runtime", session: { session: "existing" }, deadline: "call",
+      handler: (_r: S.GetSessionRequest, _ctx, s) => queries.getSession(s.session),
+    }),
+    listSessions: rpc({
+      auth: "runtime", session: {}, deadline: "call",
+      handler: (r: S.ListSessionsRequest, ctx) => queries.listSessions(r, ctx.principal),
+    }),
+    getTranscript: rpc({
+      auth: "runtime", session: { session: "existing" }, deadline: "call",
+      handler: (r: S.GetTranscriptRequest, ctx, s) => queries.getTranscript(r, ctx.principal, s.session),
+    }),
+    deleteSession: rpc({
+      auth: "runtime", session: { session: "existing" }, deadline: "call",
+      handler: (_r: S.DeleteSessionRequest, _ctx, s) => queries.deleteSession(s.session),
+    }),
+    importTranscript: rpc({
+      auth: "runtime", session: { session: "create" }, deadline: "call",
+      handler: (r: S.ImportTranscriptRequest, ctx, s) => imports.importTranscript(r, s.session, call(ctx)),
+      appendBytes: (r) => r.jsonl.length,
+    }),
+    exportTranscript: rpc({
+      auth: "runtime", session: { session: "existing" }, deadline: "call",
+      handler: (_r: S.ExportTranscriptRequest, _ctx, s) => exports.exportTranscript(s.session),
+    }),
+  };
+}
+
+/**
+ * SessionService's session step: each session a row declares, resolved once against the caller's
+ * credentials (session-visibility.ts: a new ref with the stored agent, the request never written;
+ * a `view` session's claim checked now and admitted on its one view read), then the call admitted
+ * against its token's and its agents' limits until its handler settles.
+ *
+ * The agents a call counts against are those of its sessions as resolved: the stored agent of an
+ * existing session, the claimed one of a session to create — and for Assemble, Compact and
+ * AfterTurn (resolved on the view they read) the agent the request names; without one, such a call
+ * counts against its token only.
+ */
+export function sessionStep(store: TranscriptStore, limits: TenantLimits): SessionStep<RuntimeAccess, SessionFields, AppendBytes> {
+  return async (row, request, ctx) => {
+    const named = request as Readonly<Record<string, SessionRef | undefined>>;
+    const sessions: Record<string, Resolved<SessionUse>> = {};
+    const agents: string[] = [];
+    for (const [field, use] of Object.entries(row.session)) {
+      const resolved = await resolveSession(store, ctx.principal, named[field], field, use);
+      sessions[field] = resolved;
+      agents.push("claimed" in resolved ? resolved.claimed.agentId : resolved.agentId);
+    }
+    const appendBytes = (row.appendBytes as ((request: unknown) => number) | undefined)?.(request) ?? 0;
+    const release = limits.admit({ tenant: ctx.principal.tenant, agents, appendBytes });
+    return { sessions, release };
   };
 }

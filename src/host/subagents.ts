@@ -5,7 +5,8 @@ import type { SeedEntry, TranscriptStore } from "../store/types.js";
 import type { HostCall } from "./host-call.js";
 import type { SessionHost } from "./session-host.js";
 import { quote } from "../contract/quote.js";
-import { requireEnum, requireSession } from "./validate.js";
+import { admitExisting, type AdmittedSession } from "./session-visibility.js";
+import { requireEnum } from "./validate.js";
 
 /** The longest ttl_ms taken: about 285 years, so that the expiry stays a safe integer. */
 const MAX_TTL_MS = 9_000_000_000_000;
@@ -31,9 +32,11 @@ export class Subagents {
     private readonly store: TranscriptStore,
   ) {}
 
-  async prepare(req: S.PrepareSubagentSpawnRequest, call: HostCall): Promise<S.PrepareSubagentSpawnResponse> {
-    const parent = requireSession(req.parent, "parent");
-    const child = requireSession(req.child, "child");
+  async prepare(
+    req: S.PrepareSubagentSpawnRequest,
+    call: HostCall,
+    { parent, child }: { parent: AdmittedSession; child: AdmittedSession },
+  ): Promise<S.PrepareSubagentSpawnResponse> {
     if (parent.sessionId === child.sessionId) throw new InvalidArgumentError("child.session_id must differ from parent.session_id");
     const mode = requireEnum(req.contextMode, SubagentContextMode, "context_mode", true);
     const ttlMs = req.ttlMs;
@@ -83,12 +86,14 @@ export class Subagents {
     const record = await this.store.getSession(childId);
     // The handle is not a capability (it can be forged): it can only remove a subagent session the
     // caller may act on, and another agent's session answers as a missing one — checked before
-    // anything else about it is told (session-visibility.ts).
-    if (!record || !call.access.mayActFor(record.agentId)) {
-      throw new NotFoundError(`rollback_handle names session ${quote(childId)}, which does not exist (already rolled back?)`);
-    }
-    if (!record.parentSessionId) throw new FailedPreconditionError(`session ${quote(childId)} is not a subagent session; rollback removes only those`);
-    const child = { sessionId: childId, sessionKey: record.sessionKey, agentId: record.agentId };
+    // anything else about it is told, as any session a request names (session-visibility.ts).
+    const child = admitExisting(
+      call.access,
+      { sessionId: childId, sessionKey: "", agentId: "" },
+      record,
+      (id) => new NotFoundError(`rollback_handle names session ${quote(id)}, which does not exist (already rolled back?)`),
+    );
+    if (!record?.parentSessionId) throw new FailedPreconditionError(`session ${quote(childId)} is not a subagent session; rollback removes only those`);
     const selection = this.host.router.select(child);
     await this.host.router.call(selection, "subagent", call, async (engine, ctx) => {
       if (!engine.rollbackSubagentSpawn || !engine.info().capabilities?.subagents) return {};
@@ -97,8 +102,7 @@ export class Subagents {
     return { rolledBack: await this.store.deleteSession(childId) };
   }
 
-  async end(req: S.EndSubagentRequest, call: HostCall): Promise<S.EndSubagentResponse> {
-    const child = requireSession(req.child, "child");
+  async end(req: S.EndSubagentRequest, call: HostCall, child: AdmittedSession): Promise<S.EndSubagentResponse> {
     requireEnum(req.reason, SubagentEndReason, "reason");
     const record = await this.host.requireExists(child);
     // Ending a top-level session would delete it (DELETED) or mark it ended: refused, nothing changes.

@@ -1,6 +1,8 @@
 import { FailedPreconditionError, InvalidArgumentError, ResourceExhaustedError } from "../contract/errors.js";
 import type { RegistryServiceService } from "../contract/gen/contextd/v1/registry.js";
-import type { Handlers } from "../contract/request-context.js";
+import type * as R from "../contract/gen/contextd/v1/registry.js";
+import type { RequestContext, StreamSink } from "../contract/request-context.js";
+import type { DeadlineClass, Row, ServiceTable } from "../contract/rpc-table.js";
 import { LEGACY_ENGINE_ID } from "./legacy-engine.js";
 import type { Admission } from "./admission.js";
 import { EngineEventType, type EngineEvents } from "./engine-events.js";
@@ -8,9 +10,10 @@ import { toEngineStatus, type EngineRegistry } from "./engine-registry.js";
 import type { Quarantine } from "./quarantine.js";
 
 /**
- * Who calls RegistryService, as the server's authorization rule proved it (src/server/authorization.ts):
- * any valid credential may read; registering proves the claimed owner before the handler runs;
- * deregistering needs the engine's owner or an operator, which only the handler can tell.
+ * Who calls RegistryService, as the server's authorization step proved it from the row's rule
+ * (src/server/authorization.ts): any valid credential may read; registering proves the claimed
+ * owner before the handler runs; deregistering needs the engine's owner or an operator, which only
+ * the handler can tell.
  */
 export interface RegistryCaller {
   /** Throws unless the caller proves `owner` (its token or mTLS identity) or is an operator. */
@@ -20,13 +23,24 @@ export interface RegistryCaller {
 /** Unsent events a WatchEngines stream may hold before it is ended (its watcher is not reading). */
 export const MAX_WATCH_BACKLOG = 1024;
 
-/** RegistryService's handlers: engines register; operators inspect and steer. */
-export function registryHandlers(
-  registry: EngineRegistry,
-  admission: Admission,
-  quarantine: Quarantine,
-  events: EngineEvents,
-): Handlers<typeof RegistryServiceService, RegistryCaller> {
+/** The rules a RegistryService row may state (contract/rpc-table.ts, AuthRule). */
+export type RegistryRule = "reader" | "owner" | "operator";
+
+export type RegistryTable = ServiceTable<typeof RegistryServiceService, RegistryCaller, RegistryRule, "none">;
+
+type Columns = { auth: RegistryRule; session: "none"; deadline: DeadlineClass };
+type Ctx = RequestContext<RegistryCaller>;
+const rpc = <Req, Res>(columns: Columns, handler: (req: Req, ctx: Ctx) => Promise<Res>) =>
+  ({ ...columns, handler }) as unknown as Row<Req, Res, RegistryCaller, RegistryRule, "none", false>;
+const stream = <Req, Res>(columns: Columns, handler: (req: Req, ctx: Ctx, sessions: undefined, sink: StreamSink<Res>) => Promise<void>) =>
+  ({ ...columns, handler }) as unknown as Row<Req, Res, RegistryCaller, RegistryRule, "none", true>;
+
+/**
+ * RegistryService's table: engines register; operators inspect and steer. Its requests name no
+ * session. Deregistration is `reader` here: only the handler knows the engine's owner, and asks
+ * the principal whether the caller owns it or operates.
+ */
+export function registryService(registry: EngineRegistry, admission: Admission, quarantine: Quarantine, events: EngineEvents): RegistryTable {
   const remoteEngine = (engineId: string) => {
     const id = engineId.trim();
     if (!id) throw new InvalidArgumentError("engine_id is required");
@@ -35,58 +49,73 @@ export function registryHandlers(
     return registry.get(id)!;
   };
   return {
-    // The rule proved req.owner already.
-    registerEngine: async (req) => admission.register(req, req.owner.trim()),
-    deregisterEngine: async (req, ctx) => {
-      if (!req.engineId.trim()) throw new InvalidArgumentError("engine_id is required");
-      const deregistered = await admission.deregister(req, (owner) => ctx.principal.requireOwnerOrOperator(owner));
-      return { deregistered };
-    },
-    listEngines: async () => ({ engines: registry.list().map(toEngineStatus) }),
-    getEngine: async (req) => {
+    // The `owner` rule proved req.owner already.
+    registerEngine: rpc({ auth: "owner", session: "none", deadline: "call" }, async (req: R.RegisterEngineRequest) =>
+      admission.register(req, req.owner.trim()),
+    ),
+    deregisterEngine: rpc(
+      { auth: "reader", session: "none", deadline: "call" },
+      async (req: R.DeregisterEngineRequest, ctx): Promise<R.DeregisterEngineResponse> => {
+        if (!req.engineId.trim()) throw new InvalidArgumentError("engine_id is required");
+        const deregistered = await admission.deregister(req, (owner) => ctx.principal.requireOwnerOrOperator(owner));
+        return { deregistered };
+      },
+    ),
+    listEngines: rpc({ auth: "reader", session: "none", deadline: "call" }, async (): Promise<R.ListEnginesResponse> => ({
+      engines: registry.list().map(toEngineStatus),
+    })),
+    getEngine: rpc({ auth: "reader", session: "none", deadline: "call" }, async (req: R.GetEngineRequest): Promise<R.GetEngineResponse> => {
       if (!req.engineId.trim()) throw new InvalidArgumentError("engine_id is required");
       return { engine: registry.status(req.engineId.trim()) };
-    },
-    quarantineEngine: async (req) => {
-      const engine = remoteEngine(req.engineId);
-      await quarantine.isolate(engine, "manual", req.reason.trim() || "isolated by an operator", true);
-      return { engine: toEngineStatus(engine) };
-    },
-    clearQuarantine: async (req) => {
+    }),
+    quarantineEngine: rpc(
+      { auth: "operator", session: "none", deadline: "call" },
+      async (req: R.QuarantineEngineRequest): Promise<R.QuarantineEngineResponse> => {
+        const engine = remoteEngine(req.engineId);
+        await quarantine.isolate(engine, "manual", req.reason.trim() || "isolated by an operator", true);
+        return { engine: toEngineStatus(engine) };
+      },
+    ),
+    clearQuarantine: rpc({ auth: "operator", session: "none", deadline: "call" }, async (req: R.ClearQuarantineRequest): Promise<R.ClearQuarantineResponse> => {
       const engine = remoteEngine(req.engineId);
       await quarantine.clear(engine, "cleared by an operator");
       return { engine: toEngineStatus(engine) };
-    },
+    }),
     // Events until the caller goes away or the server drains (EngineEvents.closeAll).
-    watchEngines: (req, _ctx, sink) =>
-      new Promise<void>((resolve, reject) => {
-        if (req.includeCurrent) {
-          for (const engine of registry.list()) {
-            sink.write({ event: { type: EngineEventType.ENGINE_EVENT_TYPE_REGISTERED, engine: toEngineStatus(engine), atMs: Date.now(), message: "current" } });
+    watchEngines: stream(
+      { auth: "reader", session: "none", deadline: "stream" },
+      (req: R.WatchEnginesRequest, _ctx, _sessions, sink: StreamSink<R.WatchEnginesResponse>) =>
+        new Promise<void>((resolve, reject) => {
+          if (req.includeCurrent) {
+            for (const engine of registry.list()) {
+              sink.write({
+                event: { type: EngineEventType.ENGINE_EVENT_TYPE_REGISTERED, engine: toEngineStatus(engine), atMs: Date.now(), message: "current" },
+              });
+            }
           }
-        }
-        // A watcher that does not read would have every later event held for it in memory: past
-        // MAX_WATCH_BACKLOG unsent events its stream ends, and it can watch again with include_current.
-        const unsubscribe = events.subscribe((event) => {
-          if (sink.backlog >= MAX_WATCH_BACKLOG) {
-            unsubscribe();
-            reject(
-              new ResourceExhaustedError(
-                `WatchEngines: the watcher fell ${MAX_WATCH_BACKLOG} events behind and its stream was ended; watch again with include_current`,
-              ),
-            );
-            return;
-          }
-          sink.write({ event });
-        }, resolve);
-        sink.closed.addEventListener(
-          "abort",
-          () => {
-            unsubscribe();
-            resolve();
-          },
-          { once: true },
-        );
-      }),
+          // A watcher that does not read would have every later event held for it in memory: past
+          // MAX_WATCH_BACKLOG unsent events its stream ends, and it can watch again with include_current.
+          const unsubscribe = events.subscribe((event) => {
+            if (sink.backlog >= MAX_WATCH_BACKLOG) {
+              unsubscribe();
+              reject(
+                new ResourceExhaustedError(
+                  `WatchEngines: the watcher fell ${MAX_WATCH_BACKLOG} events behind and its stream was ended; watch again with include_current`,
+                ),
+              );
+              return;
+            }
+            sink.write({ event });
+          }, resolve);
+          sink.closed.addEventListener(
+            "abort",
+            () => {
+              unsubscribe();
+              resolve();
+            },
+            { once: true },
+          );
+        }),
+    ),
   };
 }

@@ -1,77 +1,31 @@
 import type { Metadata } from "@grpc/grpc-js";
 import type { PeerCertificate } from "node:tls";
 import { UnauthenticatedError } from "../contract/errors.js";
-import type { HostServiceService } from "../contract/gen/contextd/v1/host.js";
-import type { RegistryServiceService } from "../contract/gen/contextd/v1/registry.js";
-import type { SessionServiceService } from "../contract/gen/contextd/v1/session.js";
 import { bearerToken } from "../contract/metadata.js";
 import { pageKey, type PageKey } from "../host/page-token.js";
 import { agentScope, type RuntimeAccess } from "../host/runtime-access.js";
 import { requireSession } from "../host/validate.js";
 import type { HostGrant, HostGrants, HostRpc } from "../registry/host-grants.js";
-import type { RegistryCaller } from "../registry/registry-service.js";
+import type { RegistryCaller, RegistryRule } from "../registry/registry-service.js";
 import { agentAllowed, type Authenticator } from "./auth.js";
 import type { Authorize } from "./middleware/bind-service.js";
 
 /**
- * Who may call which method (each service's credentials in proto/contextd/v1/*.proto; docs/security.md,
- * "Principals"), in one table per service, keyed by the methods of the
- * generated service definitions so that a new RPC cannot be added without a rule. Each rule proves
- * the caller from its credentials before the handler runs and gives the handler its principal:
+ * The authorization step's rules (contract/rpc-table.ts, AuthRule), as each service's table states
+ * them per RPC (src/host/session-service.ts, src/host/host-service.ts,
+ * src/registry/registry-service.ts): each proves the caller from its credentials before the
+ * request is used, and gives the handler its principal (each service's credentials in
+ * proto/contextd/v1/*.proto; docs/security.md, "Principals"):
  *
- * - SessionService: a runtime token (the RuntimeAccess says which agents it may act for; the
- *   handler checks the sessions it names, since their stored agent decides);
- * - RegistryService: `reader` — any recognised credential; `owner` — the owner the request claims
- *   (token or mTLS identity); `operator`. Deregistration is `reader` here: only the handler knows
- *   the engine's owner, and asks the principal whether the caller owns it or operates;
- * - HostService: the host token of an engine call in progress, scoped to the request's session.
+ * - `runtime` (SessionService): a runtime token; the RuntimeAccess says which agents it may act for
+ *   (the session step admits the sessions the request names against it: their stored agent decides);
+ * - `reader`, `owner`, `operator` (RegistryService): any recognised credential; the owner the
+ *   request claims (token or mTLS identity); an operator;
+ * - `host-grant` (HostService): the host token of an engine call in progress, scoped to the
+ *   request's session and the RPC.
  */
-type Rule = "runtime" | "reader" | "owner" | "operator" | "host-grant";
-
-export const SESSION_RULES: Record<keyof typeof SessionServiceService, Rule> = {
-  appendMessages: "runtime",
-  assemble: "runtime",
-  compact: "runtime",
-  afterTurn: "runtime",
-  maintain: "runtime",
-  prepareSubagentSpawn: "runtime",
-  rollbackSubagentSpawn: "runtime",
-  endSubagent: "runtime",
-  getSession: "runtime",
-  listSessions: "runtime",
-  getTranscript: "runtime",
-  importTranscript: "runtime",
-  exportTranscript: "runtime",
-  deleteSession: "runtime",
-};
-
-export const REGISTRY_RULES: Record<keyof typeof RegistryServiceService, Rule> = {
-  registerEngine: "owner",
-  deregisterEngine: "reader",
-  listEngines: "reader",
-  getEngine: "reader",
-  watchEngines: "reader",
-  quarantineEngine: "operator",
-  clearQuarantine: "operator",
-};
-
-export const HOST_RULES: Record<keyof typeof HostServiceService, Rule> = {
-  readTranscript: "host-grant",
-  rewriteTranscriptEntries: "host-grant",
-  delegateCompaction: "host-grant",
-  complete: "host-grant",
-};
-
-function ruleOf(rules: Record<string, Rule>, method: string): Rule {
-  const name = method.slice(method.lastIndexOf("/") + 1);
-  const rule = rules[name.charAt(0).toLowerCase() + name.slice(1)];
-  if (!rule) throw new Error(`no authorization rule for ${method}`);
-  return rule;
-}
-
-export function sessionAuthorization(auth: Authenticator): Authorize<RuntimeAccess> {
-  return (method, _request, metadata) => {
-    ruleOf(SESSION_RULES, method);
+export function sessionAuthorization(auth: Authenticator): Authorize<RuntimeAccess, "runtime"> {
+  return (_rule, _method, _request, metadata) => {
     const principal = auth.runtime(metadata);
     let key: PageKey | undefined;
     return {
@@ -90,9 +44,8 @@ export function sessionAuthorization(auth: Authenticator): Authorize<RuntimeAcce
   };
 }
 
-export function registryAuthorization(auth: Authenticator): Authorize<RegistryCaller> {
-  return (method, request, metadata, peer) => {
-    const rule = ruleOf(REGISTRY_RULES, method);
+export function registryAuthorization(auth: Authenticator): Authorize<RegistryCaller, RegistryRule> {
+  return (rule, _method, request, metadata, peer) => {
     if (rule === "owner") auth.owner(metadata, String((request as { owner?: unknown }).owner ?? ""), peer);
     else if (rule === "operator") auth.operator(metadata);
     else auth.anyone(metadata);
@@ -116,9 +69,8 @@ function ownerOrOperator(auth: Authenticator, metadata: Metadata, owner: string,
  * The host token, checked against the caller's connection (its address, and its client certificate
  * under mTLS), the request's session and the RPC's host requirement (HostGrants.verify).
  */
-export function hostAuthorization(grants: HostGrants): Authorize<HostGrant> {
-  return (method, request, metadata, certificate, peer) => {
-    ruleOf(HOST_RULES, method);
+export function hostAuthorization(grants: HostGrants): Authorize<HostGrant, "host-grant"> {
+  return (_rule, method, request, metadata, certificate, peer) => {
     const session = requireSession((request as { session?: Parameters<typeof requireSession>[0] }).session);
     const token = bearerToken(metadata);
     if (!token) throw new UnauthenticatedError("missing host token: send metadata 'authorization: Bearer <HostContext.token>'");

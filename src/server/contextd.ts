@@ -1,18 +1,12 @@
 import { Server, type Metadata } from "@grpc/grpc-js";
 import type { Logger } from "pino";
-import { HostServiceService } from "../contract/gen/contextd/v1/host.js";
-import { EngineEventType, EngineHealth, RegistryServiceService } from "../contract/gen/contextd/v1/registry.js";
-import { AssembleResponse, SessionServiceService } from "../contract/gen/contextd/v1/session.js";
-import { withSplicedMessages } from "../contract/encoded-messages.js";
-import { withReceivedMessages } from "../contract/received-messages.js";
+import { EngineEventType, EngineHealth } from "../contract/gen/contextd/v1/registry.js";
 import { redactUrlCredentials } from "../contract/redact.js";
 import { Compactions } from "../host/compactions.js";
-import { hostHandlers } from "../host/host-service.js";
 import { TranscriptExports } from "../host/export-transcript.js";
 import { TranscriptImports } from "../host/import-transcript.js";
 import { SessionHost } from "../host/session-host.js";
 import { SessionQueries } from "../host/session-queries.js";
-import { sessionHandlers } from "../host/session-service.js";
 import { SubagentSweeper } from "../host/subagent-sweeper.js";
 import { Subagents } from "../host/subagents.js";
 import { LegacyEngine } from "../registry/legacy-engine.js";
@@ -28,19 +22,16 @@ import { HostGrants } from "../registry/host-grants.js";
 import { Quarantine } from "../registry/quarantine.js";
 import { RegistrySync } from "../registry/registry-sync.js";
 import type { EngineDialing } from "../registry/remote-engine.js";
-import { registryHandlers } from "../registry/registry-service.js";
 import { engineCounters } from "../registry/engine-counters.js";
 import { observeAll } from "../registry/engine-call-observer.js";
 import { Router } from "../registry/router.js";
 import { openStore, type ContextdStore } from "../store/open-store.js";
 import { createTokenizer } from "../tokens/create-tokenizer.js";
 import { Authenticator } from "./auth.js";
-import { hostAuthorization, registryAuthorization, sessionAuthorization } from "./authorization.js";
 import { defaultHostEndpoint } from "./config.js";
 import { engineCredentials, serverCredentials } from "./credentials.js";
 import { ManagedSidecars } from "./managed-sidecars.js";
 import type { ContextdSettings } from "./settings.js";
-import { bindService, decodingDefinition } from "./middleware/bind-service.js";
 import { chain, serverInterceptors } from "./middleware/interceptors.js";
 import { InFlightLimit, loadShedding } from "./middleware/load-shedding.js";
 import { tenantAdmission } from "./middleware/tenant-admission.js";
@@ -49,10 +40,10 @@ import { instrumentStore } from "./observability/instrumented-store.js";
 import { ContextdMetrics } from "./observability/metrics.js";
 import { MetricsServer } from "./observability/metrics-server.js";
 import { createTracing, type Tracing } from "./observability/tracing.js";
+import { servedRpcs, servedServices } from "./served-services.js";
 import { addStandardServices, StorePing, type ContextdHealth } from "./standard-services.js";
 import { TenantLimits } from "../contract/tenant-limits.js";
 
-const SERVICE_NAMES = ["contextd.v1.SessionService", "contextd.v1.RegistryService", "contextd.v1.HostService"];
 const MIN_GRPC_MESSAGE_BYTES = 64 * 1024 * 1024;
 /** Deadline of the GetInfo and health probes before an engine is admitted. */
 const ADMISSION_PROBE_MS = 3_000;
@@ -117,7 +108,6 @@ export class Contextd {
     };
     const limits = settings.limits;
     const tenantLimits = new TenantLimits(settings.tenants);
-    const tenants = { limits: tenantLimits, tenantOf: (md: Metadata) => auth.tenantOf(md) };
     const opened = await openStore(settings.store);
     // For measuring only (bench/scenarios/observability_overhead.ts): what contextd costs without its
     // metrics, tracing and access-log middleware. Not a configuration: production always has them.
@@ -187,42 +177,48 @@ export class Contextd {
     const inFlight = new InFlightLimit(settings.server.maxConcurrentCalls);
     metrics.watchInFlight(() => inFlight.active);
     metrics.watchTokenCounting(() => tokenizer.stats());
+    const services = servedServices({
+      auth,
+      store,
+      tenantLimits,
+      host,
+      queries: new SessionQueries(host, store, router),
+      subagents: new Subagents(host, store),
+      imports: new TranscriptImports(store, tokenizer, limits),
+      exports: new TranscriptExports(store, maxBytes),
+      registry,
+      admission,
+      quarantine,
+      events,
+      grants,
+      compactions,
+      tokenizer,
+      limits,
+      model,
+    });
+    const rpcs = servedRpcs(services);
     const shedding = {
       limit: inFlight,
       logger,
+      rpcs,
       shed: (m: { service: string; name: string }) => metrics.child(metrics.rpcShed, { grpc_service: m.service, grpc_method: m.name }).inc(),
     };
+    const tenants = { limits: tenantLimits, tenantOf: (md: Metadata) => auth.tenantOf(md), rpcs };
     // The middleware chain: interceptors around every RPC of every service (request id, tracing,
-    // metrics and access log, load shedding), then each service's authorization rule, signal and
-    // error mapping. The bench's bare variant keeps the load shedding: it is not observability.
+    // metrics and access log, load shedding, tenant admission), then each service's pipeline
+    // (bind-service.ts: the row's authorization rule, the turn, the session step, the handler, the
+    // error mapping). The bench's bare variant keeps the admission steps: they are not observability.
     const server = new Server({
       "grpc.max_receive_message_length": maxBytes,
       "grpc.max_send_message_length": maxBytes,
       ...(settings.server.maxConcurrentStreams !== undefined ? { "grpc.max_concurrent_streams": settings.server.maxConcurrentStreams } : {}),
       interceptors: bare ? [chain([loadShedding(shedding), tenantAdmission(tenants)])] : serverInterceptors({ logger, metrics, tracing, shedding, tenants }),
     });
-    const imports = new TranscriptImports(store, tokenizer, limits);
-    const exports = new TranscriptExports(store, maxBytes);
-    const sessions = sessionHandlers(host, new SessionQueries(host, store, router), new Subagents(host, store), imports, exports, store, tenantLimits);
-    server.addService(
-      decodingDefinition(withReceivedMessages(withSplicedMessages(SessionServiceService, "assemble", "response", AssembleResponse, 1), "appendMessages", 2), {
-        deferred: true,
-      }),
-      bindService(SessionServiceService, sessions, {
-        logger,
-        authorize: sessionAuthorization(auth),
-        turn: (principal, signal) => tenantLimits.turn(principal.tenant, signal),
-      }),
+    for (const service of services) service.addTo(server, logger);
+    const health = addStandardServices(
+      server,
+      services.map((service) => service.name),
     );
-    server.addService(
-      decodingDefinition(RegistryServiceService),
-      bindService(RegistryServiceService, registryHandlers(registry, admission, quarantine, events), { logger, authorize: registryAuthorization(auth) }),
-    );
-    server.addService(
-      decodingDefinition(HostServiceService),
-      bindService(HostServiceService, hostHandlers(store, compactions, tokenizer, limits, model), { logger, authorize: hostAuthorization(grants) }),
-    );
-    const health = addStandardServices(server, SERVICE_NAMES);
     const sidecars = new ManagedSidecars(settings.managed, auth, logger);
     const storePing = new StorePing(store, health, settings.health, logger.child({ component: "store-ping" }));
     const metricsServer = new MetricsServer(metrics.registry, {

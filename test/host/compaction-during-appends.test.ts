@@ -17,7 +17,7 @@ import { AppendMessagesRequest, AssembleRequest, CompactRequest } from "../../sr
 import { CompactionTarget, Role, type CompactionEntry, type SessionRef, type TranscriptEntry } from "../../src/contract/gen/contextd/v1/types.js";
 import { isSummaryMessage, messageText, summaryOf, textMessage } from "../../src/contract/messages.js";
 import type { SessionHost } from "../../src/host/session-host.js";
-import { ENGINE_ID, heldCompactionHost, runtimeCall, type HostFixtureOptions, type StoreKind } from "./held-compaction-host.js";
+import { ENGINE_ID, heldCompactionHost, resolved, runtimeCall, type HostFixtureOptions, type StoreKind } from "./held-compaction-host.js";
 
 const SESSION: SessionRef = { sessionId: "s1", sessionKey: "agent:main:s1", agentId: "main" };
 const WORDS = "the build fails in src/app.ts because parseConfig throws ENOENT for config.yaml";
@@ -38,7 +38,7 @@ interface Acked {
 async function append(host: SessionHost, texts: string[], options: { writer?: number; key?: string; session?: SessionRef } = {}): Promise<Acked> {
   const messages = texts.map((t, i) => textMessage(i % 2 ? Role.ROLE_ASSISTANT : Role.ROLE_USER, t));
   const req = AppendMessagesRequest.fromPartial({ session: options.session ?? SESSION, messages, idempotencyKey: options.key ?? "" });
-  const res = await host.appendMessages(req, runtimeCall());
+  const res = await host.appendMessages(req, runtimeCall(), await resolved(host, req.session!, "create"));
   expect(res.entryIds).toHaveLength(texts.length);
   return { writer: options.writer ?? -1, texts, entryIds: res.entryIds };
 }
@@ -99,7 +99,7 @@ describe.each<StoreKind>(["sqlite", "postgres"])("SessionHost on a %s store", (k
     const seeded = await append(f.host, texts("seed", 8));
 
     let compactReturned = false;
-    const compacting = f.host.compact(compactRequest(100_000), runtimeCall()).finally(() => (compactReturned = true));
+    const compacting = f.host.compact(compactRequest(100_000), runtimeCall(), await resolved(f.host, SESSION, "view")).finally(() => (compactReturned = true));
     const held = await f.engine.nextCompact();
     expect(held.messages.map((m) => m.id)).toEqual(seeded.entryIds);
 
@@ -163,7 +163,11 @@ describe.each<StoreKind>(["sqlite", "postgres"])("SessionHost on a %s store", (k
     expect(view.messages.map((m) => m.entryId)).toEqual([...kept.map((m) => m.id), ...racedInOrder]);
 
     // And that is what the runtime's next Assemble is built from.
-    const assembled = await f.host.assemble(AssembleRequest.fromPartial({ session: SESSION, tokenBudget: 100_000 }), runtimeCall());
+    const assembled = await f.host.assemble(
+      AssembleRequest.fromPartial({ session: SESSION, tokenBudget: 100_000 }),
+      runtimeCall(),
+      await resolved(f.host, SESSION, "view"),
+    );
     expect(assembled.compaction).toBeUndefined();
     expect(isSummaryMessage(assembled.messages[0])).toBe(true);
     expect(summaryOf(assembled.messages[0])).toBe(summary);
@@ -176,12 +180,16 @@ describe.each<StoreKind>(["sqlite", "postgres"])("SessionHost on a %s store", (k
     // The engine does not own compaction, so Assemble compacts natively (legacy's extractive summary).
     const f = await fixture({ ownsCompaction: false });
     const seeded = await append(f.host, texts("seed", 12));
-    const compacting = f.host.compact(compactRequest(100_000), runtimeCall());
+    const compacting = f.host.compact(compactRequest(100_000), runtimeCall(), await resolved(f.host, SESSION, "view"));
     const held = await f.engine.nextCompact();
     expect(held.messages.map((m) => m.id)).toEqual(seeded.entryIds);
 
     const during = await append(f.host, ["a question asked while the engine compacts", "an answer to it"]);
-    const assembled = await f.host.assemble(AssembleRequest.fromPartial({ session: SESSION, tokenBudget: 300 }), runtimeCall());
+    const assembled = await f.host.assemble(
+      AssembleRequest.fromPartial({ session: SESSION, tokenBudget: 300 }),
+      runtimeCall(),
+      await resolved(f.host, SESSION, "view"),
+    );
     expect(assembled.compaction).toBeDefined();
     expect(assembled.estimatedTokens).toBeLessThanOrEqual(300);
     const nativeView = await f.host.readView(SESSION);

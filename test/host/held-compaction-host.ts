@@ -17,12 +17,13 @@ import {
   type ContextEngineServiceCompactResponse,
   type IngestResponse,
 } from "../../src/contract/gen/contextd/v1/engine.js";
-import { PromptAuthority, type Message } from "../../src/contract/gen/contextd/v1/types.js";
+import { PromptAuthority, type Message, type SessionRef } from "../../src/contract/gen/contextd/v1/types.js";
 import { Compactions } from "../../src/host/compactions.js";
 import { pageKey } from "../../src/host/page-token.js";
 import { agentScope } from "../../src/host/runtime-access.js";
 import type { HostCall } from "../../src/host/host-call.js";
 import { SessionHost } from "../../src/host/session-host.js";
+import { resolveSession, type Resolved, type SessionUse } from "../../src/host/session-visibility.js";
 import { LegacyEngine } from "../../src/registry/legacy-engine.js";
 import { createExtractiveSummarizer } from "../../src/compaction/summarizer/extractive.js";
 import { EngineRegistry } from "../../src/registry/engine-registry.js";
@@ -177,4 +178,9 @@ export function runtimeCall(): HostCall {
     log: pino({ level: "silent" }),
     access: { checkAgent: () => undefined, mayActFor: () => true, agents: agentScope(["*"]), pageKey: pageKey(undefined) },
   };
+}
+
+/** `session` as SessionService's session step hands it to the host for a runtimeCall() (session-visibility.ts). */
+export function resolved<U extends SessionUse>(host: SessionHost, session: SessionRef, use: U): Promise<Resolved<U>> {
+  return resolveSession(host.store, runtimeCall().access, session, "session", use);
 }

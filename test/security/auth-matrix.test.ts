@@ -42,7 +42,7 @@ const ENGINE = "matrix-engine";
 /** Registered afresh before each cell that could remove or quarantine it. */
 const VICTIM = "matrix-victim";
 
-// Rules (src/server/authorization.ts): SessionService takes runtime tokens only; RegistryService
+// Rules (each service's table, interpreted by src/server/authorization.ts): SessionService takes runtime tokens only; RegistryService
 // reads with any contextd credential, registers as the owner the request names, quarantines as an
 // operator, deregisters as the engine's owner or an operator; HostService takes only the host token
 // of an engine call in progress. Tokens of one kind are unknown to the others' checks — a host token

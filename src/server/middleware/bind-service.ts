@@ -4,23 +4,33 @@ import type { Logger } from "pino";
 import { InvalidArgumentError } from "../../contract/errors.js";
 import { isInternal, toServiceError } from "../../contract/grpc-status.js";
 import { requestIdOf, traceContextOf } from "../../contract/metadata.js";
-import type { Handlers, RequestContext, ServerStreamHandler, UnaryHandler } from "../../contract/request-context.js";
+import type { RequestContext } from "../../contract/request-context.js";
+import type { AuthRule, RowHandler, ServiceTable, SessionStep, StreamRowHandler } from "../../contract/rpc-table.js";
 import { lazyChild } from "../../contract/lazy-logger.js";
 import { NO_TURN, type Turn } from "../../contract/tenant-limits.js";
 
 /**
- * The method's authorization rule (authorization.ts): proves who calls — from the credentials in
- * `metadata` and, where the rule needs it, the request (the owner a registration claims, the
- * session a host token must cover) — and returns the principal handlers get, or throws
- * UNAUTHENTICATED / PERMISSION_DENIED / INVALID_ARGUMENT. `peer` is the client certificate the TLS
- * layer verified; `peerAddress` is grpc-js `getPeer()` (`ip:port`, `unknown` for a unix socket),
- * which a host token is bound to.
+ * The authorization step (authorization.ts): interprets the rule the method's row states — proves
+ * who calls from the credentials in `metadata` and, where the rule needs it, the request (the owner
+ * a registration claims, the session a host token must cover) — and returns the principal handlers
+ * get, or throws UNAUTHENTICATED / PERMISSION_DENIED / INVALID_ARGUMENT. `peer` is the client
+ * certificate the TLS layer verified; `peerAddress` is grpc-js `getPeer()` (`ip:port`, `unknown`
+ * for a unix socket), which a host token is bound to.
  */
-export type Authorize<P> = (method: string, request: unknown, metadata: Metadata, peer: PeerCertificate | undefined, peerAddress?: string) => P;
+export type Authorize<P, Rule extends AuthRule = AuthRule> = (
+  rule: Rule,
+  method: string,
+  request: unknown,
+  metadata: Metadata,
+  peer: PeerCertificate | undefined,
+  peerAddress?: string,
+) => P;
 
-export interface BindOptions<P> {
+export interface BindOptions<P, Rule extends AuthRule = AuthRule, Session = unknown, Extra = unknown> {
   logger: Logger;
-  authorize: Authorize<P>;
+  authorize: Authorize<P, Rule>;
+  /** The service's session step: the sessions the row declares, resolved once for its handler. */
+  sessions: SessionStep<P, Session, Extra>;
   /**
    * The call's turn at doing work (TenantLimits.turn), taken after authorization and before the
    * request is decoded; the handler gets it as `ctx.turn` and the adapter ends it when the handler
@@ -29,27 +39,47 @@ export interface BindOptions<P> {
   turn?: (principal: P, signal: AbortSignal) => Promise<Turn>;
 }
 
+/** One row as the pipeline runs it, whatever its request and response types. */
+interface BoundRow<P> {
+  auth: AuthRule;
+  session: unknown;
+  handler: RowHandler<unknown, unknown, P, unknown> | StreamRowHandler<unknown, unknown, P, unknown>;
+}
+
 /**
- * Binds typed async handlers (contract/request-context.ts) to a grpc-js service: the last step of
- * the server's middleware, after the interceptors (request id, tracing, metrics and access log;
- * interceptors.ts) have run for the call. Per call it builds the RequestContext — the caller's
- * deadline and cancellation as one AbortSignal, a child logger, the trace context — runs the
- * method's authorization rule, calls the handler, and maps whatever it throws to a gRPC status in
- * the one place that does (contract/grpc-status.ts). Internal errors are logged here with their
- * stack; every call's outcome is logged once by the access log.
+ * Binds a service's table (contract/rpc-table.ts) to grpc-js: the last steps of the server's
+ * middleware, after the interceptors (request id, tracing, metrics and access log, admission;
+ * interceptors.ts) have run for the call. Per call, in order, each step extending the call's
+ * RequestContext:
+ *
+ * 1. the context: the caller's deadline and cancellation as one AbortSignal, a child logger, the
+ *    trace context;
+ * 2. authorization: the rule the method's row states, interpreted by `authorize` — the principal;
+ * 3. the call's turn (`turn`), then the request decoded on it;
+ * 4. the session step (`sessions`): the sessions the row declares, resolved once, and the call
+ *    admitted — released when the handler settles;
+ * 5. the row's handler, with the request as it came, the context and the resolved sessions;
+ *
+ * and whatever a step throws mapped to a gRPC status in the one place that does
+ * (contract/grpc-status.ts). Internal errors are logged here with their stack; every call's outcome
+ * is logged once by the access log. A table without a row for a method of the definition, or with
+ * one the definition lacks, is refused here, when the server is built.
  */
-export function bindService<Def extends ServiceDefinition, P>(
+export function bindService<Def extends ServiceDefinition, P, Rule extends AuthRule, Session, Extra>(
   definition: Def,
-  handlers: Handlers<Def, P>,
-  options: BindOptions<P>,
+  table: ServiceTable<Def, P, Rule, Session, Extra>,
+  options: BindOptions<P, Rule, Session, Extra>,
 ): UntypedServiceImplementation {
+  const rows = table as unknown as Record<string, BoundRow<P> | undefined>;
+  const extra = Object.keys(rows).filter((name) => !(name in definition));
+  if (extra.length > 0) throw new Error(`rows for methods the service definition lacks: ${extra.join(", ")}`);
   const impl: UntypedServiceImplementation = {};
   for (const name of Object.keys(definition) as (keyof Def & string)[]) {
     const method = definition[name];
-    const handler = handlers[name] as unknown;
-    impl[name] = method.responseStream
-      ? streamAdapter(method.path, handler as ServerStreamHandler<unknown, unknown, P>, options)
-      : unaryAdapter(method.path, handler as UnaryHandler<unknown, unknown, P>, options);
+    const row = rows[name];
+    if (!row) throw new Error(`no row for ${method.path}`);
+    const bound = options as unknown as BindOptions<P>;
+    impl[name] = method.responseStream ? streamAdapter(method.path, row, bound) : unaryAdapter(method.path, row, bound);
   }
   return impl;
 }
@@ -127,14 +157,14 @@ interface CallLike {
   getPeer?: () => string;
 }
 
-function context<P>(path: string, call: CallLike, options: BindOptions<P>, controller: AbortController): RequestContext<P> {
+function context<P>(path: string, row: BoundRow<P>, call: CallLike, options: BindOptions<P>, controller: AbortController): RequestContext<P> {
   if (call.request instanceof UndecodableRequest) throw call.request.error();
   const request = call.request instanceof EncodedRequest ? undefined : call.request;
   const requestId = requestIdOf(call.metadata);
   const deadline = call.getDeadline();
   const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
   const peerCertificate = call.getAuthContext?.().sslPeerCertificate;
-  const principal = options.authorize(path, request, call.metadata, peerCertificate, call.getPeer?.());
+  const principal = options.authorize(row.auth, path, request, call.metadata, peerCertificate, call.getPeer?.());
   return {
     requestId,
     method: path,
@@ -150,24 +180,34 @@ function context<P>(path: string, call: CallLike, options: BindOptions<P>, contr
 }
 
 /**
- * Runs `handler` on the call's turn (BindOptions.turn) with its request decoded, and ends the turn
- * when the handler settles.
+ * Runs `handler` on the call's turn (BindOptions.turn) with its request decoded and the sessions
+ * its row declares resolved (BindOptions.sessions); releases what the session step admitted, then
+ * ends the turn, when the handler settles.
  */
 async function onTurn<P, T>(
   request: unknown,
+  row: BoundRow<P>,
   ctx: RequestContext<P>,
   options: BindOptions<P>,
-  handler: (request: unknown, ctx: RequestContext<P>) => Promise<T>,
+  handler: (request: unknown, ctx: RequestContext<P>, sessions: unknown) => Promise<T>,
 ): Promise<T> {
   const turn = options.turn ? await options.turn(ctx.principal, ctx.signal) : NO_TURN;
   try {
-    return await handler(decodedRequest(request), { ...ctx, turn });
+    const decoded = decodedRequest(request);
+    const turnCtx = { ...ctx, turn };
+    const { sessions, release } = await options.sessions(row, decoded, turnCtx);
+    try {
+      return await handler(decoded, turnCtx, sessions);
+    } finally {
+      release?.();
+    }
   } finally {
     turn.leave();
   }
 }
 
-function unaryAdapter<P>(path: string, handler: UnaryHandler<unknown, unknown, P>, options: BindOptions<P>) {
+function unaryAdapter<P>(path: string, row: BoundRow<P>, options: BindOptions<P>) {
+  const handler = row.handler as RowHandler<unknown, unknown, P, unknown>;
   return (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => {
     const controller = new AbortController();
     let answered = false;
@@ -184,8 +224,8 @@ function unaryAdapter<P>(path: string, handler: UnaryHandler<unknown, unknown, P
       callback(toServiceError(err, { deadlineMs: ctx?.deadlineMs }), null);
     };
     try {
-      ctx = context(path, call, options, controller);
-      onTurn(call.request, ctx, options, handler).then((res) => {
+      ctx = context(path, row, call, options, controller);
+      onTurn(call.request, row, ctx, options, handler).then((res) => {
         answered = true;
         callback(null, res);
       }, fail);
@@ -195,7 +235,8 @@ function unaryAdapter<P>(path: string, handler: UnaryHandler<unknown, unknown, P
   };
 }
 
-function streamAdapter<P>(path: string, handler: ServerStreamHandler<unknown, unknown, P>, options: BindOptions<P>) {
+function streamAdapter<P>(path: string, row: BoundRow<P>, options: BindOptions<P>) {
+  const handler = row.handler as StreamRowHandler<unknown, unknown, P, unknown>;
   return (call: ServerWritableStream<unknown, unknown>) => {
     const controller = new AbortController();
     const closed = new AbortController();
@@ -212,7 +253,7 @@ function streamAdapter<P>(path: string, handler: ServerStreamHandler<unknown, un
       if (!closed.signal.aborted) call.emit("error", toServiceError(err, { deadlineMs: ctx?.deadlineMs }));
     };
     try {
-      ctx = context(path, call, options, controller);
+      ctx = context(path, row, call, options, controller);
       const sink = {
         write: (m: unknown) => void call.write(m),
         closed: closed.signal,
@@ -220,7 +261,7 @@ function streamAdapter<P>(path: string, handler: ServerStreamHandler<unknown, un
           return call.writableLength;
         },
       };
-      onTurn(call.request, ctx, options, (request, turnCtx) => handler(request, turnCtx, sink)).then(() => {
+      onTurn(call.request, row, ctx, options, (request, turnCtx, sessions) => handler(request, turnCtx, sessions, sink)).then(() => {
         if (!closed.signal.aborted) call.end();
       }, fail);
     } catch (err) {

@@ -1,6 +1,6 @@
 import { status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
-import type { CallStep, MethodInfo, Step } from "./step.js";
+import type { CallStep, MethodInfo, ServedRpc, Step } from "./step.js";
 
 /**
  * Server-level admission (load shedding): at most `limit` calls are worked on at a time, across
@@ -10,25 +10,18 @@ import type { CallStep, MethodInfo, Step } from "./step.js";
  * its request, its view and its store work until it finishes, memory grows with the burst, and the
  * event loop serves all of them late instead of most of them on time.
  *
- * Not counted, so that the server stays observable and finishes what it admitted:
- * - grpc.health.v1 and reflection: balancers and probes must keep hearing SERVING under load (an
- *   overloaded replica still serves; shed calls are cheap);
- * - HostService: engine callbacks (ReadTranscript, DelegateCompaction, Complete) belong to a call
- *   already admitted; refusing them would turn admitted calls into fallbacks, and with every slot
- *   held by a call waiting for its callback the server would refuse all of them;
- * - WatchEngines: a stream held open for as long as the watcher likes is not work in flight; it
- *   would keep a slot forever (per connection, `server.max_concurrent_streams` bounds streams).
+ * Counted: the RPCs whose row's deadline class is `call` (contract/rpc-table.ts). Not counted, so
+ * that the server stays observable and finishes what it admitted:
+ * - the standard services, grpc.health.v1 and reflection, which have no row: balancers and probes
+ *   must keep hearing SERVING under load (an overloaded replica still serves; shed calls are cheap);
+ * - `engine-call` (HostService): engine callbacks (ReadTranscript, DelegateCompaction, Complete)
+ *   belong to a call already admitted; refusing them would turn admitted calls into fallbacks, and
+ *   with every slot held by a call waiting for its callback the server would refuse all of them;
+ * - `stream` (WatchEngines): a stream held open for as long as the watcher likes is not work in
+ *   flight; it would keep a slot forever (per connection, `server.max_concurrent_streams` bounds streams).
  */
-export const EXEMPT_SERVICES = new Set([
-  "grpc.health.v1.Health",
-  "grpc.reflection.v1.ServerReflection",
-  "grpc.reflection.v1alpha.ServerReflection",
-  "contextd.v1.HostService",
-]);
-export const EXEMPT_METHODS = new Set(["/contextd.v1.RegistryService/WatchEngines"]);
-
-export function isExempt(m: Pick<MethodInfo, "path" | "service">): boolean {
-  return EXEMPT_SERVICES.has(m.service) || EXEMPT_METHODS.has(m.path);
+export function isExempt(m: Pick<MethodInfo, "path">, rpcs: ReadonlyMap<string, Pick<ServedRpc, "deadline">>): boolean {
+  return rpcs.get(m.path)?.deadline !== "call";
 }
 
 /** The config key named in refusals and logs. */
@@ -60,6 +53,8 @@ export class InFlightLimit {
 
 export interface LoadSheddingDeps {
   limit: InFlightLimit;
+  /** The served RPCs by method path (src/server/served-services.ts): their deadline class says which are counted. */
+  rpcs: ReadonlyMap<string, Pick<ServedRpc, "deadline">>;
   logger: Logger;
   /** Counts a refused call (contextd_rpc_shed_total). */
   shed?: (m: MethodInfo) => void;
@@ -77,7 +72,7 @@ export function loadShedding(deps: LoadSheddingDeps): Step {
   let shedSinceLog = 0;
   let loggedAt = 0;
   return (m) => {
-    if (isExempt(m)) return exempt;
+    if (isExempt(m, deps.rpcs)) return exempt;
     let held = false;
     return {
       metadata() {

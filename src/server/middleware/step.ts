@@ -1,4 +1,5 @@
 import type { Metadata, StatusObject } from "@grpc/grpc-js";
+import type { AuthRule, DeadlineClass } from "../../contract/rpc-table.js";
 
 /**
  * The shape of one middleware step (interceptors.ts runs them, in order, inside one grpc-js
@@ -28,3 +29,12 @@ export interface CallStep {
 }
 
 export type Step = (method: MethodInfo) => CallStep;
+
+/**
+ * One served RPC as the admission steps see it: the columns of its table row they read (its
+ * service's table, contract/rpc-table.ts; served-services.ts collects them by method path).
+ */
+export interface ServedRpc {
+  auth: AuthRule;
+  deadline: DeadlineClass;
+}

@@ -7,6 +7,9 @@ import { AlreadyExistsError, InvalidArgumentError, ResourceExhaustedError } from
 import { CompactionEntry, Role, TranscriptEntry } from "../../../src/contract/gen/contextd/v1/types.js";
 import { messageText, textMessage } from "../../../src/contract/messages.js";
 import { TranscriptImports } from "../../../src/host/import-transcript.js";
+import { pageKey } from "../../../src/host/page-token.js";
+import { agentScope } from "../../../src/host/runtime-access.js";
+import { resolveSession } from "../../../src/host/session-visibility.js";
 import type { ContextdStore } from "../../../src/store/open-store.js";
 import type { ImportedTranscript } from "../../../src/store/types.js";
 import { createTokenizer } from "../../../src/tokens/create-tokenizer.js";
@@ -28,7 +31,10 @@ export async function importSample(store: ContextdStore, sessionId: string, file
     maxSessionEntries: 1_000_000,
     maxImportBytes: 16 << 20,
   });
-  await imports.importTranscript({ session: { sessionId, sessionKey: "", agentId: "main" }, jsonl: Buffer.from(file) });
+  const session = { sessionId, sessionKey: "", agentId: "main" };
+  // As SessionService's session step admits it for a runtime that may act for every agent.
+  const anyAgent = { checkAgent: () => undefined, mayActFor: () => true, agents: agentScope(["*"]), pageKey: pageKey(undefined) };
+  await imports.importTranscript({ session, jsonl: Buffer.from(file) }, await resolveSession(store, anyAgent, session, "session", "create"));
 }
 
 function entry(id: string, parentId: string, text: string, extra: Partial<TranscriptEntry> = {}): { entry: TranscriptEntry; tokenCount: number } {

@@ -22,7 +22,7 @@ import { isSummaryMessage, messageText, textMessage } from "../../../src/contrac
 import { AssemblePlan, MAX_OVERFLOW_COMPACTIONS } from "../../../src/host/assemble-plan.js";
 import type { SessionHost } from "../../../src/host/session-host.js";
 import { SqliteStore } from "../../../src/store/sqlite/sqlite-store.js";
-import { inProcessHost, runtimeCall } from "../../host/held-compaction-host.js";
+import { inProcessHost, resolved, runtimeCall } from "../../host/held-compaction-host.js";
 
 const ENGINE = "scripted";
 const BUDGET = 400;
@@ -81,7 +81,14 @@ afterEach(async () => {
 
 function wire(selected: "legacy" | typeof ENGINE, engine: ScriptedAssembler) {
   const { host, router, compactions, tokenizer } = inProcessHost(store, engine, { contextEngine: selected, onFailure: "fallback" });
-  const plan = new AssemblePlan({ router, compactions, tokenizer, store, readView: (s) => host.readView(s), compact: (r, c) => host.compact(r, c) });
+  const plan = new AssemblePlan({
+    router,
+    compactions,
+    tokenizer,
+    store,
+    readView: (s) => host.readView(s),
+    compact: (r, c, s) => host.compact(r, c, { claimed: s, read: async () => ({ session: s, view: await host.readView(s) }) }),
+  });
   return { host, plan, router };
 }
 
@@ -92,7 +99,11 @@ async function longSession(host: SessionHost): Promise<void> {
   const messages = Array.from({ length: 40 }, (_, i) =>
     textMessage(i % 2 ? Role.ROLE_ASSISTANT : Role.ROLE_USER, `turn ${i}: the deploy of service-${i % 5} needs config key k${i} checked again`),
   );
-  await host.appendMessages({ session, messages, isHeartbeat: false, messageKeys: [], idempotencyKey: "" }, runtimeCall());
+  await host.appendMessages(
+    { session, messages, isHeartbeat: false, messageKeys: [], idempotencyKey: "" },
+    runtimeCall(),
+    await resolved(host, session, "create"),
+  );
 }
 
 describe("Assemble, step by step", () => {
@@ -101,7 +112,13 @@ describe("Assemble, step by step", () => {
     await longSession(host);
     const view = await host.readView(session);
     expect(view.tokens).toBeGreaterThan(BUDGET);
-    const input = { req: { session, tokenBudget: BUDGET } as never, session, budget: BUDGET, selection: router.select(session), call: runtimeCall() };
+    const input = {
+      req: { session, tokenBudget: BUDGET } as never,
+      session: await resolved(host, session, "existing"),
+      budget: BUDGET,
+      selection: router.select(session),
+      call: runtimeCall(),
+    };
     const fitted = await plan.fit(input, { view, fitted: false }, undefined);
     expect(fitted.fitted).toBe(true);
     expect(fitted.view.tokens).toBeLessThanOrEqual(BUDGET);
@@ -114,9 +131,16 @@ describe("Assemble, step by step", () => {
     await host.appendMessages(
       { session, messages: [textMessage(Role.ROLE_USER, "hello")], isHeartbeat: false, messageKeys: [], idempotencyKey: "" },
       runtimeCall(),
+      await resolved(host, session, "create"),
     );
     const view = await host.readView(session);
-    const input = { req: {} as never, session, budget: BUDGET, selection: router.select(session), call: runtimeCall() };
+    const input = {
+      req: {} as never,
+      session: await resolved(host, session, "existing"),
+      budget: BUDGET,
+      selection: router.select(session),
+      call: runtimeCall(),
+    };
     const fitted = await plan.fit(input, { view, fitted: false }, undefined);
     expect(fitted.view).toBe(view);
     expect(fitted.compaction).toBeUndefined();
@@ -129,7 +153,7 @@ describe("Assemble, step by step", () => {
     };
     const { host } = wire(ENGINE, engine);
     await longSession(host);
-    const answer = await host.assemble({ session, tokenBudget: BUDGET } as never, runtimeCall());
+    const answer = await host.assemble({ session, tokenBudget: BUDGET } as never, runtimeCall(), await resolved(host, session, "view"));
     expect(engine.assembles[0].messages.reduce((n, m) => n + m.tokenCount, 0)).toBeLessThanOrEqual(BUDGET);
     expect(answer.engineId).toBe("legacy");
     expect(answer.mode).toBe(Mode.MODE_FALLBACK);
@@ -152,7 +176,7 @@ describe("Assemble, step by step", () => {
     };
     const { host } = wire(ENGINE, engine);
     await longSession(host);
-    const answer = await host.assemble({ session, tokenBudget: BUDGET } as never, runtimeCall());
+    const answer = await host.assemble({ session, tokenBudget: BUDGET } as never, runtimeCall(), await resolved(host, session, "view"));
     expect(engine.compacts).toHaveLength(1);
     expect(engine.assembles).toHaveLength(2);
     expect(engine.assembles[1].messages.length).toBeLessThan(engine.assembles[0].messages.length);
@@ -181,7 +205,7 @@ describe("Assemble, step by step", () => {
     });
     const { host } = wire(ENGINE, engine);
     await longSession(host);
-    const answer = await host.assemble({ session, tokenBudget: BUDGET } as never, runtimeCall());
+    const answer = await host.assemble({ session, tokenBudget: BUDGET } as never, runtimeCall(), await resolved(host, session, "view"));
     expect(engine.compacts).toHaveLength(MAX_OVERFLOW_COMPACTIONS);
     expect(answer.mode).toBe(Mode.MODE_DEGRADED);
     expect(answer.fallbackReason).toMatch(new RegExp(`over token_budget ${BUDGET} after ${MAX_OVERFLOW_COMPACTIONS} compaction attempts`));

@@ -23,7 +23,7 @@ import { Mode, Role } from "../../../src/contract/gen/contextd/v1/types.js";
 import { textMessage } from "../../../src/contract/messages.js";
 import type { SessionHost } from "../../../src/host/session-host.js";
 import { SqliteStore } from "../../../src/store/sqlite/sqlite-store.js";
-import { inProcessHost, runtimeCall } from "../../host/held-compaction-host.js";
+import { inProcessHost, resolved, runtimeCall } from "../../host/held-compaction-host.js";
 
 /** An engine whose Maintain calls are held until the test lets each one answer. */
 class MaintainedEngine implements ContextEngine {
@@ -83,11 +83,16 @@ async function turn(host: SessionHost): Promise<void> {
   await host.appendMessages(
     { session, messages: [textMessage(Role.ROLE_USER, "hello")], isHeartbeat: false, messageKeys: [], idempotencyKey: "" },
     runtimeCall(),
+    await resolved(host, session, "create"),
   );
 }
 
-const afterTurn = (host: SessionHost) =>
-  host.afterTurn({ session, prePromptMessageCount: 0, autoCompactionSummary: "", tokenBudget: 1000 } as never, runtimeCall());
+const afterTurn = async (host: SessionHost) =>
+  host.afterTurn(
+    { session, prePromptMessageCount: 0, autoCompactionSummary: "", tokenBudget: 1000 } as never,
+    runtimeCall(),
+    await resolved(host, session, "view"),
+  );
 
 describe("background maintenance", () => {
   it("AfterTurn is answered without waiting for it; Maintain follows, as an engine call with a host deadline", async () => {

@@ -53,10 +53,15 @@ describe("resolving a request's session", () => {
 
   it("a view RPC's claim is checked now and completed on the row its first read holds", async () => {
     const ref = Object.freeze({ sessionId: "s1", agentId: "", sessionKey: "" });
-    const claimed = await resolveSession(store, access(["team-*"]), ref, "session", "view");
-    expect(claimed).toEqual(ref);
+    const viewed = await resolveSession(store, access(["team-*"]), ref, "session", "view");
+    expect(viewed.claimed).toEqual(ref);
     const view = await store.readActiveView("s1");
-    expect(admitExisting(access(["team-*"]), claimed, view!.session)).toEqual({ sessionId: "s1", agentId: "team-a", sessionKey: "key-1" });
+    expect(admitExisting(access(["team-*"]), viewed.claimed, view!.session)).toEqual({ sessionId: "s1", agentId: "team-a", sessionKey: "key-1" });
+    const read = await viewed.read();
+    expect(read.session).toEqual({ sessionId: "s1", agentId: "team-a", sessionKey: "key-1" });
+    expect(read.view.session.sessionId).toBe("s1");
+    // Another agent's: the claim passes (it names no agent), the read refuses it as missing.
+    await expect((await resolveSession(store, access(["team-b"]), ref, "session", "view")).read()).rejects.toThrow(/session "s1" not found/);
   });
 
   it("another agent's session is missing to a token that does not cover it, and taken to a create", async () => {

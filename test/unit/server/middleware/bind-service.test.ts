@@ -8,7 +8,7 @@ import { credentials, Metadata, Server, ServerCredentials, status, type ServiceE
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { AssembleRequest, AssembleResponse, SessionServiceClient, SessionServiceService } from "../../../../src/contract/gen/contextd/v1/session.js";
-import type { Handlers } from "../../../../src/contract/request-context.js";
+import type { ServiceTable } from "../../../../src/contract/rpc-table.js";
 import type { Turn } from "../../../../src/contract/tenant-limits.js";
 import { bindService, decodingDefinition } from "../../../../src/server/middleware/bind-service.js";
 
@@ -54,10 +54,27 @@ async function serve(turns: ManualTurns, decoded: { count: number }, assemble: (
       },
     },
   };
-  const handlers = { assemble: (req: AssembleRequest) => assemble(req) } as unknown as Handlers<typeof SessionServiceService, undefined>;
+  // A row per method, as the pipeline requires; only Assemble's handler is called.
+  const rows = Object.fromEntries(
+    Object.keys(SessionServiceService).map((name) => [
+      name,
+      {
+        auth: "runtime",
+        session: {},
+        deadline: "call",
+        handler: name === "assemble" ? (req: AssembleRequest) => assemble(req) : () => Promise.reject(new Error("not called")),
+      },
+    ]),
+  );
+  const table = rows as unknown as ServiceTable<typeof SessionServiceService, undefined, "runtime", object>;
   server.addService(
     decodingDefinition(counting, { deferred: true }),
-    bindService(SessionServiceService, handlers, { logger: pino({ level: "silent" }), authorize: () => undefined, turn: turns.take }),
+    bindService(SessionServiceService, table, {
+      logger: pino({ level: "silent" }),
+      authorize: () => undefined,
+      turn: turns.take,
+      sessions: () => ({ sessions: {} }),
+    }),
   );
   const port = await new Promise<number>((resolve, reject) =>
     server!.bindAsync("127.0.0.1:0", ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),

@@ -8,7 +8,11 @@ import { status } from "@grpc/grpc-js";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { MethodInfo } from "../../../../src/server/middleware/step.js";
-import { InFlightLimit, isExempt, loadShedding } from "../../../../src/server/middleware/load-shedding.js";
+import { InFlightLimit, isExempt as isExemptOf, loadShedding } from "../../../../src/server/middleware/load-shedding.js";
+import { RPCS } from "../served-services-fixture.js";
+
+/** Against the served services' rows: their deadline class decides. */
+const isExempt = (m: MethodInfo) => isExemptOf(m, RPCS);
 
 const method = (path: string, type: MethodInfo["type"] = "unary"): MethodInfo => ({
   path,
@@ -38,7 +42,7 @@ function setup(limitN: number) {
   let clock = 1_000_000;
   const shed: string[] = [];
   const limit = new InFlightLimit(limitN);
-  const step = loadShedding({ limit, logger: pino({ level: "info" }, sink), shed: (m) => shed.push(m.name), now: () => clock });
+  const step = loadShedding({ rpcs: RPCS, limit, logger: pino({ level: "info" }, sink), shed: (m) => shed.push(m.name), now: () => clock });
   return { limit, step, shed, lines, tick: (ms: number) => (clock += ms) };
 }
 
