@@ -1,6 +1,5 @@
-import { AlreadyExistsError, NotFoundError, PermissionDeniedError } from "../contract/errors.js";
+import { PermissionDeniedError, SessionExistsError, SessionNotFoundError } from "../contract/errors.js";
 import type { SessionRef } from "../contract/gen/contextd/v1/types.js";
-import { quote } from "../contract/quote.js";
 import type { SessionRecord, TranscriptStore } from "../store/types.js";
 import type { RuntimeAccess } from "./runtime-access.js";
 import { requireSession } from "./validate.js";
@@ -17,8 +16,8 @@ import { requireSession } from "./validate.js";
 export type SessionUse = "existing" | "create" | "view";
 
 /** The one NOT_FOUND of SessionService: a missing session and another agent's look the same. */
-export function sessionNotFound(sessionId: string): NotFoundError {
-  return new NotFoundError(`session ${quote(sessionId)} not found`);
+export function sessionNotFound(sessionId: string): SessionNotFoundError {
+  return new SessionNotFoundError(sessionId);
 }
 
 /**
@@ -55,7 +54,7 @@ export async function resolveSession(
   if (use === "view") return checked;
   const stored = await store.getSession(checked.sessionId);
   if (use === "existing") return admitExisting(access, checked, stored);
-  if (stored && !access.mayActFor(stored.agentId)) throw new AlreadyExistsError(`session ${quote(checked.sessionId)} already exists`);
+  if (stored && !access.mayActFor(stored.agentId)) throw new SessionExistsError(checked.sessionId);
   if (!stored) {
     if (!access.mayActFor(checked.agentId)) {
       throw new PermissionDeniedError(`${field}.agent_id is required: this runtime token may act only for the agents it names`);

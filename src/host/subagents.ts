@@ -1,4 +1,4 @@
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from "../contract/errors.js";
+import { FailedPreconditionError, fieldError, SessionNotFoundError } from "../contract/errors.js";
 import type * as S from "../contract/gen/contextd/v1/session.js";
 import { Mode, SubagentContextMode, SubagentEndReason } from "../contract/gen/contextd/v1/types.js";
 import type { SeedEntry, TranscriptStore } from "../store/types.js";
@@ -34,11 +34,11 @@ export class Subagents {
   async prepare(req: S.PrepareSubagentSpawnRequest, call: HostCall): Promise<S.PrepareSubagentSpawnResponse> {
     const parent = requireSession(req.parent, "parent");
     const child = requireSession(req.child, "child");
-    if (parent.sessionId === child.sessionId) throw new InvalidArgumentError("child.session_id must differ from parent.session_id");
+    if (parent.sessionId === child.sessionId) throw fieldError("child.session_id", "must differ from parent.session_id");
     const mode = requireEnum(req.contextMode, SubagentContextMode, "context_mode", true);
     const ttlMs = req.ttlMs;
     if (!Number.isSafeInteger(ttlMs) || ttlMs < 0 || ttlMs > MAX_TTL_MS)
-      throw new InvalidArgumentError(`ttl_ms ${String(ttlMs)} is out of range (0 for none, at most ${MAX_TTL_MS})`);
+      throw fieldError("ttl_ms", `${String(ttlMs)} is out of range (0 for none, at most ${MAX_TTL_MS})`);
     const view = await this.host.readView(parent);
     const seed: SeedEntry[] = [];
     if (mode === SubagentContextMode.SUBAGENT_CONTEXT_MODE_FORK) {
@@ -85,7 +85,7 @@ export class Subagents {
     // caller may act on, and another agent's session answers as a missing one — checked before
     // anything else about it is told (session-visibility.ts).
     if (!record || !call.access.mayActFor(record.agentId)) {
-      throw new NotFoundError(`rollback_handle names session ${quote(childId)}, which does not exist (already rolled back?)`);
+      throw new SessionNotFoundError(childId, `rollback_handle names session ${quote(childId)}, which does not exist (already rolled back?)`);
     }
     if (!record.parentSessionId) throw new FailedPreconditionError(`session ${quote(childId)} is not a subagent session; rollback removes only those`);
     const child = { sessionId: childId, sessionKey: record.sessionKey, agentId: record.agentId };
@@ -142,12 +142,12 @@ function encodeHandle(childId: string, engineHandle: string): string {
 }
 
 function decodeHandle(handle: string): { childId: string; engineHandle: string } {
-  if (!handle) throw new InvalidArgumentError("rollback_handle is required");
+  if (!handle) throw fieldError("rollback_handle", "is required");
   try {
     const parsed = JSON.parse(Buffer.from(handle, "base64url").toString("utf8")) as { c?: unknown; e?: unknown };
     if (typeof parsed.c === "string" && parsed.c && typeof parsed.e === "string") return { childId: parsed.c, engineHandle: parsed.e };
   } catch {
     // fall through
   }
-  throw new InvalidArgumentError("rollback_handle is not a handle this server issued");
+  throw fieldError("rollback_handle", "is not a handle this server issued");
 }

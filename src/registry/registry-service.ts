@@ -1,4 +1,4 @@
-import { FailedPreconditionError, InvalidArgumentError, ResourceExhaustedError } from "../contract/errors.js";
+import { FailedPreconditionError, fieldError, ResourceExhaustedError } from "../contract/errors.js";
 import type { RegistryServiceService } from "../contract/gen/contextd/v1/registry.js";
 import type { Handlers } from "../contract/request-context.js";
 import { LEGACY_ENGINE_ID } from "./legacy-engine.js";
@@ -29,7 +29,7 @@ export function registryHandlers(
 ): Handlers<typeof RegistryServiceService, RegistryCaller> {
   const remoteEngine = (engineId: string) => {
     const id = engineId.trim();
-    if (!id) throw new InvalidArgumentError("engine_id is required");
+    if (!id) throw fieldError("engine_id", "is required");
     if (id === LEGACY_ENGINE_ID) throw new FailedPreconditionError(`"${LEGACY_ENGINE_ID}" is the built-in fallback and cannot be quarantined`);
     registry.status(id); // NOT_FOUND when unknown
     return registry.get(id)!;
@@ -38,13 +38,13 @@ export function registryHandlers(
     // The rule proved req.owner already.
     registerEngine: async (req) => admission.register(req, req.owner.trim()),
     deregisterEngine: async (req, ctx) => {
-      if (!req.engineId.trim()) throw new InvalidArgumentError("engine_id is required");
+      if (!req.engineId.trim()) throw fieldError("engine_id", "is required");
       const deregistered = await admission.deregister(req, (owner) => ctx.principal.requireOwnerOrOperator(owner));
       return { deregistered };
     },
     listEngines: async () => ({ engines: registry.list().map(toEngineStatus) }),
     getEngine: async (req) => {
-      if (!req.engineId.trim()) throw new InvalidArgumentError("engine_id is required");
+      if (!req.engineId.trim()) throw fieldError("engine_id", "is required");
       return { engine: registry.status(req.engineId.trim()) };
     },
     quarantineEngine: async (req) => {

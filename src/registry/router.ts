@@ -1,6 +1,6 @@
 import type { CallContext, ContextEngine } from "../contract/engine-api.js";
 import { LEGACY_ENGINE_ID } from "../contract/engine-id.js";
-import { CancelledError, ContextdError, ContractViolation, DeadlineExceededError, ResourceExhaustedError } from "../contract/errors.js";
+import { CancelledError, ContractViolation, DeadlineExceededError, EngineFailedError, ThrottledError } from "../contract/errors.js";
 import { boundedText } from "../contract/quote.js";
 import { status } from "@grpc/grpc-js";
 import { Mode, SelectionSource, type SessionRef } from "../contract/gen/contextd/v1/types.js";
@@ -193,7 +193,7 @@ export class Router {
     const target = selection.target;
     if (selection.mode === Mode.MODE_FALLBACK && this.onFailure(selection.selectedId) === "strict") {
       // A strict slot never answers from another engine, not even while its engine is quarantined.
-      throw new ContextdError(status.UNAVAILABLE, `${selection.fallbackReason} (on_failure: strict, no fallback)`);
+      throw new EngineFailedError(status.UNAVAILABLE, `${selection.fallbackReason} (on_failure: strict, no fallback)`, selection.selectedId);
     }
     if (target.builtin) {
       if (selection.mode === Mode.MODE_FALLBACK) this.countFallback(selection.selectedId, op, selection.fallbackKind ?? "not_registered");
@@ -206,9 +206,11 @@ export class Router {
         this.settings.overrides[target.id]?.maxConcurrentCalls !== undefined
           ? `engines.overrides.${target.id}.max_concurrent_calls`
           : "engines.max_concurrent_calls";
-      const reason = `engine "${target.id}" is at its concurrency limit (${this.bulkhead.limitOf(target.id)} calls in flight, ${key})`;
+      const limit = this.bulkhead.limitOf(target.id);
+      const reason = `engine "${target.id}" is at its concurrency limit (${limit} calls in flight, ${key})`;
       this.observer?.onRejected(target, op, reason);
-      if (this.onFailure(target.id) === "strict") throw new ResourceExhaustedError(`${reason} (on_failure: strict, no fallback)`);
+      if (this.onFailure(target.id) === "strict")
+        throw new ThrottledError(`${reason} (on_failure: strict, no fallback)`, { key, value: limit }, { engineId: target.id });
       return this.onLegacy(selection, op, caller, fn, validate, reason, "rejected");
     }
     let tried: HostGrant | undefined;
@@ -222,7 +224,8 @@ export class Router {
       // A CancelledError the engine raised while the caller is still there is the engine's failure.
       if (err instanceof CallerDeadlineError || caller.signal?.aborted) throw err;
       if (err instanceof EngineRevokedError) {
-        if (this.onFailure(target.id) === "strict") throw new ContextdError(status.UNAVAILABLE, `${err.message} (on_failure: strict, no fallback)`);
+        if (this.onFailure(target.id) === "strict")
+          throw new EngineFailedError(status.UNAVAILABLE, `${err.message} (on_failure: strict, no fallback)`, target.id);
         const kind = err.standing === "deregistered" ? "not_registered" : "quarantined";
         return { ...(await this.onLegacy(selection, op, caller, fn, validate, err.message, kind)), failedGrant: tried };
       }
@@ -237,7 +240,11 @@ export class Router {
         // What its callbacks already committed stays committed: say so, or the runtime would think nothing happened.
         const landed = tried?.delegatedCompactions.map((d) => d.entryId) ?? [];
         const note = landed.length ? `; its DelegateCompaction had already committed compaction ${landed.join(", ")}` : "";
-        throw new ContextdError(kind === "timeout" ? status.DEADLINE_EXCEEDED : status.UNAVAILABLE, `${reason} (on_failure: strict, no fallback)${note}`);
+        throw new EngineFailedError(
+          kind === "timeout" ? status.DEADLINE_EXCEEDED : status.UNAVAILABLE,
+          `${reason} (on_failure: strict, no fallback)${note}`,
+          target.id,
+        );
       }
       this.observer?.onFallback(target, op, reason);
       return { ...(await this.onLegacy(selection, op, caller, fn, validate, reason, kind)), failedGrant: tried };
