@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from "../contract/errors.js";
+import { fieldError } from "../contract/errors.js";
 import { summaryMessage } from "../contract/messages.js";
 import { CompactionTarget, type CompactionResult, type Message } from "../contract/gen/contextd/v1/types.js";
 import type { CountOptions, Tokenizer } from "../tokens/tokenizer.js";
@@ -130,7 +130,7 @@ export async function compactNative(input: NativeCompactionInput, deps: NativeCo
   const { summarizer, tokenizer, settings } = deps;
   const { signal } = input;
   if (!(Number.isFinite(input.tokenBudget) && input.tokenBudget > 0)) {
-    throw new InvalidArgumentError(`token_budget must be > 0 (got ${input.tokenBudget})`);
+    throw fieldError("token_budget", `must be > 0 (got ${input.tokenBudget})`);
   }
   throwIfAborted(signal);
 

@@ -1,5 +1,7 @@
-import { Metadata, status, type ServiceError } from "@grpc/grpc-js";
-import { ContextdError } from "./errors.js";
+import { status, type ServiceError } from "@grpc/grpc-js";
+import { encodeStatusDetails, statusDetailsMetadata } from "./error-details.js";
+import { ContextdError, reasonOfCode, type ErrorDetail } from "./errors.js";
+import type { ErrorReason } from "./gen/contextd/v1/errors.js";
 
 /** What a call's own deadline and cancellation say about an AbortError thrown while serving it. */
 export interface CallScopeHint {
@@ -9,15 +11,27 @@ export interface CallScopeHint {
   cause?: "deadline" | "cancelled";
 }
 
+/** A status as contextd answers it: code and message, and the reason and detail its trailer carries. */
+export interface ErrorStatus {
+  code: status;
+  /** The status message (grpc-message). */
+  details: string;
+  /** contextd.v1.ErrorReason, sent as ErrorInfo.reason. */
+  reason: ErrorReason;
+  /** ErrorInfo metadata and BadRequest fields. */
+  detail?: ErrorDetail;
+}
+
 /**
  * The one place where errors become gRPC statuses — for contextd's services and for engines built
- * with the SDK alike: a ContextdError keeps its code and message; an AbortError (a signal fired)
- * is DEADLINE_EXCEEDED when the call's deadline passed and CANCELLED otherwise; anything else is a
- * bug and answers INTERNAL without leaking internals beyond the message.
+ * with the SDK alike: a ContextdError keeps its code, message, reason and detail; an AbortError (a
+ * signal fired) is DEADLINE_EXCEEDED when the call's deadline passed and CANCELLED otherwise, with
+ * the reason of that code; anything else is a bug and answers INTERNAL (reason INTERNAL, no
+ * metadata) without leaking internals beyond the message.
  */
-export function statusOf(err: unknown, scope?: CallScopeHint): { code: status; details: string } {
-  const { code, details } = rawStatusOf(err, scope);
-  return { code, details: wellFormed(details) };
+export function statusOf(err: unknown, scope?: CallScopeHint): ErrorStatus {
+  const answer = rawStatusOf(err, scope);
+  return { ...answer, details: wellFormed(answer.details) };
 }
 
 /**
@@ -30,19 +44,30 @@ export function wellFormed(text: string): string {
   return text.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD");
 }
 
-function rawStatusOf(err: unknown, scope?: CallScopeHint): { code: status; details: string } {
-  if (err instanceof ContextdError) return { code: err.code, details: err.message };
+function rawStatusOf(err: unknown, scope?: CallScopeHint): ErrorStatus {
+  if (err instanceof ContextdError) return { code: err.code, details: err.message, reason: err.reason, detail: err.detail };
   if (isAbortError(err)) {
     const deadline = err.name === "TimeoutError" || scope?.cause === "deadline" || (scope?.deadlineMs !== undefined && Date.now() >= scope.deadlineMs);
-    return { code: deadline ? status.DEADLINE_EXCEEDED : status.CANCELLED, details: err.message || (deadline ? "deadline exceeded" : "cancelled") };
+    const code = deadline ? status.DEADLINE_EXCEEDED : status.CANCELLED;
+    return { code, details: err.message || (deadline ? "deadline exceeded" : "cancelled"), reason: reasonOfCode(code) };
   }
   const message = err instanceof Error ? err.message : String(err);
-  return { code: status.INTERNAL, details: `internal error: ${message || "unknown"}` };
+  return { code: status.INTERNAL, details: `internal error: ${message || "unknown"}`, reason: reasonOfCode(status.INTERNAL) };
 }
 
+/**
+ * The error a grpc-js handler answers with: statusOf's code and message, and its trailers carry
+ * the same code and message again with the reason and detail, as a google.rpc.Status in
+ * `grpc-status-details-bin` (error-details.ts).
+ */
 export function toServiceError(err: unknown, scope?: CallScopeHint): Partial<ServiceError> {
-  const { code, details } = statusOf(err, scope);
-  return { code, details, message: details, metadata: new Metadata() };
+  return serviceErrorOf(statusOf(err, scope));
+}
+
+/** The grpc-js error of an ErrorStatus (toServiceError; the engine SDK, after bounding the message). */
+export function serviceErrorOf(s: ErrorStatus): Partial<ServiceError> {
+  const metadata = statusDetailsMetadata(encodeStatusDetails(s.code, s.details, s.reason, s.detail));
+  return { code: s.code, details: s.details, message: s.details, metadata };
 }
 
 /** An error that is a bug of ours (it maps to INTERNAL), as opposed to an answer we meant to give. */

@@ -3,6 +3,10 @@
 // names in every file, so they cannot all be re-exported from one module).
 export * from "./gen/contextd/v1/types.js";
 export * from "./errors.js";
+// Machine-readable error reasons (proto/contextd/v1/errors.proto): what a failed call's trailer
+// carries, and errorReason() / errorDetails() to read it from a grpc-js error.
+export { ErrorReason, errorReasonFromJSON, errorReasonToJSON } from "./gen/contextd/v1/errors.js";
+export { ERROR_DOMAIN, errorDetails, errorReason, type ErrorDetails } from "./error-details.js";
 export * from "./messages.js";
 export * from "./engine-api.js";
 export { ContextEngineServiceService, ContextEngineServiceClient, EngineInfo } from "./gen/contextd/v1/engine.js";

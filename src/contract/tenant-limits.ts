@@ -1,4 +1,4 @@
-import { CancelledError, ResourceExhaustedError } from "./errors.js";
+import { CancelledError, ThrottledError } from "./errors.js";
 import { quote } from "./quote.js";
 
 /**
@@ -197,7 +197,7 @@ export class TenantLimits {
 
   /**
    * Admits a call's work against its agents' calls in flight and its token's append rate, or
-   * throws ResourceExhaustedError naming the limit (nothing is counted then). Each admission must
+   * throws ThrottledError naming the limit (nothing is counted then). Each admission must
    * be matched by one call of the function it returns, when the call ends.
    */
   admit(work: TenantWork): () => void {
@@ -205,8 +205,9 @@ export class TenantLimits {
     const max = this.settings.maxCallsInFlightPerAgent;
     const busy = agents.find((a) => (this.agentCalls.get(a) ?? 0) >= max);
     if (busy !== undefined) {
-      throw new ResourceExhaustedError(
+      throw new ThrottledError(
         `agent ${quote(busy)} has ${max} calls in flight, its limit (${KEYS.agentCalls}); the call was not processed, retry it with backoff`,
+        { key: KEYS.agentCalls, value: max },
       );
     }
     if (work.tenant !== undefined && work.appendBytes > 0) this.take(work.tenant, work.appendBytes);
@@ -228,8 +229,10 @@ export class TenantLimits {
     const level = Math.min(rate, bucket.level + ((now - bucket.atMs) * rate) / 1000);
     if (bytes > level && level < rate) {
       const waitMs = Math.ceil(((Math.min(bytes, rate) - level) * 1000) / rate);
-      throw new ResourceExhaustedError(
+      throw new ThrottledError(
         `${tenant} is over its ${rate} bytes per second of appends (${KEYS.bytes}); the call was not processed, retry it in ${waitMs} ms or later`,
+        { key: KEYS.bytes, value: rate },
+        { retryDelayMs: waitMs },
       );
     }
     this.buckets.set(tenant, { level: level - bytes, atMs: now });

@@ -1,4 +1,4 @@
-import { ResourceExhaustedError } from "../contract/errors.js";
+import { LimitExceededError } from "../contract/errors.js";
 import type * as S from "../contract/gen/contextd/v1/session.js";
 import type { JsonObject } from "../openclaw/json.js";
 import { fromTranscriptEntry } from "../openclaw/session-entries.js";
@@ -36,7 +36,7 @@ export class TranscriptExports {
     }
     const jsonl = Buffer.from(serializeSessionFile(header(record), entries), "utf8");
     if (jsonl.length > this.maxResponseBytes) {
-      throw new ResourceExhaustedError(`the exported file is ${jsonl.length} bytes, over the server's maximum response size (${this.maxResponseBytes} bytes)`);
+      throw new LimitExceededError(`the exported file is ${jsonl.length} bytes, over the server's maximum response size (${this.maxResponseBytes} bytes)`);
     }
     return { jsonl, entries: entries.length };
   }

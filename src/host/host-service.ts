@@ -1,4 +1,4 @@
-import { CancelledError, DeadlineExceededError, FailedPreconditionError, InvalidArgumentError, ResourceExhaustedError } from "../contract/errors.js";
+import { CancelledError, DeadlineExceededError, FailedPreconditionError, fieldError, InvalidArgumentError, LimitExceededError } from "../contract/errors.js";
 import type * as H from "../contract/gen/contextd/v1/host.js";
 import type { HostServiceService } from "../contract/gen/contextd/v1/host.js";
 import type { SessionRef } from "../contract/gen/contextd/v1/types.js";
@@ -83,13 +83,16 @@ export function hostService(
 
     rewriteTranscriptEntries: row(CALLBACK, async (req: H.RewriteTranscriptEntriesRequest, ctx, session): Promise<H.RewriteTranscriptEntriesResponse> => {
       const grant = ctx.principal;
-      if (req.rewrites.length === 0) throw new InvalidArgumentError("rewrites is empty");
+      if (req.rewrites.length === 0) throw fieldError("rewrites", "is empty");
       if (req.rewrites.length > limits.maxMessagesPerAppend) {
-        throw new ResourceExhaustedError(`rewrites has ${req.rewrites.length} entries, over limits.max_messages_per_append (${limits.maxMessagesPerAppend})`);
+        throw new LimitExceededError(`rewrites has ${req.rewrites.length} entries, over limits.max_messages_per_append (${limits.maxMessagesPerAppend})`, {
+          key: "limits.max_messages_per_append",
+          value: limits.maxMessagesPerAppend,
+        });
       }
       req.rewrites.forEach((r, i) => {
-        if (!r.entryId) throw new InvalidArgumentError(`rewrites[${i}].entry_id is required`);
-        if (!r.message) throw new InvalidArgumentError(`rewrites[${i}].message is required`);
+        if (!r.entryId) throw fieldError(`rewrites[${i}].entry_id`, "is required");
+        if (!r.message) throw fieldError(`rewrites[${i}].message`, "is required");
         validateMessage(r.message, `rewrites[${i}].message`, limits.maxMessageBytes);
       });
       // Counted on the pool (one rewrite can be megabytes of one BPE piece), by turns with other
@@ -108,7 +111,7 @@ export function hostService(
 
     delegateCompaction: row(CALLBACK, async (req: H.DelegateCompactionRequest, ctx, session): Promise<H.DelegateCompactionResponse> => {
       const grant = ctx.principal;
-      if (!req.tokenBudget) throw new InvalidArgumentError("token_budget must be greater than 0");
+      if (!req.tokenBudget) throw fieldError("token_budget", "must be greater than 0");
       const view = await store.readActiveView(session.sessionId);
       if (!view) throw sessionNotFound(session.sessionId);
       let outcome;
@@ -147,7 +150,10 @@ export function hostService(
       if (!model) throw new FailedPreconditionError("Complete needs a summarizer model, and none is configured (compaction.summarizer.kind is extractive)");
       if (req.messages.length === 0 && !req.system.trim()) throw new InvalidArgumentError("Complete needs a system prompt or at least one message");
       if (req.messages.length > limits.maxMessagesPerAppend) {
-        throw new ResourceExhaustedError(`messages has ${req.messages.length} entries, over limits.max_messages_per_append (${limits.maxMessagesPerAppend})`);
+        throw new LimitExceededError(`messages has ${req.messages.length} entries, over limits.max_messages_per_append (${limits.maxMessagesPerAppend})`, {
+          key: "limits.max_messages_per_append",
+          value: limits.maxMessagesPerAppend,
+        });
       }
       req.messages.forEach((m, i) => validateMessage(m, `messages[${i}]`, limits.maxMessageBytes));
       const endsAtMs = Math.min(grant.expiresAtMs, ctx.deadlineMs);

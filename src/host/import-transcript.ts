@@ -1,4 +1,4 @@
-import { InvalidArgumentError, ResourceExhaustedError } from "../contract/errors.js";
+import { fieldError, InvalidArgumentError, LimitExceededError } from "../contract/errors.js";
 import type * as S from "../contract/gen/contextd/v1/session.js";
 import type { Message, TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
 import { summaryMessage } from "../contract/messages.js";
@@ -69,10 +69,13 @@ export class TranscriptImports {
     const jsonl = req.jsonl ?? new Uint8Array();
     // The cap bounds the parse (time and memory), so it is checked on the raw bytes, first.
     if (jsonl.byteLength > this.limits.maxImportBytes) {
-      throw new ResourceExhaustedError(`jsonl is ${jsonl.byteLength} bytes, over limits.max_import_bytes (${this.limits.maxImportBytes})`);
+      throw new LimitExceededError(`jsonl is ${jsonl.byteLength} bytes, over limits.max_import_bytes (${this.limits.maxImportBytes})`, {
+        key: "limits.max_import_bytes",
+        value: this.limits.maxImportBytes,
+      });
     }
     const text = Buffer.from(jsonl.buffer, jsonl.byteOffset, jsonl.byteLength).toString("utf8");
-    if (text.trim() === "") throw new InvalidArgumentError("jsonl is empty: send the content of an OpenClaw session JSONL file");
+    if (text.trim() === "") throw fieldError("jsonl", "is empty: send the content of an OpenClaw session JSONL file");
     const labels = { sessionKey: session.sessionKey, agentId: session.agentId };
     const slices = new TimeSlices();
     if (!isSessionFile(text)) return this.importConversation(session.sessionId, labels, text, slices, counting);
@@ -90,14 +93,17 @@ export class TranscriptImports {
   private async plan(text: string, slices: TimeSlices, counting: CountOptions): Promise<ImportedTranscript> {
     const file = await slices.run(sessionFileSteps(text));
     if (file.entries.length > this.limits.maxSessionEntries) {
-      throw new ResourceExhaustedError(`jsonl has ${file.entries.length} entries, over limits.max_session_entries (${this.limits.maxSessionEntries})`);
+      throw new LimitExceededError(`jsonl has ${file.entries.length} entries, over limits.max_session_entries (${this.limits.maxSessionEntries})`, {
+        key: "limits.max_session_entries",
+        value: this.limits.maxSessionEntries,
+      });
     }
     const branch = await slices.run(activeBranchSteps(file.entries));
     // The view is read in file order; OpenClaw never writes a child before its parent.
     for (let i = 1; i < branch.path.length; i++) {
       if (branch.path[i] < branch.path[i - 1]) {
         const child = file.entries[branch.path[i]];
-        throw new InvalidArgumentError(`jsonl line ${child.line}: entry ${quote(String(child.raw.id))} comes before its parent on the active branch`);
+        throw fieldError("jsonl", `line ${child.line}: entry ${quote(String(child.raw.id))} comes before its parent on the active branch`);
       }
     }
     const onPath = new Set(branch.path);
@@ -148,12 +154,15 @@ export class TranscriptImports {
     try {
       lines = await slices.run(conversationLineSteps(text, "jsonl"));
     } catch (err) {
-      if (err instanceof ConversationLineError) throw new InvalidArgumentError(`jsonl line ${err.line}: ${err.reason}`);
+      if (err instanceof ConversationLineError) throw fieldError("jsonl", `line ${err.line}: ${err.reason}`);
       throw err;
     }
     if (lines.length === 0) throw new InvalidArgumentError('jsonl has no message lines (lines of type "message"): nothing to import');
     if (lines.length > this.limits.maxSessionEntries) {
-      throw new ResourceExhaustedError(`jsonl has ${lines.length} messages, over limits.max_session_entries (${this.limits.maxSessionEntries})`);
+      throw new LimitExceededError(`jsonl has ${lines.length} messages, over limits.max_session_entries (${this.limits.maxSessionEntries})`, {
+        key: "limits.max_session_entries",
+        value: this.limits.maxSessionEntries,
+      });
     }
     const seed: SeedEntry[] = [];
     for (const { line, message } of lines) {

@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from "node:crypto";
-import { InvalidArgumentError } from "../contract/errors.js";
+import { fieldError } from "../contract/errors.js";
 
 /**
  * Page tokens (ListSessions, GetTranscript, HostService.ReadTranscript) are opaque and
@@ -52,11 +52,12 @@ export function encodePageToken(key: PageKey, purpose: string, position: string)
 export function decodePageToken(key: PageKey, purpose: string, token: string, field = "page_token"): string | undefined {
   if (!token) return undefined;
   if (token.length > MAX_TOKEN_CHARS) {
-    throw new InvalidArgumentError(`${field} is ${token.length} characters, longer than any token this server issues (at most ${MAX_TOKEN_CHARS})`);
+    throw fieldError(field, `is ${token.length} characters, longer than any token this server issues (at most ${MAX_TOKEN_CHARS})`);
   }
   const raw = Buffer.from(token, "base64url");
-  const refused = new InvalidArgumentError(
-    `${field} is not a token this server issued to this caller for this call (page tokens are bound to the runtime token and the request)`,
+  const refused = fieldError(
+    field,
+    "is not a token this server issued to this caller for this call (page tokens are bound to the runtime token and the request)",
   );
   if (raw.length < 1 + IV_BYTES + TAG_BYTES || raw[0] !== VERSION) throw refused;
   try {

@@ -1,6 +1,5 @@
-import { AlreadyExistsError, NotFoundError, PermissionDeniedError } from "../contract/errors.js";
+import { PermissionDeniedError, SessionExistsError, SessionNotFoundError } from "../contract/errors.js";
 import type { SessionRef } from "../contract/gen/contextd/v1/types.js";
-import { quote } from "../contract/quote.js";
 import type { ActiveView, SessionRecord, TranscriptStore } from "../store/types.js";
 import type { RuntimeAccess } from "./runtime-access.js";
 import { requireSession } from "./validate.js";
@@ -47,8 +46,8 @@ export interface SessionView {
 export type Resolved<U extends SessionUse> = U extends "view" ? SessionView : AdmittedSession;
 
 /** The one NOT_FOUND of SessionService: a missing session and another agent's look the same. */
-export function sessionNotFound(sessionId: string): NotFoundError {
-  return new NotFoundError(`session ${quote(sessionId)} not found`);
+export function sessionNotFound(sessionId: string): SessionNotFoundError {
+  return new SessionNotFoundError(sessionId);
 }
 
 /**
@@ -84,7 +83,7 @@ export async function resolveSession<U extends SessionUse>(
   if (use === "view") return sessionView(store, access, checked) as Resolved<U>;
   const stored = await store.getSession(checked.sessionId);
   if (use === "existing") return admitExisting(access, checked, stored) as Resolved<U>;
-  if (stored && !access.mayActFor(stored.agentId)) throw new AlreadyExistsError(`session ${quote(checked.sessionId)} already exists`);
+  if (stored && !access.mayActFor(stored.agentId)) throw new SessionExistsError(checked.sessionId);
   if (!stored) {
     if (!access.mayActFor(checked.agentId)) {
       throw new PermissionDeniedError(`${field}.agent_id is required: this runtime token may act only for the agents it names`);

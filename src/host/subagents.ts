@@ -1,4 +1,4 @@
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from "../contract/errors.js";
+import { FailedPreconditionError, fieldError, SessionNotFoundError } from "../contract/errors.js";
 import type * as S from "../contract/gen/contextd/v1/session.js";
 import { Mode, SubagentContextMode, SubagentEndReason } from "../contract/gen/contextd/v1/types.js";
 import type { SeedEntry, TranscriptStore } from "../store/types.js";
@@ -37,11 +37,11 @@ export class Subagents {
     call: HostCall,
     { parent, child }: { parent: AdmittedSession; child: AdmittedSession },
   ): Promise<S.PrepareSubagentSpawnResponse> {
-    if (parent.sessionId === child.sessionId) throw new InvalidArgumentError("child.session_id must differ from parent.session_id");
+    if (parent.sessionId === child.sessionId) throw fieldError("child.session_id", "must differ from parent.session_id");
     const mode = requireEnum(req.contextMode, SubagentContextMode, "context_mode", true);
     const ttlMs = req.ttlMs;
     if (!Number.isSafeInteger(ttlMs) || ttlMs < 0 || ttlMs > MAX_TTL_MS)
-      throw new InvalidArgumentError(`ttl_ms ${String(ttlMs)} is out of range (0 for none, at most ${MAX_TTL_MS})`);
+      throw fieldError("ttl_ms", `${String(ttlMs)} is out of range (0 for none, at most ${MAX_TTL_MS})`);
     const view = await this.host.readView(parent);
     const seed: SeedEntry[] = [];
     if (mode === SubagentContextMode.SUBAGENT_CONTEXT_MODE_FORK) {
@@ -91,7 +91,7 @@ export class Subagents {
       call.access,
       { sessionId: childId, sessionKey: "", agentId: "" },
       record,
-      (id) => new NotFoundError(`rollback_handle names session ${quote(id)}, which does not exist (already rolled back?)`),
+      (id) => new SessionNotFoundError(id, `rollback_handle names session ${quote(id)}, which does not exist (already rolled back?)`),
     );
     if (!record?.parentSessionId) throw new FailedPreconditionError(`session ${quote(childId)} is not a subagent session; rollback removes only those`);
     const selection = this.host.router.select(child);
@@ -146,12 +146,12 @@ function encodeHandle(childId: string, engineHandle: string): string {
 }
 
 function decodeHandle(handle: string): { childId: string; engineHandle: string } {
-  if (!handle) throw new InvalidArgumentError("rollback_handle is required");
+  if (!handle) throw fieldError("rollback_handle", "is required");
   try {
     const parsed = JSON.parse(Buffer.from(handle, "base64url").toString("utf8")) as { c?: unknown; e?: unknown };
     if (typeof parsed.c === "string" && parsed.c && typeof parsed.e === "string") return { childId: parsed.c, engineHandle: parsed.e };
   } catch {
     // fall through
   }
-  throw new InvalidArgumentError("rollback_handle is not a handle this server issued");
+  throw fieldError("rollback_handle", "is not a handle this server issued");
 }

@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from "../contract/errors.js";
+import { fieldError } from "../contract/errors.js";
 import type { TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
 import type { TranscriptStore } from "../store/types.js";
 import { decodePageToken, encodePageToken, HOST_PAGE_KEY, pageSize, type PageKey } from "./page-token.js";
@@ -29,7 +29,7 @@ export async function readTranscriptPage(
   const purpose = `${paging.rpc}\u0000${sessionId}`;
   const position = decodePageToken(paging.key, purpose, pageToken);
   const afterSeq = position === undefined ? 0 : Number(position);
-  if (!Number.isSafeInteger(afterSeq) || afterSeq < 0) throw new InvalidArgumentError("page_token is not a token this server issued");
+  if (!Number.isSafeInteger(afterSeq) || afterSeq < 0) throw fieldError("page_token", "is not a token this server issued");
   const entries = await store.readEntries(sessionId, afterSeq, limit + 1);
   const more = entries.length > limit;
   const page = more ? entries.slice(0, limit) : entries;

@@ -1,6 +1,6 @@
 import { Role, type Message, type SessionRef } from "../contract/gen/contextd/v1/types.js";
 import { encodedSize } from "../contract/received-messages.js";
-import { InvalidArgumentError, ResourceExhaustedError } from "../contract/errors.js";
+import { fieldError, LimitExceededError } from "../contract/errors.js";
 import { ROLE_NAMES } from "../contract/messages.js";
 
 export interface AppendLimits {
@@ -22,16 +22,16 @@ const MAX_DATE_MS = 8.64e15;
  * can tell whether it sent that character or broken bytes.
  */
 export function checkIdText(value: string, field: string): string {
-  if (value.length > MAX_ID_LENGTH) throw new InvalidArgumentError(`${field} is longer than ${MAX_ID_LENGTH} characters (it has ${value.length})`);
-  if (/[\u0000-\u001f\u007f]/.test(value)) throw new InvalidArgumentError(`${field} contains control characters`);
-  if (value.includes("\ufffd")) throw new InvalidArgumentError(`${field} is not valid UTF-8 (or holds U+FFFD, which contextd takes for broken bytes)`);
+  if (value.length > MAX_ID_LENGTH) throw fieldError(field, `is longer than ${MAX_ID_LENGTH} characters (it has ${value.length})`);
+  if (/[\u0000-\u001f\u007f]/.test(value)) throw fieldError(field, "contains control characters");
+  if (value.includes("\ufffd")) throw fieldError(field, "is not valid UTF-8 (or holds U+FFFD, which contextd takes for broken bytes)");
   return value;
 }
 
 /** A session reference must name a session; its id is the key everything else hangs off. */
 export function requireSession(session: SessionRef | undefined, field = "session"): SessionRef {
   const id = session?.sessionId?.trim() ?? "";
-  if (!id) throw new InvalidArgumentError(`${field}.session_id is required`);
+  if (!id) throw fieldError(`${field}.session_id`, "is required");
   checkIdText(id, `${field}.session_id`);
   const sessionKey = checkIdText(session?.sessionKey ?? "", `${field}.session_key`);
   const agentId = checkIdText(session?.agentId ?? "", `${field}.agent_id`);
@@ -49,15 +49,15 @@ export function requireEnum(value: number, values: Record<string, string | numbe
       .filter(([, v]) => typeof v === "number" && v >= 0 && (!required || v !== 0))
       .map(([k]) => k)
       .join(", ");
-  if (required && value === 0) throw new InvalidArgumentError(`${field} is required (${known()})`);
+  if (required && value === 0) throw fieldError(field, `is required (${known()})`);
   if (typeof name !== "string" || name === "UNRECOGNIZED") {
-    throw new InvalidArgumentError(`${field} ${Number.isSafeInteger(value) ? value : "?"} is not a known value (${known()})`);
+    throw fieldError(field, `${Number.isSafeInteger(value) ? value : "?"} is not a known value (${known()})`);
   }
   return value;
 }
 
 export function requireBudget(tokenBudget: number | undefined): number {
-  if (!tokenBudget || tokenBudget <= 0) throw new InvalidArgumentError("token_budget must be greater than 0");
+  if (!tokenBudget || tokenBudget <= 0) throw fieldError("token_budget", "must be greater than 0");
   return tokenBudget;
 }
 
@@ -73,14 +73,14 @@ export function checkIdempotencyKey(key: string | undefined): string {
 export function checkMessageKeys(keys: readonly string[] | undefined, messageCount: number): string[] | undefined {
   if (!keys || keys.length === 0) return undefined;
   if (keys.length !== messageCount) {
-    throw new InvalidArgumentError(`message_keys has ${keys.length} keys for ${messageCount} messages: give one per message ("" for none), or none at all`);
+    throw fieldError("message_keys", `has ${keys.length} keys for ${messageCount} messages: give one per message ("" for none), or none at all`);
   }
   const first = new Map<string, number>();
   keys.forEach((key, i) => {
     checkIdText(key, `message_keys[${i}]`);
     if (key === "") return;
     const j = first.get(key);
-    if (j !== undefined) throw new InvalidArgumentError(`message_keys[${i}] repeats message_keys[${j}] ("${key}")`);
+    if (j !== undefined) throw fieldError(`message_keys[${i}]`, `repeats message_keys[${j}] ("${key}")`);
     first.set(key, i);
   });
   return keys.some((k) => k !== "") ? [...keys] : undefined;
@@ -91,9 +91,12 @@ export function checkMessageKeys(keys: readonly string[] | undefined, messageCou
  * the transcript as it was. Returns each message's encoded size.
  */
 export function validateAppend(messages: Message[], limits: AppendLimits): void {
-  if (messages.length === 0) throw new InvalidArgumentError("messages is empty: append at least one message");
+  if (messages.length === 0) throw fieldError("messages", "is empty: append at least one message");
   if (messages.length > limits.maxMessagesPerAppend) {
-    throw new ResourceExhaustedError(`messages has ${messages.length} messages, over limits.max_messages_per_append (${limits.maxMessagesPerAppend})`);
+    throw new LimitExceededError(`messages has ${messages.length} messages, over limits.max_messages_per_append (${limits.maxMessagesPerAppend})`, {
+      key: "limits.max_messages_per_append",
+      value: limits.maxMessagesPerAppend,
+    });
   }
   messages.forEach((m, i) => validateMessage(m, `messages[${i}]`, limits.maxMessageBytes));
 }
@@ -104,29 +107,32 @@ export function validateMessage(m: Message, field: string, maxBytes: number): vo
   // An assistant message may be empty (a provider error before any output), and so may a tool
   // result; anything else without content is a client bug.
   if (m.content.length === 0 && m.role !== Role.ROLE_ASSISTANT && m.role !== Role.ROLE_TOOL_RESULT) {
-    throw new InvalidArgumentError(`${field}.content is empty: a ${ROLE_NAMES[m.role]} message needs at least one content block`);
+    throw fieldError(`${field}.content`, `is empty: a ${ROLE_NAMES[m.role]} message needs at least one content block`);
   }
   m.content.forEach((block, j) => {
-    if (!block.block) throw new InvalidArgumentError(`${field}.content[${j}] has no block set (text, image, thinking or tool_call)`);
+    if (!block.block) throw fieldError(`${field}.content[${j}]`, "has no block set (text, image, thinking or tool_call)");
     if (block.block.$case === "toolCall" && !block.block.value.id) {
-      throw new InvalidArgumentError(`${field}.content[${j}].tool_call.id is required`);
+      throw fieldError(`${field}.content[${j}].tool_call.id`, "is required");
     }
   });
   if (m.role === Role.ROLE_TOOL_RESULT && !m.toolCallId) {
-    throw new InvalidArgumentError(`${field}.tool_call_id is required for a ROLE_TOOL_RESULT message`);
+    throw fieldError(`${field}.tool_call_id`, "is required for a ROLE_TOOL_RESULT message");
   }
   if (m.role === Role.ROLE_CUSTOM && !m.customType) {
-    throw new InvalidArgumentError(`${field}.custom_type is required for a ROLE_CUSTOM message`);
+    throw fieldError(`${field}.custom_type`, "is required for a ROLE_CUSTOM message");
   }
   // Exports hand details back as JSON (OpenClaw's `details`): text that is not JSON would fail them.
-  if (m.detailsJson && !isJson(m.detailsJson)) throw new InvalidArgumentError(`${field}.details_json is not JSON`);
+  if (m.detailsJson && !isJson(m.detailsJson)) throw fieldError(`${field}.details_json`, "is not JSON");
   // Exports and transcripts print timestamps as dates: one no Date can hold would fail them all later.
   if (Math.abs(m.timestampMs) > MAX_DATE_MS) {
-    throw new InvalidArgumentError(`${field}.timestamp_ms ${m.timestampMs} is out of range (at most ${MAX_DATE_MS} ms from 1970-01-01 either way)`);
+    throw fieldError(`${field}.timestamp_ms`, `${m.timestampMs} is out of range (at most ${MAX_DATE_MS} ms from 1970-01-01 either way)`);
   }
   const bytes = encodedSize(m);
   if (bytes > maxBytes) {
-    throw new ResourceExhaustedError(`${field} is ${bytes} bytes, over limits.max_message_bytes (${maxBytes})`);
+    throw new LimitExceededError(`${field} is ${bytes} bytes, over limits.max_message_bytes (${maxBytes})`, {
+      key: "limits.max_message_bytes",
+      value: maxBytes,
+    });
   }
 }
 

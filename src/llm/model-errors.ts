@@ -1,5 +1,6 @@
 import { status } from "@grpc/grpc-js";
 import { ContextdError } from "../contract/errors.js";
+import { ErrorReason } from "../contract/gen/contextd/v1/errors.js";
 
 /**
  * Why a chat-completions call failed, once its retries are spent. Each is a ContextdError, so
@@ -20,7 +21,7 @@ export abstract class ModelError extends ContextdError {
     /** The last HTTP status, when the endpoint answered. */
     readonly httpStatus?: number,
   ) {
-    super(code, message);
+    super(code, message, { metadata: { attempts, http_status: httpStatus } });
   }
 }
 
@@ -30,6 +31,7 @@ export abstract class ModelError extends ContextdError {
  * key, an unknown model or URL (401, 403, 404, ...) is the host's configuration, FAILED_PRECONDITION.
  */
 export class ModelRejectedError extends ModelError {
+  static override readonly reason = ErrorReason.MODEL_REJECTED;
   readonly failure = "rejected";
   constructor(message: string, attempts: number, httpStatus: number) {
     super(httpStatus === 400 || httpStatus === 413 || httpStatus === 422 ? status.INVALID_ARGUMENT : status.FAILED_PRECONDITION, message, attempts, httpStatus);
@@ -38,6 +40,7 @@ export class ModelRejectedError extends ModelError {
 
 /** 429 on every attempt (or a Retry-After longer than contextd waits). */
 export class ModelRateLimitedError extends ModelError {
+  static override readonly reason = ErrorReason.MODEL_RATE_LIMITED;
   readonly failure = "rate_limited";
   constructor(message: string, attempts: number) {
     super(status.RESOURCE_EXHAUSTED, message, attempts, 429);
@@ -46,6 +49,7 @@ export class ModelRateLimitedError extends ModelError {
 
 /** 5xx, 408 or a network error (refused, reset, DNS) on every attempt. */
 export class ModelUnavailableError extends ModelError {
+  static override readonly reason = ErrorReason.MODEL_UNAVAILABLE;
   readonly failure = "unavailable";
   constructor(message: string, attempts: number, httpStatus?: number) {
     super(status.UNAVAILABLE, message, attempts, httpStatus);
@@ -54,6 +58,7 @@ export class ModelUnavailableError extends ModelError {
 
 /** No answer within the per-request `timeout` (not retried: see chat-completions.ts). */
 export class ModelTimeoutError extends ModelError {
+  static override readonly reason = ErrorReason.MODEL_TIMEOUT;
   readonly failure = "timeout";
   constructor(message: string, attempts: number) {
     super(status.DEADLINE_EXCEEDED, message, attempts);
@@ -62,6 +67,7 @@ export class ModelTimeoutError extends ModelError {
 
 /** A 2xx whose body is not JSON, has no choices, or no text content. */
 export class ModelResponseError extends ModelError {
+  static override readonly reason = ErrorReason.MODEL_BAD_RESPONSE;
   readonly failure = "bad_response";
   constructor(message: string, attempts: number, httpStatus: number) {
     super(status.UNKNOWN, message, attempts, httpStatus);

@@ -1,7 +1,7 @@
 import { status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { PROTOCOL_VERSION } from "../contract/engine-api.js";
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from "../contract/errors.js";
+import { EngineNotRegisteredError, FailedPreconditionError, fieldError } from "../contract/errors.js";
 import type { EngineInfo } from "../contract/gen/contextd/v1/engine.js";
 import {
   EngineEventType,
@@ -57,11 +57,11 @@ export class Admission {
   private async admit(req: RegisterEngineRequest, owner: string): Promise<RegisterEngineResponse> {
     const engineId = req.engineId.trim();
     const endpoint = req.endpoint.trim();
-    if (!engineId) throw new InvalidArgumentError("engine_id is required");
+    if (!engineId) throw fieldError("engine_id", "is required");
     // An engine id is a config key, a metric label and a log field (src/contract/engine-id.ts).
     const idProblem = engineIdProblem(engineId);
-    if (idProblem) throw new InvalidArgumentError(`engine_id ${quote(engineId)} ${idProblem}`);
-    if (!endpoint) throw new InvalidArgumentError("endpoint is required");
+    if (idProblem) throw fieldError("engine_id", `${quote(engineId)} ${idProblem}`);
+    if (!endpoint) throw fieldError("endpoint", "is required");
     const refuse = (refusal: Refusal, message: string, existingOwner = ""): RegisterEngineResponse => {
       this.log.warn({ engineId, owner, endpoint, refusal: Refusal[refusal], reason: message }, "engine registration refused");
       return { ok: false, existingOwner, refusal, message, engine: undefined, protocolVersion: 0 };
@@ -198,7 +198,7 @@ export class Admission {
     if (engineId === LEGACY_ENGINE_ID) throw new FailedPreconditionError(`"${LEGACY_ENGINE_ID}" is built in and cannot be deregistered`);
     return this.registry.locks.run(engineId, async () => {
       const engine = this.registry.get(engineId);
-      if (!engine) throw new NotFoundError(`engine_id "${engineId}" is not registered`);
+      if (!engine) throw new EngineNotRegisteredError(engineId);
       authorize(engine.owner);
       const written = this.registry.beginLocalWrite(engineId);
       try {

@@ -4,6 +4,7 @@ import * as E from "../contract/gen/contextd/v1/engine.js";
 import { CHANNEL_OPTIONS } from "../contract/client-call.js";
 import { withSplicedMessages } from "../contract/encoded-messages.js";
 import { ContextdError, DeadlineExceededError } from "../contract/errors.js";
+import { ErrorReason } from "../contract/gen/contextd/v1/errors.js";
 import type { DialTarget } from "./endpoint-allow-list.js";
 
 const HealthClient = makeGenericClientConstructor(healthService, "Health");
@@ -27,6 +28,7 @@ const DEFAULT_CONNECT_MS = 60_000;
 
 /** No connection to the engine could be made: the engine's failure (quarantine, fallback). */
 export class EngineUnreachableError extends ContextdError {
+  static override readonly reason = ErrorReason.ENGINE_UNREACHABLE;
   constructor(message: string) {
     super(status.UNAVAILABLE, message);
   }

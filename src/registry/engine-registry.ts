@@ -1,7 +1,7 @@
 import type { ContextEngine } from "../contract/engine-api.js";
 import type { EngineInfo } from "../contract/gen/contextd/v1/engine.js";
 import { EngineHealth, type EngineStatus, type QuarantineState } from "../contract/gen/contextd/v1/registry.js";
-import { NotFoundError } from "../contract/errors.js";
+import { EngineNotRegisteredError } from "../contract/errors.js";
 import { CORE_OWNER, LEGACY_ENGINE_ID } from "../contract/engine-id.js";
 import { KeyedLock } from "./keyed-lock.js";
 import type { RemoteEngine } from "./remote-engine.js";
@@ -133,7 +133,7 @@ export class EngineRegistry {
 
   status(id: string): EngineStatus {
     const engine = this.engines.get(id);
-    if (!engine) throw new NotFoundError(`engine_id "${id}" is not registered`);
+    if (!engine) throw new EngineNotRegisteredError(id);
     return toEngineStatus(engine);
   }
 }

@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import type { HostServiceService } from "../contract/gen/contextd/v1/host.js";
 import type { CompactionResult, HostContext } from "../contract/gen/contextd/v1/types.js";
 import { PermissionDeniedError, UnauthenticatedError, UnavailableError } from "../contract/errors.js";
+import { ErrorReason } from "../contract/gen/contextd/v1/errors.js";
 import { quote } from "../contract/quote.js";
 import { callerBinding, checkCaller, type CallerBinding, type HostCaller } from "./caller-binding.js";
 
@@ -61,11 +62,12 @@ export type LostStanding = "quarantined" | "deregistered";
  * answer is discarded, and the runtime is answered by `legacy` (or, strict, this status).
  */
 export class EngineRevokedError extends UnavailableError {
+  static override readonly reason = ErrorReason.ENGINE_REVOKED;
   constructor(
     message: string,
     readonly standing: LostStanding,
   ) {
-    super(message);
+    super(message, { metadata: { standing } });
   }
 }
 

@@ -1,4 +1,4 @@
-import { FailedPreconditionError, InvalidArgumentError, ResourceExhaustedError } from "../contract/errors.js";
+import { FailedPreconditionError, fieldError, ResourceExhaustedError } from "../contract/errors.js";
 import type { RegistryServiceService } from "../contract/gen/contextd/v1/registry.js";
 import type * as R from "../contract/gen/contextd/v1/registry.js";
 import type { RequestContext, StreamSink } from "../contract/request-context.js";
@@ -43,7 +43,7 @@ const stream = <Req, Res>(columns: Columns, handler: (req: Req, ctx: Ctx, sessio
 export function registryService(registry: EngineRegistry, admission: Admission, quarantine: Quarantine, events: EngineEvents): RegistryTable {
   const remoteEngine = (engineId: string) => {
     const id = engineId.trim();
-    if (!id) throw new InvalidArgumentError("engine_id is required");
+    if (!id) throw fieldError("engine_id", "is required");
     if (id === LEGACY_ENGINE_ID) throw new FailedPreconditionError(`"${LEGACY_ENGINE_ID}" is the built-in fallback and cannot be quarantined`);
     registry.status(id); // NOT_FOUND when unknown
     return registry.get(id)!;
@@ -56,7 +56,7 @@ export function registryService(registry: EngineRegistry, admission: Admission, 
     deregisterEngine: rpc(
       { auth: "reader", session: "none", deadline: "call" },
       async (req: R.DeregisterEngineRequest, ctx): Promise<R.DeregisterEngineResponse> => {
-        if (!req.engineId.trim()) throw new InvalidArgumentError("engine_id is required");
+        if (!req.engineId.trim()) throw fieldError("engine_id", "is required");
         const deregistered = await admission.deregister(req, (owner) => ctx.principal.requireOwnerOrOperator(owner));
         return { deregistered };
       },
@@ -65,7 +65,7 @@ export function registryService(registry: EngineRegistry, admission: Admission, 
       engines: registry.list().map(toEngineStatus),
     })),
     getEngine: rpc({ auth: "reader", session: "none", deadline: "call" }, async (req: R.GetEngineRequest): Promise<R.GetEngineResponse> => {
-      if (!req.engineId.trim()) throw new InvalidArgumentError("engine_id is required");
+      if (!req.engineId.trim()) throw fieldError("engine_id", "is required");
       return { engine: registry.status(req.engineId.trim()) };
     }),
     quarantineEngine: rpc(

@@ -1,5 +1,5 @@
 import { LEGACY_ENGINE_ID } from "../contract/engine-id.js";
-import { ContextdError, ContractViolation, DeadlineExceededError, ResourceExhaustedError } from "../contract/errors.js";
+import { ContractViolation, DeadlineExceededError, EngineFailedError, ThrottledError } from "../contract/errors.js";
 import { status } from "@grpc/grpc-js";
 import { Mode, SelectionSource, type SessionRef } from "../contract/gen/contextd/v1/types.js";
 import { Bulkhead } from "./bulkhead.js";
@@ -130,7 +130,7 @@ export class Router {
     const target = selection.target;
     if (selection.mode === Mode.MODE_FALLBACK && this.onFailure(selection.selectedId) === "strict") {
       // A strict slot never answers from another engine, not even while its engine is quarantined.
-      throw new ContextdError(status.UNAVAILABLE, `${selection.fallbackReason} (on_failure: strict, no fallback)`);
+      throw new EngineFailedError(status.UNAVAILABLE, `${selection.fallbackReason} (on_failure: strict, no fallback)`, selection.selectedId);
     }
     if (target.builtin) {
       if (selection.mode === Mode.MODE_FALLBACK) this.fellBack(selection.selectedId, op, selection.fallbackKind ?? "not_registered", selection.fallbackReason);
@@ -143,9 +143,11 @@ export class Router {
         this.settings.overrides[target.id]?.maxConcurrentCalls !== undefined
           ? `engines.overrides.${target.id}.max_concurrent_calls`
           : "engines.max_concurrent_calls";
-      const reason = `engine "${target.id}" is at its concurrency limit (${this.bulkhead.limitOf(target.id)} calls in flight, ${key})`;
+      const limit = this.bulkhead.limitOf(target.id);
+      const reason = `engine "${target.id}" is at its concurrency limit (${limit} calls in flight, ${key})`;
       this.observer.rejected?.(target, op, reason);
-      if (this.onFailure(target.id) === "strict") throw new ResourceExhaustedError(`${reason} (on_failure: strict, no fallback)`);
+      if (this.onFailure(target.id) === "strict")
+        throw new ThrottledError(`${reason} (on_failure: strict, no fallback)`, { key, value: limit }, { engineId: target.id });
       return this.onLegacy(selection, op, caller, fn, validate, reason, "rejected");
     }
     let tried: HostGrant | undefined;
@@ -159,7 +161,8 @@ export class Router {
       // A CancelledError the engine raised while the caller is still there is the engine's failure.
       if (err instanceof CallerDeadlineError || caller.signal?.aborted) throw err;
       if (err instanceof EngineRevokedError) {
-        if (this.onFailure(target.id) === "strict") throw new ContextdError(status.UNAVAILABLE, `${err.message} (on_failure: strict, no fallback)`);
+        if (this.onFailure(target.id) === "strict")
+          throw new EngineFailedError(status.UNAVAILABLE, `${err.message} (on_failure: strict, no fallback)`, target.id);
         const kind = err.standing === "deregistered" ? "not_registered" : "quarantined";
         return { ...(await this.onLegacy(selection, op, caller, fn, validate, err.message, kind)), failedGrant: tried };
       }
@@ -174,7 +177,11 @@ export class Router {
         // What its callbacks already committed stays committed: say so, or the runtime would think nothing happened.
         const landed = tried?.delegatedCompactions.map((d) => d.entryId) ?? [];
         const note = landed.length ? `; its DelegateCompaction had already committed compaction ${landed.join(", ")}` : "";
-        throw new ContextdError(kind === "timeout" ? status.DEADLINE_EXCEEDED : status.UNAVAILABLE, `${reason} (on_failure: strict, no fallback)${note}`);
+        throw new EngineFailedError(
+          kind === "timeout" ? status.DEADLINE_EXCEEDED : status.UNAVAILABLE,
+          `${reason} (on_failure: strict, no fallback)${note}`,
+          target.id,
+        );
       }
       return { ...(await this.onLegacy(selection, op, caller, fn, validate, reason, kind)), failedGrant: tried };
     }

@@ -1,4 +1,4 @@
-import { AlreadyExistsError, InvalidArgumentError } from "../contract/errors.js";
+import { IdempotencyKeyReusedError, InvalidArgumentError } from "../contract/errors.js";
 import type { TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
 import type { IdempotencyKey, IdempotentAppend, KeyedAppend, NewMessage } from "./types.js";
 
@@ -16,10 +16,7 @@ export interface StoredIdempotencyKey {
  */
 export function replayOf(seen: StoredIdempotencyKey, key: IdempotencyKey, sessionId: string): Extract<IdempotentAppend, { replayed: true }> {
   if (seen.request_hash !== key.requestHash) {
-    throw new AlreadyExistsError(
-      `idempotency_key "${key.key}" was already used in session "${sessionId}" for different messages; ` +
-        "a retry must send the same messages, a new request needs a new key",
-    );
+    throw new IdempotencyKeyReusedError(key.key, sessionId);
   }
   return { replayed: true, entryIds: JSON.parse(seen.entry_ids) as string[], tokenCounts: JSON.parse(seen.token_counts) as number[] };
 }

@@ -21,7 +21,7 @@ import grpc
 from contextd import messages
 from contextd.channels import CHANNEL_OPTIONS, TlsConfig, bearer, open_channel
 from contextd.client import DEFAULT_ADDRESS, DEFAULT_TIMEOUT_S, Client
-from contextd.errors import ContextdError
+from contextd.errors import ContextdError, FieldViolation
 from contextd.messages import (
     SUMMARY_METADATA_KEY,
     SUMMARY_METADATA_VALUE,
@@ -35,7 +35,7 @@ from contextd.messages import (
     user,
 )
 from contextd.sessions import SessionLike, session_ref
-from contextd.v1 import session_pb2, types_pb2
+from contextd.v1 import errors_pb2, session_pb2, types_pb2
 
 __version__ = "0.1.0"
 
@@ -50,6 +50,8 @@ CompactionTarget = types_pb2.CompactionTarget
 SelectionSource = types_pb2.SelectionSource
 SubagentContextMode = types_pb2.SubagentContextMode
 SubagentEndReason = types_pb2.SubagentEndReason
+# The stable reasons of ContextdError.reason: `ErrorReason.Value(err.reason)`, `ErrorReason.SESSION_NOT_FOUND`.
+ErrorReason = errors_pb2.ErrorReason
 
 # The messages a runtime builds or reads most.
 Message = types_pb2.Message
@@ -69,6 +71,8 @@ __all__ = [
     "CompactionTarget",
     "ContentBlock",
     "ContextdError",
+    "ErrorReason",
+    "FieldViolation",
     "Message",
     "Mode",
     "PromptAuthority",

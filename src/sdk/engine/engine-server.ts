@@ -1,6 +1,7 @@
-import { Metadata, status, type handleUnaryCall, type sendUnaryData, type ServerUnaryCall, type ServiceError } from "@grpc/grpc-js";
+import { status, type handleUnaryCall, type sendUnaryData, type ServerUnaryCall, type ServiceError } from "@grpc/grpc-js";
 import type { Logger } from "pino";
-import { statusOf } from "../../contract/grpc-status.js";
+import { reasonOfCode } from "../../contract/errors.js";
+import { serviceErrorOf, statusOf, type ErrorStatus } from "../../contract/grpc-status.js";
 import { lazyChild } from "../../contract/lazy-logger.js";
 import { requestIdOf, traceContextOf } from "../../contract/metadata.js";
 import { boundedText } from "../../contract/quote.js";
@@ -52,8 +53,8 @@ interface RpcSpec<Req, Res> {
   finish?: (req: Req, answer: Record<string, unknown>, log: Logger) => Record<string, unknown>;
 }
 
-/** Maps what an engine method threw to the gRPC status its caller gets (contextd's own mapping). */
-export function toStatus(err: unknown, scope?: CallScope): { code: status; details: string } {
+/** Maps what an engine method threw to the gRPC status its caller gets (contextd's own mapping, reason and details included). */
+export function toStatus(err: unknown, scope?: CallScope): ErrorStatus {
   const cause = scope?.cause();
   const answer = statusOf(
     err,
@@ -61,14 +62,14 @@ export function toStatus(err: unknown, scope?: CallScope): { code: status; detai
   );
   // Error text travels in HTTP/2 trailers: one over the peer's header limit (a few kB) loses the
   // whole answer, and the caller waits for its deadline instead of hearing the error.
-  return { code: answer.code, details: boundedText(answer.details, MAX_DETAILS_CHARS) };
+  return { ...answer, details: boundedText(answer.details, MAX_DETAILS_CHARS) };
 }
 
 /** The longest error text an engine sends (escapes and the length note fit in trailers besides). */
 const MAX_DETAILS_CHARS = 1024;
 
 function serviceError(code: status, details: string): Partial<ServiceError> {
-  return { code, details, metadata: new Metadata() };
+  return serviceErrorOf({ code, details, reason: reasonOfCode(code) });
 }
 
 /**
@@ -186,9 +187,9 @@ export function createEngineService(deps: EngineServiceDeps): ContextEngineServi
       // The caller is gone or out of time: answer now (grpc-js drops it when the client already
       // left) and ignore whatever the engine method produces later.
       const onAbort = () => {
-        const { code, details } = toStatus(scope.signal.reason, scope);
-        log.debug({ code: status[code], ms: Math.round(performance.now() - started) }, "call ended by the caller");
-        answer(serviceError(code, details), null);
+        const answered = toStatus(scope.signal.reason, scope);
+        log.debug({ code: status[answered.code], ms: Math.round(performance.now() - started) }, "call ended by the caller");
+        answer(serviceErrorOf(answered), null);
       };
       if (scope.signal.aborted) {
         // The deadline had already passed when the call arrived: do not start the work at all.
@@ -249,10 +250,10 @@ export function createEngineService(deps: EngineServiceDeps): ContextEngineServi
           log.debug({ err }, "error after the call had ended");
           return;
         }
-        const { code, details } = toStatus(err, scope);
-        if (code === status.INTERNAL) log.error({ err }, `${spec.method}() failed`);
-        else log.warn({ code: status[code], reason: details }, `${spec.method}() answered an error`);
-        answer(serviceError(code, details), null);
+        const failed = toStatus(err, scope);
+        if (failed.code === status.INTERNAL) log.error({ err }, `${spec.method}() failed`);
+        else log.warn({ code: status[failed.code], reason: failed.details }, `${spec.method}() answered an error`);
+        answer(serviceErrorOf(failed), null);
       }
     };
   }

@@ -1,5 +1,6 @@
 import { status, type ChannelCredentials, type ServiceError } from "@grpc/grpc-js";
 import { ContextdError } from "../../contract/errors.js";
+import { ErrorReason } from "../../contract/gen/contextd/v1/errors.js";
 import {
   CompleteRequest,
   DelegateCompactionRequest,
@@ -60,12 +61,13 @@ export interface HostClient {
 
 /** A HostService call failed; `code` is the gRPC status the host (or the transport) answered. */
 export class HostCallError extends ContextdError {
+  static override readonly reason = ErrorReason.HOST_CALL_FAILED;
   constructor(
     code: status,
     readonly rpc: string,
     readonly details: string,
   ) {
-    super(code, `HostService.${rpc}: ${details}`);
+    super(code, `HostService.${rpc}: ${details}`, { metadata: { rpc } });
   }
 }
 

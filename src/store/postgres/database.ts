@@ -1,6 +1,6 @@
 import type pg from "pg";
 
-import { UnavailableError } from "../../contract/errors.js";
+import { StoreUnavailableError } from "../../contract/errors.js";
 import { isConnectionError, isRetryableConflict, unavailable } from "./errors.js";
 
 /** A connection statements run on: a pooled client, inside or outside a transaction. */
@@ -139,7 +139,7 @@ export class PgDatabase {
   }
 
   private async connect(): Promise<Conn> {
-    if (this.ended) throw new UnavailableError(`PostgreSQL store at ${this.where} is closed`);
+    if (this.ended) throw new StoreUnavailableError(`PostgreSQL store at ${this.where} is closed`);
     try {
       return await this.pool.connect();
     } catch (err) {

@@ -1,4 +1,4 @@
-import { ContextdError, UnavailableError } from "../../contract/errors.js";
+import { ContextdError, StoreUnavailableError, type UnavailableError } from "../../contract/errors.js";
 
 // Which driver errors mean "PostgreSQL cannot be reached right now" (UNAVAILABLE: the caller may
 // retry, health goes NOT_SERVING) as opposed to a bug in a statement (INTERNAL). Only the first kind
@@ -79,5 +79,5 @@ function causeText(err: Error): string {
  */
 export function unavailable(err: unknown, where: string, outcome?: string): UnavailableError {
   const cause = err instanceof Error ? causeText(err) : String(err);
-  return new UnavailableError(`PostgreSQL store at ${where} is unavailable: ${cause}${outcome ? `; ${outcome}` : ""}`);
+  return new StoreUnavailableError(`PostgreSQL store at ${where} is unavailable: ${cause}${outcome ? `; ${outcome}` : ""}`);
 }

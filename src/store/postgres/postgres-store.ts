@@ -1,4 +1,4 @@
-import { ContextdError, FailedPreconditionError, NotFoundError } from "../../contract/errors.js";
+import { ContextdError, FailedPreconditionError, NotFoundError, SessionNotFoundError } from "../../contract/errors.js";
 import type { QuarantineState } from "../../contract/gen/contextd/v1/registry.js";
 import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import type { RegistrationClaim, RegistryChange, RegistryStore, RegistryWatch, RegistryWatchOptions, StoredRegistration } from "../registry-store.js";
@@ -155,7 +155,7 @@ export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy 
     return this.db.read(async (conn) => {
       const rows = await run<{ payload: Buffer }>(conn, SQL.entriesAfter, [sessionId, after, n]);
       if (rows.length === 0 && (await run(conn, SQL.sessionExists, [sessionId])).length === 0) {
-        throw new NotFoundError(`session ${sessionId} not found`);
+        throw new SessionNotFoundError(sessionId, `session ${sessionId} not found`);
       }
       return rows.map((r) => decodeEntry(r.payload));
     });
@@ -202,7 +202,7 @@ export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy 
     return this.db.read(async (conn) => {
       const rows = await run<{ payload: Buffer; replaced_at_ms: number; reason: string }>(conn, SQL.revisions, [sessionId, entryId]);
       if (rows.length === 0) {
-        if ((await run(conn, SQL.sessionExists, [sessionId])).length === 0) throw new NotFoundError(`session ${sessionId} not found`);
+        if ((await run(conn, SQL.sessionExists, [sessionId])).length === 0) throw new SessionNotFoundError(sessionId, `session ${sessionId} not found`);
         if ((await run(conn, SQL.entryById, [sessionId, entryId])).length === 0) {
           throw new NotFoundError(`entry ${entryId} not found in session ${sessionId}`);
         }
@@ -232,7 +232,7 @@ export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy 
   async setSystemAdditionTokens(sessionId: string, tokens: number): Promise<void> {
     checkTokenCount(tokens, "system addition tokens");
     const changed = await this.db.transaction((conn) => count(conn, SQL.setSystemAdditionTokens, [sessionId, tokens]));
-    if (changed === 0) throw new NotFoundError(`session ${sessionId} not found`);
+    if (changed === 0) throw new SessionNotFoundError(sessionId, `session ${sessionId} not found`);
   }
 
   async ping(): Promise<void> {

@@ -1,4 +1,4 @@
-import { InvalidArgumentError, NotFoundError } from "../../contract/errors.js";
+import { InvalidArgumentError, SessionNotFoundError } from "../../contract/errors.js";
 import { SubagentEndReason } from "../../contract/gen/contextd/v1/types.js";
 import { checkTimeMs, type ExpiredRow, type SubagentStateRow } from "../rows.js";
 import { checkEnd } from "../write-checks.js";
@@ -16,7 +16,7 @@ export async function endSubagentSession(db: PgDatabase, sessionId: string, reas
   return db.transaction(async (conn) => {
     if ((await run(conn, SQL.endSession, [sessionId, atMs, reason])).length > 0) return { ended: true } as const;
     const [state] = await run<SubagentStateRow>(conn, SQL.subagentState, [sessionId]);
-    if (!state) throw new NotFoundError(`session ${sessionId} not found`);
+    if (!state) throw new SessionNotFoundError(sessionId, `session ${sessionId} not found`);
     return { ended: false, endedAtMs: state.ended_at_ms, reason: state.end_reason } as const;
   });
 }

@@ -1,4 +1,4 @@
-import { AlreadyExistsError, ConflictError, InvalidArgumentError, NotFoundError, ResourceExhaustedError } from "../../contract/errors.js";
+import { ConflictError, InvalidArgumentError, LimitExceededError, SessionExistsError, SessionNotFoundError } from "../../contract/errors.js";
 import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import type { EntryRewriteInput, NewMessage, RewriteOutcome, SeedEntry, SessionLabels, SessionRecord } from "../types.js";
 import { run, type Conn, type PgDatabase } from "./database.js";
@@ -56,7 +56,10 @@ export async function appendInTransaction(
   // limit together; a session this call created is rolled back with it.
   const after = row.entry_count + messages.length;
   if (after > maxEntries) {
-    throw new ResourceExhaustedError(`session "${sessionId}" would have ${after} entries, over limits.max_session_entries (${maxEntries})`);
+    throw new LimitExceededError(`session "${sessionId}" would have ${after} entries, over limits.max_session_entries (${maxEntries})`, {
+      key: "limits.max_session_entries",
+      value: maxEntries,
+    });
   }
   const built = messages.map((m, i) => nextMessage(row, newEntryId(), m.message, m.tokenCount, now, i, m.key));
   await insertEntries(
@@ -104,7 +107,7 @@ export async function commitCompaction(
 ): Promise<TranscriptEntry> {
   return db.transaction(async (conn) => {
     const row = await lockSession(conn, sessionId);
-    if (!row) throw new NotFoundError(`session ${sessionId} not found`);
+    if (!row) throw new SessionNotFoundError(sessionId, `session ${sessionId} not found`);
     const expected = expectedLatestCompactionId ?? "";
     if (row.latest_compaction_id !== expected) {
       throw new ConflictError(
@@ -135,7 +138,7 @@ export async function rewriteEntries(db: PgDatabase, sessionId: string, rewrites
   const why = typeof reason === "string" ? reason : "";
   return db.transaction(async (conn) => {
     const row = await lockSession(conn, sessionId);
-    if (!row) throw new NotFoundError(`session ${sessionId} not found`);
+    if (!row) throw new SessionNotFoundError(sessionId, `session ${sessionId} not found`);
     // Every target in one read, then each rewrite is resolved and encoded (in request order, with
     // the SQLite store's checks and messages) before anything is written.
     const ids = rewrites.map((r) => r?.entryId).filter((id): id is string => typeof id === "string" && id !== "");
@@ -183,7 +186,7 @@ export async function insertNewSession(conn: Conn, sessionId: string, labels: Se
   const row = newSessionRow(sessionId, labels, now);
   row.header_json = headerJson;
   const inserted = await run(conn, SQL.insertSession, newSessionParams(row));
-  if (inserted.length === 0) throw new AlreadyExistsError(`session ${sessionId} already exists`);
+  if (inserted.length === 0) throw new SessionExistsError(sessionId, `session ${sessionId} already exists`);
   return row;
 }
 

@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type Database from "better-sqlite3";
 
-import { AlreadyExistsError } from "../../contract/errors.js";
+import { SessionExistsError } from "../../contract/errors.js";
 import type { ImportedTranscript, SessionLabels, SessionRecord } from "../types.js";
 import { importedEntryRow, newSessionRow, noteMessageEntry, toSessionRecord, type EntryRow } from "../rows.js";
 import type { Statements } from "./statements.js";
@@ -40,7 +40,7 @@ export async function importSession(
     rows.push(importedEntryRow({ sessionId, seq: i + 1 }, entry, tokenCount, `entry ${i} (${entry.id})`).row);
   }
   const run = db.transaction((): SessionRecord => {
-    if (stmts.session.get(sessionId)) throw new AlreadyExistsError(`session ${sessionId} already exists`);
+    if (stmts.session.get(sessionId)) throw new SessionExistsError(sessionId, `session ${sessionId} already exists`);
     const now = Date.now();
     const row = newSessionRow(sessionId, labels, now);
     row.header_json = t.headerJson;

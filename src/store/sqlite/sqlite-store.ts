@@ -1,6 +1,6 @@
 import Database from "better-sqlite3";
 
-import { NotFoundError } from "../../contract/errors.js";
+import { SessionNotFoundError } from "../../contract/errors.js";
 import type { QuarantineState } from "../../contract/gen/contextd/v1/registry.js";
 import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import type { RegistrationClaim, RegistryChange, RegistryStore, RegistryWatch, RegistryWatchOptions, StoredRegistration } from "../registry-store.js";
@@ -244,7 +244,7 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   async setSystemAdditionTokens(sessionId: string, tokens: number): Promise<void> {
     checkTokenCount(tokens, "system addition tokens");
     if (this.stmts.setSystemAdditionTokens.run(tokens, sessionId).changes === 0) {
-      throw new NotFoundError(`session ${sessionId} not found`);
+      throw new SessionNotFoundError(sessionId, `session ${sessionId} not found`);
     }
   }
 

@@ -1,6 +1,6 @@
 import type Database from "better-sqlite3";
 
-import { InvalidArgumentError, NotFoundError } from "../../contract/errors.js";
+import { InvalidArgumentError, SessionNotFoundError } from "../../contract/errors.js";
 import { SubagentEndReason } from "../../contract/gen/contextd/v1/types.js";
 import type { ExpiredSubagent, SubagentEnd, SubagentState } from "../types.js";
 import { checkTimeMs } from "../rows.js";
@@ -17,7 +17,7 @@ export function endSubagentSession(db: Database.Database, stmts: Statements, ses
   checkEnd(reason, atMs);
   const run = db.transaction((): SubagentEnd => {
     const state = stmts.subagentState.get(sessionId);
-    if (!state) throw new NotFoundError(`session ${sessionId} not found`);
+    if (!state) throw new SessionNotFoundError(sessionId, `session ${sessionId} not found`);
     if (state.ended_at_ms !== 0) return { ended: false, endedAtMs: state.ended_at_ms, reason: state.end_reason };
     stmts.endSession.run(atMs, reason, sessionId);
     return { ended: true };

@@ -1,4 +1,4 @@
-import { NotFoundError } from "../../contract/errors.js";
+import { NotFoundError, SessionNotFoundError } from "../../contract/errors.js";
 import { Role, type TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import { readWindow } from "../paging.js";
 import type { ActiveTotals, EntryRevision } from "../types.js";
@@ -13,7 +13,7 @@ import type { Statements } from "./statements.js";
 export function readEntries(stmts: Statements, sessionId: string, afterSeq: number, limit: number): TranscriptEntry[] {
   const { after, n } = readWindow(afterSeq, limit);
   const rows = stmts.entriesAfter.all(sessionId, after, n);
-  if (rows.length === 0 && !stmts.session.get(sessionId)) throw new NotFoundError(`session ${sessionId} not found`);
+  if (rows.length === 0 && !stmts.session.get(sessionId)) throw new SessionNotFoundError(sessionId, `session ${sessionId} not found`);
   return rows.map((r) => decodeEntry(r.payload));
 }
 
@@ -40,7 +40,7 @@ export function readActiveTotals(stmts: Statements, sessionId: string): ActiveTo
 export function readEntryRevisions(stmts: Statements, sessionId: string, entryId: string): EntryRevision[] {
   const rows = stmts.revisions.all(sessionId, entryId);
   if (rows.length === 0) {
-    if (!stmts.session.get(sessionId)) throw new NotFoundError(`session ${sessionId} not found`);
+    if (!stmts.session.get(sessionId)) throw new SessionNotFoundError(sessionId, `session ${sessionId} not found`);
     if (!stmts.entryById.get(sessionId, entryId)) throw new NotFoundError(`entry ${entryId} not found in session ${sessionId}`);
   }
   return rows.map(toEntryRevision);

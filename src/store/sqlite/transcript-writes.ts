@@ -1,6 +1,6 @@
 import type Database from "better-sqlite3";
 
-import { AlreadyExistsError, ConflictError, InvalidArgumentError, NotFoundError, ResourceExhaustedError } from "../../contract/errors.js";
+import { ConflictError, InvalidArgumentError, LimitExceededError, SessionExistsError, SessionNotFoundError } from "../../contract/errors.js";
 import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import type { EntryRewriteInput, NewMessage, RewriteOutcome, SeedEntry, SessionLabels, SessionRecord } from "../types.js";
 import { checkTimeMs, compactionEntryRow, messageEntryRow, newEntryId, newSessionRow, noteMessageEntry, toSessionRecord, type SessionRow } from "../rows.js";
@@ -27,7 +27,10 @@ export function appendInTransaction(
   // Checked inside the transaction, so concurrent appends cannot overshoot the limit together.
   const after = (existing?.entry_count ?? 0) + messages.length;
   if (after > maxEntries) {
-    throw new ResourceExhaustedError(`session "${sessionId}" would have ${after} entries, over limits.max_session_entries (${maxEntries})`);
+    throw new LimitExceededError(`session "${sessionId}" would have ${after} entries, over limits.max_session_entries (${maxEntries})`, {
+      key: "limits.max_session_entries",
+      value: maxEntries,
+    });
   }
   const row = existing ?? insertSession(stmts, sessionId, create, now);
   const out = messages.map((m, i) => appendMessage(stmts, row, newEntryId(), m.message, m.tokenCount, now, i, m.key));
@@ -63,7 +66,7 @@ export function createSession(
   checkTimeMs(expiresAtMs, "expiresAtMs");
   const run = db.transaction((): SessionRecord => {
     if (stmts.session.get(sessionId)) {
-      throw new AlreadyExistsError(`session ${sessionId} already exists`);
+      throw new SessionExistsError(sessionId, `session ${sessionId} already exists`);
     }
     const now = Date.now();
     const row = insertSession(stmts, sessionId, labels, now);
@@ -96,7 +99,7 @@ export function commitCompaction(
 ): TranscriptEntry {
   const run = db.transaction((): TranscriptEntry => {
     const row = stmts.session.get(sessionId);
-    if (!row) throw new NotFoundError(`session ${sessionId} not found`);
+    if (!row) throw new SessionNotFoundError(sessionId, `session ${sessionId} not found`);
     const expected = expectedLatestCompactionId ?? "";
     if (row.latest_compaction_id !== expected) {
       throw new ConflictError(
@@ -127,7 +130,7 @@ export function rewriteEntries(db: Database.Database, stmts: Statements, session
   const why = typeof reason === "string" ? reason : "";
   const run = db.transaction((): RewriteOutcome => {
     const row = stmts.session.get(sessionId);
-    if (!row) throw new NotFoundError(`session ${sessionId} not found`);
+    if (!row) throw new SessionNotFoundError(sessionId, `session ${sessionId} not found`);
     // Resolve and encode every rewrite before writing anything.
     const planned = planRewrites(sessionId, rewrites, (id) => stmts.rewriteTarget.get(sessionId, id));
     if (planned.length === 0) return { rewrittenEntries: 0, bytesFreed: 0 };
