@@ -102,14 +102,17 @@ export class TenantLimits {
    * Counts a call of `tenant` in flight (a WatchEngines stream when `watch`), or answers why it is
    * refused. Each admission must be matched by one call of the function it returns.
    */
-  enter(tenant: string, watch: boolean): { release: () => void } | { refusal: string } {
+  enter(tenant: string, watch: boolean): { release: () => void } | { refusal: ThrottledError } {
     const map = watch ? this.watches : this.calls;
     const limit = watch ? this.settings.maxWatchStreams : this.settings.maxCallsInFlight;
     if ((map.get(tenant) ?? 0) >= limit) {
       return {
         refusal: watch
-          ? `${tenant} has ${limit} WatchEngines streams open, its limit (${KEYS.watches})`
-          : `${tenant} has ${limit} calls in flight, its limit (${KEYS.calls}); the call was not processed, retry it with backoff`,
+          ? new ThrottledError(`${tenant} has ${limit} WatchEngines streams open, its limit (${KEYS.watches})`, { key: KEYS.watches, value: limit })
+          : new ThrottledError(`${tenant} has ${limit} calls in flight, its limit (${KEYS.calls}); the call was not processed, retry it with backoff`, {
+              key: KEYS.calls,
+              value: limit,
+            }),
       };
     }
     increment(map, tenant);

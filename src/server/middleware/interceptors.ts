@@ -8,7 +8,7 @@ import type { ContextdMetrics } from "../observability/metrics.js";
 import { SpanKind, type Tracing } from "../observability/tracing.js";
 import { loadShedding, type LoadSheddingDeps } from "./load-shedding.js";
 import { tenantAdmission, type TenantAdmissionDeps } from "./tenant-admission.js";
-import type { CallStep, MethodInfo, Step } from "./step.js";
+import type { CallStep, MethodInfo, Refusal, Step } from "./step.js";
 
 /**
  * The server's middleware chain around every RPC of every service — contextd's three and the
@@ -61,7 +61,7 @@ export function chain(steps: Step[]): ServerInterceptor {
     const m = info;
     const active = steps.map((s) => s(m));
     let ended = false;
-    let refused: Pick<StatusObject, "code" | "details"> | undefined;
+    let refused: Refusal | undefined;
     const end = (s: Pick<StatusObject, "code" | "details">) => {
       if (ended) return;
       ended = true;
@@ -87,7 +87,8 @@ export function chain(steps: Step[]): ServerInterceptor {
           },
           onReceiveMessage: (message: unknown, messageNext: (m: unknown) => void) => {
             // Not passed on: the handler never runs.
-            if (refused) call.sendStatus({ code: refused.code, details: refused.details, metadata: new Metadata() });
+            // Each answer gets its own copy: grpc-js may add to the trailers it sends.
+            if (refused) call.sendStatus({ code: refused.code, details: refused.details, metadata: refused.metadata?.clone() ?? new Metadata() });
             else messageNext(message);
           },
           onCancel: () => end({ code: status.CANCELLED, details: "cancelled by the caller" }),

@@ -1,6 +1,6 @@
-import { status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
-import type { CallStep, MethodInfo, ServedRpc, Step } from "./step.js";
+import { ThrottledError } from "../../contract/errors.js";
+import { refusalOf, type CallStep, type MethodInfo, type ServedRpc, type Step } from "./step.js";
 
 /**
  * Server-level admission (load shedding): at most `limit` calls are worked on at a time, across
@@ -65,10 +65,12 @@ export function loadShedding(deps: LoadSheddingDeps): Step {
   const { limit, logger } = deps;
   const now = deps.now ?? Date.now;
   const exempt: CallStep = {};
-  const refusal = {
-    code: status.RESOURCE_EXHAUSTED,
-    details: `contextd is at its limit of ${limit.limit} concurrent calls (${LIMIT_KEY}); the call was not processed, retry it with backoff`,
-  };
+  const refusal = refusalOf(
+    new ThrottledError(`contextd is at its limit of ${limit.limit} concurrent calls (${LIMIT_KEY}); the call was not processed, retry it with backoff`, {
+      key: LIMIT_KEY,
+      value: limit.limit,
+    }),
+  );
   let shedSinceLog = 0;
   let loggedAt = 0;
   return (m) => {

@@ -1,4 +1,5 @@
 import type { Metadata, StatusObject } from "@grpc/grpc-js";
+import { toServiceError } from "../../contract/grpc-status.js";
 import type { AuthRule, DeadlineClass } from "../../contract/rpc-table.js";
 
 /**
@@ -13,6 +14,15 @@ export interface MethodInfo {
   type: "unary" | "client_stream" | "server_stream" | "bidi_stream";
 }
 
+/** A call refused by a step: its status, and the trailers that carry its reason (error-details.ts). */
+export type Refusal = Pick<StatusObject, "code" | "details"> & { metadata?: Metadata };
+
+/** The refusal of a typed error: its status and its google.rpc.Status trailer, as a handler's error would answer. */
+export function refusalOf(err: Error): Refusal {
+  const e = toServiceError(err);
+  return { code: e.code!, details: e.details!, ...(e.metadata ? { metadata: e.metadata } : {}) };
+}
+
 /** One step's view of one call. Every hook is optional. */
 export interface CallStep {
   /**
@@ -21,7 +31,7 @@ export interface CallStep {
    * the steps after the refusing one never see the metadata) and the handler never runs. The
    * caller hears the status once its request has been read (interceptors.ts `chain` says why).
    */
-  metadata?(md: Metadata): Pick<StatusObject, "code" | "details"> | void;
+  metadata?(md: Metadata): Refusal | void;
   /** The handler sent an answer. */
   message?(m: unknown): void;
   /** The call ended with `s` (the caller's cancellation is CANCELLED). */

@@ -1,6 +1,6 @@
-import { status, type Metadata } from "@grpc/grpc-js";
+import type { Metadata } from "@grpc/grpc-js";
 import type { TenantLimits } from "../../contract/tenant-limits.js";
-import type { CallStep, ServedRpc, Step } from "./step.js";
+import { refusalOf, type CallStep, type ServedRpc, type Step } from "./step.js";
 
 export interface TenantAdmissionDeps {
   limits: TenantLimits;
@@ -30,7 +30,7 @@ export function tenantAdmission(deps: TenantAdmissionDeps): Step {
         const tenant = deps.tenantOf(md);
         if (tenant === undefined) return;
         const entered = deps.limits.enter(tenant, watch);
-        if ("refusal" in entered) return { code: status.RESOURCE_EXHAUSTED, details: entered.refusal };
+        if ("refusal" in entered) return refusalOf(entered.refusal);
         release = entered.release;
       },
       end() {

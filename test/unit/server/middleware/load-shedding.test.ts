@@ -6,6 +6,7 @@
 import { Writable } from "node:stream";
 import { status } from "@grpc/grpc-js";
 import { pino } from "pino";
+import { errorDetails } from "../../../../src/contract/error-details.js";
 import { describe, expect, it } from "vitest";
 import type { MethodInfo } from "../../../../src/server/middleware/step.js";
 import { InFlightLimit, isExempt as isExemptOf, loadShedding } from "../../../../src/server/middleware/load-shedding.js";
@@ -63,7 +64,7 @@ describe("InFlightLimit", () => {
 });
 
 describe("loadShedding", () => {
-  it("refuses calls over the limit with RESOURCE_EXHAUSTED naming the limit and its key, across services", () => {
+  it("refuses calls over the limit with RESOURCE_EXHAUSTED naming the limit and its key, across services, with reason THROTTLED", () => {
     const { limit, step, shed } = setup(2);
     const a = step(APPEND);
     const b = step(REGISTER);
@@ -71,9 +72,13 @@ describe("loadShedding", () => {
     expect(b.metadata!(md)).toBeUndefined();
     const c = step(APPEND);
     const refused = c.metadata!(md);
-    expect(refused).toEqual({
-      code: status.RESOURCE_EXHAUSTED,
-      details: "contextd is at its limit of 2 concurrent calls (server.max_concurrent_calls); the call was not processed, retry it with backoff",
+    const details = "contextd is at its limit of 2 concurrent calls (server.max_concurrent_calls); the call was not processed, retry it with backoff";
+    expect(refused).toMatchObject({ code: status.RESOURCE_EXHAUSTED, details });
+    expect(errorDetails(refused)).toEqual({
+      reason: "THROTTLED",
+      domain: "contextd.dev",
+      metadata: { limit: "server.max_concurrent_calls", limit_value: "2" },
+      fieldViolations: [],
     });
     expect(shed).toEqual(["AppendMessages"]);
     // The refused call's end gives nothing back: it held no slot.

@@ -37,10 +37,10 @@ export const protobufFileName = "contextd/v1/errors.proto";
  * as its status code alone. Names follow `google.api.ErrorReason` (a zero value with the enum's
  * prefix, the others without), as ErrorInfo's own convention is a bare UPPER_SNAKE reason.
  *
- * A status that does not come from contextd's handlers has no details: refusals of the server as a
- * whole (load shedding, a token's calls in flight, answered before the call's handler runs, say
- * RESOURCE_EXHAUSTED with a message only), grpc-js's own errors (a message over the size limit, a
- * deadline that passed in transit), and the standard grpc.health.v1 and reflection services.
+ * Refusals made before a call reaches its handler (load shedding, a token's calls in flight or
+ * WatchEngines streams) carry THROTTLED with the limit's key and value. A status that does not come
+ * from contextd has no details: grpc-js's own errors (a message over the size limit, a deadline that
+ * passed in transit), and the standard grpc.health.v1 and reflection services.
  */
 export enum ErrorReason {
   /** ERROR_REASON_UNSPECIFIED - Never sent: the proto3 default, for a client that decodes a reason it does not know into this enum. */
@@ -135,7 +135,7 @@ export enum ErrorReason {
    */
   LIMIT_EXCEEDED = 104,
   /**
-   * THROTTLED - RESOURCE_EXHAUSTED: the call was not processed because its agent, its token or its engine is at
+   * THROTTLED - RESOURCE_EXHAUSTED: the call was not processed because contextd, its agent, its token or its engine is at
    * a rate or concurrency limit; retry it with backoff. Metadata: `limit` (the configuration key),
    * `limit_value`; `engine_id` when the limit is an engine's; `retry_delay_ms` when contextd knows
    * how long to wait.
