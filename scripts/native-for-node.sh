@@ -14,6 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+[ -d node_modules/better-sqlite3 ] || { echo "native-for-node: no node_modules/better-sqlite3: run npm ci first" >&2; exit 1; }
 target=node_modules/better-sqlite3/build/Release/better_sqlite3.node
 loads() { node -e "new (require('better-sqlite3'))(':memory:').prepare('select 1').get()" >/dev/null 2>&1; }
 version="$(node -p "require('better-sqlite3/package.json').version")"
