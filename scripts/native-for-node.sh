@@ -5,12 +5,16 @@
 #
 # A build for each ABI is kept in node_modules/.cache/better-sqlite3, named for the package's version
 # and the ABI, so that switching between the machine's Node 20 and CI's Node 24 (scripts/with-node24.sh)
-# costs a copy, not a compile (~2 min on 2 cores), after the first time. `npm ci` deletes the cache
+# costs a copy, not a compile (a minute or two on 2 cores), after the first time. `npm ci` deletes the cache
 # with node_modules; a kept build is used only when it loads. The file is replaced by a rename, never
 # overwritten: a process that has the old one loaded keeps its mapping.
 #
 # Builds from source against npm_config_nodedir (the headers; with-node24.sh sets it to Node 24's,
 # npm's config names the machine's), offline: no prebuilt binary is downloaded.
+#
+# `native-for-node.sh --keep`: only keep the build in place if it loads in the node on PATH, change
+# nothing (with-node24.sh runs it with the machine's node before switching, so that the build `npm ci`
+# made is kept rather than compiled again on the way back).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +30,7 @@ if loads; then
   cmp -s "$target" "$kept" 2>/dev/null || keep
   exit 0
 fi
+[ "${1:-}" != --keep ] || exit 0
 if [ -f "$kept" ]; then
   cp "$kept" "$target.tmp.$$" && mv -f "$target.tmp.$$" "$target"
   if loads; then
@@ -33,7 +38,7 @@ if [ -f "$kept" ]; then
     exit 0
   fi
 fi
-echo "better-sqlite3 $version: building for $(node --version) (ABI $abi) against the headers in ${npm_config_nodedir:-the nodedir of npm config}, about 2 min" >&2
+echo "better-sqlite3 $version: building for $(node --version) (ABI $abi) against the headers in ${npm_config_nodedir:-the nodedir of npm config}, a minute or two" >&2
 npm_config_build_from_source=true npm rebuild better-sqlite3 --loglevel=error >&2
 loads || { echo "better-sqlite3 built for $(node --version) does not load" >&2; exit 1; }
 keep

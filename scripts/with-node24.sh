@@ -13,6 +13,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 [ $# -gt 0 ] || { echo "usage: scripts/with-node24.sh COMMAND [ARGS...]" >&2; exit 2; }
 
 node24_dir="$(node "$here/node24.mjs")"
+bash "$here/native-for-node.sh" --keep
 restore() { bash "$here/native-for-node.sh" || echo "with-node24: better-sqlite3 not restored for $(node --version)" >&2; }
 trap restore EXIT
 (
