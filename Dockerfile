@@ -10,7 +10,7 @@
 # mounts the same file over it, so an edit there needs no rebuild.
 
 # ---- build: compile better-sqlite3 and the TypeScript, then drop the dev dependencies ----------------
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 
 # better-sqlite3 is compiled from source (node-gyp): Python, make and a C++ compiler.
 RUN apt-get update \
@@ -48,7 +48,7 @@ RUN npx tsc -p tsconfig.json \
  && test -f dist/src/server/main.js
 
 # ---- runtime ------------------------------------------------------------------------------------------
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 
 # Two glibc malloc arenas instead of one per thread (contextd runs its main thread, a token-counting
 # thread and libuv's pool): ~20-30 MB less resident at thousands of sessions, no throughput cost seen

@@ -3,7 +3,7 @@
  *
  * 1. test/compose/prepare.sh, idempotently: a Docker daemon (started here when none answers) and the
  *    base images the Dockerfiles and docker-compose.yml name — real ones when present, otherwise
- *    look-alikes built from Debian's packages and this machine's Node 20 (no image registry here).
+ *    look-alikes built from Debian's packages and Node 24 from the npm registry (no image registry here).
  * 2. `docker-compose --env-file <generated env> up -d --build`, exactly as docs/deployment.md "Docker
  *    Compose" says (fresh random secrets, the published port moved to a free one on 127.0.0.1), and
  *    all three services healthy by their own healthchecks.

