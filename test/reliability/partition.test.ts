@@ -146,7 +146,10 @@ describe.skipIf(unsupported)("a sidecar engine behind a network partition", () =
     const fallback = await Promise.all([...inFlight, ...intoPartition]);
     for (const r of fallback) {
       expect(r.error, "no call fails in fallback mode").toBeUndefined();
-      expect(r.ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 50); // waited out, not failed fast: a partition is not a death
+      // Waited out, not failed fast (a failed connection answers in a few ms): a partition is not a
+      // death. The slack is the timers' (a deadline timer may fire a few ms before the wall clock
+      // says it is due; 948 ms was seen under load), not the guarantee's.
+      expect(r.ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 100);
       expect(r.ms).toBeLessThan(TIMEOUT_MS + MARGIN_MS);
     }
     for (const r of [fallback[0]!, fallback[1]!, fallback[3]!]) {
