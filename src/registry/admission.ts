@@ -64,7 +64,7 @@ export class Admission {
     if (!endpoint) throw new InvalidArgumentError("endpoint is required");
     const refuse = (refusal: Refusal, message: string, existingOwner = ""): RegisterEngineResponse => {
       this.log.warn({ engineId, owner, endpoint, refusal: Refusal[refusal], reason: message }, "engine registration refused");
-      return { ok: false, existingOwner, refusal, message, engine: undefined, protocolVersion: 0 };
+      return { ok: false, existingOwner, refusal, message, engine: undefined, protocolVersion: 0, instanceId: "" };
     };
 
     if (engineId === LEGACY_ENGINE_ID)
@@ -148,7 +148,15 @@ export class Admission {
     }
     this.log.info({ engineId, owner, endpoint, protocolVersion: version, refreshed: Boolean(existing) }, "engine registered");
     this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_REGISTERED, engine, existing ? "registration refreshed" : "registered");
-    return { ok: true, existingOwner: "", refusal: Refusal.REFUSAL_NONE, message: "registered", engine: toEngineStatus(engine), protocolVersion: version };
+    return {
+      ok: true,
+      existingOwner: "",
+      refusal: Refusal.REFUSAL_NONE,
+      message: "registered",
+      engine: toEngineStatus(engine),
+      protocolVersion: version,
+      instanceId: endpoint,
+    };
   }
 
   /** GetInfo under a short deadline, contract validation, then a health check. */

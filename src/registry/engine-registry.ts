@@ -159,5 +159,23 @@ export function toEngineStatus(e: RegisteredEngine): EngineStatus {
     fallbacksByReason: { ...e.counters.fallbacksByReason },
     timeouts: e.counters.timeouts,
     builtin: e.builtin,
+    instances: e.builtin
+      ? []
+      : [
+          {
+            instanceId: e.endpoint,
+            endpoint: e.endpoint,
+            locality: undefined,
+            health: e.health,
+            quarantine: e.quarantine,
+            registeredAtMs: e.registeredAtMs,
+            outstandingCalls: 0,
+            calls: e.counters.calls,
+            failures: e.counters.failures,
+            timeouts: e.counters.timeouts,
+            version: e.info.version,
+            local: false,
+          },
+        ],
   };
 }

@@ -62,7 +62,15 @@ export function registryHandlers(
       new Promise<void>((resolve, reject) => {
         if (req.includeCurrent) {
           for (const engine of registry.list()) {
-            sink.write({ event: { type: EngineEventType.ENGINE_EVENT_TYPE_REGISTERED, engine: toEngineStatus(engine), atMs: Date.now(), message: "current" } });
+            sink.write({
+              event: {
+                type: EngineEventType.ENGINE_EVENT_TYPE_REGISTERED,
+                engine: toEngineStatus(engine),
+                atMs: Date.now(),
+                message: "current",
+                instanceId: "",
+              },
+            });
           }
         }
         // A watcher that does not read would have every later event held for it in memory: past

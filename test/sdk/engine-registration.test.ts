@@ -65,16 +65,32 @@ class FakeRegistry {
         this.registerCalls.push({ req, auth: auth(call.metadata) });
         const forced = this.behaviour(req, this.registerCalls.length);
         if (forced && "error" in forced) return cb({ code: forced.error, details: forced.details }, null);
-        if (forced) return cb(null, { ok: false, existingOwner: "", refusal: Refusal.REFUSAL_UNSPECIFIED, message: "", protocolVersion: 0, ...forced });
+        if (forced)
+          return cb(null, { ok: false, existingOwner: "", refusal: Refusal.REFUSAL_UNSPECIFIED, message: "", protocolVersion: 0, instanceId: "", ...forced });
         // Admission: dial the endpoint and ask for GetInfo, as contextd does.
         const client = new ContextEngineServiceClient(req.endpoint, credentials.createInsecure());
         client.getInfo(GetInfoRequest.fromPartial({}), new Metadata(), { deadline: Date.now() + 1_000 }, (err, res) => {
           client.close();
           if (err || res.info?.id !== req.engineId) {
-            return cb(null, { ok: false, existingOwner: "", refusal: Refusal.REFUSAL_UNREACHABLE, message: err?.details ?? "bad info", protocolVersion: 0 });
+            return cb(null, {
+              ok: false,
+              existingOwner: "",
+              refusal: Refusal.REFUSAL_UNREACHABLE,
+              message: err?.details ?? "bad info",
+              protocolVersion: 0,
+              instanceId: "",
+            });
           }
           this.engines.set(req.engineId, { owner: req.owner, endpoint: req.endpoint, info: res.info });
-          cb(null, { ok: true, existingOwner: "", refusal: Refusal.REFUSAL_NONE, message: "", protocolVersion: 1, engine: this.status(req.engineId) });
+          cb(null, {
+            ok: true,
+            existingOwner: "",
+            refusal: Refusal.REFUSAL_NONE,
+            message: "",
+            protocolVersion: 1,
+            engine: this.status(req.engineId),
+            instanceId: req.instanceId || req.endpoint,
+          });
         });
       },
       getEngine: (call, cb) => {
