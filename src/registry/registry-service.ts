@@ -1,4 +1,5 @@
-import { FailedPreconditionError, InvalidArgumentError, ResourceExhaustedError } from "../contract/errors.js";
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError, ResourceExhaustedError } from "../contract/errors.js";
+import { quote } from "../contract/quote.js";
 import type { RegistryServiceService } from "../contract/gen/contextd/v1/registry.js";
 import type { Handlers } from "../contract/request-context.js";
 import { LEGACY_ENGINE_ID } from "./legacy-engine.js";
@@ -32,7 +33,14 @@ export function registryHandlers(
     if (!id) throw new InvalidArgumentError("engine_id is required");
     if (id === LEGACY_ENGINE_ID) throw new FailedPreconditionError(`"${LEGACY_ENGINE_ID}" is the built-in fallback and cannot be quarantined`);
     registry.status(id); // NOT_FOUND when unknown
-    return registry.get(id)!;
+    return id;
+  };
+  /** The named instance of a registered engine, or undefined for the engine as a whole. */
+  const instanceOf = (id: string, instanceId: string) => {
+    if (!instanceId.trim()) return undefined;
+    const instance = registry.instance(id, instanceId.trim());
+    if (!instance) throw new NotFoundError(`engine "${id}" has no instance ${quote(instanceId.trim())}`);
+    return instance;
   };
   return {
     // The rule proved req.owner already.
@@ -42,20 +50,25 @@ export function registryHandlers(
       const deregistered = await admission.deregister(req, (owner) => ctx.principal.requireOwnerOrOperator(owner));
       return { deregistered };
     },
-    listEngines: async () => ({ engines: registry.list().map(toEngineStatus) }),
+    listEngines: async () => ({ engines: registry.list().map((e) => toEngineStatus(e, registry.view)) }),
     getEngine: async (req) => {
       if (!req.engineId.trim()) throw new InvalidArgumentError("engine_id is required");
       return { engine: registry.status(req.engineId.trim()) };
     },
     quarantineEngine: async (req) => {
-      const engine = remoteEngine(req.engineId);
-      await quarantine.isolate(engine, "manual", req.reason.trim() || "isolated by an operator", true);
-      return { engine: toEngineStatus(engine) };
+      const id = remoteEngine(req.engineId);
+      const instance = instanceOf(id, req.instanceId);
+      const why = req.reason.trim() || "isolated by an operator";
+      if (instance) await quarantine.isolate(instance, "manual", why, true);
+      else await quarantine.isolateEngine(id, why);
+      return { engine: registry.status(id) };
     },
     clearQuarantine: async (req) => {
-      const engine = remoteEngine(req.engineId);
-      await quarantine.clear(engine, "cleared by an operator");
-      return { engine: toEngineStatus(engine) };
+      const id = remoteEngine(req.engineId);
+      const instance = instanceOf(id, req.instanceId);
+      if (instance) await quarantine.clear(instance, "cleared by an operator");
+      else await quarantine.clearEngine(id, "cleared by an operator");
+      return { engine: registry.status(id) };
     },
     // Events until the caller goes away or the server drains (EngineEvents.closeAll).
     watchEngines: (req, _ctx, sink) =>
@@ -65,7 +78,7 @@ export function registryHandlers(
             sink.write({
               event: {
                 type: EngineEventType.ENGINE_EVENT_TYPE_REGISTERED,
-                engine: toEngineStatus(engine),
+                engine: toEngineStatus(engine, registry.view),
                 atMs: Date.now(),
                 message: "current",
                 instanceId: "",

@@ -125,7 +125,7 @@ export class Router {
     // A request selects once but may call several times (Bootstrap, then Ingest or Assemble): an
     // engine quarantined or replaced since — by this request's own failed Bootstrap, say — is not
     // called again on the old selection.
-    const stale = !selected.target.builtin && (selected.target.quarantine !== undefined || this.registry.get(selected.target.id) !== selected.target);
+    const stale = !selected.target.builtin && (selected.target.quarantine !== undefined || !this.registry.holds(selected.target));
     const selection = stale ? this.select(selected.session) : selected;
     const target = selection.target;
     if (selection.mode === Mode.MODE_FALLBACK && this.onFailure(selection.selectedId) === "strict") {

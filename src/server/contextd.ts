@@ -199,12 +199,14 @@ export class Contextd {
     // An engine quarantined (by an operator, its health, a failure) or deregistered — here or at
     // another replica — loses its standing at once: its live host tokens are refused and its calls
     // in flight are ended and answered by legacy.
+    // One instance's event ends that instance's calls only; its siblings serve on.
     events.subscribe((event) => {
       const id = event.engine?.engineId;
       if (!id) return;
+      const instance = event.instanceId;
       if (event.type === EngineEventType.ENGINE_EVENT_TYPE_QUARANTINED)
-        grants.revokeEngine(id, "quarantined", `engine "${id}" was quarantined (${event.message})`);
-      if (event.type === EngineEventType.ENGINE_EVENT_TYPE_DEREGISTERED) grants.revokeEngine(id, "deregistered", `engine "${id}" was deregistered`);
+        grants.revokeEngine(id, "quarantined", `engine "${id}" was quarantined (${event.message})`, instance);
+      if (event.type === EngineEventType.ENGINE_EVENT_TYPE_DEREGISTERED) grants.revokeEngine(id, "deregistered", `engine "${id}" was deregistered`, instance);
     });
     const router = new Router(
       registry,
