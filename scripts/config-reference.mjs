@@ -68,6 +68,11 @@ export const DESCRIPTIONS = {
     "Replicas on PostgreSQL: how often each re-reads every registration and quarantine record besides LISTEN/NOTIFY (repairs a missed notification).",
   "engines.overrides.<engine>.timeouts.*": "This engine's deadlines, each over `engines.timeouts`.",
   "engines.overrides.<engine>.on_failure": "This engine's failure mode, over `engines.on_failure`.",
+  "engines.locality.replica":
+    "This replica's name: an engine instance registered with the same `locality.replica` (a sidecar in its pod) is local, called first while it is healthy and below its bulkhead ([registry.md](registry.md#instances)).",
+  "engines.locality.node":
+    "This replica's machine; empty: its hostname. Without a `replica` on both sides, an instance registered with the same `locality.node` is local.",
+  "engines.locality.zone": "This replica's zone, shown beside the instances' (not used for routing yet).",
   "engines.overrides.<engine>.max_concurrent_calls": "This engine's bulkhead, over `engines.max_concurrent_calls`.",
   "engines.managed[].id":
     "A sidecar contextd starts itself, restarts with backoff when it exits, and stops on shutdown; this is its engine id (reserved for its `owner`).",

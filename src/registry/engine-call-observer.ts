@@ -45,6 +45,16 @@ export interface EngineFallback {
   reason: string;
 }
 
+/** A call one instance of an engine could not answer, sent to another instance of it. */
+export interface EngineFailover {
+  /** The instance that failed the call (or was at its bulkhead, or lost its standing during it). */
+  engine: RegisteredEngine;
+  /** The instance the call goes to next. */
+  next: RegisteredEngine;
+  op: EngineOperation;
+  reason: string;
+}
+
 /**
  * Everything the router tells about engine calls, in one interface: the registry's counters
  * (EngineStatus), the quarantine, and the server's metrics and tracing each implement the parts
@@ -66,6 +76,8 @@ export interface EngineCallObserver {
   fellBack?(fallback: EngineFallback): void;
   /** A call not sent because the engine is at its concurrency limit: load, not a failure. */
   rejected?(engine: RegisteredEngine, op: EngineOperation, reason: string): void;
+  /** A call sent to another instance of its engine instead of falling back (docs/registry.md, "Instances"). */
+  failedOver?(failover: EngineFailover): void;
 }
 
 export const NO_OBSERVER: EngineCallObserver = {};
@@ -88,5 +100,6 @@ export function observeAll(...observers: Array<EngineCallObserver | undefined>):
     ended: (c) => all.forEach((o) => o.ended?.(c)),
     fellBack: (f) => all.forEach((o) => o.fellBack?.(f)),
     rejected: (e, op, reason) => all.forEach((o) => o.rejected?.(e, op, reason)),
+    failedOver: (f) => all.forEach((o) => o.failedOver?.(f)),
   };
 }

@@ -3,7 +3,15 @@ import { EngineEventType, type QuarantineState } from "../contract/gen/contextd/
 import type { RegistryStore } from "../store/registry-store.js";
 import type { EngineEvents } from "./engine-events.js";
 import type { EngineRegistry, RegisteredEngine } from "./engine-registry.js";
-import { isFailure, type EngineCallEnd, type EngineCallObserver, type EngineFallback, type EngineOperation, type FailureKind } from "./engine-call-observer.js";
+import {
+  isFailure,
+  type EngineCallEnd,
+  type EngineCallObserver,
+  type EngineFailover,
+  type EngineFallback,
+  type EngineOperation,
+  type FailureKind,
+} from "./engine-call-observer.js";
 import { boundedText } from "../contract/quote.js";
 
 /** The longest quarantine reason kept (an engine's error text within it is cut shorter still). */
@@ -48,6 +56,13 @@ export class Quarantine implements EngineCallObserver {
 
   rejected(engine: RegisteredEngine, op: EngineOperation, reason: string): void {
     this.onRejected(engine, op, reason);
+  }
+
+  failedOver({ engine, next, op, reason }: EngineFailover): void {
+    this.log.warn(
+      { engineId: engine.id, instanceId: engine.instanceId, nextInstanceId: next.instanceId, owner: engine.owner, operation: op, reason },
+      "engine instance could not answer; the call went to another instance",
+    );
   }
 
   onEngineFailure(engine: RegisteredEngine, op: EngineOperation, kind: FailureKind, reason: string): void {

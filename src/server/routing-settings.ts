@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import type { EngineOperation } from "../registry/engine-call-observer.js";
 import type { RoutingSettings } from "../registry/router.js";
 import type { ContextdConfig } from "./config.js";
@@ -19,6 +20,7 @@ export function routingSettings(config: ContextdConfig): RoutingSettings {
     onFailure: config.engines.on_failure,
     maxConcurrentCalls: config.engines.max_concurrent_calls,
     fallbackReserveMs: config.engines.fallback_reserve,
+    locality: { ...config.engines.locality, node: config.engines.locality.node || hostname() },
     overrides,
   };
 }

@@ -53,6 +53,7 @@ const DEFAULTS: ContextdConfig = {
     fallback_reserve: 1000,
     answer_limits: { max_bytes: 67108864, base_bytes: 1048576, bytes_per_budget_token: 64 },
     max_concurrent_calls: 64,
+    locality: { replica: "", node: "", zone: "" },
     overrides: {},
     managed: [],
   },
@@ -197,6 +198,7 @@ limits: { max_message_bytes: 1024, max_messages_per_append: 10, max_session_entr
         fallback_reserve: 1000,
         answer_limits: { max_bytes: 67108864, base_bytes: 1048576, bytes_per_budget_token: 64 },
         max_concurrent_calls: 16,
+        locality: { replica: "", node: "", zone: "" },
         overrides: { lossless: { timeouts: { compact: 300000 }, on_failure: "fallback", max_concurrent_calls: 4 }, quiet: { timeouts: {} } },
         managed: [
           { id: "lossless", command: ["node", "engines/lossless/main.js"], owner: "local", env: { PORT: "7001", DEBUG: "true" }, cwd: "/srv" },

@@ -1,0 +1,85 @@
+/**
+ * One engine id served by two sidecar processes over gRPC (docs/registry.md, "Instances"): both
+ * register as instances of the id, both receive calls, and killing one (SIGKILL) makes no call fall
+ * back to legacy — the Assembles it fails go to the other instance, and it alone is quarantined.
+ * The router's choices in detail, in process: test/unit/registry/instances.test.ts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Mode } from "../../src/contract/gen/contextd/v1/types.js";
+import { ContextdClient } from "../../src/sdk/runtime-client.js";
+import { codingSession } from "../fixtures/coding-session.js";
+import { startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
+import { startPythonEngine, type EngineProcess } from "../helpers/engine-process.js";
+import { eventually, registryClient } from "../helpers/registry-client.js";
+
+const ENGINE = "py-window";
+const CONFIG = {
+  slots: { context_engine: ENGINE },
+  engines: {
+    timeouts: { assemble: "800ms", compact: "600ms", ingest: "800ms" },
+    health: { interval: "200ms", timeout: "150ms", unhealthy_threshold: 2 },
+    quarantine: { base_ejection: "1s", max_ejection: "3s" },
+  },
+};
+
+describe("an engine id served by two sidecar instances", () => {
+  let contextd: ContextdProcess;
+  let engines: EngineProcess[] = [];
+  let cx: ContextdClient;
+  let registry: ReturnType<typeof registryClient>;
+  const session = { sessionId: "balanced" };
+
+  beforeAll(async () => {
+    contextd = await startContextd({ config: CONFIG });
+    cx = new ContextdClient({ address: contextd.address, timeoutMs: 30_000 });
+    registry = registryClient(contextd.address);
+    await cx.appendMessages({ session, messages: codingSession({ turns: 4, seed: 5 }).messages });
+    engines = await Promise.all([0, 1].map(() => startPythonEngine({ engineId: ENGINE, registry: contextd.address, owner: "team" })));
+    for (const e of engines) expect((await e.registered).ok).toBe(true);
+  });
+  afterAll(async () => {
+    cx?.close();
+    registry?.close();
+    await Promise.all(engines.map((e) => e.stop().catch(() => undefined)));
+    await contextd?.cleanup();
+  });
+
+  it("holds both as instances of the one engine id, each named by its endpoint", async () => {
+    const status = await registry.get(ENGINE);
+    expect(status.instances.map((i) => i.endpoint).sort()).toEqual(engines.map((e) => e.address).sort());
+    expect(status.instances.map((i) => i.instanceId).sort()).toEqual(engines.map((e) => e.address).sort());
+    expect(status.quarantine).toBeUndefined();
+  });
+
+  it("sends calls to both instances, every answer the engine's (its id, NORMAL)", async () => {
+    for (let i = 0; i < 12; i++) {
+      const res = await cx.assemble({ session, tokenBudget: 16_000 });
+      expect(res).toMatchObject({ engineId: ENGINE, mode: Mode.MODE_NORMAL, fallbackReason: "" });
+    }
+    const status = await registry.get(ENGINE);
+    for (const instance of status.instances) expect(instance.calls).toBeGreaterThan(0);
+    expect(status.fallbacks).toBe(0);
+  });
+
+  it("kill -9 one instance: no call falls back to legacy, and only that instance is quarantined", async () => {
+    const [killed, survivor] = engines;
+    await killed.kill9();
+    for (let i = 0; i < 12; i++) {
+      const res = await cx.assemble({ session, tokenBudget: 16_000 });
+      expect(res).toMatchObject({ engineId: ENGINE, mode: Mode.MODE_NORMAL, fallbackReason: "" });
+    }
+    await eventually(async () => (await registry.get(ENGINE)).instances.find((i) => i.endpoint === killed.address)?.quarantine !== undefined, 10_000);
+    const status = await registry.get(ENGINE);
+    expect(status.fallbacks).toBe(0);
+    expect(status.quarantine).toBeUndefined();
+    expect(status.instances.find((i) => i.endpoint === survivor.address)?.quarantine).toBeUndefined();
+  });
+
+  it("deregistering the dead instance removes it alone; the engine serves on", async () => {
+    const [killed, survivor] = engines;
+    expect(await registry.deregister(ENGINE, undefined, killed.address)).toEqual({ deregistered: true });
+    const status = await registry.get(ENGINE);
+    expect(status.instances.map((i) => i.endpoint)).toEqual([survivor.address]);
+    expect(await cx.assemble({ session, tokenBudget: 16_000 })).toMatchObject({ engineId: ENGINE, mode: Mode.MODE_NORMAL });
+  });
+});
