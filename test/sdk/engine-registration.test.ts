@@ -164,7 +164,16 @@ describe("serveEngine: registration", () => {
     expect(registry.registerCalls).toHaveLength(1);
     const { req, auth } = registry.registerCalls[0];
     expect(auth).toBe("Bearer owner-secret");
-    expect(req).toEqual({ engineId: "acme-engine", owner: "acme", endpoint: engine.endpoint, allowSameOwnerRefresh: true, protocolVersions: [1] });
+    // No instance id: the registry names the instance by its endpoint.
+    expect(req).toEqual({
+      engineId: "acme-engine",
+      owner: "acme",
+      endpoint: engine.endpoint,
+      allowSameOwnerRefresh: true,
+      protocolVersions: [1],
+      instanceId: "",
+      locality: undefined,
+    });
     expect(engine.endpoint).toMatch(/^127\.0\.0\.1:[1-9]\d*$/);
     expect(engine.registration).toMatchObject({ state: "registered", registrations: 1 });
 
@@ -253,7 +262,8 @@ describe("serveEngine: registration", () => {
     const engine = await serve({ registry: address });
     await engine.registered;
     await engine.stop();
-    expect(registry.deregisterCalls).toEqual([{ req: { engineId: "acme-engine" }, auth: "Bearer owner-secret" }]);
+    // Its own instance only (a registry without instances ignores the field, as this one does).
+    expect(registry.deregisterCalls).toEqual([{ req: { engineId: "acme-engine", instanceId: engine.endpoint }, auth: "Bearer owner-secret" }]);
     expect(registry.engines.size).toBe(0);
     expect(engine.registration?.state).toBe("stopped");
     const heartbeats = registry.getEngineCalls.length;

@@ -151,7 +151,12 @@ class Registrar:
         # registration is not ours to remove.
         try:
             res = self._call(self._stub.GetEngine, registry_pb2.GetEngineRequest(engine_id=engine_id), 1.0, True)
-            if res.engine.endpoint and res.engine.endpoint != self.settings.endpoint:
+            if len(res.engine.instances) > 0:
+                # This instance only: the engine's other instances serve on (docs/registry.md, "Instances").
+                if not any(i.endpoint == self.settings.endpoint for i in res.engine.instances):
+                    self._log.info("not deregistering: the registry does not hold this instance")
+                    return
+            elif res.engine.endpoint and res.engine.endpoint != self.settings.endpoint:
                 self._log.info("not deregistering: the registration now points at another instance", extra={"registered_endpoint": res.engine.endpoint})
                 return
         except grpc.RpcError as err:
@@ -160,7 +165,9 @@ class Registrar:
                 return
             # Unknown: deregister anyway (that is what stopping asks for).
         try:
-            self._call(self._stub.DeregisterEngine, registry_pb2.DeregisterEngineRequest(engine_id=engine_id), 2.0, True)
+            # It registered under its endpoint; a contextd without instances ignores the field.
+            request = registry_pb2.DeregisterEngineRequest(engine_id=engine_id, instance_id=self.settings.endpoint)
+            self._call(self._stub.DeregisterEngine, request, 2.0, True)
             self._log.info("deregistered from the registry")
         except grpc.RpcError as err:
             self._log.warning("deregistration failed (ignored)", extra={"code": err.code().name, "reason": err.details()})
