@@ -1,7 +1,8 @@
 /**
  * One engine id served by two sidecar processes over gRPC (docs/registry.md, "Instances"): both
- * register as instances of the id, both receive calls, and killing one (SIGKILL) makes no call fall
- * back to legacy — the Assembles it fails go to the other instance, and it alone is quarantined.
+ * register as instances of the id, both receive calls, and stopping one (SIGSTOP) or killing it
+ * (SIGKILL) makes no call fall back to legacy — the Assembles it fails go to the other instance, and
+ * it alone is quarantined.
  * The router's choices in detail, in process: test/unit/registry/instances.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -59,6 +60,26 @@ describe("an engine id served by two sidecar instances", () => {
     const status = await registry.get(ENGINE);
     for (const instance of status.instances) expect(instance.calls).toBeGreaterThan(0);
     expect(status.fallbacks).toBe(0);
+  });
+
+  it("SIGSTOP one instance: the Assembles it hangs on go to the other at its deadline, none to legacy; SIGCONT brings it back", async () => {
+    const [stopped, running] = engines;
+    const before = (await registry.get(ENGINE)).fallbacks;
+    process.kill(stopped.pid, "SIGSTOP");
+    try {
+      for (let i = 0; i < 6; i++) {
+        const res = await cx.assemble({ session, tokenBudget: 16_000 });
+        expect(res).toMatchObject({ engineId: ENGINE, mode: Mode.MODE_NORMAL, fallbackReason: "" });
+      }
+      const status = await registry.get(ENGINE);
+      expect(status.fallbacks).toBe(before);
+      expect(status.instances.find((i) => i.endpoint === stopped.address)?.quarantine).toBeDefined();
+      expect(status.instances.find((i) => i.endpoint === running.address)?.quarantine).toBeUndefined();
+    } finally {
+      process.kill(stopped.pid, "SIGCONT");
+    }
+    // Released by its own passing health check after the ejection time.
+    await eventually(async () => (await registry.get(ENGINE)).instances.every((i) => i.quarantine === undefined), 15_000);
   });
 
   it("kill -9 one instance: no call falls back to legacy, and only that instance is quarantined", async () => {
