@@ -5,7 +5,9 @@ import type { EngineEvents } from "./engine-events.js";
 import type { EngineRegistry, RegisteredEngine } from "./engine-registry.js";
 import {
   isFailure,
+  PANIC_THRESHOLD,
   type EngineCallEnd,
+  type EngineDegraded,
   type EngineCallObserver,
   type EngineFailover,
   type EngineFallback,
@@ -16,6 +18,9 @@ import { boundedText } from "../contract/quote.js";
 
 /** The longest quarantine reason kept (an engine's error text within it is cut shorter still). */
 const QUARANTINE_REASON_MAX_CHARS = 1024;
+
+/** A degraded engine (too few instances serving) is logged at most this often. */
+const DEGRADED_LOG_INTERVAL_MS = 10_000;
 
 /** Bulkhead rejections of one engine are logged at most this often. */
 const REJECTION_LOG_INTERVAL_MS = 1_000;
@@ -34,6 +39,8 @@ export interface QuarantineSettings {
 export class Quarantine implements EngineCallObserver {
   /** Calls an engine's bulkhead turned away since the last warning about it, per engine. */
   private readonly rejections = new Map<string, { count: number; loggedAtMs: number }>();
+  /** When each degraded engine was last logged as such. */
+  private readonly degradedLoggedAtMs = new Map<string, number>();
   /** Instances whose last record write failed (persistPending writes them again), by engine id. */
   private readonly unpersisted = new Map<string, Set<string>>();
 
@@ -56,6 +63,17 @@ export class Quarantine implements EngineCallObserver {
 
   rejected(engine: RegisteredEngine, op: EngineOperation, reason: string): void {
     this.onRejected(engine, op, reason);
+  }
+
+  /** Logged at most once every DEGRADED_LOG_INTERVAL_MS per engine: every request to it says so. */
+  degraded({ engineId, serving, instances }: EngineDegraded): void {
+    const now = Date.now();
+    if (now - (this.degradedLoggedAtMs.get(engineId) ?? 0) < DEGRADED_LOG_INTERVAL_MS) return;
+    this.degradedLoggedAtMs.set(engineId, now);
+    this.log.warn(
+      { engineId, serving, instances, threshold: PANIC_THRESHOLD },
+      "engine serving with too few instances: the rest are quarantined, and legacy answers once none is left",
+    );
   }
 
   failedOver({ engine, next, op, reason }: EngineFailover): void {

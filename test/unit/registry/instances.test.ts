@@ -188,6 +188,21 @@ describe("Instances: ejection one at a time, failover before fallback", () => {
     expect(heard.fallbacks.map((x) => x.kind)).toEqual(["error"]);
   });
 
+  it("says so in the log, once a while, when fewer than half of an engine's instances serve (the panic threshold)", async () => {
+    const { ia, ib, router, assemble } = setup();
+    addSidecar(f.registry, new ScriptedEngine("e1"), "team-a", { endpoint: "10.0.0.3:7000" });
+    const degraded = () => f.lines.filter((l) => l.msg?.toString().startsWith("engine serving with too few instances"));
+    await f.quarantine.isolate(ia, "manual", "drain a", true);
+    await assemble();
+    expect(degraded()).toEqual([]); // two of three serve
+    await f.quarantine.isolate(ib, "manual", "drain b", true);
+    for (let i = 0; i < 3; i++) expect(await assemble()).toMatchObject({ engineId: "e1", mode: Mode.MODE_NORMAL });
+    expect(degraded()).toMatchObject([{ engineId: "e1", serving: 1, instances: 3, threshold: 0.5 }]);
+    vi.setSystemTime(T0 + 10_000);
+    router.select(SESSION);
+    expect(degraded()).toHaveLength(2);
+  });
+
   it("falls back only when every instance is quarantined, and says so", async () => {
     const { ia, ib, router, heard, assemble } = setup();
     await f.quarantine.isolate(ia, "manual", "drain a", true);
