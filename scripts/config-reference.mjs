@@ -52,7 +52,9 @@ export const DESCRIPTIONS = {
     "Deadline of each engine call by operation, capped by what is left of the runtime's own deadline. With the `openai` summarizer keep `assemble` above its `timeout`: auto-compaction runs inside Assemble.",
   "engines.health.interval": "How often every sidecar's grpc.health.v1 is checked.",
   "engines.health.timeout": "Deadline of one check (at most `interval`).",
-  "engines.health.unhealthy_threshold": "Failed checks in a row that quarantine an engine.",
+  "engines.health.unhealthy_threshold": "Failed checks in a row that quarantine an engine (an instance of it).",
+  "engines.health.remove_after":
+    "An instance whose checks have failed this long while its engine has other instances is removed, as if it had deregistered (a sidecar that is alive registers again at its next heartbeat). An engine's last instance is never removed ([registry.md](registry.md#instances)).",
   "engines.quarantine.base_ejection": "A quarantine lasts `base_ejection` × the engine's consecutive ejections …",
   "engines.quarantine.max_ejection": "… at most this; then a passing health check releases it.",
   "engines.on_failure": "When an engine fails: `fallback` answers from `legacy` (`MODE_FALLBACK`); `strict` fails the call instead.",

@@ -244,6 +244,29 @@ export class Admission {
     });
   }
 
+  /**
+   * Removes an instance that died (the health monitor's verdict) unless it is its engine's last: as a
+   * deregistration, but only of the registration it was — one refreshed meanwhile (here or at
+   * another replica) is alive.
+   */
+  async expire(instance: RegisteredEngine, why: string): Promise<void> {
+    const engineId = instance.id;
+    await this.registry.locks.run(engineId, async () => {
+      if (!this.registry.holds(instance) || this.registry.instances(engineId).length < 2) return;
+      const written = this.registry.beginLocalWrite(engineId);
+      try {
+        this.registry.delete(engineId, instance.instanceId);
+        instance.remote?.close();
+        const removed = await this.store.deleteRegistration(engineId, instance.instanceId, { registeredAtMs: instance.registeredAtMs });
+        if (removed) await this.store.clearQuarantine(engineId, instance.instanceId);
+      } finally {
+        written();
+      }
+      this.log.warn({ engineId, instanceId: instance.instanceId, owner: instance.owner, reason: why }, "engine instance removed: it is dead");
+      this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_DEREGISTERED, instance, `removed: ${why}`);
+    });
+  }
+
   /** Restores persisted registrations at start; health is UNKNOWN until the first check. */
   async restore(): Promise<void> {
     for (const r of await this.store.listRegistrations()) {

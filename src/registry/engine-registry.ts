@@ -59,6 +59,8 @@ export interface RegisteredEngine {
   remote?: RemoteEngine;
   /** Failed health checks in a row. */
   healthFailures: number;
+  /** When its health checks began failing (unset while they pass): how long it has been unreachable. */
+  unhealthySinceMs?: number;
   /** Consecutive ejections; the next quarantine lasts base_ejection × (ejections + 1). */
   ejections: number;
   /** Its engine's instances while it is one of them (EngineRegistry.set): what its status shows. */

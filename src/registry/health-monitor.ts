@@ -8,7 +8,12 @@ export interface HealthSettings {
   intervalMs: number;
   timeoutMs: number;
   unhealthyThreshold: number;
+  /** An instance failing its checks this long, while its engine has others, is removed (none: never). */
+  removeAfterMs?: number;
 }
+
+/** Removes an instance that died (Admission.expire). */
+export type RemoveInstance = (instance: RegisteredEngine, why: string) => Promise<void>;
 
 /**
  * Checks every instance of every registered sidecar with grpc.health.v1 on an interval, each check
@@ -30,6 +35,7 @@ export class HealthMonitor {
     private readonly events: EngineEvents,
     private readonly settings: HealthSettings,
     private readonly log: Logger,
+    private readonly remove: RemoveInstance = async () => {},
   ) {}
 
   start(): void {
@@ -76,14 +82,31 @@ export class HealthMonitor {
     }
     if (answer === "SERVING") {
       engine.healthFailures = 0;
+      engine.unhealthySinceMs = undefined;
       await this.quarantine.releaseIfDue(engine);
       return;
     }
     engine.healthFailures++;
+    engine.unhealthySinceMs ??= Date.now();
     this.log.debug({ engineId: engine.id, instanceId: engine.instanceId, answer, failures: engine.healthFailures }, "health check failed");
     if (!engine.quarantine && engine.healthFailures >= this.settings.unhealthyThreshold) {
       await this.quarantine.isolate(engine, "health", `health check failed ${engine.healthFailures} times in a row (${answer})`, false);
     }
+    await this.removeIfDead(engine, answer);
+  }
+
+  /**
+   * An instance that has failed its checks for `remove_after` while its engine has other instances
+   * is dead: it is removed, as if it had deregistered (docs/registry.md, "Instances"). The engine's
+   * last instance stays, quarantined, as a lone engine always has: its id stays held and its
+   * fallbacks say "quarantined".
+   */
+  private async removeIfDead(engine: RegisteredEngine, answer: string): Promise<void> {
+    const after = this.settings.removeAfterMs;
+    if (after === undefined || engine.unhealthySinceMs === undefined) return;
+    const forMs = Date.now() - engine.unhealthySinceMs;
+    if (forMs < after || this.registry.instances(engine.id).length < 2) return;
+    await this.remove(engine, `health checks failing for ${Math.round(forMs / 1000)} s (${answer})`);
   }
 
   /** Not waiting for the threshold: the engine is not dialled at all while this holds. */

@@ -165,8 +165,10 @@ export class Contextd {
       registry,
       quarantine,
       events,
-      { intervalMs: e.health.interval, timeoutMs: e.health.timeout, unhealthyThreshold: e.health.unhealthy_threshold },
+      { intervalMs: e.health.interval, timeoutMs: e.health.timeout, unhealthyThreshold: e.health.unhealthy_threshold, removeAfterMs: e.health.remove_after },
       logger,
+      // Admission removes it (admission is built below; nothing is checked before start).
+      (instance, why) => admission.expire(instance, why),
     );
     const allowList = new EndpointAllowList(e.allow_endpoints);
     const answers = e.answer_limits;

@@ -35,7 +35,12 @@ export const engines = z.strictObject({
     ),
   timeouts: timeouts.prefault({}),
   health: z
-    .strictObject({ interval: duration().prefault("5s"), timeout: duration().prefault("1s"), unhealthy_threshold: int(1).prefault(2) })
+    .strictObject({
+      interval: duration().prefault("5s"),
+      timeout: duration().prefault("1s"),
+      unhealthy_threshold: int(1).prefault(2),
+      remove_after: duration().prefault("1m"),
+    })
     .superRefine((v, ctx) => {
       if (v.timeout > v.interval)
         ctx.addIssue({

@@ -22,9 +22,11 @@ export interface RegistryStore {
   claimRegistration(registration: StoredRegistration, options: { refresh: boolean }): Promise<RegistrationClaim>;
   /**
    * Removes one instance of `engineId` (`instanceId`), or the engine and every instance (none):
-   * the engine row goes with its last instance. False when there was nothing to remove.
+   * the engine row goes with its last instance. False when there was nothing to remove. With
+   * `registeredAtMs`, the instance only while its row is that registration (not one refreshed since
+   * at another replica).
    */
-  deleteRegistration(engineId: string, instanceId?: string): Promise<boolean>;
+  deleteRegistration(engineId: string, instanceId?: string, options?: { registeredAtMs?: number }): Promise<boolean>;
   /** Every instance of every engine, by engine id then instance id. */
   listRegistrations(): Promise<StoredRegistration[]>;
 

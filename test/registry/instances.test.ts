@@ -18,7 +18,7 @@ const CONFIG = {
   slots: { context_engine: ENGINE },
   engines: {
     timeouts: { assemble: "800ms", compact: "600ms", ingest: "800ms" },
-    health: { interval: "200ms", timeout: "150ms", unhealthy_threshold: 2 },
+    health: { interval: "200ms", timeout: "150ms", unhealthy_threshold: 2, remove_after: "3s" },
     quarantine: { base_ejection: "1s", max_ejection: "3s" },
   },
 };
@@ -96,9 +96,9 @@ describe("an engine id served by two sidecar instances", () => {
     expect(status.instances.find((i) => i.endpoint === survivor.address)?.quarantine).toBeUndefined();
   });
 
-  it("deregistering the dead instance removes it alone; the engine serves on", async () => {
-    const [killed, survivor] = engines;
-    expect(await registry.deregister(ENGINE, undefined, killed.address)).toEqual({ deregistered: true });
+  it("the dead instance is removed once its checks have failed for remove_after; the engine serves on", async () => {
+    const [, survivor] = engines;
+    await eventually(async () => (await registry.get(ENGINE)).instances.length === 1, 15_000);
     const status = await registry.get(ENGINE);
     expect(status.instances.map((i) => i.endpoint)).toEqual([survivor.address]);
     expect(await cx.assemble({ session, tokenBudget: 16_000 })).toMatchObject({ engineId: ENGINE, mode: Mode.MODE_NORMAL });

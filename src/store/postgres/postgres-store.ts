@@ -250,8 +250,8 @@ export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy 
     return registry.claimRegistration(this.db, registration, options.refresh);
   }
 
-  async deleteRegistration(engineId: string, instanceId?: string): Promise<boolean> {
-    return registry.deleteRegistration(this.db, engineId, instanceId);
+  async deleteRegistration(engineId: string, instanceId?: string, options: { registeredAtMs?: number } = {}): Promise<boolean> {
+    return registry.deleteRegistration(this.db, engineId, instanceId, options.registeredAtMs);
   }
 
   async listRegistrations(): Promise<StoredRegistration[]> {

@@ -70,7 +70,7 @@ async function holderOf(conn: Conn, held: RegistrationRow): Promise<StoredRegist
   return toStoredRegistration(latest ? { ...latest, owner: held.owner } : engineRowAsInstance(held));
 }
 
-export async function deleteRegistration(db: PgDatabase, engineId: string, instanceId?: string): Promise<boolean> {
+export async function deleteRegistration(db: PgDatabase, engineId: string, instanceId?: string, registeredAtMs?: number): Promise<boolean> {
   return db.transaction(async (conn) => {
     const [held] = await run<RegistrationRow>(conn, SQL.registration, [engineId]);
     let deleted: boolean;
@@ -78,6 +78,12 @@ export async function deleteRegistration(db: PgDatabase, engineId: string, insta
       await run(conn, SQL.deleteInstances, [engineId]);
       deleted = held !== undefined && (await count(conn, SQL.deleteRegistration, [engineId])) > 0;
     } else if (!held) {
+      deleted = false;
+    } else if (
+      registeredAtMs !== undefined &&
+      Number((await run<InstanceRow>(conn, SQL.instance, [engineId, instanceId]))[0]?.registered_at_ms) !== registeredAtMs
+    ) {
+      // Refreshed since (at another replica): not the registration the caller means to remove.
       deleted = false;
     } else {
       const removed = (await count(conn, SQL.deleteInstance, [engineId, instanceId])) > 0;

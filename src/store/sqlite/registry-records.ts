@@ -31,7 +31,7 @@ function holderOf(stmts: Statements, held: { engine_id: string; owner: string } 
   return toStoredRegistration(latest ? { ...latest, owner: held.owner } : engineRowAsInstance(held));
 }
 
-export function deleteRegistration(db: Database.Database, stmts: Statements, engineId: string, instanceId?: string): boolean {
+export function deleteRegistration(db: Database.Database, stmts: Statements, engineId: string, instanceId?: string, registeredAtMs?: number): boolean {
   const remove = db.transaction((): boolean => {
     const held = stmts.registration.get(engineId);
     if (instanceId === undefined) {
@@ -39,6 +39,7 @@ export function deleteRegistration(db: Database.Database, stmts: Statements, eng
       return held !== undefined && stmts.deleteRegistration.run(engineId).changes > 0;
     }
     if (!held) return false;
+    if (registeredAtMs !== undefined && stmts.instance.get(engineId, instanceId)?.registered_at_ms !== registeredAtMs) return false;
     const removed = stmts.deleteInstance.run(engineId, instanceId).changes > 0;
     const latest = stmts.latestInstance.get(engineId);
     // The engine row alone is the instance named by its endpoint (written before instances).

@@ -263,8 +263,8 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
     return registry.claimRegistration(this.db, this.stmts, registration, options.refresh);
   }
 
-  async deleteRegistration(engineId: string, instanceId?: string): Promise<boolean> {
-    return registry.deleteRegistration(this.db, this.stmts, engineId, instanceId);
+  async deleteRegistration(engineId: string, instanceId?: string, options: { registeredAtMs?: number } = {}): Promise<boolean> {
+    return registry.deleteRegistration(this.db, this.stmts, engineId, instanceId, options.registeredAtMs);
   }
 
   async listRegistrations(): Promise<StoredRegistration[]> {

@@ -109,7 +109,10 @@ export function describeRegistry(stores: Stores): void {
       expect((await store.listInstanceQuarantines()).size).toBe(0);
       expect((await store.listQuarantines()).has("alpha")).toBe(true);
 
-      expect(await store.deleteRegistration("alpha", "pod-1")).toBe(true);
+      // Removing a dead instance's registration spares one refreshed since.
+      expect(await store.deleteRegistration("alpha", "pod-1", { registeredAtMs: i1.registeredAtMs })).toBe(false);
+      expect(await store.listRegistrations()).toEqual([i1b, i2]);
+      expect(await store.deleteRegistration("alpha", "pod-1", { registeredAtMs: i1b.registeredAtMs })).toBe(true);
       expect(await store.deleteRegistration("alpha", "pod-1")).toBe(false);
       expect(await store.listRegistrations()).toEqual([i2]);
       expect(await store.deleteRegistration("alpha", "pod-2")).toBe(true);

@@ -47,7 +47,7 @@ const DEFAULTS: ContextdConfig = {
   engines: {
     allow_endpoints: ["127.0.0.1", "localhost", "::1"],
     timeouts: { ingest: 5000, assemble: 10000, compact: 180000, after_turn: 30000, maintain: 60000, bootstrap: 60000, subagent: 10000 },
-    health: { interval: 5000, timeout: 1000, unhealthy_threshold: 2 },
+    health: { interval: 5000, timeout: 1000, unhealthy_threshold: 2, remove_after: 60000 },
     quarantine: { base_ejection: 30000, max_ejection: 300000 },
     on_failure: "fallback",
     fallback_reserve: 1000,
@@ -192,7 +192,7 @@ limits: { max_message_bytes: 1024, max_messages_per_append: 10, max_session_entr
       engines: {
         allow_endpoints: ["10.0.0.0/8"],
         timeouts: { ingest: 500, assemble: 2000, compact: 180000, after_turn: 90000, maintain: 3600000, bootstrap: 1500, subagent: 10000 },
-        health: { interval: 10000, timeout: 2000, unhealthy_threshold: 5 },
+        health: { interval: 10000, timeout: 2000, unhealthy_threshold: 5, remove_after: 60000 },
         quarantine: { base_ejection: 60000, max_ejection: 60000 },
         on_failure: "strict",
         fallback_reserve: 1000,
