@@ -10,7 +10,7 @@ import { Mode } from "../../src/contract/gen/contextd/v1/types.js";
 import { ContextdClient } from "../../src/sdk/runtime-client.js";
 import { codingSession } from "../fixtures/coding-session.js";
 import { startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
-import { startPythonEngine, type EngineProcess } from "../helpers/engine-process.js";
+import { startPythonEngine, startTsEngine, type EngineProcess } from "../helpers/engine-process.js";
 import { eventually, registryClient } from "../helpers/registry-client.js";
 
 const ENGINE = "py-window";
@@ -102,5 +102,23 @@ describe("an engine id served by two sidecar instances", () => {
     const status = await registry.get(ENGINE);
     expect(status.instances.map((i) => i.endpoint)).toEqual([survivor.address]);
     expect(await cx.assemble({ session, tokenBudget: 16_000 })).toMatchObject({ engineId: ENGINE, mode: Mode.MODE_NORMAL });
+  });
+
+  it("an SDK engine naming its instance and locality is registered as such, and stopping removes that instance alone", async () => {
+    const [, survivor] = engines;
+    const named = await startTsEngine({
+      engineId: ENGINE,
+      registry: contextd.address,
+      owner: "team",
+      env: { CONTEXTD_ENGINE_INSTANCE_ID: "pod-a", CONTEXTD_ENGINE_REPLICA: "replica-1", CONTEXTD_ENGINE_ZONE: "z1" },
+    });
+    try {
+      expect(await named.registered).toMatchObject({ ok: true });
+      const added = (await registry.get(ENGINE)).instances.find((i) => i.instanceId === "pod-a");
+      expect(added).toMatchObject({ endpoint: named.address, locality: { replica: "replica-1", zone: "z1", node: "" } });
+    } finally {
+      await named.stop();
+    }
+    expect((await registry.get(ENGINE)).instances.map((i) => i.endpoint)).toEqual([survivor.address]);
   });
 });

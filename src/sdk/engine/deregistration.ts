@@ -10,13 +10,19 @@ import type { RegistryConnection } from "./registry-connection.js";
  * empty), the registration, unless it now points at another instance. Failures are logged, not
  * thrown: the engine is shutting down either way.
  */
-export async function deregisterEngine(registry: RegistryConnection, engineId: string, endpoint: string, log: Logger): Promise<void> {
+export async function deregisterEngine(
+  registry: RegistryConnection,
+  engineId: string,
+  endpoint: string,
+  log: Logger,
+  instanceId: string = endpoint,
+): Promise<void> {
   // A newer instance of this engine may have replaced us (allow_same_owner_refresh): then the
   // registration is not ours to remove.
   try {
     const res = await registry.call(registry.client.getEngine, GetEngineRequest.fromPartial({ engineId }), 1_000, true);
     if (res.engine && res.engine.instances.length > 0) {
-      if (!res.engine.instances.some((i) => i.endpoint === endpoint)) {
+      if (!res.engine.instances.some((i) => i.instanceId === instanceId)) {
         log.info("not deregistering: the registry does not hold this instance");
         return;
       }
@@ -29,9 +35,9 @@ export async function deregisterEngine(registry: RegistryConnection, engineId: s
     // Unknown: deregister anyway (that is what stop asked for).
   }
   try {
-    // This instance only (it registered under its endpoint); a contextd without instances ignores
-    // the field and removes the registration, which was checked to be this one.
-    await registry.call(registry.client.deregisterEngine, DeregisterEngineRequest.fromPartial({ engineId, instanceId: endpoint }), 2_000, true);
+    // This instance only; a contextd without instances ignores the field and removes the
+    // registration, which was checked to be this one.
+    await registry.call(registry.client.deregisterEngine, DeregisterEngineRequest.fromPartial({ engineId, instanceId }), 2_000, true);
     log.info("deregistered from the registry");
   } catch (err) {
     const code = codeOf(err);

@@ -37,6 +37,8 @@ export class HeartbeatWatch {
     private readonly log: Logger,
     private readonly engineId: string,
     private readonly endpoint: string,
+    /** As the registry names this instance (its endpoint unless it named itself). */
+    private readonly instanceId: string = endpoint,
   ) {}
 
   /** The engine (re)registered: an outage, failure or takeover seen before is over. A quarantine is not. */
@@ -55,7 +57,7 @@ export class HeartbeatWatch {
     // A contextd with instances lists them: this instance is intact while it is among them, and
     // registering again when it is not displaces nobody (docs/registry.md, "Instances").
     if (engine.instances.length > 0) {
-      const mine = engine.instances.find((i) => i.endpoint === this.endpoint);
+      const mine = engine.instances.find((i) => i.instanceId === this.instanceId);
       if (!mine) {
         this.log.warn(`the registry no longer has this instance of ${this.engineId}; registering again`);
         this.heldBy = "";

@@ -46,10 +46,12 @@ TRANSIENT = frozenset(
 
 
 class HeartbeatWatch:
-    def __init__(self, log: EngineLogger, engine_id: str, endpoint: str) -> None:
+    def __init__(self, log: EngineLogger, engine_id: str, endpoint: str, instance_id: str = "") -> None:
         self._log = log
         self._engine_id = engine_id
         self._endpoint = endpoint
+        #: As the registry names this instance: its endpoint unless it named itself.
+        self._instance_id = instance_id or endpoint
         self._registry_down = False
         self._problem = ""
         self._last_quarantine = ""
@@ -73,7 +75,7 @@ class HeartbeatWatch:
         # A contextd with instances lists them: registering again when this one is not among them
         # displaces nobody (docs/registry.md, "Instances").
         if len(engine.instances) > 0:
-            mine = next((i for i in engine.instances if i.endpoint == self._endpoint), None)
+            mine = next((i for i in engine.instances if i.instance_id == self._instance_id), None)
             if mine is None:
                 self._log.warning(f"the registry no longer has this instance of {self._engine_id}; registering again")
                 self._held_by = ""
