@@ -216,7 +216,13 @@ export class Contextd {
       grants,
       observeAll(engineCounters, quarantine, bare ? undefined : engineCallMetrics(metrics, tracing)),
     );
-    metrics.watchEngines(() => registry.list().map((r) => ({ id: r.id, quarantined: r.quarantine !== undefined, health: HEALTH_VALUE[r.health] ?? -1 })));
+    // Per engine, as EngineStatus says: quarantined when no instance is free, the best instance's health.
+    metrics.watchEngines(() =>
+      registry.list().map((r) => {
+        const s = registry.status(r.id);
+        return { id: r.id, quarantined: s.quarantine !== undefined, health: HEALTH_VALUE[s.health] ?? -1 };
+      }),
+    );
 
     // Host: sessions and engine callbacks.
     const observer = bare ? undefined : metrics.hostObserver();
