@@ -16,13 +16,15 @@ import {
   type EngineCall,
 } from "./engine-dispatch.js";
 import type { EngineRegistry, RegisteredEngine } from "./engine-registry.js";
+import { EngineUnreachableError } from "./engine-channel.js";
 import { EngineRevokedError, type HostGrant, type HostGrants } from "./host-grants.js";
 
 export type OnFailure = "fallback" | "strict";
 
 /**
  * The operations sent to another instance when one fails: reads only. An Ingest, Compact or
- * AfterTurn the failed instance may have applied is not sent again (it falls back as before).
+ * AfterTurn the failed instance may have applied is not sent again (it falls back as before) —
+ * unless it was never sent: no connection could be made (EngineUnreachableError).
  */
 const RETRIED: ReadonlySet<EngineOperation> = new Set<EngineOperation>(["assemble"]);
 
@@ -282,10 +284,11 @@ export class Router {
         };
       }
       // The dispatch told the observer (the quarantine ejects the instance) as the call ended.
+      const unsent = err instanceof EngineUnreachableError;
       const kind: FailureKind = err instanceof DeadlineExceededError ? "timeout" : err instanceof ContractViolation ? "contract" : "error";
       const reason = failureReason(target, op, err);
       return {
-        retry,
+        retry: retry || unsent,
         reason,
         otherwise: async () => {
           if (this.onFailure(target.id) === "strict") {

@@ -20,6 +20,7 @@ import {
   type EngineFallback,
   type EngineOperation,
 } from "../../../src/registry/engine-call-observer.js";
+import { EngineUnreachableError } from "../../../src/registry/engine-channel.js";
 import { engineCounters } from "../../../src/registry/engine-counters.js";
 import type { CallerContext } from "../../../src/registry/engine-dispatch.js";
 import { HostGrants } from "../../../src/registry/host-grants.js";
@@ -201,6 +202,16 @@ describe("Instances: ejection one at a time, failover before fallback", () => {
     vi.setSystemTime(T0 + 10_000);
     router.select(SESSION);
     expect(degraded()).toHaveLength(2);
+  });
+
+  it("sends any call to another instance when it never reached the first (no connection could be made)", async () => {
+    const { a, b, heard, compact } = setup();
+    a.behaviour = { kind: "throw", error: new EngineUnreachableError("10.0.0.1:7000: cannot connect (connection attempt failed)") };
+    b.behaviour = { kind: "throw", error: new EngineUnreachableError("10.0.0.2:7000: cannot connect (connection attempt failed)") };
+    // Both unreachable: tried one after the other, then legacy.
+    expect(await compact()).toMatchObject({ engineId: "legacy", mode: Mode.MODE_FALLBACK });
+    expect([a.calls.length, b.calls.length]).toEqual([1, 1]);
+    expect(heard.failovers).toHaveLength(1);
   });
 
   it("falls back only when every instance is quarantined, and says so", async () => {
