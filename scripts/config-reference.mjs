@@ -52,7 +52,9 @@ export const DESCRIPTIONS = {
     "Deadline of each engine call by operation, capped by what is left of the runtime's own deadline. With the `openai` summarizer keep `assemble` above its `timeout`: auto-compaction runs inside Assemble.",
   "engines.health.interval": "How often every sidecar's grpc.health.v1 is checked.",
   "engines.health.timeout": "Deadline of one check (at most `interval`).",
-  "engines.health.unhealthy_threshold": "Failed checks in a row that quarantine an engine.",
+  "engines.health.unhealthy_threshold": "Failed checks in a row that quarantine an engine (an instance of it).",
+  "engines.health.remove_after":
+    "An instance whose checks have failed this long while its engine has other instances is removed, as if it had deregistered (a sidecar that is alive registers again at its next heartbeat). An engine's last instance is never removed ([registry.md](registry.md#instances)).",
   "engines.quarantine.base_ejection": "A quarantine lasts `base_ejection` × the engine's consecutive ejections …",
   "engines.quarantine.max_ejection": "… at most this; then a passing health check releases it.",
   "engines.on_failure": "When an engine fails: `fallback` answers from `legacy` (`MODE_FALLBACK`); `strict` fails the call instead.",
@@ -68,6 +70,11 @@ export const DESCRIPTIONS = {
     "Replicas on PostgreSQL: how often each re-reads every registration and quarantine record besides LISTEN/NOTIFY (repairs a missed notification).",
   "engines.overrides.<engine>.timeouts.*": "This engine's deadlines, each over `engines.timeouts`.",
   "engines.overrides.<engine>.on_failure": "This engine's failure mode, over `engines.on_failure`.",
+  "engines.locality.replica":
+    "This replica's name: an engine instance registered with the same `locality.replica` (a sidecar in its pod) is local, called first while it is healthy and below its bulkhead ([registry.md](registry.md#instances)).",
+  "engines.locality.node":
+    "This replica's machine; empty: its hostname. Without a `replica` on both sides, an instance registered with the same `locality.node` is local.",
+  "engines.locality.zone": "This replica's zone, shown beside the instances' (not used for routing yet).",
   "engines.overrides.<engine>.max_concurrent_calls": "This engine's bulkhead, over `engines.max_concurrent_calls`.",
   "engines.managed[].id":
     "A sidecar contextd starts itself, restarts with backoff when it exits, and stops on shutdown; this is its engine id (reserved for its `owner`).",

@@ -32,7 +32,7 @@ export function registryClient(address: string) {
   return {
     getEngine: (engineId: string) => call(c, c.getEngine, { engineId }, 5_000).then((r) => r.engine),
     listEngines: () => call(c, c.listEngines, {}, 5_000).then((r) => r.engines),
-    clearQuarantine: (engineId: string) => call(c, c.clearQuarantine, { engineId }, 5_000),
+    clearQuarantine: (engineId: string) => call(c, c.clearQuarantine, { engineId, instanceId: "" }, 5_000),
     close: () => c.close(),
   };
 }

@@ -1,13 +1,14 @@
 import { status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { PROTOCOL_VERSION } from "../contract/engine-api.js";
-import { EngineNotRegisteredError, FailedPreconditionError, fieldError } from "../contract/errors.js";
+import { EngineNotRegisteredError, FailedPreconditionError, fieldError, NotFoundError } from "../contract/errors.js";
 import type { EngineInfo } from "../contract/gen/contextd/v1/engine.js";
 import {
   EngineEventType,
   EngineHealth,
   Refusal,
   type DeregisterEngineRequest,
+  type Locality,
   type RegisterEngineRequest,
   type RegisterEngineResponse,
 } from "../contract/gen/contextd/v1/registry.js";
@@ -17,7 +18,7 @@ import type { RegistryStore, StoredRegistration } from "../store/registry-store.
 import type { EndpointAllowList, EndpointChecker } from "./endpoint-allow-list.js";
 import type { EngineEvents } from "./engine-events.js";
 import type { EngineReservations } from "./engine-reservations.js";
-import { newCounters, toEngineStatus, type EngineRegistry, type RegisteredEngine } from "./engine-registry.js";
+import { newCounters, newInstanceCounters, toEngineStatus, type EngineRegistry, type RegisteredEngine } from "./engine-registry.js";
 import type { Quarantine } from "./quarantine.js";
 import { RemoteEngine, type EngineDialing } from "./remote-engine.js";
 
@@ -62,9 +63,16 @@ export class Admission {
     const idProblem = engineIdProblem(engineId);
     if (idProblem) throw fieldError("engine_id", `${quote(engineId)} ${idProblem}`);
     if (!endpoint) throw fieldError("endpoint", "is required");
+    // An instance named by nothing is its endpoint: every sidecar older than instances is one.
+    const instanceId = req.instanceId.trim() || endpoint;
+    const instanceProblem = instanceIdProblem(instanceId);
+    if (instanceProblem) throw fieldError("instance_id", `${quote(instanceId)} ${instanceProblem}`);
+    const locality = req.locality && hasLocality(req.locality) ? req.locality : undefined;
+    const localityIssue = locality ? localityProblem(locality) : undefined;
+    if (localityIssue) throw fieldError("locality", localityIssue);
     const refuse = (refusal: Refusal, message: string, existingOwner = ""): RegisterEngineResponse => {
-      this.log.warn({ engineId, owner, endpoint, refusal: Refusal[refusal], reason: message }, "engine registration refused");
-      return { ok: false, existingOwner, refusal, message, engine: undefined, protocolVersion: 0 };
+      this.log.warn({ engineId, instanceId, owner, endpoint, refusal: Refusal[refusal], reason: message }, "engine registration refused");
+      return { ok: false, existingOwner, refusal, message, engine: undefined, protocolVersion: 0, instanceId: "" };
     };
 
     if (engineId === LEGACY_ENGINE_ID)
@@ -74,15 +82,17 @@ export class Admission {
     if (reserved) return refuse(Refusal.REFUSAL_OWNED_BY_OTHER, reserved.message, reserved.owner);
     // The store is what every replica shares: a registration made at another replica a moment ago
     // (not applied here yet) owns the id as much as one made here.
-    const stored = (await this.store.listRegistrations()).find((r) => r.engineId === engineId);
-    const holder = stored?.owner ?? this.registry.get(engineId)?.owner;
+    const stored = (await this.store.listRegistrations()).filter((r) => r.engineId === engineId);
+    const holder = stored[0]?.owner ?? this.registry.get(engineId)?.owner;
     if (holder !== undefined && holder !== owner) {
       return refuse(Refusal.REFUSAL_OWNED_BY_OTHER, `engine "${engineId}" is owned by "${holder}"`, holder);
     }
-    if (holder !== undefined && !req.allowSameOwnerRefresh) {
+    // Same-owner refresh is per instance: another instance of an id its owner holds is added.
+    const registered = stored.some((r) => r.instanceId === instanceId) || this.registry.instance(engineId, instanceId) !== undefined;
+    if (registered && !req.allowSameOwnerRefresh) {
       return refuse(
         Refusal.REFUSAL_ALREADY_REGISTERED,
-        `engine "${engineId}" is already registered by "${owner}"; set allow_same_owner_refresh to replace it`,
+        `engine "${engineId}" instance ${quote(instanceId)} is already registered by "${owner}"; set allow_same_owner_refresh to replace it`,
         owner,
       );
     }
@@ -105,9 +115,11 @@ export class Admission {
     remote.setInfo(probe.info!);
 
     // Read again after the probe: another replica's change may have been applied meanwhile.
-    const existing = this.registry.get(engineId);
+    const existing = this.registry.instance(engineId, instanceId);
     const engine: RegisteredEngine = {
       id: engineId,
+      instanceId,
+      locality,
       owner,
       endpoint,
       builtin: false,
@@ -116,7 +128,8 @@ export class Admission {
       info: probe.info!,
       registeredAtMs: Date.now(),
       health: EngineHealth.ENGINE_HEALTH_SERVING,
-      counters: existing?.counters ?? newCounters(),
+      counters: this.registry.get(engineId)?.counters ?? newCounters(),
+      instanceCounters: existing?.instanceCounters ?? newInstanceCounters(),
       healthFailures: 0,
       ejections: existing?.ejections ?? 0,
       quarantine: existing?.quarantine,
@@ -124,7 +137,7 @@ export class Admission {
     const written = this.registry.beginLocalWrite(engineId);
     try {
       const claim = await this.store.claimRegistration(
-        { engineId, owner, endpoint, info: probe.info!, protocolVersion: version, registeredAtMs: engine.registeredAtMs },
+        { engineId, instanceId, locality, owner, endpoint, info: probe.info!, protocolVersion: version, registeredAtMs: engine.registeredAtMs },
         { refresh: req.allowSameOwnerRefresh },
       );
       // Another replica admitted the id while this one probed: the database decided, and says who.
@@ -135,20 +148,28 @@ export class Admission {
           ? refuse(Refusal.REFUSAL_OWNED_BY_OTHER, `engine "${engineId}" is owned by "${other}" (registered at another replica a moment ago)`, other)
           : refuse(
               Refusal.REFUSAL_ALREADY_REGISTERED,
-              `engine "${engineId}" was registered by "${owner}" at another replica a moment ago; set allow_same_owner_refresh to replace it`,
+              `engine "${engineId}" instance ${quote(instanceId)} was registered by "${owner}" at another replica a moment ago; set allow_same_owner_refresh to replace it`,
               owner,
             );
       }
-      const replaced = this.registry.get(engineId);
+      const replaced = this.registry.instance(engineId, instanceId);
       this.registry.set(engine);
       if (replaced?.remote && replaced.remote !== remote) replaced.remote.close();
       await this.quarantine.onRegistered(engine);
     } finally {
       written();
     }
-    this.log.info({ engineId, owner, endpoint, protocolVersion: version, refreshed: Boolean(existing) }, "engine registered");
+    this.log.info({ engineId, instanceId, owner, endpoint, protocolVersion: version, refreshed: Boolean(existing) }, "engine registered");
     this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_REGISTERED, engine, existing ? "registration refreshed" : "registered");
-    return { ok: true, existingOwner: "", refusal: Refusal.REFUSAL_NONE, message: "registered", engine: toEngineStatus(engine), protocolVersion: version };
+    return {
+      ok: true,
+      existingOwner: "",
+      refusal: Refusal.REFUSAL_NONE,
+      message: "registered",
+      engine: toEngineStatus(engine, this.registry.view),
+      protocolVersion: version,
+      instanceId,
+    };
   }
 
   /** GetInfo under a short deadline, contract validation, then a health check. */
@@ -193,25 +214,56 @@ export class Admission {
     return { message: "", info };
   }
 
+  /** One instance (`instance_id`), or the engine with all its instances; the engine goes with its last one. */
   async deregister(req: DeregisterEngineRequest, authorize: (owner: string) => void): Promise<boolean> {
     const engineId = req.engineId.trim();
+    const instanceId = req.instanceId.trim();
     if (engineId === LEGACY_ENGINE_ID) throw new FailedPreconditionError(`"${LEGACY_ENGINE_ID}" is built in and cannot be deregistered`);
     return this.registry.locks.run(engineId, async () => {
       const engine = this.registry.get(engineId);
       if (!engine) throw new EngineNotRegisteredError(engineId);
+      const removed = instanceId ? this.registry.instance(engineId, instanceId) : undefined;
+      if (instanceId && !removed) throw new NotFoundError(`engine "${engineId}" has no instance ${quote(instanceId)}`);
       authorize(engine.owner);
+      const gone = removed ? [removed] : this.registry.instances(engineId);
       const written = this.registry.beginLocalWrite(engineId);
       try {
-        this.registry.delete(engineId);
-        engine.remote?.close();
-        await this.store.deleteRegistration(engineId);
-        await this.store.clearQuarantine(engineId);
+        this.registry.delete(engineId, removed ? instanceId : undefined);
+        for (const i of gone) i.remote?.close();
+        const last = !this.registry.get(engineId);
+        await this.store.deleteRegistration(engineId, last ? undefined : instanceId);
+        await this.store.clearQuarantine(engineId, last ? undefined : instanceId);
       } finally {
         written();
       }
-      this.log.info({ engineId, owner: engine.owner }, "engine deregistered");
-      this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_DEREGISTERED, engine, "deregistered");
+      for (const i of gone) {
+        this.log.info({ engineId, instanceId: i.instanceId, owner: i.owner }, "engine deregistered");
+        this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_DEREGISTERED, i, "deregistered");
+      }
       return true;
+    });
+  }
+
+  /**
+   * Removes an instance that died (the health monitor's verdict) unless it is its engine's last: as a
+   * deregistration, but only of the registration it was — one refreshed meanwhile (here or at
+   * another replica) is alive.
+   */
+  async expire(instance: RegisteredEngine, why: string): Promise<void> {
+    const engineId = instance.id;
+    await this.registry.locks.run(engineId, async () => {
+      if (!this.registry.holds(instance) || this.registry.instances(engineId).length < 2) return;
+      const written = this.registry.beginLocalWrite(engineId);
+      try {
+        this.registry.delete(engineId, instance.instanceId);
+        instance.remote?.close();
+        const removed = await this.store.deleteRegistration(engineId, instance.instanceId, { registeredAtMs: instance.registeredAtMs });
+        if (removed) await this.store.clearQuarantine(engineId, instance.instanceId);
+      } finally {
+        written();
+      }
+      this.log.warn({ engineId, instanceId: instance.instanceId, owner: instance.owner, reason: why }, "engine instance removed: it is dead");
+      this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_DEREGISTERED, instance, `removed: ${why}`);
     });
   }
 
@@ -243,6 +295,8 @@ export function restoredEngine(r: StoredRegistration, dialing: EngineDialing, ch
   const remote = new RemoteEngine(r.endpoint, r.info, dialing, { checker });
   return {
     id: r.engineId,
+    instanceId: r.instanceId,
+    locality: r.locality,
     owner: r.owner,
     endpoint: r.endpoint,
     builtin: false,
@@ -252,10 +306,34 @@ export function restoredEngine(r: StoredRegistration, dialing: EngineDialing, ch
     registeredAtMs: r.registeredAtMs,
     health: EngineHealth.ENGINE_HEALTH_UNKNOWN,
     counters: previous?.counters ?? newCounters(),
+    instanceCounters: previous?.instanceCounters ?? newInstanceCounters(),
     healthFailures: 0,
     ejections: previous?.ejections ?? 0,
     quarantine: previous?.quarantine,
   };
+}
+
+/** The longest instance id: a pod name or an address fits well within it. */
+const INSTANCE_ID_MAX_CHARS = 256;
+
+function instanceIdProblem(id: string): string | undefined {
+  if (id.length > INSTANCE_ID_MAX_CHARS) return `is ${id.length} characters, over ${INSTANCE_ID_MAX_CHARS}`;
+  if (hasUnsafeCharacters(id)) return "holds control, bidi or zero-width characters";
+  return undefined;
+}
+
+/** A locality field is a label: ASCII letters, digits, `.`, `_`, `-`, `:`; at most 128 characters. */
+const LOCALITY_PATTERN = /^[A-Za-z0-9._:-]{0,128}$/;
+
+function hasLocality(l: Locality): boolean {
+  return Boolean(l.node || l.zone || l.replica);
+}
+
+function localityProblem(l: Locality): string | undefined {
+  for (const [field, value] of Object.entries({ node: l.node, zone: l.zone, replica: l.replica })) {
+    if (!LOCALITY_PATTERN.test(value)) return `${field} ${quote(value)} is not at most 128 ASCII letters, digits, ".", "_", "-" and ":"`;
+  }
+  return undefined;
 }
 
 function emptyInfo(id: string): EngineInfo {

@@ -45,6 +45,31 @@ export interface EngineFallback {
   reason: string;
 }
 
+/** A call one instance of an engine could not answer, sent to another instance of it. */
+export interface EngineFailover {
+  /** The instance that failed the call (or was at its bulkhead, or lost its standing during it). */
+  engine: RegisteredEngine;
+  /** The instance the call goes to next. */
+  next: RegisteredEngine;
+  op: EngineOperation;
+  reason: string;
+}
+
+/**
+ * An engine serving with fewer than PANIC_THRESHOLD of its instances (the rest quarantined): it still
+ * answers, but one more ejection may leave it to `legacy` — like Envoy's panic threshold, said in the
+ * logs (and metrics) before it happens.
+ */
+export interface EngineDegraded {
+  engineId: string;
+  /** Instances not quarantined. */
+  serving: number;
+  instances: number;
+}
+
+/** The share of an engine's instances below which it is reported degraded (Envoy's default, 50%). */
+export const PANIC_THRESHOLD = 0.5;
+
 /**
  * Everything the router tells about engine calls, in one interface: the registry's counters
  * (EngineStatus), the quarantine, and the server's metrics and tracing each implement the parts
@@ -66,6 +91,10 @@ export interface EngineCallObserver {
   fellBack?(fallback: EngineFallback): void;
   /** A call not sent because the engine is at its concurrency limit: load, not a failure. */
   rejected?(engine: RegisteredEngine, op: EngineOperation, reason: string): void;
+  /** A call sent to another instance of its engine instead of falling back (docs/registry.md, "Instances"). */
+  failedOver?(failover: EngineFailover): void;
+  /** A request routed to an engine serving with too few of its instances (EngineDegraded). */
+  degraded?(degraded: EngineDegraded): void;
 }
 
 export const NO_OBSERVER: EngineCallObserver = {};
@@ -88,5 +117,7 @@ export function observeAll(...observers: Array<EngineCallObserver | undefined>):
     ended: (c) => all.forEach((o) => o.ended?.(c)),
     fellBack: (f) => all.forEach((o) => o.fellBack?.(f)),
     rejected: (e, op, reason) => all.forEach((o) => o.rejected?.(e, op, reason)),
+    failedOver: (f) => all.forEach((o) => o.failedOver?.(f)),
+    degraded: (d) => all.forEach((o) => o.degraded?.(d)),
   };
 }

@@ -12,7 +12,7 @@ export class EngineEvents {
   }
 
   publish(type: EngineEventType, engine: RegisteredEngine, message: string): void {
-    const event: EngineEvent = { type, engine: toEngineStatus(engine), atMs: Date.now(), message };
+    const event: EngineEvent = { type, engine: toEngineStatus(engine), atMs: Date.now(), message, instanceId: engine.instanceId };
     this.emitter.emit("event", event);
   }
 

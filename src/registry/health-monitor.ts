@@ -8,12 +8,17 @@ export interface HealthSettings {
   intervalMs: number;
   timeoutMs: number;
   unhealthyThreshold: number;
+  /** An instance failing its checks this long, while its engine has others, is removed (none: never). */
+  removeAfterMs?: number;
 }
 
+/** Removes an instance that died (Admission.expire). */
+export type RemoveInstance = (instance: RegisteredEngine, why: string) => Promise<void>;
+
 /**
- * Checks every registered sidecar with grpc.health.v1 on an interval, each check under its own
- * deadline. `unhealthy_threshold` failures in a row quarantine the engine; a passing check after
- * the ejection time releases it.
+ * Checks every instance of every registered sidecar with grpc.health.v1 on an interval, each check
+ * under its own deadline. `unhealthy_threshold` failures in a row quarantine that instance (its
+ * siblings serve on); a passing check after the ejection time releases it.
  *
  * Each check first runs the engine's endpoint through the allow list again (RemoteEngine
  * recheckEndpoint): a name whose DNS record now points outside engines.allow_endpoints (say, at
@@ -30,6 +35,7 @@ export class HealthMonitor {
     private readonly events: EngineEvents,
     private readonly settings: HealthSettings,
     private readonly log: Logger,
+    private readonly remove: RemoveInstance = async () => {},
   ) {}
 
   start(): void {
@@ -48,7 +54,7 @@ export class HealthMonitor {
     try {
       await Promise.all(
         this.registry
-          .list()
+          .allInstances()
           .filter((e) => e.remote)
           .map((e) => this.check(e)),
       );
@@ -59,10 +65,10 @@ export class HealthMonitor {
 
   async check(engine: RegisteredEngine): Promise<void> {
     const refused = await engine.remote!.recheckEndpoint(this.settings.timeoutMs);
-    if (this.registry.get(engine.id) !== engine) return; // replaced or deregistered meanwhile
+    if (!this.registry.holds(engine)) return; // replaced or deregistered meanwhile
     if (refused) return this.refuseEndpoint(engine, refused);
     const answer = await engine.remote!.checkHealth(this.settings.timeoutMs);
-    if (this.registry.get(engine.id) !== engine) return;
+    if (!this.registry.holds(engine)) return;
     const health =
       answer === "SERVING"
         ? EngineHealth.ENGINE_HEALTH_SERVING
@@ -71,19 +77,36 @@ export class HealthMonitor {
           : EngineHealth.ENGINE_HEALTH_UNKNOWN;
     if (health !== engine.health) {
       engine.health = health;
-      this.log.info({ engineId: engine.id, owner: engine.owner, health: answer }, "engine health changed");
+      this.log.info({ engineId: engine.id, instanceId: engine.instanceId, owner: engine.owner, health: answer }, "engine health changed");
       this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_HEALTH_CHANGED, engine, `health check: ${answer}`);
     }
     if (answer === "SERVING") {
       engine.healthFailures = 0;
+      engine.unhealthySinceMs = undefined;
       await this.quarantine.releaseIfDue(engine);
       return;
     }
     engine.healthFailures++;
-    this.log.debug({ engineId: engine.id, answer, failures: engine.healthFailures }, "health check failed");
+    engine.unhealthySinceMs ??= Date.now();
+    this.log.debug({ engineId: engine.id, instanceId: engine.instanceId, answer, failures: engine.healthFailures }, "health check failed");
     if (!engine.quarantine && engine.healthFailures >= this.settings.unhealthyThreshold) {
       await this.quarantine.isolate(engine, "health", `health check failed ${engine.healthFailures} times in a row (${answer})`, false);
     }
+    await this.removeIfDead(engine, answer);
+  }
+
+  /**
+   * An instance that has failed its checks for `remove_after` while its engine has other instances
+   * is dead: it is removed, as if it had deregistered (docs/registry.md, "Instances"). The engine's
+   * last instance stays, quarantined, as a lone engine always has: its id stays held and its
+   * fallbacks say "quarantined".
+   */
+  private async removeIfDead(engine: RegisteredEngine, answer: string): Promise<void> {
+    const after = this.settings.removeAfterMs;
+    if (after === undefined || engine.unhealthySinceMs === undefined) return;
+    const forMs = Date.now() - engine.unhealthySinceMs;
+    if (forMs < after || this.registry.instances(engine.id).length < 2) return;
+    await this.remove(engine, `health checks failing for ${Math.round(forMs / 1000)} s (${answer})`);
   }
 
   /** Not waiting for the threshold: the engine is not dialled at all while this holds. */
@@ -93,7 +116,7 @@ export class HealthMonitor {
       engine.health = EngineHealth.ENGINE_HEALTH_UNKNOWN;
       this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_HEALTH_CHANGED, engine, `endpoint not allowed: ${reason}`);
     }
-    this.log.warn({ engineId: engine.id, owner: engine.owner, reason }, "engine endpoint no longer allowed; not dialled");
+    this.log.warn({ engineId: engine.id, instanceId: engine.instanceId, owner: engine.owner, reason }, "engine endpoint no longer allowed; not dialled");
     if (!engine.quarantine) await this.quarantine.isolate(engine, "health", `endpoint no longer allowed: ${reason}`, false);
   }
 }

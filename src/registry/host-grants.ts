@@ -23,6 +23,8 @@ export type HostRpc = keyof typeof HOST_RPC_REQUIREMENTS;
 /** The engine a grant is for, as the registry holds it (a RegisteredEngine fits). */
 export interface GrantedEngine {
   id: string;
+  /** The instance called (engine-registry.ts); a grant dies with its instance. */
+  instanceId?: string;
   owner: string;
   endpoint: string;
   info: { hostRequirements: readonly string[] };
@@ -35,6 +37,8 @@ export interface GrantedEngine {
  */
 export interface HostGrant {
   engineId: string;
+  /** The instance the call went to: callbacks come from it, and it dies with that instance's standing. */
+  instanceId: string;
   /** The engine's owner: a client certificate on a callback must name it. */
   owner: string;
   sessionId: string;
@@ -116,6 +120,7 @@ export class HostGrants {
     const token = `${this.tokenPrefix()}${randomUUID()}`;
     const grant: HostGrant = {
       engineId: engine.id,
+      instanceId: engine.instanceId ?? "",
       owner: engine.owner,
       sessionId,
       expiresAtMs,
@@ -165,15 +170,16 @@ export class HostGrants {
   }
 
   /**
-   * Ends the standing of every live grant of `engineId`: their tokens are refused from now on (an
-   * engine an operator isolated, or that left, must not read or rewrite a transcript with a token
-   * it still holds) and their engine calls are ended at once, to be answered by `legacy`. Returns
-   * how many calls were in flight.
+   * Ends the standing of every live grant of `engineId` — of its instance `instanceId` only, when
+   * given: their tokens are refused from now on (an engine an operator isolated, or that left, must
+   * not read or rewrite a transcript with a token it still holds) and their engine calls are ended
+   * at once, to be answered by another instance or `legacy`. Returns how many calls were in flight.
    */
-  revokeEngine(engineId: string, standing: LostStanding, why: string): number {
+  revokeEngine(engineId: string, standing: LostStanding, why: string, instanceId?: string): number {
     let n = 0;
     for (const grant of this.grants.values()) {
       if (grant.engineId !== engineId || grant.ended || grant.revoked) continue;
+      if (instanceId && grant.instanceId !== instanceId) continue;
       grant.revoked = why;
       grant.cancel?.(new EngineRevokedError(why, standing));
       n++;

@@ -3,11 +3,24 @@ import { EngineEventType, type QuarantineState } from "../contract/gen/contextd/
 import type { RegistryStore } from "../store/registry-store.js";
 import type { EngineEvents } from "./engine-events.js";
 import type { EngineRegistry, RegisteredEngine } from "./engine-registry.js";
-import { isFailure, type EngineCallEnd, type EngineCallObserver, type EngineFallback, type EngineOperation, type FailureKind } from "./engine-call-observer.js";
+import {
+  isFailure,
+  PANIC_THRESHOLD,
+  type EngineCallEnd,
+  type EngineDegraded,
+  type EngineCallObserver,
+  type EngineFailover,
+  type EngineFallback,
+  type EngineOperation,
+  type FailureKind,
+} from "./engine-call-observer.js";
 import { boundedText } from "../contract/quote.js";
 
 /** The longest quarantine reason kept (an engine's error text within it is cut shorter still). */
 const QUARANTINE_REASON_MAX_CHARS = 1024;
+
+/** A degraded engine (too few instances serving) is logged at most this often. */
+const DEGRADED_LOG_INTERVAL_MS = 10_000;
 
 /** Bulkhead rejections of one engine are logged at most this often. */
 const REJECTION_LOG_INTERVAL_MS = 1_000;
@@ -26,8 +39,10 @@ export interface QuarantineSettings {
 export class Quarantine implements EngineCallObserver {
   /** Calls an engine's bulkhead turned away since the last warning about it, per engine. */
   private readonly rejections = new Map<string, { count: number; loggedAtMs: number }>();
-  /** Engines whose last record write failed (persistPending writes them again). */
-  private readonly unpersisted = new Set<string>();
+  /** When each degraded engine was last logged as such. */
+  private readonly degradedLoggedAtMs = new Map<string, number>();
+  /** Instances whose last record write failed (persistPending writes them again), by engine id. */
+  private readonly unpersisted = new Map<string, Set<string>>();
 
   constructor(
     private readonly registry: EngineRegistry,
@@ -50,9 +65,27 @@ export class Quarantine implements EngineCallObserver {
     this.onRejected(engine, op, reason);
   }
 
+  /** Logged at most once every DEGRADED_LOG_INTERVAL_MS per engine: every request to it says so. */
+  degraded({ engineId, serving, instances }: EngineDegraded): void {
+    const now = Date.now();
+    if (now - (this.degradedLoggedAtMs.get(engineId) ?? 0) < DEGRADED_LOG_INTERVAL_MS) return;
+    this.degradedLoggedAtMs.set(engineId, now);
+    this.log.warn(
+      { engineId, serving, instances, threshold: PANIC_THRESHOLD },
+      "engine serving with too few instances: the rest are quarantined, and legacy answers once none is left",
+    );
+  }
+
+  failedOver({ engine, next, op, reason }: EngineFailover): void {
+    this.log.warn(
+      { engineId: engine.id, instanceId: engine.instanceId, nextInstanceId: next.instanceId, owner: engine.owner, operation: op, reason },
+      "engine instance could not answer; the call went to another instance",
+    );
+  }
+
   onEngineFailure(engine: RegisteredEngine, op: EngineOperation, kind: FailureKind, reason: string): void {
     // An engine deregistered (or replaced) while the call ran is no longer the registry's to judge.
-    if (engine.builtin || engine.quarantine || this.registry.get(engine.id) !== engine) return;
+    if (engine.builtin || engine.quarantine || !this.registry.holds(engine)) return;
     void this.isolate(engine, op, `${kind}: ${reason}`, false, { afterAnswer: true });
   }
 
@@ -91,7 +124,16 @@ export class Quarantine implements EngineCallObserver {
     const ejectionMs = Math.min(this.settings.baseEjectionMs * ejections, this.settings.maxEjectionMs);
     engine.quarantine = { operation, reason, failedAtMs: now, releaseAtMs: manual ? 0 : now + ejectionMs, ejections, manual };
     this.log.warn(
-      { engineId: engine.id, owner: engine.owner, operation, reason, manual, ejections, releaseAtMs: engine.quarantine.releaseAtMs },
+      {
+        engineId: engine.id,
+        instanceId: engine.instanceId,
+        owner: engine.owner,
+        operation,
+        reason,
+        manual,
+        ejections,
+        releaseAtMs: engine.quarantine.releaseAtMs,
+      },
       "engine quarantined",
     );
     this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_QUARANTINED, engine, `${operation}: ${reason}`);
@@ -108,11 +150,45 @@ export class Quarantine implements EngineCallObserver {
   }
 
   /**
-   * Operator's ClearQuarantine: releases any quarantine and forgets past ejections. The stored
-   * record goes even when this replica had not applied it yet (another replica's, a moment ago).
+   * Operator's QuarantineEngine of a whole engine: every instance now, and — through the
+   * engine-wide record — every instance that registers later, until cleared.
+   */
+  async isolateEngine(engineId: string, why: string): Promise<void> {
+    const reason = boundedText(why, QUARANTINE_REASON_MAX_CHARS);
+    const written = this.registry.beginLocalWrite(engineId);
+    const now = Date.now();
+    const record: QuarantineState = { operation: "manual", reason, failedAtMs: now, releaseAtMs: 0, ejections: 0, manual: true };
+    try {
+      for (const instance of this.registry.instances(engineId)) {
+        instance.quarantine = { ...record, ejections: instance.ejections };
+        this.log.warn({ engineId, instanceId: instance.instanceId, owner: instance.owner, operation: "manual", reason, manual: true }, "engine quarantined");
+        this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_QUARANTINED, instance, `manual: ${reason}`);
+      }
+      await this.store.saveQuarantine(engineId, record);
+    } finally {
+      written();
+    }
+  }
+
+  /**
+   * Operator's ClearQuarantine of one instance: releases any quarantine and forgets past ejections.
+   * The stored record goes even when this replica had not applied it yet (another replica's, a
+   * moment ago).
    */
   async clear(engine: RegisteredEngine, why: string): Promise<void> {
     await this.release(engine, why, true, true);
+  }
+
+  /** Operator's ClearQuarantine of a whole engine: the engine-wide record and every instance's. */
+  async clearEngine(engineId: string, why: string): Promise<void> {
+    const written = this.registry.beginLocalWrite(engineId);
+    try {
+      for (const instance of this.registry.instances(engineId)) await this.release(instance, why, true, false, false);
+      await this.store.clearQuarantine(engineId);
+      this.unpersisted.delete(engineId);
+    } finally {
+      written();
+    }
   }
 
   /**
@@ -122,7 +198,7 @@ export class Quarantine implements EngineCallObserver {
    * stored record decides (another replica's quarantine may not have been applied here yet).
    */
   async onRegistered(engine: RegisteredEngine): Promise<void> {
-    const stored = await this.stored(engine.id);
+    const stored = await this.stored(engine);
     if (stored?.manual && !engine.quarantine?.manual) {
       engine.quarantine = stored;
       engine.ejections = stored.ejections;
@@ -134,16 +210,18 @@ export class Quarantine implements EngineCallObserver {
     await this.release(engine, "re-registered", true, stored !== undefined);
   }
 
-  private async stored(engineId: string): Promise<QuarantineState | undefined> {
+  /** The record of `instance`: its own, or its engine's (an operator's, which every instance inherits). */
+  private async stored(instance: RegisteredEngine): Promise<QuarantineState | undefined> {
     try {
-      return (await this.store.listQuarantines()).get(engineId);
+      const [own, engineWide] = await Promise.all([this.store.listInstanceQuarantines(), this.store.listQuarantines()]);
+      return applicableRecord(own.get(instance.id)?.get(instance.instanceId), engineWide.get(instance.id));
     } catch (err) {
-      this.log.error({ err, engineId }, "could not read the quarantine record");
+      this.log.error({ err, engineId: instance.id }, "could not read the quarantine record");
       return undefined;
     }
   }
 
-  private async release(engine: RegisteredEngine, why: string, resetEjections: boolean, clearStored = false): Promise<void> {
+  private async release(engine: RegisteredEngine, why: string, resetEjections: boolean, clearStored = false, persist = true): Promise<void> {
     const written = this.registry.beginLocalWrite(engine.id);
     try {
       const had = engine.quarantine;
@@ -151,25 +229,31 @@ export class Quarantine implements EngineCallObserver {
       engine.healthFailures = 0;
       if (resetEjections) engine.ejections = 0;
       if (!had) {
-        if (clearStored) await this.persist(engine);
+        if (clearStored && persist) await this.persist(engine);
         return;
       }
-      this.log.info({ engineId: engine.id, owner: engine.owner, why }, "engine released from quarantine");
+      this.log.info({ engineId: engine.id, instanceId: engine.instanceId, owner: engine.owner, why }, "engine released from quarantine");
       this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_RELEASED, engine, why);
-      await this.persist(engine);
+      if (persist) await this.persist(engine);
     } finally {
       written();
     }
   }
 
   private async persist(engine: RegisteredEngine): Promise<void> {
+    const pending = this.unpersisted.get(engine.id);
     try {
-      if (engine.quarantine) await this.store.saveQuarantine(engine.id, engine.quarantine);
-      else await this.store.clearQuarantine(engine.id);
-      this.unpersisted.delete(engine.id);
+      if (engine.quarantine) await this.store.saveQuarantine(engine.id, engine.quarantine, engine.instanceId);
+      else await this.store.clearQuarantine(engine.id, engine.instanceId);
+      pending?.delete(engine.instanceId);
+      if (pending?.size === 0) this.unpersisted.delete(engine.id);
     } catch (err) {
-      this.unpersisted.add(engine.id);
-      this.log.error({ err, engineId: engine.id }, "could not persist the quarantine record (written again at the next registry sync)");
+      if (pending) pending.add(engine.instanceId);
+      else this.unpersisted.set(engine.id, new Set([engine.instanceId]));
+      this.log.error(
+        { err, engineId: engine.id, instanceId: engine.instanceId },
+        "could not persist the quarantine record (written again at the next registry sync)",
+      );
     }
   }
 
@@ -178,29 +262,43 @@ export class Quarantine implements EngineCallObserver {
    * reads the store: otherwise the store's older state would undo this replica's decision.
    */
   async persistPending(): Promise<void> {
-    for (const id of [...this.unpersisted]) {
-      const engine = this.registry.get(id);
-      if (!engine || engine.builtin) {
-        this.unpersisted.delete(id);
-        continue;
+    for (const [id, instanceIds] of [...this.unpersisted]) {
+      for (const instanceId of [...instanceIds]) {
+        const engine = this.registry.instance(id, instanceId);
+        if (!engine || engine.builtin) {
+          instanceIds.delete(instanceId);
+          continue;
+        }
+        const written = this.registry.beginLocalWrite(id);
+        await this.persist(engine).finally(written);
       }
-      const written = this.registry.beginLocalWrite(id);
-      await this.persist(engine).finally(written);
+      if (instanceIds.size === 0) this.unpersisted.delete(id);
     }
   }
 
-  /** Whether a record of `engineId` is waiting to be written again (persistPending). */
+  /** Whether a record of an instance of `engineId` is waiting to be written again (persistPending). */
   hasPending(engineId: string): boolean {
     return this.unpersisted.has(engineId);
   }
 
   /** Applies persisted records to engines restored at start. */
   async restore(): Promise<void> {
-    for (const [id, q] of await this.store.listQuarantines()) {
-      const engine = this.registry.get(id);
-      if (!engine || engine.builtin) continue;
+    const [own, engineWide] = await Promise.all([this.store.listInstanceQuarantines(), this.store.listQuarantines()]);
+    for (const engine of this.registry.allInstances()) {
+      if (engine.builtin) continue;
+      const q = applicableRecord(own.get(engine.id)?.get(engine.instanceId), engineWide.get(engine.id));
+      if (!q) continue;
       engine.quarantine = q;
       engine.ejections = q.ejections;
     }
   }
+}
+
+/**
+ * The record that holds for an instance: its engine's manual one (an operator isolated the whole
+ * engine) over its own. An automatic engine-wide record — written by a replica older than instances —
+ * is not applied: each instance's own checks judge it (docs/registry.md, "Instances").
+ */
+export function applicableRecord(own: QuarantineState | undefined, engineWide: QuarantineState | undefined): QuarantineState | undefined {
+  return engineWide?.manual ? engineWide : own;
 }

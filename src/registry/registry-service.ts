@@ -1,4 +1,5 @@
-import { FailedPreconditionError, fieldError, ResourceExhaustedError } from "../contract/errors.js";
+import { FailedPreconditionError, fieldError, NotFoundError, ResourceExhaustedError } from "../contract/errors.js";
+import { quote } from "../contract/quote.js";
 import type { RegistryServiceService } from "../contract/gen/contextd/v1/registry.js";
 import type * as R from "../contract/gen/contextd/v1/registry.js";
 import type { RequestContext, StreamSink } from "../contract/request-context.js";
@@ -46,7 +47,14 @@ export function registryService(registry: EngineRegistry, admission: Admission, 
     if (!id) throw fieldError("engine_id", "is required");
     if (id === LEGACY_ENGINE_ID) throw new FailedPreconditionError(`"${LEGACY_ENGINE_ID}" is the built-in fallback and cannot be quarantined`);
     registry.status(id); // NOT_FOUND when unknown
-    return registry.get(id)!;
+    return id;
+  };
+  /** The named instance of a registered engine, or undefined for the engine as a whole. */
+  const instanceOf = (id: string, instanceId: string) => {
+    if (!instanceId.trim()) return undefined;
+    const instance = registry.instance(id, instanceId.trim());
+    if (!instance) throw new NotFoundError(`engine "${id}" has no instance ${quote(instanceId.trim())}`);
+    return instance;
   };
   return {
     // The `owner` rule proved req.owner already.
@@ -62,7 +70,7 @@ export function registryService(registry: EngineRegistry, admission: Admission, 
       },
     ),
     listEngines: rpc({ auth: "reader", session: "none", deadline: "call" }, async (): Promise<R.ListEnginesResponse> => ({
-      engines: registry.list().map(toEngineStatus),
+      engines: registry.list().map((e) => toEngineStatus(e, registry.view)),
     })),
     getEngine: rpc({ auth: "reader", session: "none", deadline: "call" }, async (req: R.GetEngineRequest): Promise<R.GetEngineResponse> => {
       if (!req.engineId.trim()) throw fieldError("engine_id", "is required");
@@ -71,15 +79,20 @@ export function registryService(registry: EngineRegistry, admission: Admission, 
     quarantineEngine: rpc(
       { auth: "operator", session: "none", deadline: "call" },
       async (req: R.QuarantineEngineRequest): Promise<R.QuarantineEngineResponse> => {
-        const engine = remoteEngine(req.engineId);
-        await quarantine.isolate(engine, "manual", req.reason.trim() || "isolated by an operator", true);
-        return { engine: toEngineStatus(engine) };
+        const id = remoteEngine(req.engineId);
+        const instance = instanceOf(id, req.instanceId);
+        const why = req.reason.trim() || "isolated by an operator";
+        if (instance) await quarantine.isolate(instance, "manual", why, true);
+        else await quarantine.isolateEngine(id, why);
+        return { engine: registry.status(id) };
       },
     ),
     clearQuarantine: rpc({ auth: "operator", session: "none", deadline: "call" }, async (req: R.ClearQuarantineRequest): Promise<R.ClearQuarantineResponse> => {
-      const engine = remoteEngine(req.engineId);
-      await quarantine.clear(engine, "cleared by an operator");
-      return { engine: toEngineStatus(engine) };
+      const id = remoteEngine(req.engineId);
+      const instance = instanceOf(id, req.instanceId);
+      if (instance) await quarantine.clear(instance, "cleared by an operator");
+      else await quarantine.clearEngine(id, "cleared by an operator");
+      return { engine: registry.status(id) };
     }),
     // Events until the caller goes away or the server drains (EngineEvents.closeAll).
     watchEngines: stream(
@@ -89,7 +102,13 @@ export function registryService(registry: EngineRegistry, admission: Admission, 
           if (req.includeCurrent) {
             for (const engine of registry.list()) {
               sink.write({
-                event: { type: EngineEventType.ENGINE_EVENT_TYPE_REGISTERED, engine: toEngineStatus(engine), atMs: Date.now(), message: "current" },
+                event: {
+                  type: EngineEventType.ENGINE_EVENT_TYPE_REGISTERED,
+                  engine: toEngineStatus(engine, registry.view),
+                  atMs: Date.now(),
+                  message: "current",
+                  instanceId: "",
+                },
               });
             }
           }

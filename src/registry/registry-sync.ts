@@ -1,13 +1,13 @@
 import type { EngineDialing } from "./remote-engine.js";
 import type { Logger } from "pino";
 import { EngineInfo } from "../contract/gen/contextd/v1/engine.js";
-import { EngineEventType, type QuarantineState } from "../contract/gen/contextd/v1/registry.js";
+import { EngineEventType, type Locality, type QuarantineState } from "../contract/gen/contextd/v1/registry.js";
 import type { RegistryChange, RegistryStore, RegistryWatch, StoredRegistration } from "../store/registry-store.js";
 import { restoredEngine } from "./admission.js";
 import type { EndpointChecker } from "./endpoint-allow-list.js";
 import type { EngineEvents } from "./engine-events.js";
 import type { EngineRegistry, RegisteredEngine } from "./engine-registry.js";
-import type { Quarantine } from "./quarantine.js";
+import { applicableRecord, type Quarantine } from "./quarantine.js";
 
 export interface RegistrySyncSettings {
   /** How often the whole registry is read again, whatever the notifications said (engines.reconcile_interval). */
@@ -122,9 +122,14 @@ export class RegistrySync {
     const before = new Map<string, { inFlight: number; seq: number }>();
     const mark = (id: string) => before.get(id) ?? { inFlight: 0, seq: 0 };
     for (const id of this.registry.localWriteIds()) before.set(id, this.registry.localWrites(id));
-    const [registrations, quarantines] = await Promise.all([this.store.listRegistrations(), this.store.listQuarantines()]);
+    const [registrations, quarantines, instanceQuarantines] = await Promise.all([
+      this.store.listRegistrations(),
+      this.store.listQuarantines(),
+      this.store.listInstanceQuarantines(),
+    ]);
     if (this.stopped) return;
-    const stored = new Map(registrations.map((r) => [r.engineId, r] as const));
+    const stored = new Map<string, StoredRegistration[]>();
+    for (const r of registrations) stored.set(r.engineId, [...(stored.get(r.engineId) ?? []), r]);
     const ids = new Set<string>([
       ...stored.keys(),
       ...this.registry
@@ -140,7 +145,7 @@ export class RegistrySync {
         deferred.push(id);
         continue;
       }
-      this.apply(id, stored.get(id), quarantines.get(id), via);
+      this.apply(id, stored.get(id) ?? [], instanceQuarantines.get(id), quarantines.get(id), via);
     }
     // Read again once those writes are over (what they wrote is in the store then). A record whose
     // write failed waits for the next reconcile, which writes it again first.
@@ -151,24 +156,36 @@ export class RegistrySync {
     }
   }
 
-  /** Makes engine `id` what the store says (synchronously: nothing can change it meanwhile). */
-  private apply(id: string, r: StoredRegistration | undefined, q: QuarantineState | undefined, via: SyncVia): void {
-    const current = this.registry.get(id);
-    if (current?.builtin) return;
-    if (!r) {
-      if (!current) return;
-      this.registry.delete(id);
+  /** Makes engine `id`'s instances what the store says (synchronously: nothing can change them meanwhile). */
+  private apply(
+    id: string,
+    stored: StoredRegistration[],
+    own: Map<string, QuarantineState> | undefined,
+    engineWide: QuarantineState | undefined,
+    via: SyncVia,
+  ): void {
+    if (this.registry.get(id)?.builtin) return;
+    const kept = new Set(stored.map((r) => r.instanceId));
+    for (const current of this.registry.instances(id)) {
+      if (kept.has(current.instanceId)) continue;
+      this.registry.delete(id, current.instanceId);
       current.remote?.close();
-      this.log.info({ engineId: id, owner: current.owner, via }, "engine deregistered at another replica");
+      this.log.info({ engineId: id, instanceId: current.instanceId, owner: current.owner, via }, "engine deregistered at another replica");
       this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_DEREGISTERED, current, "deregistered at another replica");
-      return;
     }
+    for (const r of stored) this.applyInstance(r, applicableRecord(own?.get(r.instanceId), engineWide), via);
+  }
+
+  private applyInstance(r: StoredRegistration, q: QuarantineState | undefined, via: SyncVia): void {
+    const id = r.engineId;
+    const current = this.registry.instance(id, r.instanceId);
     let engine = current;
     if (!engine || !sameRegistration(engine, r)) {
       if (engine?.remote && engine.endpoint === r.endpoint) {
         // Refreshed at the same address: keep the connection (and the calls in flight on it).
         engine.owner = r.owner;
         engine.info = r.info;
+        engine.locality = r.locality;
         engine.remote.setInfo(r.info);
         engine.registeredAtMs = r.registeredAtMs;
       } else {
@@ -177,7 +194,7 @@ export class RegistrySync {
         current?.remote?.close();
       }
       const what = current ? "registration refreshed at another replica" : "registered at another replica";
-      this.log.info({ engineId: id, owner: r.owner, endpoint: r.endpoint, via }, `engine ${what}`);
+      this.log.info({ engineId: id, instanceId: r.instanceId, owner: r.owner, endpoint: r.endpoint, via }, `engine ${what}`);
       this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_REGISTERED, engine, what);
       this.onAdded(engine);
     }
@@ -188,6 +205,7 @@ export class RegistrySync {
       this.log.warn(
         {
           engineId: id,
+          instanceId: r.instanceId,
           owner: engine.owner,
           operation: q.operation,
           reason: q.reason,
@@ -202,7 +220,7 @@ export class RegistrySync {
     } else if (!q && had) {
       engine.quarantine = undefined;
       engine.healthFailures = 0;
-      this.log.info({ engineId: id, owner: engine.owner, via }, "engine released from quarantine at another replica");
+      this.log.info({ engineId: id, instanceId: r.instanceId, owner: engine.owner, via }, "engine released from quarantine at another replica");
       this.events.publish(EngineEventType.ENGINE_EVENT_TYPE_RELEASED, engine, "released at another replica");
     }
   }
@@ -212,9 +230,14 @@ function sameRegistration(e: RegisteredEngine, r: StoredRegistration): boolean {
   return (
     e.owner === r.owner &&
     e.endpoint === r.endpoint &&
+    sameLocality(e.locality, r.locality) &&
     e.registeredAtMs === r.registeredAtMs &&
     Buffer.from(EngineInfo.encode(e.info).finish()).equals(Buffer.from(EngineInfo.encode(r.info).finish()))
   );
+}
+
+function sameLocality(a: Locality | undefined, b: Locality | undefined): boolean {
+  return (a?.node ?? "") === (b?.node ?? "") && (a?.zone ?? "") === (b?.zone ?? "") && (a?.replica ?? "") === (b?.replica ?? "");
 }
 
 function sameQuarantine(a: QuarantineState | undefined, b: QuarantineState): boolean {

@@ -123,7 +123,15 @@ export class Contextd {
     const registry = new EngineRegistry(new LegacyEngine(compactionDeps));
     const events = new EngineEvents();
     const quarantine = new Quarantine(registry, store, settings.quarantine, events, logger);
-    const monitor = new HealthMonitor(registry, quarantine, events, settings.engineHealth, logger);
+    const monitor = new HealthMonitor(
+      registry,
+      quarantine,
+      events,
+      settings.engineHealth,
+      logger,
+      // Admission removes it (admission is built below; nothing is checked before start).
+      (instance, why) => admission.expire(instance, why),
+    );
     const allowList = new EndpointAllowList(settings.allowEndpoints);
     const dialing: EngineDialing = { credentials: engineCredentials(settings.engineTls), answerLimits: settings.answerLimits };
     const admission = new Admission(
@@ -151,12 +159,14 @@ export class Contextd {
     // An engine quarantined (by an operator, its health, a failure) or deregistered — here or at
     // another replica — loses its standing at once: its live host tokens are refused and its calls
     // in flight are ended and answered by legacy.
+    // One instance's event ends that instance's calls only; its siblings serve on.
     events.subscribe((event) => {
       const id = event.engine?.engineId;
       if (!id) return;
+      const instance = event.instanceId;
       if (event.type === EngineEventType.ENGINE_EVENT_TYPE_QUARANTINED)
-        grants.revokeEngine(id, "quarantined", `engine "${id}" was quarantined (${event.message})`);
-      if (event.type === EngineEventType.ENGINE_EVENT_TYPE_DEREGISTERED) grants.revokeEngine(id, "deregistered", `engine "${id}" was deregistered`);
+        grants.revokeEngine(id, "quarantined", `engine "${id}" was quarantined (${event.message})`, instance);
+      if (event.type === EngineEventType.ENGINE_EVENT_TYPE_DEREGISTERED) grants.revokeEngine(id, "deregistered", `engine "${id}" was deregistered`, instance);
     });
     const router = new Router(
       registry,
@@ -164,7 +174,13 @@ export class Contextd {
       grants,
       observeAll(engineCounters, quarantine, bare ? undefined : engineCallMetrics(metrics, tracing)),
     );
-    metrics.watchEngines(() => registry.list().map((r) => ({ id: r.id, quarantined: r.quarantine !== undefined, health: HEALTH_VALUE[r.health] ?? -1 })));
+    // Per engine, as EngineStatus says: quarantined when no instance is free, the best instance's health.
+    metrics.watchEngines(() =>
+      registry.list().map((r) => {
+        const s = registry.status(r.id);
+        return { id: r.id, quarantined: s.quarantine !== undefined, health: HEALTH_VALUE[s.health] ?? -1 };
+      }),
+    );
 
     // Host: sessions and engine callbacks.
     const observer = bare ? undefined : metrics.hostObserver();

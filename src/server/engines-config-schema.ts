@@ -35,7 +35,12 @@ export const engines = z.strictObject({
     ),
   timeouts: timeouts.prefault({}),
   health: z
-    .strictObject({ interval: duration().prefault("5s"), timeout: duration().prefault("1s"), unhealthy_threshold: int(1).prefault(2) })
+    .strictObject({
+      interval: duration().prefault("5s"),
+      timeout: duration().prefault("1s"),
+      unhealthy_threshold: int(1).prefault(2),
+      remove_after: duration().prefault("1m"),
+    })
     .superRefine((v, ctx) => {
       if (v.timeout > v.interval)
         ctx.addIssue({
@@ -76,8 +81,23 @@ export const engines = z.strictObject({
       bytes_per_budget_token: int(1).prefault(DEFAULT_ANSWER_LIMITS.bytesPerBudgetToken),
     })
     .prefault({}),
-  /** The bulkhead: calls in flight to one sidecar at most; the ones over it fall back at once. */
+  /**
+   * The bulkhead: calls in flight to one sidecar instance at most; the ones over it go to another
+   * instance, or fall back at once.
+   */
   max_concurrent_calls: int(1).prefault(64),
+  /**
+   * Where this replica runs: an engine instance registered with the same `locality.replica` (or else
+   * the same `locality.node`) is local, and called first while it is healthy and below its bulkhead
+   * (docs/registry.md, "Instances"). `node` empty: this machine's hostname.
+   */
+  locality: z
+    .strictObject({
+      replica: z.string().prefault(""),
+      node: z.string().prefault(""),
+      zone: z.string().prefault(""),
+    })
+    .prefault({}),
   /**
    * With replicas on one database: how often each re-reads every registration and quarantine record,
    * whatever LISTEN/NOTIFY said (a missed notification is repaired then).

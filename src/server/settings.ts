@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import type { CompactionSettings } from "../compaction/native-compaction.js";
 import type { TenantLimitSettings } from "../contract/tenant-limits.js";
 import type { AppendLimits } from "../host/validate.js";
@@ -98,10 +99,17 @@ export function compileSettings(config: ContextdConfig): ContextdSettings {
       onFailure: e.on_failure,
       maxConcurrentCalls: e.max_concurrent_calls,
       fallbackReserveMs: e.fallback_reserve,
+      // An unnamed node is this machine's: sidecars that register with their host name are local.
+      locality: { ...e.locality, node: e.locality.node || hostname() },
       overrides,
     },
     quarantine: { baseEjectionMs: e.quarantine.base_ejection, maxEjectionMs: e.quarantine.max_ejection },
-    engineHealth: { intervalMs: e.health.interval, timeoutMs: e.health.timeout, unhealthyThreshold: e.health.unhealthy_threshold },
+    engineHealth: {
+      intervalMs: e.health.interval,
+      timeoutMs: e.health.timeout,
+      unhealthyThreshold: e.health.unhealthy_threshold,
+      removeAfterMs: e.health.remove_after,
+    },
     allowEndpoints: e.allow_endpoints,
     engineTls: e.tls,
     answerLimits: { maxBytes: e.answer_limits.max_bytes, baseBytes: e.answer_limits.base_bytes, bytesPerBudgetToken: e.answer_limits.bytes_per_budget_token },

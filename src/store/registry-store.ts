@@ -1,30 +1,46 @@
 import type { EngineInfo } from "../contract/gen/contextd/v1/engine.js";
-import type { QuarantineState } from "../contract/gen/contextd/v1/registry.js";
+import type { Locality, QuarantineState } from "../contract/gen/contextd/v1/registry.js";
 
 /** What {@link RegistryStore.claimRegistration} did: wrote it, or found the id held by `holder`. */
 export type RegistrationClaim = { written: true } | { written: false; holder: StoredRegistration };
 
 /**
- * Durable registry state: who owns each engine id (so ownership survives a contextd restart and
- * is shared by replicas) and quarantine records (persisted, so that a quarantine survives a restart
- * and every replica sees it).
+ * Durable registry state: who owns each engine id and which instances serve it (so ownership
+ * survives a contextd restart and is shared by replicas), and quarantine records (persisted, so
+ * that a quarantine survives a restart and every replica sees it). docs/registry.md, "Instances":
+ * one engine row per id (its owner, and its most recent instance, which older replicas read) and
+ * one row per instance.
  */
 export interface RegistryStore {
   /**
-   * Writes the registration of `engineId` unless another holds the id: one of a different owner,
-   * or — unless `refresh` — any. One conditional write, so that of two replicas admitting one id at
-   * once exactly one wins: ownership is decided by the database, not by a read that raced. When it
-   * does not write, answers the registration that holds the id.
+   * Writes the registration of one instance of `engineId` unless the id is held by another owner,
+   * or — unless `refresh` — this instance is registered already. One transaction whose engine row
+   * decides the owner, so that of two replicas admitting one new id for two owners at once exactly
+   * one wins: ownership is decided by the database, not by a read that raced. When it does not
+   * write, answers the registration that holds the id (the instance itself, for a refresh refused).
    */
   claimRegistration(registration: StoredRegistration, options: { refresh: boolean }): Promise<RegistrationClaim>;
-  deleteRegistration(engineId: string): Promise<boolean>;
+  /**
+   * Removes one instance of `engineId` (`instanceId`), or the engine and every instance (none):
+   * the engine row goes with its last instance. False when there was nothing to remove. With
+   * `registeredAtMs`, the instance only while its row is that registration (not one refreshed since
+   * at another replica).
+   */
+  deleteRegistration(engineId: string, instanceId?: string, options?: { registeredAtMs?: number }): Promise<boolean>;
+  /** Every instance of every engine, by engine id then instance id. */
   listRegistrations(): Promise<StoredRegistration[]>;
 
-  /** Inserts or replaces the quarantine record of `engineId`. */
-  saveQuarantine(engineId: string, quarantine: QuarantineState): Promise<void>;
-  /** Removes the record; the ejection count lives on in `ejections` of the next record the caller writes. */
-  clearQuarantine(engineId: string): Promise<boolean>;
+  /** Inserts or replaces the quarantine record of `engineId` as a whole, or of one instance. */
+  saveQuarantine(engineId: string, quarantine: QuarantineState, instanceId?: string): Promise<void>;
+  /**
+   * Removes the record of one instance (`instanceId`), or the engine's and every instance's (none);
+   * the ejection count lives on in `ejections` of the next record the caller writes.
+   */
+  clearQuarantine(engineId: string, instanceId?: string): Promise<boolean>;
+  /** The records of engines as a whole (an operator's isolation of the engine), by engine id. */
   listQuarantines(): Promise<Map<string, QuarantineState>>;
+  /** The records of instances: engine id → instance id → record. */
+  listInstanceQuarantines(): Promise<Map<string, Map<string, QuarantineState>>>;
 
   /**
    * Tells `onChange` about registry writes made through ANY store on the same data — other
@@ -41,8 +57,12 @@ export interface RegistryStore {
   watchRegistry(onChange: (change: RegistryChange) => void, options?: RegistryWatchOptions): RegistryWatch;
 }
 
+/** One instance of an engine as stored. */
 export interface StoredRegistration {
   engineId: string;
+  /** RegisterEngineRequest.instance_id, or the endpoint when it named none. */
+  instanceId: string;
+  locality: Locality | undefined;
   owner: string;
   endpoint: string;
   info: EngineInfo;

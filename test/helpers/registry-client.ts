@@ -18,11 +18,11 @@ export function registryClient(address: string) {
   return {
     raw: c,
     register: (req: R.DeepPartial<R.RegisterEngineRequest>, token?: string) => call(c, c.registerEngine, R.RegisterEngineRequest.fromPartial(req), token),
-    deregister: (engineId: string, token?: string) => call(c, c.deregisterEngine, { engineId }, token),
+    deregister: (engineId: string, token?: string, instanceId = "") => call(c, c.deregisterEngine, { engineId, instanceId }, token),
     list: (token?: string) => call(c, c.listEngines, {}, token),
     get: (engineId: string, token?: string) => call(c, c.getEngine, { engineId }, token).then((r) => r.engine!),
-    isolate: (engineId: string, reason: string, token?: string) => call(c, c.quarantineEngine, { engineId, reason }, token),
-    clear: (engineId: string, token?: string) => call(c, c.clearQuarantine, { engineId }, token),
+    isolate: (engineId: string, reason: string, token?: string, instanceId = "") => call(c, c.quarantineEngine, { engineId, reason, instanceId }, token),
+    clear: (engineId: string, token?: string, instanceId = "") => call(c, c.clearQuarantine, { engineId, instanceId }, token),
     close: () => c.close(),
   };
 }

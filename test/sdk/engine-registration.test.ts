@@ -65,16 +65,32 @@ class FakeRegistry {
         this.registerCalls.push({ req, auth: auth(call.metadata) });
         const forced = this.behaviour(req, this.registerCalls.length);
         if (forced && "error" in forced) return cb({ code: forced.error, details: forced.details }, null);
-        if (forced) return cb(null, { ok: false, existingOwner: "", refusal: Refusal.REFUSAL_UNSPECIFIED, message: "", protocolVersion: 0, ...forced });
+        if (forced)
+          return cb(null, { ok: false, existingOwner: "", refusal: Refusal.REFUSAL_UNSPECIFIED, message: "", protocolVersion: 0, instanceId: "", ...forced });
         // Admission: dial the endpoint and ask for GetInfo, as contextd does.
         const client = new ContextEngineServiceClient(req.endpoint, credentials.createInsecure());
         client.getInfo(GetInfoRequest.fromPartial({}), new Metadata(), { deadline: Date.now() + 1_000 }, (err, res) => {
           client.close();
           if (err || res.info?.id !== req.engineId) {
-            return cb(null, { ok: false, existingOwner: "", refusal: Refusal.REFUSAL_UNREACHABLE, message: err?.details ?? "bad info", protocolVersion: 0 });
+            return cb(null, {
+              ok: false,
+              existingOwner: "",
+              refusal: Refusal.REFUSAL_UNREACHABLE,
+              message: err?.details ?? "bad info",
+              protocolVersion: 0,
+              instanceId: "",
+            });
           }
           this.engines.set(req.engineId, { owner: req.owner, endpoint: req.endpoint, info: res.info });
-          cb(null, { ok: true, existingOwner: "", refusal: Refusal.REFUSAL_NONE, message: "", protocolVersion: 1, engine: this.status(req.engineId) });
+          cb(null, {
+            ok: true,
+            existingOwner: "",
+            refusal: Refusal.REFUSAL_NONE,
+            message: "",
+            protocolVersion: 1,
+            engine: this.status(req.engineId),
+            instanceId: req.instanceId || req.endpoint,
+          });
         });
       },
       getEngine: (call, cb) => {
@@ -148,7 +164,16 @@ describe("serveEngine: registration", () => {
     expect(registry.registerCalls).toHaveLength(1);
     const { req, auth } = registry.registerCalls[0];
     expect(auth).toBe("Bearer owner-secret");
-    expect(req).toEqual({ engineId: "acme-engine", owner: "acme", endpoint: engine.endpoint, allowSameOwnerRefresh: true, protocolVersions: [1] });
+    // No instance id: the registry names the instance by its endpoint.
+    expect(req).toEqual({
+      engineId: "acme-engine",
+      owner: "acme",
+      endpoint: engine.endpoint,
+      allowSameOwnerRefresh: true,
+      protocolVersions: [1],
+      instanceId: "",
+      locality: undefined,
+    });
     expect(engine.endpoint).toMatch(/^127\.0\.0\.1:[1-9]\d*$/);
     expect(engine.registration).toMatchObject({ state: "registered", registrations: 1 });
 
@@ -237,7 +262,8 @@ describe("serveEngine: registration", () => {
     const engine = await serve({ registry: address });
     await engine.registered;
     await engine.stop();
-    expect(registry.deregisterCalls).toEqual([{ req: { engineId: "acme-engine" }, auth: "Bearer owner-secret" }]);
+    // Its own instance only (a registry without instances ignores the field, as this one does).
+    expect(registry.deregisterCalls).toEqual([{ req: { engineId: "acme-engine", instanceId: engine.endpoint }, auth: "Bearer owner-secret" }]);
     expect(registry.engines.size).toBe(0);
     expect(engine.registration?.state).toBe("stopped");
     const heartbeats = registry.getEngineCalls.length;

@@ -59,7 +59,16 @@ describe("finding: allow-list bypasses — re-checked when a name's address chan
     const info = EngineInfo.fromPartial({ id: "rebound", name: "rebound", protocolVersions: [1] });
     // As a registration read from the store (another replica's, or from before a restart).
     engine = restoredEngine(
-      { engineId: "rebound", owner: "acme", endpoint: `engine.test:${port}`, info, protocolVersion: 1, registeredAtMs: Date.now() },
+      {
+        engineId: "rebound",
+        instanceId: `engine.test:${port}`,
+        locality: undefined,
+        owner: "acme",
+        endpoint: `engine.test:${port}`,
+        info,
+        protocolVersion: 1,
+        registeredAtMs: Date.now(),
+      },
       { credentials: credentials.createInsecure(), answerLimits: DEFAULT_ANSWER_LIMITS },
       allowList,
     );

@@ -35,6 +35,8 @@ describe("finding: allow-list bypasses — dialling checked addresses keeps TLS 
     restoredEngine(
       {
         engineId: "tls-named",
+        instanceId: endpoint,
+        locality: undefined,
         owner: "team",
         endpoint,
         info: EngineInfo.fromPartial({ id: "tls-named", name: "tls-named" }),

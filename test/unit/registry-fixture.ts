@@ -19,9 +19,9 @@ import {
   type IngestRequest,
   type IngestResponse,
 } from "../../src/contract/gen/contextd/v1/engine.js";
-import { EngineHealth, type EngineEvent } from "../../src/contract/gen/contextd/v1/registry.js";
+import { EngineHealth, type EngineEvent, type Locality, type QuarantineState } from "../../src/contract/gen/contextd/v1/registry.js";
 import { EngineEvents } from "../../src/registry/engine-events.js";
-import { EngineRegistry, newCounters, type RegisteredEngine } from "../../src/registry/engine-registry.js";
+import { EngineRegistry, newCounters, newInstanceCounters, type RegisteredEngine } from "../../src/registry/engine-registry.js";
 import { Quarantine, type QuarantineSettings } from "../../src/registry/quarantine.js";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 
@@ -95,18 +95,29 @@ export class ScriptedEngine implements ContextEngine {
   }
 }
 
-/** Puts `engine` in the registry as an admitted sidecar would be (no gRPC client: it is called in process). */
-export function addSidecar(registry: EngineRegistry, engine: ContextEngine & { readonly id: string }, owner = "team-a"): RegisteredEngine {
+/**
+ * Puts `engine` in the registry as an admitted sidecar would be (no gRPC client: it is called in
+ * process), as the instance `endpoint` of the engine id `engineId` (the engine's own id by default).
+ */
+export function addSidecar(
+  registry: EngineRegistry,
+  engine: ContextEngine & { readonly id: string },
+  owner = "team-a",
+  { engineId = engine.id, endpoint = "127.0.0.1:50999", locality }: { engineId?: string; endpoint?: string; locality?: Locality } = {},
+): RegisteredEngine {
   const registered: RegisteredEngine = {
-    id: engine.id,
+    id: engineId,
+    instanceId: endpoint,
+    locality,
     owner,
-    endpoint: "127.0.0.1:50999",
+    endpoint,
     builtin: false,
     engine,
     info: engine.info(),
     registeredAtMs: Date.now(),
     health: EngineHealth.ENGINE_HEALTH_SERVING,
     counters: newCounters(),
+    instanceCounters: newInstanceCounters(),
     healthFailures: 0,
     ejections: 0,
   };
@@ -150,6 +161,16 @@ export function registryFixture(settings: QuarantineSettings = { baseEjectionMs:
     lines,
     quarantine,
     settings,
+    /**
+     * The stored quarantine records by engine id: the engine-wide one, else its instance's (these
+     * tests give each engine one instance).
+     */
+    async records(): Promise<Map<string, QuarantineState>> {
+      const out = new Map<string, QuarantineState>();
+      for (const [id, byInstance] of await store.listInstanceQuarantines()) for (const q of byInstance.values()) out.set(id, q);
+      for (const [id, q] of await store.listQuarantines()) out.set(id, q);
+      return out;
+    },
     async close() {
       await store.close();
       rmSync(dir, { recursive: true, force: true });

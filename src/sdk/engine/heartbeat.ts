@@ -1,6 +1,6 @@
 import { status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
-import type { EngineStatus } from "../../contract/gen/contextd/v1/registry.js";
+import type { EngineStatus, QuarantineState } from "../../contract/gen/contextd/v1/registry.js";
 import { TRANSIENT, codeOf, detailsOf } from "./registration-error.js";
 
 /**
@@ -15,12 +15,16 @@ export type HeartbeatVerdict = "intact" | "displaced" | "unknown" | "lost" | "di
  * so it remembers what it last reported (registry down, a failing heartbeat, a quarantine, another
  * instance holding the id) and logs a lasting condition when it starts and ends, not on every beat.
  *
- * Only NOT_FOUND means the registry lost the engine. Another endpoint under the id means another
- * instance of this engine (a replica, or the next version in a rolling deploy) registered after us:
- * registering again would take the id back, the other instance would do the same on its next
- * heartbeat, and the two would keep resetting each other's registration. So this instance leaves
- * the id to the other one and keeps heartbeating; when the other deregisters (NOT_FOUND), it
- * registers again.
+ * With a contextd that lists instances (EngineStatus.instances), this instance is registered while
+ * its endpoint is among them; when it is not (deregistered alone, say), it registers again, which
+ * adds it beside the others.
+ *
+ * With an older contextd, only NOT_FOUND means the registry lost the engine. Another endpoint under
+ * the id means another instance of this engine (a replica, or the next version in a rolling deploy)
+ * registered after us: registering again would take the id back, the other instance would do the
+ * same on its next heartbeat, and the two would keep resetting each other's registration. So this
+ * instance leaves the id to the other one and keeps heartbeating; when the other deregisters
+ * (NOT_FOUND), it registers again.
  */
 export class HeartbeatWatch {
   private registryDown = false;
@@ -33,6 +37,8 @@ export class HeartbeatWatch {
     private readonly log: Logger,
     private readonly engineId: string,
     private readonly endpoint: string,
+    /** As the registry names this instance (its endpoint unless it named itself). */
+    private readonly instanceId: string = endpoint,
   ) {}
 
   /** The engine (re)registered: an outage, failure or takeover seen before is over. A quarantine is not. */
@@ -48,6 +54,18 @@ export class HeartbeatWatch {
     if (this.registryDown) this.log.info("registry reachable again");
     this.registryDown = false;
     this.problem = "";
+    // A contextd with instances lists them: this instance is intact while it is among them, and
+    // registering again when it is not displaces nobody (docs/registry.md, "Instances").
+    if (engine.instances.length > 0) {
+      const mine = engine.instances.find((i) => i.instanceId === this.instanceId);
+      if (!mine) {
+        this.log.warn(`the registry no longer has this instance of ${this.engineId}; registering again`);
+        this.heldBy = "";
+        return "lost";
+      }
+      this.reportQuarantine(mine.quarantine);
+      return "intact";
+    }
     if (engine.endpoint !== this.endpoint) {
       if (engine.endpoint !== this.heldBy) {
         this.log.warn(
@@ -62,13 +80,17 @@ export class HeartbeatWatch {
       this.log.info({ previousEndpoint: this.heldBy }, "the registry points at this instance again");
       this.heldBy = "";
     }
-    const quarantine = engine.quarantine ? `${engine.quarantine.operation}: ${engine.quarantine.reason}` : "";
-    if (quarantine !== this.lastQuarantine) {
-      if (quarantine) this.log.warn({ quarantine: engine.quarantine }, "the registry has quarantined this engine");
-      else this.log.info("the registry released this engine from quarantine");
-      this.lastQuarantine = quarantine;
-    }
+    this.reportQuarantine(engine.quarantine);
     return "intact";
+  }
+
+  /** Logs a quarantine of this engine (or instance) when it starts and when it ends. */
+  private reportQuarantine(q: QuarantineState | undefined): void {
+    const quarantine = q ? `${q.operation}: ${q.reason}` : "";
+    if (quarantine === this.lastQuarantine) return;
+    if (quarantine) this.log.warn({ quarantine: q }, "the registry has quarantined this engine");
+    else this.log.info("the registry released this engine from quarantine");
+    this.lastQuarantine = quarantine;
   }
 
   /** GetEngine failed. */

@@ -24,7 +24,19 @@ export interface ServeEngineOptions {
    * (a container or service name). Env `CONTEXTD_ENGINE_ADVERTISE`.
    */
   advertise?: string;
-  /** Replace this owner's existing registration of the id (a restarted engine). Default true. */
+  /**
+   * Which instance of the engine this process is, when several serve one engine id: stable across
+   * its restarts (a pod name). Env `CONTEXTD_ENGINE_INSTANCE_ID`; default: its endpoint
+   * (docs/registry.md, "Instances").
+   */
+  instanceId?: string;
+  /**
+   * Where it runs, so each contextd replica calls the instance beside it first. Env
+   * `CONTEXTD_ENGINE_NODE`, `CONTEXTD_ENGINE_ZONE`, `CONTEXTD_ENGINE_REPLICA` (the contextd replica
+   * it sits beside: that replica's `engines.locality.replica`).
+   */
+  locality?: { node?: string; zone?: string; replica?: string };
+  /** Replace this owner's existing registration of this instance (a restarted engine). Default true. */
   allowSameOwnerRefresh?: boolean;
   /** How often to check that the registry still has this engine (and register again if not). Default 2000. */
   heartbeatMs?: number;
@@ -57,6 +69,9 @@ export interface ResolvedOptions {
   listen: ListenAddress;
   listenText: string;
   advertise?: string;
+  /** "": the registry names the instance by its endpoint. */
+  instanceId: string;
+  locality: { node: string; zone: string; replica: string };
   allowSameOwnerRefresh: boolean;
   heartbeatMs: number;
   retry: { initialMs: number; maxMs: number };
@@ -141,6 +156,12 @@ export function resolveOptions(engineId: string, options: ServeEngineOptions): R
     listen: parseListen(listenText),
     listenText,
     advertise: nonEmpty(options.advertise ?? env.CONTEXTD_ENGINE_ADVERTISE),
+    instanceId: nonEmpty(options.instanceId ?? env.CONTEXTD_ENGINE_INSTANCE_ID) ?? "",
+    locality: {
+      node: nonEmpty(options.locality?.node ?? env.CONTEXTD_ENGINE_NODE) ?? "",
+      zone: nonEmpty(options.locality?.zone ?? env.CONTEXTD_ENGINE_ZONE) ?? "",
+      replica: nonEmpty(options.locality?.replica ?? env.CONTEXTD_ENGINE_REPLICA) ?? "",
+    },
     allowSameOwnerRefresh: options.allowSameOwnerRefresh ?? true,
     heartbeatMs: positive("heartbeatMs", options.heartbeatMs, 2_000),
     retry: { initialMs: retryInitial, maxMs: retryMax },

@@ -26,6 +26,10 @@ export interface RegistrationSettings {
   ownerToken?: string;
   /** Where the registry reaches this engine. */
   endpoint: string;
+  /** Which instance of the engine this is; absent or "": its endpoint. */
+  instanceId?: string;
+  /** Where it runs (RegisterEngineRequest.locality). */
+  locality?: { node: string; zone: string; replica: string };
   allowSameOwnerRefresh: boolean;
   heartbeatMs: number;
   credentials: ChannelCredentials;
@@ -94,7 +98,12 @@ export class Registrar {
     this.registered.catch(() => undefined);
     this.registry = new RegistryConnection(settings.registry, settings.credentials, settings.ownerToken);
     this.log = settings.logger.child({ registry: settings.registry, endpoint: settings.endpoint });
-    this.watch = new HeartbeatWatch(this.log, settings.engineId, settings.endpoint);
+    this.watch = new HeartbeatWatch(this.log, settings.engineId, settings.endpoint, this.instanceId);
+  }
+
+  /** The instance this is, as the registry names it. */
+  private get instanceId(): string {
+    return this.settings.instanceId || this.settings.endpoint;
   }
 
   get status(): RegistrationStatus {
@@ -116,7 +125,7 @@ export class Registrar {
     this.current.state = "stopped";
     this.settleFirst(new RegistrationError("the engine stopped before it was registered"));
     try {
-      if (deregister && this.mayBeRegistered) await deregisterEngine(this.registry, this.settings.engineId, this.settings.endpoint, this.log);
+      if (deregister && this.mayBeRegistered) await deregisterEngine(this.registry, this.settings.engineId, this.settings.endpoint, this.log, this.instanceId);
     } finally {
       this.registry.close();
     }
@@ -130,6 +139,8 @@ export class Registrar {
       endpoint: s.endpoint,
       allowSameOwnerRefresh: s.allowSameOwnerRefresh,
       protocolVersions: [PROTOCOL_VERSION],
+      instanceId: s.instanceId ?? "",
+      locality: s.locality && (s.locality.node || s.locality.zone || s.locality.replica) ? s.locality : undefined,
     });
   }
 

@@ -70,6 +70,8 @@ export async function serveEngine(def: EngineDefinition, options: ServeEngineOpt
         owner: opts.owner,
         ownerToken: opts.ownerToken,
         endpoint,
+        instanceId: opts.instanceId,
+        locality: opts.locality,
         allowSameOwnerRefresh: opts.allowSameOwnerRefresh,
         heartbeatMs: opts.heartbeatMs,
         credentials: opts.credentials,

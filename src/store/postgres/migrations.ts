@@ -171,6 +171,35 @@ export const MIGRATIONS: readonly Migration[] = [
         WHERE e.session_id = s.session_id AND e.kind = 'message' ORDER BY e.seq DESC LIMIT 1), 0);
     `,
   },
+  {
+    version: 6,
+    description: "engine instances: many sidecars per engine id, each with its own quarantine record",
+    sql: `
+      -- As SQLite's migration 7 (docs/registry.md, "Instances"): one row per live instance, the
+      -- engine row staying the id's owner and its most recent instance; no foreign key (a replica
+      -- older than instances deletes the engine row alone; its instance rows are then ignored).
+      CREATE TABLE engine_instances (
+        engine_id        TEXT COLLATE "C" NOT NULL,
+        instance_id      TEXT COLLATE "C" NOT NULL,
+        endpoint         TEXT    NOT NULL DEFAULT '',
+        locality         BYTEA   NOT NULL DEFAULT '',
+        info             BYTEA   NOT NULL,
+        protocol_version INTEGER NOT NULL DEFAULT 0,
+        registered_at_ms BIGINT  NOT NULL,
+        CONSTRAINT engine_instances_pkey PRIMARY KEY (engine_id, instance_id)
+      );
+      INSERT INTO engine_instances (engine_id, instance_id, endpoint, info, protocol_version, registered_at_ms)
+        SELECT engine_id, endpoint, endpoint, info, protocol_version, registered_at_ms FROM engine_registrations WHERE endpoint <> '';
+
+      CREATE TABLE engine_instance_quarantines (
+        engine_id     TEXT COLLATE "C" NOT NULL,
+        instance_id   TEXT COLLATE "C" NOT NULL,
+        payload       BYTEA  NOT NULL,
+        updated_at_ms BIGINT NOT NULL,
+        CONSTRAINT engine_instance_quarantines_pkey PRIMARY KEY (engine_id, instance_id)
+      );
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

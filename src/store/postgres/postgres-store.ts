@@ -250,24 +250,28 @@ export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy 
     return registry.claimRegistration(this.db, registration, options.refresh);
   }
 
-  async deleteRegistration(engineId: string): Promise<boolean> {
-    return registry.deleteRegistration(this.db, engineId);
+  async deleteRegistration(engineId: string, instanceId?: string, options: { registeredAtMs?: number } = {}): Promise<boolean> {
+    return registry.deleteRegistration(this.db, engineId, instanceId, options.registeredAtMs);
   }
 
   async listRegistrations(): Promise<StoredRegistration[]> {
     return registry.listRegistrations(this.db);
   }
 
-  async saveQuarantine(engineId: string, quarantine: QuarantineState): Promise<void> {
-    await registry.saveQuarantine(this.db, engineId, quarantine);
+  async saveQuarantine(engineId: string, quarantine: QuarantineState, instanceId?: string): Promise<void> {
+    await registry.saveQuarantine(this.db, engineId, quarantine, instanceId);
   }
 
-  async clearQuarantine(engineId: string): Promise<boolean> {
-    return registry.clearQuarantine(this.db, engineId);
+  async clearQuarantine(engineId: string, instanceId?: string): Promise<boolean> {
+    return registry.clearQuarantine(this.db, engineId, instanceId);
   }
 
   async listQuarantines(): Promise<Map<string, QuarantineState>> {
     return registry.listQuarantines(this.db);
+  }
+
+  async listInstanceQuarantines(): Promise<Map<string, Map<string, QuarantineState>>> {
+    return registry.listInstanceQuarantines(this.db);
   }
 
   /** LISTEN on a connection of its own, reconnected when lost (registry-listener.ts). */

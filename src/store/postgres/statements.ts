@@ -158,19 +158,42 @@ export const SQL = {
   ),
   revisions: stmt("revisions", "SELECT payload, replaced_at_ms, reason FROM entry_revisions WHERE session_id = $1 AND entry_id = $2 ORDER BY revision"),
   // registry
-  // A held id is replaced only by its own owner, and only on a refresh ($7): no row returned otherwise.
-  claimRegistration: stmt(
-    "claim_registration",
+  // The engine row of a claim, locked: a new one is inserted (`inserted`), a held one is returned
+  // as it is (the no-op update takes its row lock, so two claims of one id serialize here and the
+  // second sees the first's owner).
+  lockRegistration: stmt(
+    "lock_registration",
     `INSERT INTO engine_registrations (engine_id, owner, endpoint, info, protocol_version, registered_at_ms)
      VALUES ($1, $2, $3, $4, $5, $6)
-     ON CONFLICT (engine_id) DO UPDATE SET owner = excluded.owner, endpoint = excluded.endpoint,
-       info = excluded.info, protocol_version = excluded.protocol_version, registered_at_ms = excluded.registered_at_ms
-     WHERE engine_registrations.owner = excluded.owner AND $7::boolean
-     RETURNING engine_id`,
+     ON CONFLICT (engine_id) DO UPDATE SET owner = engine_registrations.owner
+     RETURNING *, (xmax = 0) AS inserted`,
   ),
-  registration: stmt("registration", "SELECT * FROM engine_registrations WHERE engine_id = $1"),
+  saveRegistration: stmt(
+    "save_registration",
+    `UPDATE engine_registrations SET endpoint = $2, info = $3, protocol_version = $4, registered_at_ms = $5 WHERE engine_id = $1`,
+  ),
+  registration: stmt("registration", "SELECT * FROM engine_registrations WHERE engine_id = $1 FOR UPDATE"),
   deleteRegistration: stmt("delete_registration", "DELETE FROM engine_registrations WHERE engine_id = $1"),
-  listRegistrations: stmt("list_registrations", "SELECT * FROM engine_registrations ORDER BY engine_id"),
+  bareRegistrations: stmt(
+    "bare_registrations",
+    "SELECT * FROM engine_registrations r WHERE NOT EXISTS (SELECT 1 FROM engine_instances i WHERE i.engine_id = r.engine_id) ORDER BY engine_id",
+  ),
+  saveInstance: stmt(
+    "save_instance",
+    `INSERT INTO engine_instances (engine_id, instance_id, endpoint, locality, info, protocol_version, registered_at_ms)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (engine_id, instance_id) DO UPDATE SET endpoint = excluded.endpoint, locality = excluded.locality,
+       info = excluded.info, protocol_version = excluded.protocol_version, registered_at_ms = excluded.registered_at_ms`,
+  ),
+  instance: stmt("instance", "SELECT * FROM engine_instances WHERE engine_id = $1 AND instance_id = $2"),
+  latestInstance: stmt("latest_instance", "SELECT * FROM engine_instances WHERE engine_id = $1 ORDER BY registered_at_ms DESC, instance_id LIMIT 1"),
+  deleteInstance: stmt("delete_instance", "DELETE FROM engine_instances WHERE engine_id = $1 AND instance_id = $2"),
+  deleteInstances: stmt("delete_instances", "DELETE FROM engine_instances WHERE engine_id = $1"),
+  // Instance rows left by an older replica's deregistration (no engine row) are not registrations.
+  listInstances: stmt(
+    "list_instances",
+    "SELECT i.*, r.owner FROM engine_instances i JOIN engine_registrations r ON r.engine_id = i.engine_id ORDER BY i.engine_id, i.instance_id",
+  ),
   saveQuarantine: stmt(
     "save_quarantine",
     `INSERT INTO engine_quarantines (engine_id, payload, updated_at_ms) VALUES ($1, $2, $3)
@@ -178,6 +201,14 @@ export const SQL = {
   ),
   clearQuarantine: stmt("clear_quarantine", "DELETE FROM engine_quarantines WHERE engine_id = $1"),
   listQuarantines: stmt("list_quarantines", "SELECT * FROM engine_quarantines ORDER BY engine_id"),
+  saveInstanceQuarantine: stmt(
+    "save_instance_quarantine",
+    `INSERT INTO engine_instance_quarantines (engine_id, instance_id, payload, updated_at_ms) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (engine_id, instance_id) DO UPDATE SET payload = excluded.payload, updated_at_ms = excluded.updated_at_ms`,
+  ),
+  clearInstanceQuarantine: stmt("clear_instance_quarantine", "DELETE FROM engine_instance_quarantines WHERE engine_id = $1 AND instance_id = $2"),
+  clearInstanceQuarantines: stmt("clear_instance_quarantines", "DELETE FROM engine_instance_quarantines WHERE engine_id = $1"),
+  listInstanceQuarantines: stmt("list_instance_quarantines", "SELECT * FROM engine_instance_quarantines ORDER BY engine_id, instance_id"),
   /** Sent in the transaction of every registry write (registry-records.ts), delivered at its commit. */
   notifyRegistry: stmt("notify_registry", "SELECT pg_notify($1, $2)"),
 } satisfies Record<string, Statement>;

@@ -174,6 +174,40 @@ export const MIGRATIONS: readonly Migration[] = [
         WHERE e.session_id = sessions.session_id AND e.kind = 'message' ORDER BY e.seq DESC LIMIT 1), 0);
     `,
   },
+  {
+    version: 7,
+    description: "engine instances: many sidecars per engine id, each with its own quarantine record",
+    sql: `
+      -- docs/registry.md, "Instances". engine_registrations stays the id's owner and its most recent
+      -- instance; every live instance has a row here. No foreign key: a replica older than
+      -- instances deletes the engine row alone, and a row without its engine row is ignored.
+      CREATE TABLE engine_instances (
+        engine_id        TEXT    NOT NULL,
+        instance_id      TEXT    NOT NULL,
+        endpoint         TEXT    NOT NULL DEFAULT '',
+        -- Locality.encode(locality).finish()
+        locality         BLOB    NOT NULL DEFAULT x'',
+        -- EngineInfo.encode(info).finish()
+        info             BLOB    NOT NULL,
+        protocol_version INTEGER NOT NULL DEFAULT 0,
+        registered_at_ms INTEGER NOT NULL,
+        PRIMARY KEY (engine_id, instance_id)
+      );
+      -- Every registration so far is one instance, named by its endpoint.
+      INSERT INTO engine_instances (engine_id, instance_id, endpoint, info, protocol_version, registered_at_ms)
+        SELECT engine_id, endpoint, endpoint, info, protocol_version, registered_at_ms FROM engine_registrations WHERE endpoint <> '';
+
+      -- One instance's quarantine; engine_quarantines keeps the engine-wide ones (an operator's).
+      CREATE TABLE engine_instance_quarantines (
+        engine_id     TEXT    NOT NULL,
+        instance_id   TEXT    NOT NULL,
+        -- QuarantineState.encode(state).finish()
+        payload       BLOB    NOT NULL,
+        updated_at_ms INTEGER NOT NULL,
+        PRIMARY KEY (engine_id, instance_id)
+      );
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

@@ -260,27 +260,31 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   // --- RegistryStore ---------------------------------------------------------------------------
 
   async claimRegistration(registration: StoredRegistration, options: { refresh: boolean }): Promise<RegistrationClaim> {
-    return registry.claimRegistration(this.stmts, registration, options.refresh);
+    return registry.claimRegistration(this.db, this.stmts, registration, options.refresh);
   }
 
-  async deleteRegistration(engineId: string): Promise<boolean> {
-    return registry.deleteRegistration(this.stmts, engineId);
+  async deleteRegistration(engineId: string, instanceId?: string, options: { registeredAtMs?: number } = {}): Promise<boolean> {
+    return registry.deleteRegistration(this.db, this.stmts, engineId, instanceId, options.registeredAtMs);
   }
 
   async listRegistrations(): Promise<StoredRegistration[]> {
     return registry.listRegistrations(this.stmts);
   }
 
-  async saveQuarantine(engineId: string, quarantine: QuarantineState): Promise<void> {
-    registry.saveQuarantine(this.stmts, engineId, quarantine);
+  async saveQuarantine(engineId: string, quarantine: QuarantineState, instanceId?: string): Promise<void> {
+    registry.saveQuarantine(this.stmts, engineId, quarantine, instanceId);
   }
 
-  async clearQuarantine(engineId: string): Promise<boolean> {
-    return registry.clearQuarantine(this.stmts, engineId);
+  async clearQuarantine(engineId: string, instanceId?: string): Promise<boolean> {
+    return registry.clearQuarantine(this.db, this.stmts, engineId, instanceId);
   }
 
   async listQuarantines(): Promise<Map<string, QuarantineState>> {
     return registry.listQuarantines(this.stmts);
+  }
+
+  async listInstanceQuarantines(): Promise<Map<string, Map<string, QuarantineState>>> {
+    return registry.listInstanceQuarantines(this.stmts);
   }
 
   /** One process owns the file: nobody else changes the records, so there is nothing to watch. */

@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 
 import { Role } from "../../contract/gen/contextd/v1/types.js";
-import type { QuarantineRow, RegistrationRow } from "../registry-rows.js";
+import type { InstanceQuarantineRow, InstanceRow, OwnedInstanceRow, QuarantineRow, RegistrationRow } from "../registry-rows.js";
 import type { EntryUpdateRow, RevisionRow, RewriteTargetRow } from "../rewrite-rows.js";
 import type { EntryRow, ExpiredRow, IdempotencyRow, PayloadRow, SessionRow, SubagentStateRow } from "../rows.js";
 
@@ -48,13 +48,23 @@ export interface Statements {
   insertRevision: Stmt<[RevisionRow], void>;
   revisions: Stmt<[string, string], Pick<RevisionRow, "payload" | "replaced_at_ms" | "reason">>;
   // registry
-  claimRegistration: Stmt<[RegistrationRow & { refresh: number }], void>;
+  saveRegistration: Stmt<[RegistrationRow], void>;
   registration: Stmt<[string], RegistrationRow>;
   deleteRegistration: Stmt<[string], void>;
-  listRegistrations: Stmt<[], RegistrationRow>;
+  bareRegistrations: Stmt<[], RegistrationRow>;
+  saveInstance: Stmt<[InstanceRow], void>;
+  instance: Stmt<[string, string], InstanceRow>;
+  latestInstance: Stmt<[string], InstanceRow>;
+  deleteInstance: Stmt<[string, string], void>;
+  deleteInstances: Stmt<[string], void>;
+  listInstances: Stmt<[], OwnedInstanceRow>;
   saveQuarantine: Stmt<[QuarantineRow], void>;
   clearQuarantine: Stmt<[string], void>;
   listQuarantines: Stmt<[], QuarantineRow>;
+  saveInstanceQuarantine: Stmt<[InstanceQuarantineRow], void>;
+  clearInstanceQuarantine: Stmt<[string, string], void>;
+  clearInstanceQuarantines: Stmt<[string], void>;
+  listInstanceQuarantines: Stmt<[], InstanceQuarantineRow>;
 }
 
 /** Every statement the store runs, prepared once per connection. */
@@ -157,18 +167,35 @@ export function prepareStatements(db: Database.Database): Statements {
       `SELECT payload, replaced_at_ms, reason FROM entry_revisions
        WHERE session_id = ? AND entry_id = ? ORDER BY revision`,
     ),
-    // A held id is replaced only by its own owner, and only on a refresh (changes = 0 otherwise).
-    claimRegistration: db.prepare<[RegistrationRow & { refresh: number }], void>(
+    // Ownership is decided before these run, in the claim's transaction (registry-records.ts).
+    saveRegistration: db.prepare<[RegistrationRow], void>(
       `INSERT INTO engine_registrations (engine_id, owner, endpoint, info, protocol_version, registered_at_ms)
        VALUES (@engine_id, @owner, @endpoint, @info, @protocol_version, @registered_at_ms)
        ON CONFLICT (engine_id) DO UPDATE SET owner = excluded.owner, endpoint = excluded.endpoint,
          info = excluded.info, protocol_version = excluded.protocol_version,
-         registered_at_ms = excluded.registered_at_ms
-       WHERE engine_registrations.owner = excluded.owner AND @refresh = 1`,
+         registered_at_ms = excluded.registered_at_ms`,
     ),
     registration: db.prepare<[string], RegistrationRow>("SELECT * FROM engine_registrations WHERE engine_id = ?"),
     deleteRegistration: db.prepare<[string], void>("DELETE FROM engine_registrations WHERE engine_id = ?"),
-    listRegistrations: db.prepare<[], RegistrationRow>("SELECT * FROM engine_registrations ORDER BY engine_id"),
+    bareRegistrations: db.prepare<[], RegistrationRow>(
+      `SELECT * FROM engine_registrations r
+       WHERE NOT EXISTS (SELECT 1 FROM engine_instances i WHERE i.engine_id = r.engine_id) ORDER BY engine_id`,
+    ),
+    saveInstance: db.prepare<[InstanceRow], void>(
+      `INSERT INTO engine_instances (engine_id, instance_id, endpoint, locality, info, protocol_version, registered_at_ms)
+       VALUES (@engine_id, @instance_id, @endpoint, @locality, @info, @protocol_version, @registered_at_ms)
+       ON CONFLICT (engine_id, instance_id) DO UPDATE SET endpoint = excluded.endpoint, locality = excluded.locality,
+         info = excluded.info, protocol_version = excluded.protocol_version, registered_at_ms = excluded.registered_at_ms`,
+    ),
+    instance: db.prepare<[string, string], InstanceRow>("SELECT * FROM engine_instances WHERE engine_id = ? AND instance_id = ?"),
+    latestInstance: db.prepare<[string], InstanceRow>("SELECT * FROM engine_instances WHERE engine_id = ? ORDER BY registered_at_ms DESC, instance_id LIMIT 1"),
+    deleteInstance: db.prepare<[string, string], void>("DELETE FROM engine_instances WHERE engine_id = ? AND instance_id = ?"),
+    deleteInstances: db.prepare<[string], void>("DELETE FROM engine_instances WHERE engine_id = ?"),
+    // Instance rows left by an older replica's deregistration (no engine row) are not registrations.
+    listInstances: db.prepare<[], OwnedInstanceRow>(
+      `SELECT i.*, r.owner FROM engine_instances i JOIN engine_registrations r ON r.engine_id = i.engine_id
+       ORDER BY i.engine_id, i.instance_id`,
+    ),
     saveQuarantine: db.prepare<[QuarantineRow], void>(
       `INSERT INTO engine_quarantines (engine_id, payload, updated_at_ms)
        VALUES (@engine_id, @payload, @updated_at_ms)
@@ -176,5 +203,13 @@ export function prepareStatements(db: Database.Database): Statements {
     ),
     clearQuarantine: db.prepare<[string], void>("DELETE FROM engine_quarantines WHERE engine_id = ?"),
     listQuarantines: db.prepare<[], QuarantineRow>("SELECT * FROM engine_quarantines ORDER BY engine_id"),
+    saveInstanceQuarantine: db.prepare<[InstanceQuarantineRow], void>(
+      `INSERT INTO engine_instance_quarantines (engine_id, instance_id, payload, updated_at_ms)
+       VALUES (@engine_id, @instance_id, @payload, @updated_at_ms)
+       ON CONFLICT (engine_id, instance_id) DO UPDATE SET payload = excluded.payload, updated_at_ms = excluded.updated_at_ms`,
+    ),
+    clearInstanceQuarantine: db.prepare<[string, string], void>("DELETE FROM engine_instance_quarantines WHERE engine_id = ? AND instance_id = ?"),
+    clearInstanceQuarantines: db.prepare<[string], void>("DELETE FROM engine_instance_quarantines WHERE engine_id = ?"),
+    listInstanceQuarantines: db.prepare<[], InstanceQuarantineRow>("SELECT * FROM engine_instance_quarantines ORDER BY engine_id, instance_id"),
   };
 }

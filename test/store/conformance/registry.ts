@@ -9,6 +9,8 @@ import type { Stores } from "./harness.js";
 export function registration(engineId: string, owner: string, extra: Partial<StoredRegistration> = {}): StoredRegistration {
   return {
     engineId,
+    instanceId: `dns:///${engineId}.local:50051`,
+    locality: undefined,
     owner,
     endpoint: `dns:///${engineId}.local:50051`,
     info: EngineInfo.fromPartial({
@@ -76,6 +78,48 @@ export function describeRegistry(stores: Stores): void {
 
       await again.close();
       expect(await (await stores.open()).listRegistrations()).toEqual([b]);
+    });
+
+    it("holds many instances per engine id for its owner only; each is refreshed and removed alone, the engine with its last", async () => {
+      const store = await stores.open();
+      const i1 = registration("alpha", "alice", { instanceId: "pod-1", endpoint: "10.0.0.1:7000", registeredAtMs: 1 });
+      const i2 = registration("alpha", "alice", {
+        instanceId: "pod-2",
+        endpoint: "10.0.0.2:7000",
+        locality: { node: "n2", zone: "z", replica: "" },
+        registeredAtMs: 2,
+      });
+      expect(await store.claimRegistration(i1, { refresh: false })).toEqual({ written: true });
+      // Another instance of an id its owner holds is added, no refresh needed.
+      expect(await store.claimRegistration(i2, { refresh: false })).toEqual({ written: true });
+      expect(await store.listRegistrations()).toEqual([i1, i2]);
+      // The same instance again needs a refresh; another owner gets no instance at all.
+      const i1b = { ...i1, endpoint: "10.0.0.9:7000", registeredAtMs: 3 };
+      expect(await store.claimRegistration(i1b, { refresh: false })).toEqual({ written: false, holder: i1 });
+      expect(await store.claimRegistration(i1b, { refresh: true })).toEqual({ written: true });
+      const carol = registration("alpha", "carol", { instanceId: "pod-3" });
+      expect(await store.claimRegistration(carol, { refresh: true })).toEqual({ written: false, holder: i1b });
+      expect(await store.listRegistrations()).toEqual([i1b, i2]);
+
+      // Quarantine records per instance, beside the engine-wide one.
+      await store.saveQuarantine("alpha", quarantine(), "pod-1");
+      await store.saveQuarantine("alpha", quarantine({ manual: true, operation: "manual" }));
+      expect([...((await store.listInstanceQuarantines()).get("alpha")?.keys() ?? [])]).toEqual(["pod-1"]);
+      expect(await store.clearQuarantine("alpha", "pod-1")).toBe(true);
+      expect((await store.listInstanceQuarantines()).size).toBe(0);
+      expect((await store.listQuarantines()).has("alpha")).toBe(true);
+
+      // Removing a dead instance's registration spares one refreshed since.
+      expect(await store.deleteRegistration("alpha", "pod-1", { registeredAtMs: i1.registeredAtMs })).toBe(false);
+      expect(await store.listRegistrations()).toEqual([i1b, i2]);
+      expect(await store.deleteRegistration("alpha", "pod-1", { registeredAtMs: i1b.registeredAtMs })).toBe(true);
+      expect(await store.deleteRegistration("alpha", "pod-1")).toBe(false);
+      expect(await store.listRegistrations()).toEqual([i2]);
+      expect(await store.deleteRegistration("alpha", "pod-2")).toBe(true);
+      expect(await store.listRegistrations()).toEqual([]);
+      // The id is free again once its last instance is gone.
+      expect(await store.claimRegistration(carol, { refresh: false })).toEqual({ written: true });
+      expect(await store.listRegistrations()).toEqual([carol]);
     });
 
     it("refuses a registration without engine id or owner", async () => {

@@ -39,9 +39,9 @@ describe("Quarantine: ejection on a failure the engine caused", () => {
     expect(e1.quarantine?.operation).toBe("assemble");
     // What the fallback does next runs in microtasks of this turn: the store is not written yet.
     for (let i = 0; i < 20; i++) await Promise.resolve();
-    expect((await f.store.listQuarantines()).has("e1")).toBe(false);
+    expect((await f.records()).has("e1")).toBe(false);
     await f.registry.localWritesSettled("e1");
-    expect((await f.store.listQuarantines()).get("e1")).toEqual(e1.quarantine);
+    expect((await f.records()).get("e1")).toEqual(e1.quarantine);
   });
 
   it("ejects for base_ejection, records operation, kind and reason, announces it, logs it and persists it", async () => {
@@ -59,7 +59,7 @@ describe("Quarantine: ejection on a failure the engine caused", () => {
     expect(e1.ejections).toBe(1);
 
     await f.registry.localWritesSettled("e1");
-    expect((await f.store.listQuarantines()).get("e1")).toEqual(expected);
+    expect((await f.records()).get("e1")).toEqual(expected);
     expect(f.quarantine.hasPending("e1")).toBe(false);
 
     const [event, ...more] = eventsOf(EngineEventType.ENGINE_EVENT_TYPE_QUARANTINED);
@@ -95,7 +95,7 @@ describe("Quarantine: ejection on a failure the engine caused", () => {
     expect(gone.quarantine).toBeUndefined();
 
     expect(f.seenEvents).toEqual([]);
-    expect(await f.store.listQuarantines()).toEqual(new Map());
+    expect(await f.records()).toEqual(new Map());
   });
 });
 
@@ -133,7 +133,7 @@ describe("Quarantine: ejection time and release", () => {
     expect(e1.quarantine).toBeUndefined();
     expect(e1.healthFailures).toBe(0);
     expect(eventsOf(EngineEventType.ENGINE_EVENT_TYPE_RELEASED).map((e) => e.message)).toEqual(["ejection time over and health check passed"]);
-    expect(await f.store.listQuarantines()).toEqual(new Map());
+    expect(await f.records()).toEqual(new Map());
 
     expect(await f.quarantine.releaseIfDue(e1)).toBe(false); // nothing left to release
     expect(eventsOf(EngineEventType.ENGINE_EVENT_TYPE_RELEASED)).toHaveLength(1);
@@ -150,12 +150,12 @@ describe("Quarantine: ejection time and release", () => {
     expect(e1.quarantine).toMatchObject({ operation: "manual", manual: true, releaseAtMs: 0, ejections: 2 });
     vi.setSystemTime(T0 + 100 * MAX);
     expect(await f.quarantine.releaseIfDue(e1)).toBe(false);
-    expect((await f.store.listQuarantines()).get("e1")?.manual).toBe(true);
+    expect((await f.records()).get("e1")?.manual).toBe(true);
 
     await f.quarantine.clear(e1, "cleared by an operator");
     expect(e1.quarantine).toBeUndefined();
     expect(e1.ejections).toBe(0);
-    expect(await f.store.listQuarantines()).toEqual(new Map());
+    expect(await f.records()).toEqual(new Map());
     expect(eventsOf(EngineEventType.ENGINE_EVENT_TYPE_RELEASED).at(-1)?.message).toBe("cleared by an operator");
 
     // The count starts again: the next ejection is base_ejection long.
@@ -174,7 +174,7 @@ describe("Quarantine: registration and restart", () => {
     expect(e1.quarantine).toBeUndefined();
     expect(e1.ejections).toBe(0);
     expect(eventsOf(EngineEventType.ENGINE_EVENT_TYPE_RELEASED).map((e) => e.message)).toEqual(["re-registered"]);
-    expect(await f.store.listQuarantines()).toEqual(new Map());
+    expect(await f.records()).toEqual(new Map());
   });
 
   it("an operator's quarantine holds across a re-registration: the stored record is applied to the new registration", async () => {
@@ -185,7 +185,7 @@ describe("Quarantine: registration and restart", () => {
     await f.quarantine.onRegistered(again);
     expect(again.quarantine).toMatchObject({ operation: "manual", reason: "operator says so", manual: true });
     expect(again.ejections).toBe(1);
-    expect((await f.store.listQuarantines()).get("e1")?.manual).toBe(true);
+    expect((await f.records()).get("e1")?.manual).toBe(true);
     expect(eventsOf(EngineEventType.ENGINE_EVENT_TYPE_RELEASED)).toEqual([]);
   });
 
@@ -243,10 +243,10 @@ describe("Quarantine: a store that cannot be written", () => {
     } finally {
       locker.close();
     }
-    expect(await f.store.listQuarantines()).toEqual(new Map());
+    expect(await f.records()).toEqual(new Map());
 
     await f.quarantine.persistPending();
     expect(f.quarantine.hasPending("e1")).toBe(false);
-    expect((await f.store.listQuarantines()).get("e1")).toEqual(e1.quarantine);
+    expect((await f.records()).get("e1")).toEqual(e1.quarantine);
   });
 });

@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import { describe, expect, it } from "vitest";
 import { defaultConfig } from "../../../src/server/config.js";
 import { compileSettings } from "../../../src/server/settings.js";
@@ -12,6 +13,7 @@ describe("compileSettings", () => {
       onFailure: "fallback",
       maxConcurrentCalls: 64,
       fallbackReserveMs: 1000,
+      locality: { replica: "", node: hostname(), zone: "" },
       overrides: {},
     });
     expect(s.tenants).toEqual({ maxCallsInFlight: 64, maxCallsInFlightPerAgent: 32, appendBytesPerSecond: 8388608, maxWatchStreams: 16, maxCallsRunning: 2 });

@@ -5,11 +5,16 @@ A heartbeat runs every few seconds, so the watch remembers what it last reported
 failing heartbeat, a quarantine, another instance holding the id) and logs a lasting condition when
 it starts and when it ends, not on every beat.
 
-Only NOT_FOUND means the registry lost the engine. Another endpoint under the id means another
-instance of this engine (a replica, or the next version in a rolling deploy) registered after us:
-registering again would take the id back, the other would do the same on its next heartbeat, and
-the two would keep resetting each other's registration. So this instance leaves the id to the other
-and keeps heartbeating; when the other deregisters (NOT_FOUND), it registers again.
+With a contextd that lists instances (EngineStatus.instances), this instance is registered while its
+endpoint is among them; when it is not (deregistered alone, say), it registers again, which adds it
+beside the others.
+
+With an older contextd, only NOT_FOUND means the registry lost the engine. Another endpoint under
+the id means another instance of this engine (a replica, or the next version in a rolling deploy)
+registered after us: registering again would take the id back, the other would do the same on its
+next heartbeat, and the two would keep resetting each other's registration. So this instance leaves
+the id to the other and keeps heartbeating; when the other deregisters (NOT_FOUND), it registers
+again.
 """
 
 from __future__ import annotations
@@ -41,10 +46,12 @@ TRANSIENT = frozenset(
 
 
 class HeartbeatWatch:
-    def __init__(self, log: EngineLogger, engine_id: str, endpoint: str) -> None:
+    def __init__(self, log: EngineLogger, engine_id: str, endpoint: str, instance_id: str = "") -> None:
         self._log = log
         self._engine_id = engine_id
         self._endpoint = endpoint
+        #: As the registry names this instance: its endpoint unless it named itself.
+        self._instance_id = instance_id or endpoint
         self._registry_down = False
         self._problem = ""
         self._last_quarantine = ""
@@ -65,6 +72,16 @@ class HeartbeatWatch:
             self._log.info("registry reachable again")
         self._registry_down = False
         self._problem = ""
+        # A contextd with instances lists them: registering again when this one is not among them
+        # displaces nobody (docs/registry.md, "Instances").
+        if len(engine.instances) > 0:
+            mine = next((i for i in engine.instances if i.instance_id == self._instance_id), None)
+            if mine is None:
+                self._log.warning(f"the registry no longer has this instance of {self._engine_id}; registering again")
+                self._held_by = ""
+                return "lost"
+            self._report_quarantine(mine.quarantine if mine.HasField("quarantine") else None)
+            return "intact"
         if engine.endpoint != self._endpoint:
             if engine.endpoint != self._held_by:
                 self._log.warning(
@@ -76,17 +93,19 @@ class HeartbeatWatch:
         if self._held_by:
             self._log.info("the registry points at this instance again", extra={"previous_endpoint": self._held_by})
             self._held_by = ""
-        quarantine = f"{engine.quarantine.operation}: {engine.quarantine.reason}" if engine.HasField("quarantine") else ""
-        if quarantine != self._last_quarantine:
-            if quarantine:
-                self._log.warning(
-                    "the registry has quarantined this engine",
-                    extra={"operation": engine.quarantine.operation, "reason": engine.quarantine.reason},
-                )
-            else:
-                self._log.info("the registry released this engine from quarantine")
-            self._last_quarantine = quarantine
+        self._report_quarantine(engine.quarantine if engine.HasField("quarantine") else None)
         return "intact"
+
+    def _report_quarantine(self, q: registry_pb2.QuarantineState | None) -> None:
+        """Logs a quarantine of this engine (or instance) when it starts and when it ends."""
+        quarantine = f"{q.operation}: {q.reason}" if q is not None else ""
+        if quarantine == self._last_quarantine:
+            return
+        if q is not None:
+            self._log.warning("the registry has quarantined this engine", extra={"operation": q.operation, "reason": q.reason})
+        else:
+            self._log.info("the registry released this engine from quarantine")
+        self._last_quarantine = quarantine
 
     def failed(self, err: grpc.RpcError) -> Verdict:
         """GetEngine failed."""

@@ -36,7 +36,15 @@ class ServeOptions:
     #: The endpoint to register when the registry must dial another address (a container or
     #: service name). Env CONTEXTD_ENGINE_ADVERTISE.
     advertise: str | None = None
-    #: Replace this owner's existing registration of the id (a restarted engine).
+    #: Which instance of the engine this process is, when several serve one engine id: stable
+    #: across restarts (a pod name). Env CONTEXTD_ENGINE_INSTANCE_ID; default: its endpoint.
+    instance_id: str | None = None
+    #: Where it runs, so each contextd replica calls the instance beside it first. Env
+    #: CONTEXTD_ENGINE_NODE, CONTEXTD_ENGINE_ZONE, CONTEXTD_ENGINE_REPLICA.
+    node: str | None = None
+    zone: str | None = None
+    replica: str | None = None
+    #: Replace this owner's existing registration of this instance (a restarted engine).
     allow_same_owner_refresh: bool = True
     #: Seconds between checks that the registry still has the engine (it registers again if not).
     heartbeat: float = 2.0
@@ -141,6 +149,10 @@ def resolve_options(given: Mapping[str, Any]) -> ServeOptions:
         owner_token=owner_token,
         listen=listen,
         advertise=pick("advertise", "CONTEXTD_ENGINE_ADVERTISE"),
+        instance_id=pick("instance_id", "CONTEXTD_ENGINE_INSTANCE_ID"),
+        node=pick("node", "CONTEXTD_ENGINE_NODE"),
+        zone=pick("zone", "CONTEXTD_ENGINE_ZONE"),
+        replica=pick("replica", "CONTEXTD_ENGINE_REPLICA"),
         log_level=level,
         parent_pid=parent_pid or None,
         env=env,

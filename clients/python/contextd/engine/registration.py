@@ -43,6 +43,12 @@ class RegistrationSettings:
     owner_token: str | None
     #: Where the registry reaches this engine.
     endpoint: str
+    #: Which instance of the engine this is; "": its endpoint (docs/registry.md, "Instances").
+    instance_id: str = ""
+    #: Where it runs (RegisterEngineRequest.locality).
+    node: str = ""
+    zone: str = ""
+    replica: str = ""
     allow_same_owner_refresh: bool = True
     heartbeat: float = 2.0
     retry_initial: float = 0.2
@@ -80,7 +86,7 @@ class Registrar:
         self.settings = settings
         self._log = log.child(registry=settings.registry, endpoint=settings.endpoint)
         self._metadata = bearer(settings.owner_token)
-        self._watch = HeartbeatWatch(self._log, settings.engine_id, settings.endpoint)
+        self._watch = HeartbeatWatch(self._log, settings.engine_id, settings.endpoint, settings.instance_id or settings.endpoint)
         self._status = RegistrationStatus()
         self._first = threading.Event()
         self._first_outcome: registry_pb2.RegisterEngineResponse | RegistrationError | None = None
@@ -151,7 +157,12 @@ class Registrar:
         # registration is not ours to remove.
         try:
             res = self._call(self._stub.GetEngine, registry_pb2.GetEngineRequest(engine_id=engine_id), 1.0, True)
-            if res.engine.endpoint and res.engine.endpoint != self.settings.endpoint:
+            if len(res.engine.instances) > 0:
+                # This instance only: the engine's other instances serve on (docs/registry.md, "Instances").
+                if not any(i.instance_id == (self.settings.instance_id or self.settings.endpoint) for i in res.engine.instances):
+                    self._log.info("not deregistering: the registry does not hold this instance")
+                    return
+            elif res.engine.endpoint and res.engine.endpoint != self.settings.endpoint:
                 self._log.info("not deregistering: the registration now points at another instance", extra={"registered_endpoint": res.engine.endpoint})
                 return
         except grpc.RpcError as err:
@@ -160,7 +171,9 @@ class Registrar:
                 return
             # Unknown: deregister anyway (that is what stopping asks for).
         try:
-            self._call(self._stub.DeregisterEngine, registry_pb2.DeregisterEngineRequest(engine_id=engine_id), 2.0, True)
+            # It registered under its endpoint; a contextd without instances ignores the field.
+            request = registry_pb2.DeregisterEngineRequest(engine_id=engine_id, instance_id=self.settings.instance_id or self.settings.endpoint)
+            self._call(self._stub.DeregisterEngine, request, 2.0, True)
             self._log.info("deregistered from the registry")
         except grpc.RpcError as err:
             self._log.warning("deregistration failed (ignored)", extra={"code": err.code().name, "reason": err.details()})
@@ -189,7 +202,10 @@ class Registrar:
             endpoint=s.endpoint,
             allow_same_owner_refresh=s.allow_same_owner_refresh,
             protocol_versions=PROTOCOL_VERSIONS,
+            instance_id=s.instance_id,
         )
+        if s.node or s.zone or s.replica:
+            request.locality.CopyFrom(registry_pb2.Locality(node=s.node, zone=s.zone, replica=s.replica))
         attempt = 0
         while not self._stop.is_set():
             before = self._may_be_registered

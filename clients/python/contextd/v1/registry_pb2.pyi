@@ -27,10 +27,12 @@ REFUSAL_UNSPECIFIED: Refusal
 REFUSAL_VERSION_UNSUPPORTED: Refusal
 
 class ClearQuarantineRequest(_message.Message):
-    __slots__ = ["engine_id"]
+    __slots__ = ["engine_id", "instance_id"]
     ENGINE_ID_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     engine_id: str
-    def __init__(self, engine_id: _Optional[str] = ...) -> None: ...
+    instance_id: str
+    def __init__(self, engine_id: _Optional[str] = ..., instance_id: _Optional[str] = ...) -> None: ...
 
 class ClearQuarantineResponse(_message.Message):
     __slots__ = ["engine"]
@@ -39,10 +41,12 @@ class ClearQuarantineResponse(_message.Message):
     def __init__(self, engine: _Optional[_Union[EngineStatus, _Mapping]] = ...) -> None: ...
 
 class DeregisterEngineRequest(_message.Message):
-    __slots__ = ["engine_id"]
+    __slots__ = ["engine_id", "instance_id"]
     ENGINE_ID_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     engine_id: str
-    def __init__(self, engine_id: _Optional[str] = ...) -> None: ...
+    instance_id: str
+    def __init__(self, engine_id: _Optional[str] = ..., instance_id: _Optional[str] = ...) -> None: ...
 
 class DeregisterEngineResponse(_message.Message):
     __slots__ = ["deregistered"]
@@ -51,19 +55,49 @@ class DeregisterEngineResponse(_message.Message):
     def __init__(self, deregistered: bool = ...) -> None: ...
 
 class EngineEvent(_message.Message):
-    __slots__ = ["at_ms", "engine", "message", "type"]
+    __slots__ = ["at_ms", "engine", "instance_id", "message", "type"]
     AT_MS_FIELD_NUMBER: _ClassVar[int]
     ENGINE_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     at_ms: int
     engine: EngineStatus
+    instance_id: str
     message: str
     type: EngineEventType
-    def __init__(self, type: _Optional[_Union[EngineEventType, str]] = ..., engine: _Optional[_Union[EngineStatus, _Mapping]] = ..., at_ms: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+    def __init__(self, type: _Optional[_Union[EngineEventType, str]] = ..., engine: _Optional[_Union[EngineStatus, _Mapping]] = ..., at_ms: _Optional[int] = ..., message: _Optional[str] = ..., instance_id: _Optional[str] = ...) -> None: ...
+
+class EngineInstance(_message.Message):
+    __slots__ = ["calls", "endpoint", "failures", "health", "instance_id", "local", "locality", "outstanding_calls", "quarantine", "registered_at_ms", "timeouts", "version"]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    FAILURES_FIELD_NUMBER: _ClassVar[int]
+    HEALTH_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    LOCALITY_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_FIELD_NUMBER: _ClassVar[int]
+    OUTSTANDING_CALLS_FIELD_NUMBER: _ClassVar[int]
+    QUARANTINE_FIELD_NUMBER: _ClassVar[int]
+    REGISTERED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUTS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    calls: int
+    endpoint: str
+    failures: int
+    health: EngineHealth
+    instance_id: str
+    local: bool
+    locality: Locality
+    outstanding_calls: int
+    quarantine: QuarantineState
+    registered_at_ms: int
+    timeouts: int
+    version: str
+    def __init__(self, instance_id: _Optional[str] = ..., endpoint: _Optional[str] = ..., locality: _Optional[_Union[Locality, _Mapping]] = ..., health: _Optional[_Union[EngineHealth, str]] = ..., quarantine: _Optional[_Union[QuarantineState, _Mapping]] = ..., registered_at_ms: _Optional[int] = ..., outstanding_calls: _Optional[int] = ..., calls: _Optional[int] = ..., failures: _Optional[int] = ..., timeouts: _Optional[int] = ..., version: _Optional[str] = ..., local: bool = ...) -> None: ...
 
 class EngineStatus(_message.Message):
-    __slots__ = ["builtin", "calls", "endpoint", "engine_id", "failures", "fallbacks", "fallbacks_by_reason", "health", "info", "owner", "quarantine", "registered_at_ms", "timeouts"]
+    __slots__ = ["builtin", "calls", "endpoint", "engine_id", "failures", "fallbacks", "fallbacks_by_reason", "health", "info", "instances", "owner", "quarantine", "registered_at_ms", "timeouts"]
     class FallbacksByReasonEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -80,6 +114,7 @@ class EngineStatus(_message.Message):
     FALLBACKS_FIELD_NUMBER: _ClassVar[int]
     HEALTH_FIELD_NUMBER: _ClassVar[int]
     INFO_FIELD_NUMBER: _ClassVar[int]
+    INSTANCES_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
     QUARANTINE_FIELD_NUMBER: _ClassVar[int]
     REGISTERED_AT_MS_FIELD_NUMBER: _ClassVar[int]
@@ -93,11 +128,12 @@ class EngineStatus(_message.Message):
     fallbacks_by_reason: _containers.ScalarMap[str, int]
     health: EngineHealth
     info: _engine_pb2.EngineInfo
+    instances: _containers.RepeatedCompositeFieldContainer[EngineInstance]
     owner: str
     quarantine: QuarantineState
     registered_at_ms: int
     timeouts: int
-    def __init__(self, engine_id: _Optional[str] = ..., owner: _Optional[str] = ..., endpoint: _Optional[str] = ..., info: _Optional[_Union[_engine_pb2.EngineInfo, _Mapping]] = ..., health: _Optional[_Union[EngineHealth, str]] = ..., quarantine: _Optional[_Union[QuarantineState, _Mapping]] = ..., registered_at_ms: _Optional[int] = ..., calls: _Optional[int] = ..., failures: _Optional[int] = ..., fallbacks: _Optional[int] = ..., timeouts: _Optional[int] = ..., builtin: bool = ..., fallbacks_by_reason: _Optional[_Mapping[str, int]] = ...) -> None: ...
+    def __init__(self, engine_id: _Optional[str] = ..., owner: _Optional[str] = ..., endpoint: _Optional[str] = ..., info: _Optional[_Union[_engine_pb2.EngineInfo, _Mapping]] = ..., health: _Optional[_Union[EngineHealth, str]] = ..., quarantine: _Optional[_Union[QuarantineState, _Mapping]] = ..., registered_at_ms: _Optional[int] = ..., calls: _Optional[int] = ..., failures: _Optional[int] = ..., fallbacks: _Optional[int] = ..., timeouts: _Optional[int] = ..., builtin: bool = ..., fallbacks_by_reason: _Optional[_Mapping[str, int]] = ..., instances: _Optional[_Iterable[_Union[EngineInstance, _Mapping]]] = ...) -> None: ...
 
 class GetEngineRequest(_message.Message):
     __slots__ = ["engine_id"]
@@ -121,13 +157,25 @@ class ListEnginesResponse(_message.Message):
     engines: _containers.RepeatedCompositeFieldContainer[EngineStatus]
     def __init__(self, engines: _Optional[_Iterable[_Union[EngineStatus, _Mapping]]] = ...) -> None: ...
 
+class Locality(_message.Message):
+    __slots__ = ["node", "replica", "zone"]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_FIELD_NUMBER: _ClassVar[int]
+    ZONE_FIELD_NUMBER: _ClassVar[int]
+    node: str
+    replica: str
+    zone: str
+    def __init__(self, node: _Optional[str] = ..., zone: _Optional[str] = ..., replica: _Optional[str] = ...) -> None: ...
+
 class QuarantineEngineRequest(_message.Message):
-    __slots__ = ["engine_id", "reason"]
+    __slots__ = ["engine_id", "instance_id", "reason"]
     ENGINE_ID_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     engine_id: str
+    instance_id: str
     reason: str
-    def __init__(self, engine_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+    def __init__(self, engine_id: _Optional[str] = ..., reason: _Optional[str] = ..., instance_id: _Optional[str] = ...) -> None: ...
 
 class QuarantineEngineResponse(_message.Message):
     __slots__ = ["engine"]
@@ -152,34 +200,40 @@ class QuarantineState(_message.Message):
     def __init__(self, operation: _Optional[str] = ..., reason: _Optional[str] = ..., failed_at_ms: _Optional[int] = ..., release_at_ms: _Optional[int] = ..., ejections: _Optional[int] = ..., manual: bool = ...) -> None: ...
 
 class RegisterEngineRequest(_message.Message):
-    __slots__ = ["allow_same_owner_refresh", "endpoint", "engine_id", "owner", "protocol_versions"]
+    __slots__ = ["allow_same_owner_refresh", "endpoint", "engine_id", "instance_id", "locality", "owner", "protocol_versions"]
     ALLOW_SAME_OWNER_REFRESH_FIELD_NUMBER: _ClassVar[int]
     ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     ENGINE_ID_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    LOCALITY_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
     PROTOCOL_VERSIONS_FIELD_NUMBER: _ClassVar[int]
     allow_same_owner_refresh: bool
     endpoint: str
     engine_id: str
+    instance_id: str
+    locality: Locality
     owner: str
     protocol_versions: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, engine_id: _Optional[str] = ..., owner: _Optional[str] = ..., endpoint: _Optional[str] = ..., allow_same_owner_refresh: bool = ..., protocol_versions: _Optional[_Iterable[int]] = ...) -> None: ...
+    def __init__(self, engine_id: _Optional[str] = ..., owner: _Optional[str] = ..., endpoint: _Optional[str] = ..., allow_same_owner_refresh: bool = ..., protocol_versions: _Optional[_Iterable[int]] = ..., instance_id: _Optional[str] = ..., locality: _Optional[_Union[Locality, _Mapping]] = ...) -> None: ...
 
 class RegisterEngineResponse(_message.Message):
-    __slots__ = ["engine", "existing_owner", "message", "ok", "protocol_version", "refusal"]
+    __slots__ = ["engine", "existing_owner", "instance_id", "message", "ok", "protocol_version", "refusal"]
     ENGINE_FIELD_NUMBER: _ClassVar[int]
     EXISTING_OWNER_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     OK_FIELD_NUMBER: _ClassVar[int]
     PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
     REFUSAL_FIELD_NUMBER: _ClassVar[int]
     engine: EngineStatus
     existing_owner: str
+    instance_id: str
     message: str
     ok: bool
     protocol_version: int
     refusal: Refusal
-    def __init__(self, ok: bool = ..., existing_owner: _Optional[str] = ..., refusal: _Optional[_Union[Refusal, str]] = ..., message: _Optional[str] = ..., engine: _Optional[_Union[EngineStatus, _Mapping]] = ..., protocol_version: _Optional[int] = ...) -> None: ...
+    def __init__(self, ok: bool = ..., existing_owner: _Optional[str] = ..., refusal: _Optional[_Union[Refusal, str]] = ..., message: _Optional[str] = ..., engine: _Optional[_Union[EngineStatus, _Mapping]] = ..., protocol_version: _Optional[int] = ..., instance_id: _Optional[str] = ...) -> None: ...
 
 class WatchEnginesRequest(_message.Message):
     __slots__ = ["include_current"]

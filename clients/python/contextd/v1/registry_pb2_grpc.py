@@ -22,8 +22,20 @@ class RegistryServiceStub(object):
     passes for it in a table or a log. (protovalidate: `string = {min_len: 1, max_len: 128, pattern:
     "^[A-Za-z0-9][A-Za-z0-9._-]*$"}`; the `legacy` rule needs a CEL expression.)
 
-    Ownership. The first owner to register an id holds it until it deregisters; another owner is
-    refused REFUSAL_OWNED_BY_OTHER naming the holder. Ids reserved in contextd's config
+    Instances. One engine id may be served by many sidecar processes at once, its instances: each
+    registration names its instance (`instance_id`, the endpoint when empty) and the registry holds,
+    per engine id, the set of live instances, each with its own health, calls in flight and
+    quarantine, shared by every contextd replica as registrations are. Each call goes to one healthy
+    instance (this replica's local one first, else the less loaded of two picked at random); a
+    failing instance is ejected alone, and an Assemble it failed is retried on another instance
+    before `legacy` answers. The engine is gone only when its last instance is; it falls back to
+    `legacy` only when none of its instances can be called. Everything a runtime sees names the
+    engine, never the instance: `engine_id` in answers is the engine's, and `mode` is MODE_NORMAL
+    while any instance answers (docs/registry.md, "Instances").
+
+    Ownership. The first owner to register an id holds it until its last instance deregisters;
+    another owner is refused REFUSAL_OWNED_BY_OTHER naming the holder. Every instance of an id is
+    its owner's. Ids reserved in contextd's config
     (`auth.owners.<owner>.engines`, and each managed sidecar's id for its owner) can be registered
     only by their owner, registered at the moment or not. The store decides with one conditional
     write, so of two owners registering one new id at two replicas at once, one wins.
@@ -107,8 +119,20 @@ class RegistryServiceServicer(object):
     passes for it in a table or a log. (protovalidate: `string = {min_len: 1, max_len: 128, pattern:
     "^[A-Za-z0-9][A-Za-z0-9._-]*$"}`; the `legacy` rule needs a CEL expression.)
 
-    Ownership. The first owner to register an id holds it until it deregisters; another owner is
-    refused REFUSAL_OWNED_BY_OTHER naming the holder. Ids reserved in contextd's config
+    Instances. One engine id may be served by many sidecar processes at once, its instances: each
+    registration names its instance (`instance_id`, the endpoint when empty) and the registry holds,
+    per engine id, the set of live instances, each with its own health, calls in flight and
+    quarantine, shared by every contextd replica as registrations are. Each call goes to one healthy
+    instance (this replica's local one first, else the less loaded of two picked at random); a
+    failing instance is ejected alone, and an Assemble it failed is retried on another instance
+    before `legacy` answers. The engine is gone only when its last instance is; it falls back to
+    `legacy` only when none of its instances can be called. Everything a runtime sees names the
+    engine, never the instance: `engine_id` in answers is the engine's, and `mode` is MODE_NORMAL
+    while any instance answers (docs/registry.md, "Instances").
+
+    Ownership. The first owner to register an id holds it until its last instance deregisters;
+    another owner is refused REFUSAL_OWNED_BY_OTHER naming the holder. Every instance of an id is
+    its owner's. Ids reserved in contextd's config
     (`auth.owners.<owner>.engines`, and each managed sidecar's id for its owner) can be registered
     only by their owner, registered at the moment or not. The store decides with one conditional
     write, so of two owners registering one new id at two replicas at once, one wins.
@@ -139,13 +163,15 @@ class RegistryServiceServicer(object):
         In order: INVALID_ARGUMENT for an empty `owner` (checked with the credentials), an empty or
         malformed `engine_id`, an empty `endpoint`; then the refusals, each with a `message`:
         DEFAULT_SLOT_RESERVED (`legacy`), OWNED_BY_OTHER (reserved for or held by another owner,
-        `existing_owner` says who), ALREADY_REGISTERED (yours, without `allow_same_owner_refresh`),
+        `existing_owner` says who), ALREADY_REGISTERED (this instance is registered already, without
+        `allow_same_owner_refresh`; another instance of an id you hold is simply added),
         UNREACHABLE (the endpoint's name does not resolve now), ENDPOINT_NOT_ALLOWED (checked before
         anything is dialled), VERSION_UNSUPPORTED; then GetInfo (3 s) — UNREACHABLE or CONTRACT_INVALID,
         VERSION_UNSUPPORTED — and Health.Check("") (3 s) — UNREACHABLE unless it answers SERVING.
-        Admitted: `ok`, REFUSAL_NONE, the engine's status and the negotiated `protocol_version`. A
-        refused refresh leaves the current registration as it was. A registration releases an automatic
-        quarantine (not an operator's) and keeps the engine's counters.
+        Admitted: `ok`, REFUSAL_NONE, the engine's status (its new instance among `instances`), the
+        `instance_id` and the negotiated `protocol_version`. A refused refresh leaves the current
+        registration as it was. A registration releases its instance's automatic quarantine (not an
+        operator's) and keeps the engine's counters.
 
         Retry with backoff: UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, and
         REFUSAL_UNREACHABLE. Every other refusal or status is final until something changes (the
@@ -156,11 +182,13 @@ class RegistryServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def DeregisterEngine(self, request, context):
-        """Removes an engine (its owner or an operator). Calls in flight to it end at once (`legacy`
-        answers them) and their host tokens die; its quarantine record goes too.
+        """Removes one instance of an engine (`instance_id`), or the engine with all its instances
+        (`instance_id` empty): its owner or an operator. Calls in flight to what was removed end at once
+        (another instance or `legacy` answers them) and their host tokens die; its quarantine records
+        go too. The engine is gone when its last instance is.
 
         INVALID_ARGUMENT: an empty `engine_id`. FAILED_PRECONDITION: `legacy`. NOT_FOUND: not
-        registered (answered before the ownership check).
+        registered, or no such instance (answered before the ownership check).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -192,21 +220,24 @@ class RegistryServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def QuarantineEngine(self, request, context):
-        """Operators only: isolates an engine until ClearQuarantine — across its re-registrations and
-        contextd's restarts. Calls in flight to it end at once and `legacy` answers.
+        """Operators only: isolates an engine — every instance, and every instance that registers later —
+        or one instance of it (`instance_id`), until ClearQuarantine: across re-registrations and
+        contextd's restarts. Calls in flight to what was isolated end at once and another instance or
+        `legacy` answers.
 
         INVALID_ARGUMENT: an empty `engine_id`. FAILED_PRECONDITION: `legacy`. NOT_FOUND: not
-        registered.
+        registered, or no such instance.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ClearQuarantine(self, request, context):
-        """Operators only: releases a quarantine (automatic or manual) and forgets past ejections.
+        """Operators only: releases the quarantines (automatic or manual) of an engine and all its
+        instances, or of one instance (`instance_id`), and forgets their past ejections.
 
         INVALID_ARGUMENT: an empty `engine_id`. FAILED_PRECONDITION: `legacy`. NOT_FOUND: not
-        registered.
+        registered, or no such instance.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -274,8 +305,20 @@ class RegistryService(object):
     passes for it in a table or a log. (protovalidate: `string = {min_len: 1, max_len: 128, pattern:
     "^[A-Za-z0-9][A-Za-z0-9._-]*$"}`; the `legacy` rule needs a CEL expression.)
 
-    Ownership. The first owner to register an id holds it until it deregisters; another owner is
-    refused REFUSAL_OWNED_BY_OTHER naming the holder. Ids reserved in contextd's config
+    Instances. One engine id may be served by many sidecar processes at once, its instances: each
+    registration names its instance (`instance_id`, the endpoint when empty) and the registry holds,
+    per engine id, the set of live instances, each with its own health, calls in flight and
+    quarantine, shared by every contextd replica as registrations are. Each call goes to one healthy
+    instance (this replica's local one first, else the less loaded of two picked at random); a
+    failing instance is ejected alone, and an Assemble it failed is retried on another instance
+    before `legacy` answers. The engine is gone only when its last instance is; it falls back to
+    `legacy` only when none of its instances can be called. Everything a runtime sees names the
+    engine, never the instance: `engine_id` in answers is the engine's, and `mode` is MODE_NORMAL
+    while any instance answers (docs/registry.md, "Instances").
+
+    Ownership. The first owner to register an id holds it until its last instance deregisters;
+    another owner is refused REFUSAL_OWNED_BY_OTHER naming the holder. Every instance of an id is
+    its owner's. Ids reserved in contextd's config
     (`auth.owners.<owner>.engines`, and each managed sidecar's id for its owner) can be registered
     only by their owner, registered at the moment or not. The store decides with one conditional
     write, so of two owners registering one new id at two replicas at once, one wins.

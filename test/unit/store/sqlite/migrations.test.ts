@@ -41,10 +41,10 @@ afterEach(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-describe("schema migrations 1 → 2 → 3 → 4 → 5 → 6", () => {
+describe("schema migrations 1 → 2 → 3 → 4 → 5 → 6 → 7", () => {
   it("upgrades a version-1 file in place, keeping its data", async () => {
     // Build a version-1 file: only migration 1, then data written through its schema.
-    expect(MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7]);
     const v1 = new Database(dbPath);
     migrate(v1, 1);
     expect(v1.pragma("user_version", { simple: true })).toBe(1);
@@ -69,7 +69,7 @@ describe("schema migrations 1 → 2 → 3 → 4 → 5 → 6", () => {
     const store = openAt();
     const db = (store as unknown as { db: Database.Database }).db;
     expect(db.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
-    expect(SCHEMA_VERSION).toBe(6);
+    expect(SCHEMA_VERSION).toBe(7);
     // Migration 6 filled in the newest message's timestamp from the entries; no key was ever given.
     expect(await store.getSession("old")).toMatchObject({
       sessionKey: "k",
@@ -97,6 +97,8 @@ describe("schema migrations 1 → 2 → 3 → 4 → 5 → 6", () => {
     const claim = await store.claimRegistration(
       {
         engineId: "e1",
+        instanceId: "localhost:1",
+        locality: undefined,
         owner: "alice",
         endpoint: "localhost:1",
         info: EngineInfo.fromPartial({ id: "e1", name: "E1", protocolVersions: [1] }),
@@ -146,6 +148,33 @@ describe("schema migrations 1 → 2 → 3 → 4 → 5 → 6", () => {
     const again = openAt();
     expect((await again.readEntryRevisions("old", entry.id)).length).toBe(1);
     expect((await again.listRegistrations()).length).toBe(1);
+  });
+
+  it("migration 7 keeps every registration as one instance named by its endpoint, and its owner's next instance is added beside it", async () => {
+    const v6 = new Database(dbPath);
+    migrate(v6, 6);
+    const info = EngineInfo.encode(EngineInfo.fromPartial({ id: "e1", name: "E1", protocolVersions: [1] })).finish();
+    v6.prepare(
+      `INSERT INTO engine_registrations (engine_id, owner, endpoint, info, protocol_version, registered_at_ms) VALUES ('e1', 'alice', 'localhost:1', ?, 1, 5)`,
+    ).run(info);
+    v6.close();
+
+    const store = openAt();
+    expect(await store.listRegistrations()).toMatchObject([
+      { engineId: "e1", instanceId: "localhost:1", owner: "alice", endpoint: "localhost:1", registeredAtMs: 5 },
+    ]);
+    const second = { engineId: "e1", instanceId: "pod-2", locality: { node: "n2", zone: "", replica: "" }, owner: "alice", endpoint: "localhost:2" };
+    const claim = await store.claimRegistration(
+      { ...second, info: EngineInfo.fromPartial({ id: "e1", name: "E1", protocolVersions: [1] }), protocolVersion: 1, registeredAtMs: 6 },
+      { refresh: false },
+    );
+    expect(claim).toEqual({ written: true });
+    expect((await store.listRegistrations()).map((r) => [r.instanceId, r.locality?.node ?? ""])).toEqual([
+      ["localhost:1", ""],
+      ["pod-2", "n2"],
+    ]);
+    expect(await store.deleteRegistration("e1", "localhost:1")).toBe(true);
+    expect((await store.listRegistrations()).map((r) => r.instanceId)).toEqual(["pod-2"]);
   });
 
   it("refuses a file from a newer contextd, and an unknown target version", () => {

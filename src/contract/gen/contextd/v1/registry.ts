@@ -39,7 +39,10 @@ export enum Refusal {
    * `existing_owner`). Final.
    */
   REFUSAL_OWNED_BY_OTHER = 3,
-  /** REFUSAL_ALREADY_REGISTERED - The same owner holds the id and `allow_same_owner_refresh` was not set. Final. */
+  /**
+   * REFUSAL_ALREADY_REGISTERED - The same owner holds this instance of the id (same `instance_id`) and
+   * `allow_same_owner_refresh` was not set. Final.
+   */
   REFUSAL_ALREADY_REGISTERED = 4,
   /**
    * REFUSAL_CONTRACT_INVALID - GetInfo answered, but not with a valid EngineInfo for this id (an error other than the
@@ -124,7 +127,10 @@ export function refusalToJSON(object: Refusal): string {
   }
 }
 
-/** An engine's health as the registry last saw it. */
+/**
+ * An engine's (or one instance's) health as the registry last saw it. An engine's is the best of its
+ * instances': SERVING while any instance is.
+ */
 export enum EngineHealth {
   /** ENGINE_HEALTH_UNSPECIFIED - Never in an answer. */
   ENGINE_HEALTH_UNSPECIFIED = 0,
@@ -181,9 +187,12 @@ export function engineHealthToJSON(object: EngineHealth): string {
 export enum EngineEventType {
   /** ENGINE_EVENT_TYPE_UNSPECIFIED - Never sent. */
   ENGINE_EVENT_TYPE_UNSPECIFIED = 0,
-  /** ENGINE_EVENT_TYPE_REGISTERED - Admitted or refreshed (or, with `include_current`, known when the stream started). */
+  /**
+   * ENGINE_EVENT_TYPE_REGISTERED - An instance admitted or refreshed (or, with `include_current`, the engine known when the
+   * stream started).
+   */
   ENGINE_EVENT_TYPE_REGISTERED = 1,
-  /** ENGINE_EVENT_TYPE_DEREGISTERED - Removed. */
+  /** ENGINE_EVENT_TYPE_DEREGISTERED - An instance removed (the engine is gone when `engine.instances` is empty), or the engine. */
   ENGINE_EVENT_TYPE_DEREGISTERED = 2,
   /** ENGINE_EVENT_TYPE_HEALTH_CHANGED - Its health check answered otherwise than the previous one (EngineStatus.health). */
   ENGINE_EVENT_TYPE_HEALTH_CHANGED = 3,
@@ -242,8 +251,10 @@ export function engineEventTypeToJSON(object: EngineEventType): string {
 }
 
 /**
- * Set while an engine is quarantined. A quarantined engine is not called: `legacy` answers every
- * call routed to it (or the call fails, under `on_failure: strict`).
+ * Set while an engine or one of its instances is quarantined. A quarantined instance is not called:
+ * its engine's other instances answer in its place. An engine is quarantined when an operator
+ * isolated it, or when every instance is: then `legacy` answers every call routed to it (or the
+ * call fails, under `on_failure: strict`).
  */
 export interface QuarantineState {
   /**
@@ -266,25 +277,84 @@ export interface QuarantineState {
   manual: boolean;
 }
 
+/**
+ * Where an instance runs, as its registration says: every field optional, each at most 128 ASCII
+ * letters, digits, `.`, `_`, `-` and `:` (else INVALID_ARGUMENT). An instance is local to a contextd
+ * replica when both name the same `replica`, or else the same `node`; the router calls a local
+ * healthy instance first.
+ */
+export interface Locality {
+  /** The machine (or Kubernetes node) it runs on. */
+  node: string;
+  /** The zone (or rack) of that machine. */
+  zone: string;
+  /** The contextd replica it runs beside (a pod's sidecar): contextd's `engines.locality.replica`. */
+  replica: string;
+}
+
+/** One sidecar process serving an engine id, as the registry holds it. */
+export interface EngineInstance {
+  /** What the registration named it (RegisterEngineRequest.instance_id), or its endpoint. */
+  instanceId: string;
+  /** Where contextd dials it. */
+  endpoint: string;
+  /** Where it runs. */
+  locality?:
+    | Locality
+    | undefined;
+  /** Its health as this replica last checked it (UNKNOWN until the first check). */
+  health: EngineHealth;
+  /** Set while it is quarantined (its own, or its engine's). */
+  quarantine?:
+    | QuarantineState
+    | undefined;
+  /** When it was (last) registered, epoch milliseconds. */
+  registeredAtMs: number;
+  /** Calls of this replica in flight to it now: what the router balances on. */
+  outstandingCalls: number;
+  /** Calls this replica made to it since it was registered here. */
+  calls: number;
+  /**
+   * Those of its calls that failed through its fault (errors, timeouts, answers that break the
+   * contract).
+   */
+  failures: number;
+  /** Failures that were timeouts. */
+  timeouts: number;
+  /**
+   * The version its GetInfo answered at registration (EngineInfo.version): instances of one id
+   * may differ during a rolling deploy.
+   */
+  version: string;
+  /** Local to this replica (Locality): called first while healthy and below its bulkhead. */
+  local: boolean;
+}
+
 /** An engine as the registry holds it. */
 export interface EngineStatus {
   /** The engine id. */
   engineId: string;
   /** The owner that registered it (`core` for `legacy`). */
   owner: string;
-  /** Empty for `legacy` (in process). */
+  /**
+   * The endpoint of its most recently registered instance (`instances` has them all); empty for
+   * `legacy` (in process).
+   */
   endpoint: string;
-  /** The EngineInfo its GetInfo answered at registration. */
+  /** The EngineInfo its most recently registered instance's GetInfo answered. */
   info?:
     | EngineInfo
     | undefined;
-  /** Its health as last checked. */
+  /** The best health of its instances, as last checked: SERVING while any instance is. */
   health: EngineHealth;
-  /** Set while it is quarantined. */
+  /**
+   * Set while the engine as a whole is quarantined: by an operator, or because every instance
+   * is (then the most recent instance's record). One instance's quarantine is on that instance.
+   */
   quarantine?:
     | QuarantineState
     | undefined;
-  /** When it was (last) registered, epoch milliseconds. */
+  /** When its most recently registered instance was registered, epoch milliseconds. */
   registeredAtMs: number;
   /**
    * Counters of this replica since the engine was registered here. `calls`: calls made to it;
@@ -305,11 +375,17 @@ export interface EngineStatus {
   builtin: boolean;
   /**
    * `fallbacks` by reason: `quarantined` (routed while quarantined), `not_registered`, `error`,
-   * `timeout`, `contract` (it failed on the call), `rejected` (its max_concurrent_calls were in
-   * flight), `short` (it did not answer within the runtime's own deadline less the time contextd
-   * keeps for legacy's answer, `engines.fallback_reserve`; not held against the engine).
+   * `timeout`, `contract` (it failed on the call, and no other instance could answer in its
+   * place), `rejected` (every healthy instance had its max_concurrent_calls in flight), `short` (it
+   * did not answer within the runtime's own deadline less the time contextd keeps for legacy's
+   * answer, `engines.fallback_reserve`; not held against the engine).
    */
   fallbacksByReason: { [key: string]: number };
+  /**
+   * Its live instances, by instance id; empty for `legacy`. The engine serves (MODE_NORMAL) while
+   * any of them is healthy and not quarantined.
+   */
+  instances: EngineInstance[];
 }
 
 export interface EngineStatus_FallbacksByReasonEntry {
@@ -341,9 +417,9 @@ export interface RegisterEngineRequest {
    */
   endpoint: string;
   /**
-   * Replace this owner's current registration of the id (a restarted engine, a new version). Set
-   * it: an engine restarted while contextd still holds its registration is refused
-   * REFUSAL_ALREADY_REGISTERED without it.
+   * Replace this owner's current registration of this instance (a restarted engine, a new
+   * version). Set it: an engine restarted while contextd still holds its instance is refused
+   * REFUSAL_ALREADY_REGISTERED without it. Another instance of the id is added without it.
    */
   allowSameOwnerRefresh: boolean;
   /**
@@ -351,6 +427,14 @@ export interface RegisterEngineRequest {
    * speaks too (protocol version 1 is the only one).
    */
   protocolVersions: number[];
+  /**
+   * Which instance of the engine this is: stable across its restarts (a pod name, a host:port).
+   * Empty means the endpoint, so an engine that names none is one instance per endpoint. At most
+   * 256 characters, no control, bidi or zero-width characters (else INVALID_ARGUMENT).
+   */
+  instanceId: string;
+  /** Where the instance runs: lets each contextd replica call the instance beside it first. */
+  locality?: Locality | undefined;
 }
 
 /** The registry's answer to a registration. */
@@ -369,17 +453,27 @@ export interface RegisterEngineResponse {
     | undefined;
   /** The negotiated contract version. */
   protocolVersion: number;
+  /**
+   * The instance admitted (the request's `instance_id`, or its endpoint), when `ok`: what its
+   * heartbeat looks for in EngineStatus.instances and its DeregisterEngine names.
+   */
+  instanceId: string;
 }
 
-/** Which engine to remove. */
+/** Which engine, or which instance of it, to remove. */
 export interface DeregisterEngineRequest {
   /** The engine id (trimmed). Not `legacy`. */
   engineId: string;
+  /**
+   * The instance to remove (RegisterEngineResponse.instance_id); empty removes the engine with
+   * every instance. An engine going away names itself here, or it takes its siblings with it.
+   */
+  instanceId: string;
 }
 
 /** Whether it was removed. */
 export interface DeregisterEngineResponse {
-  /** True: the engine was removed. */
+  /** True: the instance (or the engine) was removed. */
   deregistered: boolean;
 }
 
@@ -402,8 +496,10 @@ export interface GetEngineRequest {
 /** The engine described. */
 export interface GetEngineResponse {
   /**
-   * The engine as the registry holds it. An engine's heartbeat compares `endpoint` with its own:
-   * another one means another instance holds the id.
+   * The engine as the registry holds it. An engine's heartbeat looks for its `instance_id` in
+   * `engine.instances`: absent, it registers again (which no longer displaces another instance).
+   * From a contextd without instances (`instances` empty), another `endpoint` means another
+   * instance holds the id.
    */
   engine?: EngineStatus | undefined;
 }
@@ -426,6 +522,11 @@ export interface EngineEvent {
   atMs: number;
   /** Why, in words. */
   message: string;
+  /**
+   * The instance the event is about; empty when it is about the engine as a whole (an operator's
+   * quarantine of the engine, `include_current`).
+   */
+  instanceId: string;
 }
 
 /** One message of the WatchEngines stream. */
@@ -440,6 +541,8 @@ export interface QuarantineEngineRequest {
   engineId: string;
   /** Why, kept in QuarantineState.reason; empty: "isolated by an operator". */
   reason: string;
+  /** One instance to isolate; empty isolates the engine (every instance, present and future). */
+  instanceId: string;
 }
 
 /** The quarantined engine. */
@@ -452,6 +555,8 @@ export interface QuarantineEngineResponse {
 export interface ClearQuarantineRequest {
   /** The engine id (trimmed). Not `legacy`. */
   engineId: string;
+  /** One instance to release; empty releases the engine and every instance. */
+  instanceId: string;
 }
 
 /** The released engine. */
@@ -617,6 +722,381 @@ export const QuarantineState: MessageFns<QuarantineState> = {
   },
 };
 
+function createBaseLocality(): Locality {
+  return { node: "", zone: "", replica: "" };
+}
+
+export const Locality: MessageFns<Locality> = {
+  encode(message: Locality, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.node !== "") {
+      writer.uint32(10).string(message.node);
+    }
+    if (message.zone !== "") {
+      writer.uint32(18).string(message.zone);
+    }
+    if (message.replica !== "") {
+      writer.uint32(26).string(message.replica);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Locality {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLocality();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.node = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.zone = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.replica = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Locality {
+    return {
+      node: isSet(object.node) ? globalThis.String(object.node) : "",
+      zone: isSet(object.zone) ? globalThis.String(object.zone) : "",
+      replica: isSet(object.replica) ? globalThis.String(object.replica) : "",
+    };
+  },
+
+  toJSON(message: Locality): unknown {
+    const obj: any = {};
+    if (message.node !== "") {
+      obj.node = message.node;
+    }
+    if (message.zone !== "") {
+      obj.zone = message.zone;
+    }
+    if (message.replica !== "") {
+      obj.replica = message.replica;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Locality>, I>>(base?: I): Locality {
+    return Locality.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Locality>, I>>(object: I): Locality {
+    const message = createBaseLocality();
+    message.node = object.node ?? "";
+    message.zone = object.zone ?? "";
+    message.replica = object.replica ?? "";
+    return message;
+  },
+};
+
+function createBaseEngineInstance(): EngineInstance {
+  return {
+    instanceId: "",
+    endpoint: "",
+    locality: undefined,
+    health: 0,
+    quarantine: undefined,
+    registeredAtMs: 0,
+    outstandingCalls: 0,
+    calls: 0,
+    failures: 0,
+    timeouts: 0,
+    version: "",
+    local: false,
+  };
+}
+
+export const EngineInstance: MessageFns<EngineInstance> = {
+  encode(message: EngineInstance, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.instanceId !== "") {
+      writer.uint32(10).string(message.instanceId);
+    }
+    if (message.endpoint !== "") {
+      writer.uint32(18).string(message.endpoint);
+    }
+    if (message.locality !== undefined) {
+      Locality.encode(message.locality, writer.uint32(26).fork()).join();
+    }
+    if (message.health !== 0) {
+      writer.uint32(32).int32(message.health);
+    }
+    if (message.quarantine !== undefined) {
+      QuarantineState.encode(message.quarantine, writer.uint32(42).fork()).join();
+    }
+    if (message.registeredAtMs !== 0) {
+      writer.uint32(48).int64(message.registeredAtMs);
+    }
+    if (message.outstandingCalls !== 0) {
+      writer.uint32(56).uint32(message.outstandingCalls);
+    }
+    if (message.calls !== 0) {
+      writer.uint32(64).uint64(message.calls);
+    }
+    if (message.failures !== 0) {
+      writer.uint32(72).uint64(message.failures);
+    }
+    if (message.timeouts !== 0) {
+      writer.uint32(80).uint64(message.timeouts);
+    }
+    if (message.version !== "") {
+      writer.uint32(90).string(message.version);
+    }
+    if (message.local !== false) {
+      writer.uint32(96).bool(message.local);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EngineInstance {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEngineInstance();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.instanceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.endpoint = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.locality = Locality.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.health = reader.int32() as any;
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.quarantine = QuarantineState.decode(reader, reader.uint32());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.registeredAtMs = longToNumber(reader.int64());
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.outstandingCalls = reader.uint32();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.calls = longToNumber(reader.uint64());
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.failures = longToNumber(reader.uint64());
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.timeouts = longToNumber(reader.uint64());
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.version = reader.string();
+            continue;
+          }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.local = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EngineInstance {
+    return {
+      instanceId: isSet(object.instanceId)
+        ? globalThis.String(object.instanceId)
+        : isSet(object.instance_id)
+        ? globalThis.String(object.instance_id)
+        : "",
+      endpoint: isSet(object.endpoint) ? globalThis.String(object.endpoint) : "",
+      locality: isSet(object.locality) ? Locality.fromJSON(object.locality) : undefined,
+      health: isSet(object.health) ? engineHealthFromJSON(object.health) : 0,
+      quarantine: isSet(object.quarantine) ? QuarantineState.fromJSON(object.quarantine) : undefined,
+      registeredAtMs: isSet(object.registeredAtMs)
+        ? globalThis.Number(object.registeredAtMs)
+        : isSet(object.registered_at_ms)
+        ? globalThis.Number(object.registered_at_ms)
+        : 0,
+      outstandingCalls: isSet(object.outstandingCalls)
+        ? globalThis.Number(object.outstandingCalls)
+        : isSet(object.outstanding_calls)
+        ? globalThis.Number(object.outstanding_calls)
+        : 0,
+      calls: isSet(object.calls) ? globalThis.Number(object.calls) : 0,
+      failures: isSet(object.failures) ? globalThis.Number(object.failures) : 0,
+      timeouts: isSet(object.timeouts) ? globalThis.Number(object.timeouts) : 0,
+      version: isSet(object.version) ? globalThis.String(object.version) : "",
+      local: isSet(object.local) ? globalThis.Boolean(object.local) : false,
+    };
+  },
+
+  toJSON(message: EngineInstance): unknown {
+    const obj: any = {};
+    if (message.instanceId !== "") {
+      obj.instanceId = message.instanceId;
+    }
+    if (message.endpoint !== "") {
+      obj.endpoint = message.endpoint;
+    }
+    if (message.locality !== undefined) {
+      obj.locality = Locality.toJSON(message.locality);
+    }
+    if (message.health !== 0) {
+      obj.health = engineHealthToJSON(message.health);
+    }
+    if (message.quarantine !== undefined) {
+      obj.quarantine = QuarantineState.toJSON(message.quarantine);
+    }
+    if (message.registeredAtMs !== 0) {
+      obj.registeredAtMs = Math.round(message.registeredAtMs);
+    }
+    if (message.outstandingCalls !== 0) {
+      obj.outstandingCalls = Math.round(message.outstandingCalls);
+    }
+    if (message.calls !== 0) {
+      obj.calls = Math.round(message.calls);
+    }
+    if (message.failures !== 0) {
+      obj.failures = Math.round(message.failures);
+    }
+    if (message.timeouts !== 0) {
+      obj.timeouts = Math.round(message.timeouts);
+    }
+    if (message.version !== "") {
+      obj.version = message.version;
+    }
+    if (message.local !== false) {
+      obj.local = message.local;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EngineInstance>, I>>(base?: I): EngineInstance {
+    return EngineInstance.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EngineInstance>, I>>(object: I): EngineInstance {
+    const message = createBaseEngineInstance();
+    message.instanceId = object.instanceId ?? "";
+    message.endpoint = object.endpoint ?? "";
+    message.locality = (object.locality !== undefined && object.locality !== null)
+      ? Locality.fromPartial(object.locality)
+      : undefined;
+    message.health = object.health ?? 0;
+    message.quarantine = (object.quarantine !== undefined && object.quarantine !== null)
+      ? QuarantineState.fromPartial(object.quarantine)
+      : undefined;
+    message.registeredAtMs = object.registeredAtMs ?? 0;
+    message.outstandingCalls = object.outstandingCalls ?? 0;
+    message.calls = object.calls ?? 0;
+    message.failures = object.failures ?? 0;
+    message.timeouts = object.timeouts ?? 0;
+    message.version = object.version ?? "";
+    message.local = object.local ?? false;
+    return message;
+  },
+};
+
 function createBaseEngineStatus(): EngineStatus {
   return {
     engineId: "",
@@ -632,6 +1112,7 @@ function createBaseEngineStatus(): EngineStatus {
     timeouts: 0,
     builtin: false,
     fallbacksByReason: {},
+    instances: [],
   };
 }
 
@@ -676,6 +1157,9 @@ export const EngineStatus: MessageFns<EngineStatus> = {
     globalThis.Object.entries(message.fallbacksByReason).forEach(([key, value]: [string, number]) => {
       EngineStatus_FallbacksByReasonEntry.encode({ key: key as any, value }, writer.uint32(106).fork()).join();
     });
+    for (const v of message.instances) {
+      EngineInstance.encode(v!, writer.uint32(114).fork()).join();
+    }
     return writer;
   },
 
@@ -799,6 +1283,14 @@ export const EngineStatus: MessageFns<EngineStatus> = {
             }
             continue;
           }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.instances.push(EngineInstance.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -860,6 +1352,9 @@ export const EngineStatus: MessageFns<EngineStatus> = {
           {},
         )
         : {},
+      instances: globalThis.Array.isArray(object?.instances)
+        ? object.instances.map((e: any) => EngineInstance.fromJSON(e))
+        : [],
     };
   },
 
@@ -910,6 +1405,9 @@ export const EngineStatus: MessageFns<EngineStatus> = {
         });
       }
     }
+    if (message.instances?.length) {
+      obj.instances = message.instances.map((e) => EngineInstance.toJSON(e));
+    }
     return obj;
   },
 
@@ -941,6 +1439,7 @@ export const EngineStatus: MessageFns<EngineStatus> = {
         }
         return acc;
       }, {});
+    message.instances = object.instances?.map((e) => EngineInstance.fromPartial(e)) || [];
     return message;
   },
 };
@@ -1035,7 +1534,15 @@ export const EngineStatus_FallbacksByReasonEntry: MessageFns<EngineStatus_Fallba
 };
 
 function createBaseRegisterEngineRequest(): RegisterEngineRequest {
-  return { engineId: "", owner: "", endpoint: "", allowSameOwnerRefresh: false, protocolVersions: [] };
+  return {
+    engineId: "",
+    owner: "",
+    endpoint: "",
+    allowSameOwnerRefresh: false,
+    protocolVersions: [],
+    instanceId: "",
+    locality: undefined,
+  };
 }
 
 export const RegisterEngineRequest: MessageFns<RegisterEngineRequest> = {
@@ -1058,6 +1565,12 @@ export const RegisterEngineRequest: MessageFns<RegisterEngineRequest> = {
         writer.uint32(v);
       }
       writer.join();
+    }
+    if (message.instanceId !== "") {
+      writer.uint32(50).string(message.instanceId);
+    }
+    if (message.locality !== undefined) {
+      Locality.encode(message.locality, writer.uint32(58).fork()).join();
     }
     return writer;
   },
@@ -1125,6 +1638,22 @@ export const RegisterEngineRequest: MessageFns<RegisterEngineRequest> = {
 
             break;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.instanceId = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.locality = Locality.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1156,6 +1685,12 @@ export const RegisterEngineRequest: MessageFns<RegisterEngineRequest> = {
         : globalThis.Array.isArray(object?.protocol_versions)
         ? object.protocol_versions.map((e: any) => globalThis.Number(e))
         : [],
+      instanceId: isSet(object.instanceId)
+        ? globalThis.String(object.instanceId)
+        : isSet(object.instance_id)
+        ? globalThis.String(object.instance_id)
+        : "",
+      locality: isSet(object.locality) ? Locality.fromJSON(object.locality) : undefined,
     };
   },
 
@@ -1176,6 +1711,12 @@ export const RegisterEngineRequest: MessageFns<RegisterEngineRequest> = {
     if (message.protocolVersions?.length) {
       obj.protocolVersions = message.protocolVersions.map((e) => Math.round(e));
     }
+    if (message.instanceId !== "") {
+      obj.instanceId = message.instanceId;
+    }
+    if (message.locality !== undefined) {
+      obj.locality = Locality.toJSON(message.locality);
+    }
     return obj;
   },
 
@@ -1189,12 +1730,24 @@ export const RegisterEngineRequest: MessageFns<RegisterEngineRequest> = {
     message.endpoint = object.endpoint ?? "";
     message.allowSameOwnerRefresh = object.allowSameOwnerRefresh ?? false;
     message.protocolVersions = object.protocolVersions?.map((e) => e) || [];
+    message.instanceId = object.instanceId ?? "";
+    message.locality = (object.locality !== undefined && object.locality !== null)
+      ? Locality.fromPartial(object.locality)
+      : undefined;
     return message;
   },
 };
 
 function createBaseRegisterEngineResponse(): RegisterEngineResponse {
-  return { ok: false, existingOwner: "", refusal: 0, message: "", engine: undefined, protocolVersion: 0 };
+  return {
+    ok: false,
+    existingOwner: "",
+    refusal: 0,
+    message: "",
+    engine: undefined,
+    protocolVersion: 0,
+    instanceId: "",
+  };
 }
 
 export const RegisterEngineResponse: MessageFns<RegisterEngineResponse> = {
@@ -1216,6 +1769,9 @@ export const RegisterEngineResponse: MessageFns<RegisterEngineResponse> = {
     }
     if (message.protocolVersion !== 0) {
       writer.uint32(48).uint32(message.protocolVersion);
+    }
+    if (message.instanceId !== "") {
+      writer.uint32(58).string(message.instanceId);
     }
     return writer;
   },
@@ -1281,6 +1837,14 @@ export const RegisterEngineResponse: MessageFns<RegisterEngineResponse> = {
             message.protocolVersion = reader.uint32();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.instanceId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1309,6 +1873,11 @@ export const RegisterEngineResponse: MessageFns<RegisterEngineResponse> = {
         : isSet(object.protocol_version)
         ? globalThis.Number(object.protocol_version)
         : 0,
+      instanceId: isSet(object.instanceId)
+        ? globalThis.String(object.instanceId)
+        : isSet(object.instance_id)
+        ? globalThis.String(object.instance_id)
+        : "",
     };
   },
 
@@ -1332,6 +1901,9 @@ export const RegisterEngineResponse: MessageFns<RegisterEngineResponse> = {
     if (message.protocolVersion !== 0) {
       obj.protocolVersion = Math.round(message.protocolVersion);
     }
+    if (message.instanceId !== "") {
+      obj.instanceId = message.instanceId;
+    }
     return obj;
   },
 
@@ -1348,18 +1920,22 @@ export const RegisterEngineResponse: MessageFns<RegisterEngineResponse> = {
       ? EngineStatus.fromPartial(object.engine)
       : undefined;
     message.protocolVersion = object.protocolVersion ?? 0;
+    message.instanceId = object.instanceId ?? "";
     return message;
   },
 };
 
 function createBaseDeregisterEngineRequest(): DeregisterEngineRequest {
-  return { engineId: "" };
+  return { engineId: "", instanceId: "" };
 }
 
 export const DeregisterEngineRequest: MessageFns<DeregisterEngineRequest> = {
   encode(message: DeregisterEngineRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.engineId !== "") {
       writer.uint32(10).string(message.engineId);
+    }
+    if (message.instanceId !== "") {
+      writer.uint32(18).string(message.instanceId);
     }
     return writer;
   },
@@ -1385,6 +1961,14 @@ export const DeregisterEngineRequest: MessageFns<DeregisterEngineRequest> = {
             message.engineId = reader.string();
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.instanceId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1404,6 +1988,11 @@ export const DeregisterEngineRequest: MessageFns<DeregisterEngineRequest> = {
         : isSet(object.engine_id)
         ? globalThis.String(object.engine_id)
         : "",
+      instanceId: isSet(object.instanceId)
+        ? globalThis.String(object.instanceId)
+        : isSet(object.instance_id)
+        ? globalThis.String(object.instance_id)
+        : "",
     };
   },
 
@@ -1411,6 +2000,9 @@ export const DeregisterEngineRequest: MessageFns<DeregisterEngineRequest> = {
     const obj: any = {};
     if (message.engineId !== "") {
       obj.engineId = message.engineId;
+    }
+    if (message.instanceId !== "") {
+      obj.instanceId = message.instanceId;
     }
     return obj;
   },
@@ -1421,6 +2013,7 @@ export const DeregisterEngineRequest: MessageFns<DeregisterEngineRequest> = {
   fromPartial<I extends Exact<DeepPartial<DeregisterEngineRequest>, I>>(object: I): DeregisterEngineRequest {
     const message = createBaseDeregisterEngineRequest();
     message.engineId = object.engineId ?? "";
+    message.instanceId = object.instanceId ?? "";
     return message;
   },
 };
@@ -1831,7 +2424,7 @@ export const WatchEnginesRequest: MessageFns<WatchEnginesRequest> = {
 };
 
 function createBaseEngineEvent(): EngineEvent {
-  return { type: 0, engine: undefined, atMs: 0, message: "" };
+  return { type: 0, engine: undefined, atMs: 0, message: "", instanceId: "" };
 }
 
 export const EngineEvent: MessageFns<EngineEvent> = {
@@ -1847,6 +2440,9 @@ export const EngineEvent: MessageFns<EngineEvent> = {
     }
     if (message.message !== "") {
       writer.uint32(34).string(message.message);
+    }
+    if (message.instanceId !== "") {
+      writer.uint32(42).string(message.instanceId);
     }
     return writer;
   },
@@ -1896,6 +2492,14 @@ export const EngineEvent: MessageFns<EngineEvent> = {
             message.message = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.instanceId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1918,6 +2522,11 @@ export const EngineEvent: MessageFns<EngineEvent> = {
         ? globalThis.Number(object.at_ms)
         : 0,
       message: isSet(object.message) ? globalThis.String(object.message) : "",
+      instanceId: isSet(object.instanceId)
+        ? globalThis.String(object.instanceId)
+        : isSet(object.instance_id)
+        ? globalThis.String(object.instance_id)
+        : "",
     };
   },
 
@@ -1935,6 +2544,9 @@ export const EngineEvent: MessageFns<EngineEvent> = {
     if (message.message !== "") {
       obj.message = message.message;
     }
+    if (message.instanceId !== "") {
+      obj.instanceId = message.instanceId;
+    }
     return obj;
   },
 
@@ -1949,6 +2561,7 @@ export const EngineEvent: MessageFns<EngineEvent> = {
       : undefined;
     message.atMs = object.atMs ?? 0;
     message.message = object.message ?? "";
+    message.instanceId = object.instanceId ?? "";
     return message;
   },
 };
@@ -2023,7 +2636,7 @@ export const WatchEnginesResponse: MessageFns<WatchEnginesResponse> = {
 };
 
 function createBaseQuarantineEngineRequest(): QuarantineEngineRequest {
-  return { engineId: "", reason: "" };
+  return { engineId: "", reason: "", instanceId: "" };
 }
 
 export const QuarantineEngineRequest: MessageFns<QuarantineEngineRequest> = {
@@ -2033,6 +2646,9 @@ export const QuarantineEngineRequest: MessageFns<QuarantineEngineRequest> = {
     }
     if (message.reason !== "") {
       writer.uint32(18).string(message.reason);
+    }
+    if (message.instanceId !== "") {
+      writer.uint32(26).string(message.instanceId);
     }
     return writer;
   },
@@ -2066,6 +2682,14 @@ export const QuarantineEngineRequest: MessageFns<QuarantineEngineRequest> = {
             message.reason = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.instanceId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2086,6 +2710,11 @@ export const QuarantineEngineRequest: MessageFns<QuarantineEngineRequest> = {
         ? globalThis.String(object.engine_id)
         : "",
       reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+      instanceId: isSet(object.instanceId)
+        ? globalThis.String(object.instanceId)
+        : isSet(object.instance_id)
+        ? globalThis.String(object.instance_id)
+        : "",
     };
   },
 
@@ -2097,6 +2726,9 @@ export const QuarantineEngineRequest: MessageFns<QuarantineEngineRequest> = {
     if (message.reason !== "") {
       obj.reason = message.reason;
     }
+    if (message.instanceId !== "") {
+      obj.instanceId = message.instanceId;
+    }
     return obj;
   },
 
@@ -2107,6 +2739,7 @@ export const QuarantineEngineRequest: MessageFns<QuarantineEngineRequest> = {
     const message = createBaseQuarantineEngineRequest();
     message.engineId = object.engineId ?? "";
     message.reason = object.reason ?? "";
+    message.instanceId = object.instanceId ?? "";
     return message;
   },
 };
@@ -2181,13 +2814,16 @@ export const QuarantineEngineResponse: MessageFns<QuarantineEngineResponse> = {
 };
 
 function createBaseClearQuarantineRequest(): ClearQuarantineRequest {
-  return { engineId: "" };
+  return { engineId: "", instanceId: "" };
 }
 
 export const ClearQuarantineRequest: MessageFns<ClearQuarantineRequest> = {
   encode(message: ClearQuarantineRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.engineId !== "") {
       writer.uint32(10).string(message.engineId);
+    }
+    if (message.instanceId !== "") {
+      writer.uint32(18).string(message.instanceId);
     }
     return writer;
   },
@@ -2213,6 +2849,14 @@ export const ClearQuarantineRequest: MessageFns<ClearQuarantineRequest> = {
             message.engineId = reader.string();
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.instanceId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2232,6 +2876,11 @@ export const ClearQuarantineRequest: MessageFns<ClearQuarantineRequest> = {
         : isSet(object.engine_id)
         ? globalThis.String(object.engine_id)
         : "",
+      instanceId: isSet(object.instanceId)
+        ? globalThis.String(object.instanceId)
+        : isSet(object.instance_id)
+        ? globalThis.String(object.instance_id)
+        : "",
     };
   },
 
@@ -2239,6 +2888,9 @@ export const ClearQuarantineRequest: MessageFns<ClearQuarantineRequest> = {
     const obj: any = {};
     if (message.engineId !== "") {
       obj.engineId = message.engineId;
+    }
+    if (message.instanceId !== "") {
+      obj.instanceId = message.instanceId;
     }
     return obj;
   },
@@ -2249,6 +2901,7 @@ export const ClearQuarantineRequest: MessageFns<ClearQuarantineRequest> = {
   fromPartial<I extends Exact<DeepPartial<ClearQuarantineRequest>, I>>(object: I): ClearQuarantineRequest {
     const message = createBaseClearQuarantineRequest();
     message.engineId = object.engineId ?? "";
+    message.instanceId = object.instanceId ?? "";
     return message;
   },
 };
@@ -2339,8 +2992,20 @@ export const ClearQuarantineResponse: MessageFns<ClearQuarantineResponse> = {
  * passes for it in a table or a log. (protovalidate: `string = {min_len: 1, max_len: 128, pattern:
  * "^[A-Za-z0-9][A-Za-z0-9._-]*$"}`; the `legacy` rule needs a CEL expression.)
  *
- * Ownership. The first owner to register an id holds it until it deregisters; another owner is
- * refused REFUSAL_OWNED_BY_OTHER naming the holder. Ids reserved in contextd's config
+ * Instances. One engine id may be served by many sidecar processes at once, its instances: each
+ * registration names its instance (`instance_id`, the endpoint when empty) and the registry holds,
+ * per engine id, the set of live instances, each with its own health, calls in flight and
+ * quarantine, shared by every contextd replica as registrations are. Each call goes to one healthy
+ * instance (this replica's local one first, else the less loaded of two picked at random); a
+ * failing instance is ejected alone, and an Assemble it failed is retried on another instance
+ * before `legacy` answers. The engine is gone only when its last instance is; it falls back to
+ * `legacy` only when none of its instances can be called. Everything a runtime sees names the
+ * engine, never the instance: `engine_id` in answers is the engine's, and `mode` is MODE_NORMAL
+ * while any instance answers (docs/registry.md, "Instances").
+ *
+ * Ownership. The first owner to register an id holds it until its last instance deregisters;
+ * another owner is refused REFUSAL_OWNED_BY_OTHER naming the holder. Every instance of an id is
+ * its owner's. Ids reserved in contextd's config
  * (`auth.owners.<owner>.engines`, and each managed sidecar's id for its owner) can be registered
  * only by their owner, registered at the moment or not. The store decides with one conditional
  * write, so of two owners registering one new id at two replicas at once, one wins.
@@ -2372,13 +3037,15 @@ export const RegistryServiceService = {
    * In order: INVALID_ARGUMENT for an empty `owner` (checked with the credentials), an empty or
    * malformed `engine_id`, an empty `endpoint`; then the refusals, each with a `message`:
    * DEFAULT_SLOT_RESERVED (`legacy`), OWNED_BY_OTHER (reserved for or held by another owner,
-   * `existing_owner` says who), ALREADY_REGISTERED (yours, without `allow_same_owner_refresh`),
+   * `existing_owner` says who), ALREADY_REGISTERED (this instance is registered already, without
+   * `allow_same_owner_refresh`; another instance of an id you hold is simply added),
    * UNREACHABLE (the endpoint's name does not resolve now), ENDPOINT_NOT_ALLOWED (checked before
    * anything is dialled), VERSION_UNSUPPORTED; then GetInfo (3 s) — UNREACHABLE or CONTRACT_INVALID,
    * VERSION_UNSUPPORTED — and Health.Check("") (3 s) — UNREACHABLE unless it answers SERVING.
-   * Admitted: `ok`, REFUSAL_NONE, the engine's status and the negotiated `protocol_version`. A
-   * refused refresh leaves the current registration as it was. A registration releases an automatic
-   * quarantine (not an operator's) and keeps the engine's counters.
+   * Admitted: `ok`, REFUSAL_NONE, the engine's status (its new instance among `instances`), the
+   * `instance_id` and the negotiated `protocol_version`. A refused refresh leaves the current
+   * registration as it was. A registration releases its instance's automatic quarantine (not an
+   * operator's) and keeps the engine's counters.
    *
    * Retry with backoff: UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, and
    * REFUSAL_UNREACHABLE. Every other refusal or status is final until something changes (the
@@ -2396,11 +3063,13 @@ export const RegistryServiceService = {
     responseDeserialize: (value: Buffer): RegisterEngineResponse => RegisterEngineResponse.decode(value),
   },
   /**
-   * Removes an engine (its owner or an operator). Calls in flight to it end at once (`legacy`
-   * answers them) and their host tokens die; its quarantine record goes too.
+   * Removes one instance of an engine (`instance_id`), or the engine with all its instances
+   * (`instance_id` empty): its owner or an operator. Calls in flight to what was removed end at once
+   * (another instance or `legacy` answers them) and their host tokens die; its quarantine records
+   * go too. The engine is gone when its last instance is.
    *
    * INVALID_ARGUMENT: an empty `engine_id`. FAILED_PRECONDITION: `legacy`. NOT_FOUND: not
-   * registered (answered before the ownership check).
+   * registered, or no such instance (answered before the ownership check).
    */
   deregisterEngine: {
     path: "/contextd.v1.RegistryService/DeregisterEngine" as const,
@@ -2453,11 +3122,13 @@ export const RegistryServiceService = {
     responseDeserialize: (value: Buffer): WatchEnginesResponse => WatchEnginesResponse.decode(value),
   },
   /**
-   * Operators only: isolates an engine until ClearQuarantine — across its re-registrations and
-   * contextd's restarts. Calls in flight to it end at once and `legacy` answers.
+   * Operators only: isolates an engine — every instance, and every instance that registers later —
+   * or one instance of it (`instance_id`), until ClearQuarantine: across re-registrations and
+   * contextd's restarts. Calls in flight to what was isolated end at once and another instance or
+   * `legacy` answers.
    *
    * INVALID_ARGUMENT: an empty `engine_id`. FAILED_PRECONDITION: `legacy`. NOT_FOUND: not
-   * registered.
+   * registered, or no such instance.
    */
   quarantineEngine: {
     path: "/contextd.v1.RegistryService/QuarantineEngine" as const,
@@ -2471,10 +3142,11 @@ export const RegistryServiceService = {
     responseDeserialize: (value: Buffer): QuarantineEngineResponse => QuarantineEngineResponse.decode(value),
   },
   /**
-   * Operators only: releases a quarantine (automatic or manual) and forgets past ejections.
+   * Operators only: releases the quarantines (automatic or manual) of an engine and all its
+   * instances, or of one instance (`instance_id`), and forgets their past ejections.
    *
    * INVALID_ARGUMENT: an empty `engine_id`. FAILED_PRECONDITION: `legacy`. NOT_FOUND: not
-   * registered.
+   * registered, or no such instance.
    */
   clearQuarantine: {
     path: "/contextd.v1.RegistryService/ClearQuarantine" as const,
@@ -2497,13 +3169,15 @@ export interface RegistryServiceServer extends UntypedServiceImplementation {
    * In order: INVALID_ARGUMENT for an empty `owner` (checked with the credentials), an empty or
    * malformed `engine_id`, an empty `endpoint`; then the refusals, each with a `message`:
    * DEFAULT_SLOT_RESERVED (`legacy`), OWNED_BY_OTHER (reserved for or held by another owner,
-   * `existing_owner` says who), ALREADY_REGISTERED (yours, without `allow_same_owner_refresh`),
+   * `existing_owner` says who), ALREADY_REGISTERED (this instance is registered already, without
+   * `allow_same_owner_refresh`; another instance of an id you hold is simply added),
    * UNREACHABLE (the endpoint's name does not resolve now), ENDPOINT_NOT_ALLOWED (checked before
    * anything is dialled), VERSION_UNSUPPORTED; then GetInfo (3 s) — UNREACHABLE or CONTRACT_INVALID,
    * VERSION_UNSUPPORTED — and Health.Check("") (3 s) — UNREACHABLE unless it answers SERVING.
-   * Admitted: `ok`, REFUSAL_NONE, the engine's status and the negotiated `protocol_version`. A
-   * refused refresh leaves the current registration as it was. A registration releases an automatic
-   * quarantine (not an operator's) and keeps the engine's counters.
+   * Admitted: `ok`, REFUSAL_NONE, the engine's status (its new instance among `instances`), the
+   * `instance_id` and the negotiated `protocol_version`. A refused refresh leaves the current
+   * registration as it was. A registration releases its instance's automatic quarantine (not an
+   * operator's) and keeps the engine's counters.
    *
    * Retry with backoff: UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, and
    * REFUSAL_UNREACHABLE. Every other refusal or status is final until something changes (the
@@ -2511,11 +3185,13 @@ export interface RegistryServiceServer extends UntypedServiceImplementation {
    */
   registerEngine: handleUnaryCall<RegisterEngineRequest, RegisterEngineResponse>;
   /**
-   * Removes an engine (its owner or an operator). Calls in flight to it end at once (`legacy`
-   * answers them) and their host tokens die; its quarantine record goes too.
+   * Removes one instance of an engine (`instance_id`), or the engine with all its instances
+   * (`instance_id` empty): its owner or an operator. Calls in flight to what was removed end at once
+   * (another instance or `legacy` answers them) and their host tokens die; its quarantine records
+   * go too. The engine is gone when its last instance is.
    *
    * INVALID_ARGUMENT: an empty `engine_id`. FAILED_PRECONDITION: `legacy`. NOT_FOUND: not
-   * registered (answered before the ownership check).
+   * registered, or no such instance (answered before the ownership check).
    */
   deregisterEngine: handleUnaryCall<DeregisterEngineRequest, DeregisterEngineResponse>;
   /** Every known engine, `legacy` included (first), then the sidecars by id. */
@@ -2533,18 +3209,21 @@ export interface RegistryServiceServer extends UntypedServiceImplementation {
    */
   watchEngines: handleServerStreamingCall<WatchEnginesRequest, WatchEnginesResponse>;
   /**
-   * Operators only: isolates an engine until ClearQuarantine — across its re-registrations and
-   * contextd's restarts. Calls in flight to it end at once and `legacy` answers.
+   * Operators only: isolates an engine — every instance, and every instance that registers later —
+   * or one instance of it (`instance_id`), until ClearQuarantine: across re-registrations and
+   * contextd's restarts. Calls in flight to what was isolated end at once and another instance or
+   * `legacy` answers.
    *
    * INVALID_ARGUMENT: an empty `engine_id`. FAILED_PRECONDITION: `legacy`. NOT_FOUND: not
-   * registered.
+   * registered, or no such instance.
    */
   quarantineEngine: handleUnaryCall<QuarantineEngineRequest, QuarantineEngineResponse>;
   /**
-   * Operators only: releases a quarantine (automatic or manual) and forgets past ejections.
+   * Operators only: releases the quarantines (automatic or manual) of an engine and all its
+   * instances, or of one instance (`instance_id`), and forgets their past ejections.
    *
    * INVALID_ARGUMENT: an empty `engine_id`. FAILED_PRECONDITION: `legacy`. NOT_FOUND: not
-   * registered.
+   * registered, or no such instance.
    */
   clearQuarantine: handleUnaryCall<ClearQuarantineRequest, ClearQuarantineResponse>;
 }
@@ -2557,13 +3236,15 @@ export interface RegistryServiceClient extends Client {
    * In order: INVALID_ARGUMENT for an empty `owner` (checked with the credentials), an empty or
    * malformed `engine_id`, an empty `endpoint`; then the refusals, each with a `message`:
    * DEFAULT_SLOT_RESERVED (`legacy`), OWNED_BY_OTHER (reserved for or held by another owner,
-   * `existing_owner` says who), ALREADY_REGISTERED (yours, without `allow_same_owner_refresh`),
+   * `existing_owner` says who), ALREADY_REGISTERED (this instance is registered already, without
+   * `allow_same_owner_refresh`; another instance of an id you hold is simply added),
    * UNREACHABLE (the endpoint's name does not resolve now), ENDPOINT_NOT_ALLOWED (checked before
    * anything is dialled), VERSION_UNSUPPORTED; then GetInfo (3 s) — UNREACHABLE or CONTRACT_INVALID,
    * VERSION_UNSUPPORTED — and Health.Check("") (3 s) — UNREACHABLE unless it answers SERVING.
-   * Admitted: `ok`, REFUSAL_NONE, the engine's status and the negotiated `protocol_version`. A
-   * refused refresh leaves the current registration as it was. A registration releases an automatic
-   * quarantine (not an operator's) and keeps the engine's counters.
+   * Admitted: `ok`, REFUSAL_NONE, the engine's status (its new instance among `instances`), the
+   * `instance_id` and the negotiated `protocol_version`. A refused refresh leaves the current
+   * registration as it was. A registration releases its instance's automatic quarantine (not an
+   * operator's) and keeps the engine's counters.
    *
    * Retry with backoff: UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, and
    * REFUSAL_UNREACHABLE. Every other refusal or status is final until something changes (the
@@ -2585,11 +3266,13 @@ export interface RegistryServiceClient extends Client {
     callback: (error: ServiceError | null, response: RegisterEngineResponse) => void,
   ): ClientUnaryCall;
   /**
-   * Removes an engine (its owner or an operator). Calls in flight to it end at once (`legacy`
-   * answers them) and their host tokens die; its quarantine record goes too.
+   * Removes one instance of an engine (`instance_id`), or the engine with all its instances
+   * (`instance_id` empty): its owner or an operator. Calls in flight to what was removed end at once
+   * (another instance or `legacy` answers them) and their host tokens die; its quarantine records
+   * go too. The engine is gone when its last instance is.
    *
    * INVALID_ARGUMENT: an empty `engine_id`. FAILED_PRECONDITION: `legacy`. NOT_FOUND: not
-   * registered (answered before the ownership check).
+   * registered, or no such instance (answered before the ownership check).
    */
   deregisterEngine(
     request: DeregisterEngineRequest,
@@ -2657,11 +3340,13 @@ export interface RegistryServiceClient extends Client {
     options?: Partial<CallOptions>,
   ): ClientReadableStream<WatchEnginesResponse>;
   /**
-   * Operators only: isolates an engine until ClearQuarantine — across its re-registrations and
-   * contextd's restarts. Calls in flight to it end at once and `legacy` answers.
+   * Operators only: isolates an engine — every instance, and every instance that registers later —
+   * or one instance of it (`instance_id`), until ClearQuarantine: across re-registrations and
+   * contextd's restarts. Calls in flight to what was isolated end at once and another instance or
+   * `legacy` answers.
    *
    * INVALID_ARGUMENT: an empty `engine_id`. FAILED_PRECONDITION: `legacy`. NOT_FOUND: not
-   * registered.
+   * registered, or no such instance.
    */
   quarantineEngine(
     request: QuarantineEngineRequest,
@@ -2679,10 +3364,11 @@ export interface RegistryServiceClient extends Client {
     callback: (error: ServiceError | null, response: QuarantineEngineResponse) => void,
   ): ClientUnaryCall;
   /**
-   * Operators only: releases a quarantine (automatic or manual) and forgets past ejections.
+   * Operators only: releases the quarantines (automatic or manual) of an engine and all its
+   * instances, or of one instance (`instance_id`), and forgets their past ejections.
    *
    * INVALID_ARGUMENT: an empty `engine_id`. FAILED_PRECONDITION: `legacy`. NOT_FOUND: not
-   * registered.
+   * registered, or no such instance.
    */
   clearQuarantine(
     request: ClearQuarantineRequest,
