@@ -63,7 +63,10 @@ export interface RegisteredEngine {
   unhealthySinceMs?: number;
   /** Consecutive ejections; the next quarantine lasts base_ejection × (ejections + 1). */
   ejections: number;
-  /** Its engine's instances while it is one of them (EngineRegistry.set): what its status shows. */
+  /**
+   * Its engine's instances (EngineRegistry.set): what its status shows — after its removal, the
+   * ones left.
+   */
   peers?: ReadonlyMap<string, RegisteredEngine>;
 }
 
@@ -151,7 +154,9 @@ export class EngineRegistry {
     const instances = this.engines.get(id);
     if (!instances) return false;
     const removed = instanceId === undefined ? instances.size > 0 : instances.delete(instanceId);
-    if (instanceId === undefined || instances.size === 0) this.engines.delete(id);
+    // Emptied, so that the removed instances' statuses show the engine gone (toEngineStatus).
+    if (instanceId === undefined) instances.clear();
+    if (instances.size === 0) this.engines.delete(id);
     return removed;
   }
   /**
@@ -228,13 +233,14 @@ const HEALTH_RANK: Record<number, number> = {
 };
 
 /**
- * The EngineStatus of the engine `e` is an instance of: its instances as they are now (`e` alone,
- * when it was just removed — a DEREGISTERED event), the engine's fields from its most recent one.
+ * The EngineStatus of the engine `e` is an instance of: its instances as they are now (none once
+ * its last was removed — a DEREGISTERED event), the engine's fields from its most recent one.
  * `outstanding` tells the calls in flight to an instance and `local` whether it is this replica's
  * (the router's); without them, 0 and false.
  */
 export function toEngineStatus(e: RegisteredEngine, view: InstanceView = {}): EngineStatus {
-  const live = e.peers && e.peers.size > 0 && !e.builtin ? [...e.peers.values()] : e.builtin ? [] : [e];
+  // Removed (its engine's set no longer holds it): the others, none once it was the last.
+  const live = e.builtin ? [] : e.peers ? [...e.peers.values()] : [e];
   const top = (e.peers && e.peers.size > 0 ? latest(e.peers) : undefined) ?? e;
   const instances = [...live].sort((a, b) => compare(a.instanceId, b.instanceId));
   const health = instances.reduce((best, i) => ((HEALTH_RANK[i.health] ?? 0) > (HEALTH_RANK[best] ?? 0) ? i.health : best), top.health);

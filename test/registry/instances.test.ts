@@ -5,13 +5,15 @@
  * it alone is quarantined.
  * The router's choices in detail, in process: test/unit/registry/instances.test.ts.
  */
+import { status } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Refusal } from "../../src/contract/gen/contextd/v1/registry.js";
 import { Mode } from "../../src/contract/gen/contextd/v1/types.js";
 import { ContextdClient } from "../../src/sdk/runtime-client.js";
 import { codingSession } from "../fixtures/coding-session.js";
 import { startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
 import { startPythonEngine, startTsEngine, type EngineProcess } from "../helpers/engine-process.js";
-import { eventually, registryClient } from "../helpers/registry-client.js";
+import { eventually, refusal, registryClient } from "../helpers/registry-client.js";
 
 const ENGINE = "py-window";
 const CONFIG = {
@@ -120,5 +122,26 @@ describe("an engine id served by two sidecar instances", () => {
       await named.stop();
     }
     expect((await registry.get(ENGINE)).instances.map((i) => i.endpoint)).toEqual([survivor.address]);
+  });
+
+  it("same-owner refresh is per instance: a new instance is added without it, the same one needs it, another owner gets none", async () => {
+    const [, survivor] = engines;
+    const base = { engineId: ENGINE, owner: "team", endpoint: survivor.address, instanceId: "alias-1", protocolVersions: [1] };
+    const added = await registry.register(base);
+    expect(added).toMatchObject({ ok: true, refusal: Refusal.REFUSAL_NONE, instanceId: "alias-1" });
+    expect(added.engine?.instances.map((i) => i.instanceId).sort()).toEqual(["alias-1", survivor.address].sort());
+    expect(await registry.register(base)).toMatchObject({ ok: false, refusal: Refusal.REFUSAL_ALREADY_REGISTERED, existingOwner: "team" });
+    expect(await registry.register({ ...base, allowSameOwnerRefresh: true, locality: { zone: "z9" } })).toMatchObject({ ok: true });
+    expect((await registry.get(ENGINE)).instances.find((i) => i.instanceId === "alias-1")?.locality?.zone).toBe("z9");
+    expect(await registry.register({ ...base, owner: "other", instanceId: "theirs" })).toMatchObject({
+      ok: false,
+      refusal: Refusal.REFUSAL_OWNED_BY_OTHER,
+      existingOwner: "team",
+    });
+    expect((await refusal(registry.register({ ...base, instanceId: "bad\u202eid" }))).code).toBe(status.INVALID_ARGUMENT);
+    expect((await refusal(registry.register({ ...base, locality: { node: "no spaces" } }))).code).toBe(status.INVALID_ARGUMENT);
+    expect((await refusal(registry.deregister(ENGINE, undefined, "never-registered"))).code).toBe(status.NOT_FOUND);
+    expect(await registry.deregister(ENGINE, undefined, "alias-1")).toEqual({ deregistered: true });
+    expect((await registry.get(ENGINE)).instances.map((i) => i.instanceId)).toEqual([survivor.address]);
   });
 });

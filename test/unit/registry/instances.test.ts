@@ -23,6 +23,7 @@ import {
 import { EngineUnreachableError } from "../../../src/registry/engine-channel.js";
 import { engineCounters } from "../../../src/registry/engine-counters.js";
 import type { CallerContext } from "../../../src/registry/engine-dispatch.js";
+import { toEngineStatus } from "../../../src/registry/engine-registry.js";
 import { HostGrants } from "../../../src/registry/host-grants.js";
 import { Router, type RoutingSettings } from "../../../src/registry/router.js";
 import { addSidecar, registryFixture, ScriptedEngine } from "../registry-fixture.js";
@@ -138,6 +139,21 @@ describe("Instances: balancing", () => {
     a.release();
     b.release();
     await Promise.all(first);
+  });
+});
+
+describe("Instances: the engine is gone only with its last instance", () => {
+  it("removing one instance leaves the engine serving on the other; removing the last leaves it not registered", async () => {
+    const { a, b, ia, ib, router, assemble } = setup();
+    expect(f.registry.delete("e1", ia.instanceId)).toBe(true);
+    // What a DEREGISTERED event of the removed instance shows: the engine with the instances left.
+    expect(toEngineStatus(ia).instances.map((i) => i.instanceId)).toEqual([ib.instanceId]);
+    for (let i = 0; i < 3; i++) expect(await assemble()).toMatchObject({ engineId: "e1", mode: Mode.MODE_NORMAL });
+    expect([a.calls.length, b.calls.length]).toEqual([0, 3]);
+    expect(f.registry.delete("e1", ib.instanceId)).toBe(true);
+    expect(toEngineStatus(ib).instances).toEqual([]);
+    expect(f.registry.get("e1")).toBeUndefined();
+    expect(router.select(SESSION)).toMatchObject({ mode: Mode.MODE_FALLBACK, fallbackKind: "not_registered" });
   });
 });
 
