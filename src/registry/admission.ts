@@ -63,10 +63,12 @@ export class Admission {
     const idProblem = engineIdProblem(engineId);
     if (idProblem) throw fieldError("engine_id", `${quote(engineId)} ${idProblem}`);
     if (!endpoint) throw fieldError("endpoint", "is required");
-    // An instance named by nothing is its endpoint: every sidecar older than instances is one.
+    // An instance named by nothing is its endpoint: every sidecar older than instances is one. Only
+    // an id the registrant chose is held to the instance-id rule; an endpoint is judged as one (the
+    // allow-list, the probe), and a registration valid before instances stays valid.
+    const instanceProblem = req.instanceId.trim() ? instanceIdProblem(req.instanceId.trim()) : undefined;
+    if (instanceProblem) throw fieldError("instance_id", `${quote(req.instanceId.trim())} ${instanceProblem}`);
     const instanceId = req.instanceId.trim() || endpoint;
-    const instanceProblem = instanceIdProblem(instanceId);
-    if (instanceProblem) throw fieldError("instance_id", `${quote(instanceId)} ${instanceProblem}`);
     const locality = req.locality && hasLocality(req.locality) ? req.locality : undefined;
     const localityIssue = locality ? localityProblem(locality) : undefined;
     if (localityIssue) throw fieldError("locality", localityIssue);
