@@ -107,7 +107,8 @@ describe("finding: allow-list bypasses — re-checked when a name's address chan
     const started = Date.now();
     await expect(engine.remote!.getInfo(2_000)).rejects.toBeInstanceOf(EndpointRefusedError);
     expect(Date.now() - started).toBeLessThan(500);
-    expect((await store.listQuarantines()).get("rebound")?.reason).toContain("169.254.169.254");
+    // The record is the instance's (an engine's instances are quarantined one at a time).
+    expect((await store.listInstanceQuarantines()).get("rebound")?.get(engine.instanceId)?.reason).toContain("169.254.169.254");
   });
 
   it("once the name resolves into the list again, the engine is dialled there again", async () => {
