@@ -103,16 +103,18 @@ export const NO_OBSERVER: EngineCallObserver = {};
 export function observeAll(...observers: Array<EngineCallObserver | undefined>): EngineCallObserver {
   const all = observers.filter((o): o is EngineCallObserver => o !== undefined);
   const arounds = all.filter((o) => o.around);
+  const around = <T>(
+    engineId: string,
+    op: EngineOperation,
+    trace: Record<string, string> | undefined,
+    call: (trace: Record<string, string> | undefined) => Promise<T>,
+  ): Promise<T> => {
+    const run = arounds.reduceRight<(t: Record<string, string> | undefined) => Promise<T>>((inner, o) => (t) => o.around!(engineId, op, t, inner), call);
+    return run(trace);
+  };
   return {
-    around<T>(
-      engineId: string,
-      op: EngineOperation,
-      trace: Record<string, string> | undefined,
-      call: (trace: Record<string, string> | undefined) => Promise<T>,
-    ): Promise<T> {
-      const run = arounds.reduceRight<(t: Record<string, string> | undefined) => Promise<T>>((inner, o) => (t) => o.around!(engineId, op, t, inner), call);
-      return run(trace);
-    },
+    // None wraps the call: the dispatch calls the engine directly (no closures per call).
+    ...(arounds.length > 0 ? { around } : {}),
     started: (e, op) => all.forEach((o) => o.started?.(e, op)),
     ended: (c) => all.forEach((o) => o.ended?.(c)),
     fellBack: (f) => all.forEach((o) => o.fellBack?.(f)),

@@ -144,14 +144,14 @@ export class Router {
    */
   private pick(engineId: string, exclude: ReadonlySet<RegisteredEngine>): RegisteredEngine | undefined {
     const limit = this.bulkhead.limitOf(engineId);
-    const eligible = this.registry.instances(engineId).filter((i) => !i.quarantine && !exclude.has(i) && this.bulkhead.active(i.id, i.instanceId) < limit);
+    const load = (i: RegisteredEngine) => this.bulkhead.active(i.id, i.instanceId);
+    const eligible = this.registry.instances(engineId).filter((i) => !i.quarantine && !exclude.has(i) && load(i) < limit);
     const local = eligible.filter((i) => this.isLocal(i));
     const pool = local.length > 0 ? local : eligible;
     if (pool.length <= 1) return pool[0];
     const a = Math.floor(Math.random() * pool.length);
     const b = (a + 1 + Math.floor(Math.random() * (pool.length - 1))) % pool.length;
     const [x, y] = [pool[a], pool[b]];
-    const load = (i: RegisteredEngine) => this.bulkhead.active(i.id, i.instanceId);
     if (load(x) !== load(y)) return load(x) < load(y) ? x : y;
     return x.instanceCounters.calls <= y.instanceCounters.calls ? x : y;
   }

@@ -20,6 +20,9 @@ import {
   type IngestResponse,
 } from "../../src/contract/gen/contextd/v1/engine.js";
 import { EngineHealth, type EngineEvent, type Locality, type QuarantineState } from "../../src/contract/gen/contextd/v1/registry.js";
+import type { SessionRef } from "../../src/contract/gen/contextd/v1/types.js";
+import type { EngineOperation } from "../../src/registry/engine-call-observer.js";
+import type { CallerContext } from "../../src/registry/engine-dispatch.js";
 import { EngineEvents } from "../../src/registry/engine-events.js";
 import { EngineRegistry, newCounters, newInstanceCounters, type RegisteredEngine } from "../../src/registry/engine-registry.js";
 import { Quarantine, type QuarantineSettings } from "../../src/registry/quarantine.js";
@@ -177,3 +180,22 @@ export function registryFixture(settings: QuarantineSettings = { baseEjectionMs:
     },
   };
 }
+
+/** The clock the router tests start at (fake timers). */
+export const T0 = 1_700_000_000_000;
+
+/** Per-operation engine deadlines of the router tests (ms). */
+export const TIMEOUTS: Record<EngineOperation, number> = {
+  ingest: 1_000,
+  assemble: 2_000,
+  compact: 5_000,
+  after_turn: 1_000,
+  maintain: 1_000,
+  bootstrap: 1_000,
+  subagent: 1_000,
+};
+
+export const SESSION: SessionRef = { sessionId: "s1", sessionKey: "agent:main:s1", agentId: "main" };
+
+/** A runtime call without a deadline of its own. */
+export const NO_DEADLINE: CallerContext = { deadlineMs: Number.POSITIVE_INFINITY };

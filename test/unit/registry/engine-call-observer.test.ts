@@ -41,4 +41,8 @@ describe("observeAll", () => {
       "b rejected",
     ]);
   });
+
+  it("has no around when no observer wraps the call, so the call is made directly", () => {
+    expect(observeAll({ ended: () => undefined }, undefined).around).toBeUndefined();
+  });
 });

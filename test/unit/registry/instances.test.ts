@@ -12,35 +12,17 @@ import {
   type ContextEngineServiceAssembleResponse,
 } from "../../../src/contract/gen/contextd/v1/engine.js";
 import type { Locality } from "../../../src/contract/gen/contextd/v1/registry.js";
-import { Mode, type SessionRef } from "../../../src/contract/gen/contextd/v1/types.js";
-import {
-  observeAll,
-  type EngineCallObserver,
-  type EngineFailover,
-  type EngineFallback,
-  type EngineOperation,
-} from "../../../src/registry/engine-call-observer.js";
+import { Mode } from "../../../src/contract/gen/contextd/v1/types.js";
+import { observeAll, type EngineCallObserver, type EngineFailover, type EngineFallback } from "../../../src/registry/engine-call-observer.js";
 import { EngineUnreachableError } from "../../../src/registry/engine-channel.js";
 import { engineCounters } from "../../../src/registry/engine-counters.js";
 import type { CallerContext } from "../../../src/registry/engine-dispatch.js";
 import { toEngineStatus } from "../../../src/registry/engine-registry.js";
 import { HostGrants } from "../../../src/registry/host-grants.js";
 import { Router, type RoutingSettings } from "../../../src/registry/router.js";
-import { addSidecar, registryFixture, ScriptedEngine } from "../registry-fixture.js";
+import { addSidecar, NO_DEADLINE, registryFixture, ScriptedEngine, SESSION, T0, TIMEOUTS } from "../registry-fixture.js";
 
-const T0 = 1_700_000_000_000;
-const ASSEMBLE_MS = 2_000;
-const TIMEOUTS: Record<EngineOperation, number> = {
-  ingest: 1_000,
-  assemble: ASSEMBLE_MS,
-  compact: 5_000,
-  after_turn: 1_000,
-  maintain: 1_000,
-  bootstrap: 1_000,
-  subagent: 1_000,
-};
-const SESSION: SessionRef = { sessionId: "s1", sessionKey: "agent:main:s1", agentId: "main" };
-const NO_DEADLINE: CallerContext = { deadlineMs: Number.POSITIVE_INFINITY };
+const ASSEMBLE_MS = TIMEOUTS.assemble;
 
 /** What metrics would hear: fallbacks to legacy and failovers to another instance. */
 class Heard implements EngineCallObserver {

@@ -18,7 +18,7 @@ import {
 } from "../../../src/contract/errors.js";
 import { ContextEngineServiceCompactRequest, type ContextEngineServiceCompactResponse } from "../../../src/contract/gen/contextd/v1/engine.js";
 import { EngineEventType } from "../../../src/contract/gen/contextd/v1/registry.js";
-import { Mode, SelectionSource, type SessionRef } from "../../../src/contract/gen/contextd/v1/types.js";
+import { Mode, SelectionSource } from "../../../src/contract/gen/contextd/v1/types.js";
 import { HostGrants } from "../../../src/registry/host-grants.js";
 import {
   observeAll,
@@ -32,22 +32,10 @@ import {
 import { engineCounters } from "../../../src/registry/engine-counters.js";
 import { CallerDeadlineError, type CallerContext } from "../../../src/registry/engine-dispatch.js";
 import { Router, type RoutingSettings } from "../../../src/registry/router.js";
-import { addSidecar, registryFixture, ScriptedEngine } from "../registry-fixture.js";
+import { addSidecar, NO_DEADLINE, registryFixture, ScriptedEngine, SESSION, T0, TIMEOUTS } from "../registry-fixture.js";
 
-const T0 = 1_700_000_000_000;
 const BASE_EJECTION = 30_000;
-const COMPACT_MS = 5_000;
-const TIMEOUTS: Record<EngineOperation, number> = {
-  ingest: 1_000,
-  assemble: 2_000,
-  compact: COMPACT_MS,
-  after_turn: 1_000,
-  maintain: 1_000,
-  bootstrap: 1_000,
-  subagent: 1_000,
-};
-const SESSION: SessionRef = { sessionId: "s1", sessionKey: "agent:main:s1", agentId: "main" };
-const NO_DEADLINE: CallerContext = { deadlineMs: Number.POSITIVE_INFINITY };
+const COMPACT_MS = TIMEOUTS.compact;
 
 /** What the metrics and tracing hooks would hear: how each engine call ended, and each fallback. */
 class HeardCalls implements EngineCallObserver {
