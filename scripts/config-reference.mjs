@@ -57,6 +57,8 @@ export const DESCRIPTIONS = {
     "An instance whose checks have failed this long while its engine has other instances is removed, as if it had deregistered (a sidecar that is alive registers again at its next heartbeat). An engine's last instance is never removed ([registry.md](registry.md#instances)).",
   "engines.quarantine.base_ejection": "A quarantine lasts `base_ejection` × the engine's consecutive ejections …",
   "engines.quarantine.max_ejection": "… at most this; then a passing health check releases it.",
+  "engines.max_instances":
+    "Instances one engine id may have at once ([registry.md](registry.md#instances)); a new one beyond is refused `TOO_MANY_INSTANCES`, which the SDKs retry (a dead instance is removed after `engines.health.remove_after`). Also bounds the per-instance metric series.",
   "engines.on_failure": "When an engine fails: `fallback` answers from `legacy` (`MODE_FALLBACK`); `strict` fails the call instead.",
   "engines.fallback_reserve":
     "Kept back from the runtime's deadline for legacy's answer when a sidecar call may fall back (never more than half of what is left).",

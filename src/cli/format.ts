@@ -102,12 +102,15 @@ export function eventTypeName(type: EngineEventType): string {
  * An engine's quarantine for people: `manual: REASON` for an operator's isolate (held until
  * `contextctl release`), `OPERATION: REASON` for an automatic one; `-` when not quarantined.
  */
-export function quarantineText(e: EngineStatus): string {
+export function quarantineText(e: Quarantinable): string {
   return terminalText(rawQuarantineText(e));
 }
 
+/** An engine (EngineStatus) or one of its instances (EngineInstance): what may be quarantined. */
+export type Quarantinable = Pick<EngineStatus, "quarantine">;
+
 /** quarantineText before escaping (for logfmt, which quotes and escapes itself). */
-function rawQuarantineText(e: EngineStatus): string {
+function rawQuarantineText(e: Quarantinable): string {
   const q = e.quarantine;
   if (!q) return "-";
   const what = q.manual ? "manual" : q.operation || "quarantined";
@@ -125,9 +128,9 @@ export function clock(ms: number): string {
  * (until `contextctl release`), `quarantined until 14:03:10 (OPERATION: REASON)` (the earliest
  * release, local time; a passing health check then releases it), or, past that time,
  * `quarantined until a health check passes (OPERATION: REASON)`. The health column alone cannot
- * say this: a quarantined engine's health checks may well pass.
+ * say this: a quarantined engine's health checks may well pass. The same for one instance of it.
  */
-export function engineState(e: EngineStatus, nowMs = Date.now()): string {
+export function engineState(e: Quarantinable, nowMs = Date.now()): string {
   const q = e.quarantine;
   if (!q) return "active";
   const why = quarantineText(e);
@@ -147,11 +150,16 @@ export function engineLine(e: EngineStatus): string {
   return `${terminalText(e.engineId)} owner=${logfmt(e.owner || "-")} health=${tone(healthName(e.health))} quarantine=${logfmt(q)}`;
 }
 
-/** One WatchEngines event on one line: `ISO TYPE ID owner=… health=… quarantine=… message="…"`. */
+/**
+ * One WatchEngines event on one line: `ISO TYPE ID owner=… health=… quarantine=… message="…"
+ * instance=…` (the instance it is about, when it is about one; `health` and `quarantine` are the
+ * engine's).
+ */
 export function eventLine(ev: EngineEvent): string {
   const engine = ev.engine ? engineLine(ev.engine) : "-";
   const message = ev.message ? ` message=${logfmt(ev.message)}` : "";
-  return terminalCell(`${iso(ev.atMs)} ${tone(eventTypeName(ev.type))} ${engine}${message}`);
+  const instance = ev.instanceId ? ` instance=${logfmt(ev.instanceId)}` : "";
+  return terminalCell(`${iso(ev.atMs)} ${tone(eventTypeName(ev.type))} ${engine}${message}${instance}`);
 }
 
 /** One line for an error: gRPC errors as `CODE: details`, others by message. */

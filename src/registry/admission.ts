@@ -31,6 +31,8 @@ export interface AdmissionSettings {
   /** Deadline of the GetInfo and health probes made before admitting. */
   probeTimeoutMs: number;
   dialing: EngineDialing;
+  /** Instances one engine id may have (`engines.max_instances`): a new one beyond is refused. */
+  maxInstances: number;
 }
 
 /**
@@ -97,6 +99,17 @@ export class Admission {
         `engine "${engineId}" instance ${quote(instanceId)} is already registered by "${owner}"; set allow_same_owner_refresh to replace it`,
         owner,
       );
+    }
+    // Every instance is a set of health checks, a channel and metric series: an owner gets a bounded
+    // number. Checked against the store, so replicas agree; registrations racing at several replicas
+    // may pass it together, by at most their number.
+    if (!registered) {
+      const held = new Set([...stored.map((r) => r.instanceId), ...this.registry.instances(engineId).map((i) => i.instanceId)]).size;
+      if (held >= this.settings.maxInstances)
+        return refuse(
+          Refusal.REFUSAL_TOO_MANY_INSTANCES,
+          `engine "${engineId}" has ${held} instances, the most engines.max_instances allows; deregister one, or retry once a dead one is removed`,
+        );
     }
     // Resolved and checked here; the engine dials exactly the addresses (or socket) checked.
     const checked = await this.allowList.check(endpoint, Date.now() + this.settings.probeTimeoutMs);

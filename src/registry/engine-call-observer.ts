@@ -70,6 +70,11 @@ export interface EngineDegraded {
 /** The share of an engine's instances below which it is reported degraded (Envoy's default, 50%). */
 export const PANIC_THRESHOLD = 0.5;
 
+/** Whether an engine with `serving` of its `instances` not quarantined serves, but with too few of them. */
+export function isDegraded(serving: number, instances: number): boolean {
+  return serving > 0 && serving < instances * PANIC_THRESHOLD;
+}
+
 /**
  * Everything the router tells about engine calls, in one interface: the registry's counters
  * (EngineStatus), the quarantine, and the server's metrics and tracing each implement the parts

@@ -4,7 +4,7 @@ import { status } from "@grpc/grpc-js";
 import { Mode, SelectionSource, type SessionRef } from "../contract/gen/contextd/v1/types.js";
 import type { Locality } from "../contract/gen/contextd/v1/registry.js";
 import { Bulkhead } from "./bulkhead.js";
-import { NO_OBSERVER, PANIC_THRESHOLD, type EngineCallObserver, type EngineOperation, type FailureKind, type FallbackKind } from "./engine-call-observer.js";
+import { isDegraded, NO_OBSERVER, type EngineCallObserver, type EngineOperation, type FailureKind, type FallbackKind } from "./engine-call-observer.js";
 import {
   CallerDeadlineError,
   EngineDispatch,
@@ -130,7 +130,7 @@ export class Router {
       const which = instances.length > 1 ? ` (all ${instances.length} instances)` : "";
       return fallback(`engine "${selectedId}" is quarantined${which} (${q.operation}: ${q.reason})`, "quarantined");
     }
-    if (free.length < instances.length * PANIC_THRESHOLD) this.observer.degraded?.({ engineId: selectedId, serving: free.length, instances: instances.length });
+    if (isDegraded(free.length, instances.length)) this.observer.degraded?.({ engineId: selectedId, serving: free.length, instances: instances.length });
     // All at their bulkhead: the call turns the pick's one away (call).
     const target = this.pick(selectedId, new Set()) ?? free[0];
     return { session, selectedId, source, target, mode: Mode.MODE_NORMAL, fallbackReason: "" };

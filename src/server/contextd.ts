@@ -1,6 +1,6 @@
 import { Server, type Metadata } from "@grpc/grpc-js";
 import type { Logger } from "pino";
-import { EngineEventType, EngineHealth } from "../contract/gen/contextd/v1/registry.js";
+import { EngineEventType } from "../contract/gen/contextd/v1/registry.js";
 import { redactUrlCredentials } from "../contract/redact.js";
 import { Compactions } from "../host/compactions.js";
 import { TranscriptExports } from "../host/export-transcript.js";
@@ -37,7 +37,7 @@ import { InFlightLimit, loadShedding } from "./middleware/load-shedding.js";
 import { tenantAdmission } from "./middleware/tenant-admission.js";
 import { engineCallMetrics } from "./observability/engine-call-metrics.js";
 import { instrumentStore } from "./observability/instrumented-store.js";
-import { ContextdMetrics } from "./observability/metrics.js";
+import { ContextdMetrics, engineGauges } from "./observability/metrics.js";
 import { MetricsServer } from "./observability/metrics-server.js";
 import { createTracing, type Tracing } from "./observability/tracing.js";
 import { servedRpcs, servedServices } from "./served-services.js";
@@ -140,7 +140,7 @@ export class Contextd {
       quarantine,
       allowList,
       events,
-      { probeTimeoutMs: ADMISSION_PROBE_MS, dialing },
+      { probeTimeoutMs: ADMISSION_PROBE_MS, dialing, maxInstances: settings.maxEngineInstances },
       logger,
       new EngineReservations(settings.reservedEngines),
     );
@@ -174,13 +174,7 @@ export class Contextd {
       grants,
       observeAll(engineCounters, quarantine, bare ? undefined : engineCallMetrics(metrics, tracing)),
     );
-    // Per engine, as EngineStatus says: quarantined when no instance is free, the best instance's health.
-    metrics.watchEngines(() =>
-      registry.list().map((r) => {
-        const s = registry.status(r.id);
-        return { id: r.id, quarantined: s.quarantine !== undefined, health: HEALTH_VALUE[s.health] ?? -1 };
-      }),
-    );
+    metrics.watchEngines(() => registry.list().map((r) => engineGauges(registry.status(r.id))));
 
     // Host: sessions and engine callbacks.
     const observer = bare ? undefined : metrics.hostObserver();
@@ -329,12 +323,6 @@ export class Contextd {
     await this.store.close();
   }
 }
-
-const HEALTH_VALUE: Record<number, number> = {
-  [EngineHealth.ENGINE_HEALTH_SERVING]: 1,
-  [EngineHealth.ENGINE_HEALTH_NOT_SERVING]: 0,
-  [EngineHealth.ENGINE_HEALTH_UNKNOWN]: -1,
-};
 
 /** Resolves after `ms`, or at once when `signal` fires. */
 function delay(ms: number, signal?: AbortSignal): Promise<void> {

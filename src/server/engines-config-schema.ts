@@ -65,6 +65,12 @@ export const engines = z.strictObject({
     .prefault({}),
   on_failure: onFailure.prefault("fallback"),
   /**
+   * Instances one engine id may have at once (docs/registry.md, "Instances"): each costs health
+   * checks, a channel and metric series, so an owner gets a bounded number. A new one beyond is
+   * refused TOO_MANY_INSTANCES (the SDKs retry).
+   */
+  max_instances: int(1).prefault(64),
+  /**
    * Kept back from a runtime's deadline for legacy's answer when a sidecar call may fall back (at
    * most half of what is left): a sidecar that hangs gets the runtime's deadline less this, so the
    * runtime still gets legacy's answer in time.

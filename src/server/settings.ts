@@ -43,6 +43,8 @@ export interface ContextdSettings {
   reservedEngines: Array<[string, string]>;
   managed: ContextdConfig["engines"]["managed"];
   reconcileIntervalMs: number;
+  /** `engines.max_instances`. */
+  maxEngineInstances: number;
   subagentSweepIntervalMs: number;
   server: {
     maxConcurrentCalls: number;
@@ -116,6 +118,7 @@ export function compileSettings(config: ContextdConfig): ContextdSettings {
     reservedEngines: reservedEngines(config),
     managed: e.managed,
     reconcileIntervalMs: e.reconcile_interval,
+    maxEngineInstances: e.max_instances,
     subagentSweepIntervalMs: config.subagents.sweep_interval,
     server: {
       maxConcurrentCalls: config.server.max_concurrent_calls,

@@ -192,7 +192,7 @@ describe("contextctl engines / isolate / release against a real contextd and a P
 
       const iso = "\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z";
       expect(await text.waitFor((l) => l.includes(" QUARANTINED "))).toMatch(
-        new RegExp(`^${iso} QUARANTINED py owner=team health=SERVING quarantine="manual: watch me" message="manual: watch me"$`),
+        new RegExp(`^${iso} QUARANTINED py owner=team health=SERVING quarantine="manual: watch me" message="manual: watch me" instance=127\\.0\\.0\\.1:\\d+$`),
       );
       expect(await text.waitFor((l) => l.includes(" RELEASED "))).toMatch(new RegExp(`^${iso} RELEASED py owner=team health=SERVING quarantine=none message=`));
     } finally {

@@ -17,6 +17,7 @@ export function registerDeregister(program: Command): void {
     .command("deregister")
     .description("remove a registered engine (its owner or an operator); its sessions fall back to legacy until it registers again")
     .argument("<id>", "engine id")
+    .option("--instance <id>", "remove one instance of the engine (as `contextctl engines` lists them); the engine goes with its last one")
     .addHelpText(
       "after",
       "\nNeeds the engine's owner token or an operator token when contextd requires auth: --token TOKEN, else\n" +
@@ -24,18 +25,23 @@ export function registerDeregister(program: Command): void {
         "an unknown id is NOT_FOUND; `legacy` is built in and cannot be deregistered (FAILED_PRECONDITION).\n" +
         "An engine that heartbeats its registration (the TypeScript SDK's default, the window engine) registers again\n" +
         "within seconds while it runs: stop it first. To stop calls to it at once instead, `contextctl isolate ID`.\n" +
-        'With --json: {"engineId", "deregistered": true}.\n' +
-        examples("contextctl deregister lossless", 'contextctl --token "$ACME_ENGINE_TOKEN" deregister acme-summarizer'),
+        'With --json: {"engineId", "instanceId" (with --instance), "deregistered": true}.\n' +
+        examples(
+          "contextctl deregister lossless",
+          'contextctl --token "$ACME_ENGINE_TOKEN" deregister acme-summarizer',
+          "contextctl deregister recall --instance recall-2",
+        ),
     )
     .action(
-      action(async (id: string, _opts: unknown, cmd: Command) => {
+      action(async (id: string, opts: { instance?: string }, cmd: Command) => {
         const engineId = id.trim();
         if (!engineId) throw new UsageError("deregister: the engine id must not be empty");
+        const instanceId = opts.instance ?? "";
         const options = clientOptionsFor(cmd, "owner-or-operator");
-        const request = DeregisterEngineRequest.fromPartial({ engineId });
+        const request = DeregisterEngineRequest.fromPartial({ engineId, instanceId });
         const res = await withRegistry(options, (client) => callUnary(client, client.deregisterEngine, request, options));
-        if (globals(cmd).json) return printJson({ engineId, deregistered: res.deregistered });
-        writeStdout(`deregistered ${terminalText(engineId)}\n`);
+        if (globals(cmd).json) return printJson({ engineId, ...(instanceId ? { instanceId } : {}), deregistered: res.deregistered });
+        writeStdout(`deregistered ${terminalText(engineId)}${instanceId ? ` instance ${terminalText(instanceId)}` : ""}\n`);
       }),
     );
 }

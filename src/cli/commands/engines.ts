@@ -1,6 +1,13 @@
 import { status as Status, type ServiceError, type StatusObject } from "@grpc/grpc-js";
 import type { Command } from "commander";
-import { EngineEvent, EngineStatus, RegistryServiceClient, WatchEnginesRequest, type WatchEnginesResponse } from "../../contract/gen/contextd/v1/registry.js";
+import {
+  EngineEvent,
+  EngineStatus,
+  RegistryServiceClient,
+  WatchEnginesRequest,
+  type EngineInstance,
+  type WatchEnginesResponse,
+} from "../../contract/gen/contextd/v1/registry.js";
 import { outgoingMetadata } from "../../contract/metadata.js";
 import { CHANNEL_OPTIONS, channelCredentials, type ClientOptions } from "../../sdk/grpc-call.js";
 import { engineState, eventLine, examples, healthName, printJson, table } from "../format.js";
@@ -26,6 +33,9 @@ export function registerEngines(program: Command): void {
         "passes (...)` once that time is past. The health column is the last health check's answer, whatever the state.\n" +
         "fallbacks counts the calls routed to the engine that legacy answered, also while it was quarantined; the last\n" +
         "column says why, most frequent first (quarantined, not_registered, error, timeout, contract, rejected, short).\n" +
+        "An engine served by several instances says how many serve in the endpoint column (`3 instances, 2 serving`)\n" +
+        "and lists each under it: its id, where it runs (`local` to this contextd, else its replica or node), its\n" +
+        "endpoint, its own state and health, and this contextd's calls to it. Counters are the answering contextd's.\n" +
         'With --json: {"engines": [EngineStatus, ...]} (proto JSON; a quarantined engine has its "quarantine" record).\n' +
         examples("contextctl engines", "contextctl --json engines | jq -r '.engines[] | select(.quarantine) | .engineId'"),
     )
@@ -35,18 +45,23 @@ export function registerEngines(program: Command): void {
         const list = await listEngines(clientOptionsFor(cmd, "reader"));
         if (g.json) return printJson({ engines: list.map((e) => EngineStatus.toJSON(e)) });
         const now = Date.now();
-        const rows = list.map((e) => [
-          terminalText(e.engineId),
-          terminalText(e.owner),
-          e.builtin ? "(in process)" : terminalText(e.endpoint) || "-",
-          e.quarantine ? bad(engineState(e, now)) : good(engineState(e, now)),
-          tone(healthName(e.health)),
-          e.calls,
-          e.failures,
-          e.fallbacks,
-          e.timeouts,
-          fallbackReasons(e),
-        ]);
+        const rows = list.flatMap((e) => {
+          const several = e.instances.length > 1;
+          const engineRow = [
+            terminalText(e.engineId),
+            terminalText(e.owner),
+            e.builtin ? "(in process)" : several ? instancesSummary(e) : terminalText(e.endpoint) || "-",
+            e.quarantine ? bad(engineState(e, now)) : good(engineState(e, now)),
+            tone(healthName(e.health)),
+            e.calls,
+            e.failures,
+            e.fallbacks,
+            e.timeouts,
+            fallbackReasons(e),
+          ];
+          if (!several) return [engineRow];
+          return [engineRow, ...e.instances.map((i, n) => instanceRow(i, n === e.instances.length - 1, now))];
+        });
         const head = ["id", "owner", "endpoint", "state", "health", "calls", "failures", "fallbacks", "timeouts", "fell back because"];
         writeStdout(`${table(head, rows)}\n`);
       }),
@@ -106,6 +121,29 @@ async function watchEngines(options: ClientOptions, includeCurrent: boolean, onE
     process.off("SIGTERM", stop);
     client.close();
   }
+}
+
+/** `3 instances, 2 serving`: an engine's instances, and those not quarantined. */
+function instancesSummary(e: EngineStatus): string {
+  const serving = e.instances.filter((i) => !i.quarantine).length;
+  return `${e.instances.length} instances, ${serving} serving`;
+}
+
+/** One instance under its engine's row: `├ ID`, where it runs, its endpoint, state, health and counters. */
+function instanceRow(i: EngineInstance, last: boolean, now: number): Array<string | number> {
+  const where = i.local ? "local" : i.locality?.replica ? `replica ${i.locality.replica}` : i.locality?.node ? `node ${i.locality.node}` : "-";
+  return [
+    `${last ? "└" : "├"} ${terminalText(i.instanceId)}`,
+    terminalText(where),
+    terminalText(i.endpoint),
+    i.quarantine ? bad(engineState(i, now)) : good(engineState(i, now)),
+    tone(healthName(i.health)),
+    i.calls,
+    i.failures,
+    "",
+    i.timeouts,
+    i.outstandingCalls > 0 ? `${i.outstandingCalls} in flight` : "",
+  ];
 }
 
 /** `quarantined 12, timeout 1`: an engine's fallbacks by reason, most frequent first; `-` for none. */

@@ -4,7 +4,6 @@ import { PROTOCOL_VERSION } from "../../contract/engine-api.js";
 import {
   GetEngineRequest,
   RegisterEngineRequest,
-  Refusal,
   refusalToJSON,
   type EngineStatus,
   type RegisterEngineResponse,
@@ -12,7 +11,7 @@ import {
 import { backoffDelay } from "./backoff.js";
 import { deregisterEngine } from "./deregistration.js";
 import { HeartbeatWatch, type HeartbeatVerdict } from "./heartbeat.js";
-import { RegistrationError, TRANSIENT, codeOf, detailsOf } from "./registration-error.js";
+import { RETRIED_REFUSALS, RegistrationError, TRANSIENT, codeOf, detailsOf } from "./registration-error.js";
 import { RegistryConnection, Stopped } from "./registry-connection.js";
 
 // engine-sdk.ts exports RegistrationError from this module.
@@ -57,7 +56,8 @@ export interface RegistrationStatus {
  * Keeps an engine registered with contextd's RegistryService:
  *
  * - registers with the owner token; while the registry is unreachable (UNAVAILABLE,
- *   DEADLINE_EXCEEDED, ...) or refuses with UNREACHABLE (it could not dial us yet), retries with
+ *   DEADLINE_EXCEEDED, ...) or refuses with UNREACHABLE (it could not dial us yet) or TOO_MANY_INSTANCES
+ *   (its id is at engines.max_instances until a dead instance is removed), retries with
  *   exponential backoff and jitter;
  * - a permanent refusal (DEFAULT_SLOT_RESERVED, OWNED_BY_OTHER, ALREADY_REGISTERED, CONTRACT_INVALID,
  *   VERSION_UNSUPPORTED, ENDPOINT_NOT_ALLOWED) or a non-transient status (UNAUTHENTICATED,
@@ -166,7 +166,7 @@ export class Registrar {
           undefined,
           res,
         );
-        failure = { transient: res.refusal === Refusal.REFUSAL_UNREACHABLE, error };
+        failure = { transient: RETRIED_REFUSALS.has(res.refusal), error };
       } catch (err) {
         if (this.stopped || err instanceof Stopped) return;
         const code = codeOf(err);

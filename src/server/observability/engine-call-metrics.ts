@@ -5,7 +5,8 @@ import { inSpan, SpanKind, type Tracing } from "./tracing.js";
 /**
  * The router's metrics and tracing observer (registry/engine-call-observer.ts): each engine call is counted and timed
  * (`contextd_engine_calls_total{engine,operation,outcome}`, `contextd_engine_call_duration_seconds`),
- * each fallback counted (`contextd_engine_fallbacks_total`), and — with tracing on — wrapped in a
+ * each fallback and each failover to another instance counted (`contextd_engine_fallbacks_total`,
+ * `contextd_engine_failovers_total`), and — with tracing on — wrapped in a
  * client span with the engine id and operation, whose context the engine continues.
  */
 export function engineCallMetrics(metrics: ContextdMetrics, tracing: Tracing): EngineCallObserver {
@@ -45,6 +46,9 @@ export function engineCallMetrics(metrics: ContextdMetrics, tracing: Tracing): E
       let f = fallbacks.get(key);
       if (!f) fallbacks.set(key, (f = metrics.engineFallbacks.labels({ engine: selectedId, operation: op, reason: kind })));
       f.inc();
+    },
+    failedOver({ engine, op }) {
+      metrics.child(metrics.engineFailovers, { engine: engine.id, operation: op }).inc();
     },
   };
 }

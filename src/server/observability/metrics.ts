@@ -1,6 +1,69 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type LabelValues } from "prom-client";
+import { EngineHealth, type EngineStatus } from "../../contract/gen/contextd/v1/registry.js";
 import type { HostObserver } from "../../host/host-observer.js";
+import { isDegraded } from "../../registry/engine-call-observer.js";
 import type { CountPoolStats } from "../../tokens/tokenizer.js";
+
+/**
+ * Series per instance are kept for at most this many instances of one engine (the first by instance
+ * id): an instance label is a value an owner chose, so its cardinality is capped here as well as by
+ * `engines.max_instances`. The rest are in the engine's own series and `contextd_engine_instances`.
+ */
+export const MAX_INSTANCE_SERIES = 64;
+
+/** One instance of an engine as the scrape-time gauges read it (from EngineInstance). */
+export interface InstanceGauges {
+  id: string;
+  quarantined: boolean;
+  /** 1 SERVING, 0 NOT_SERVING, -1 UNKNOWN. */
+  health: number;
+  outstanding: number;
+  calls: number;
+  failures: number;
+  timeouts: number;
+}
+
+/** One engine as the scrape-time gauges read it (from EngineStatus). */
+export interface EngineGauges {
+  id: string;
+  quarantined: boolean;
+  /** 1 SERVING, 0 NOT_SERVING, -1 UNKNOWN. */
+  health: number;
+  /** Its instances, by instance id; none for `legacy`. */
+  instances: InstanceGauges[];
+  /** Serving with too few of its instances (the router's panic threshold): said, not acted on. */
+  degraded: boolean;
+}
+
+const HEALTH_VALUE: Record<number, number> = {
+  [EngineHealth.ENGINE_HEALTH_SERVING]: 1,
+  [EngineHealth.ENGINE_HEALTH_NOT_SERVING]: 0,
+  [EngineHealth.ENGINE_HEALTH_UNKNOWN]: -1,
+};
+
+/**
+ * An engine's gauges as its EngineStatus says: quarantined when no instance is free (or an operator
+ * isolated it), the best instance's health; each instance as EngineInstance says.
+ */
+export function engineGauges(s: EngineStatus): EngineGauges {
+  const instances = s.instances.map((i) => ({
+    id: i.instanceId,
+    quarantined: i.quarantine !== undefined,
+    health: HEALTH_VALUE[i.health] ?? -1,
+    outstanding: i.outstandingCalls,
+    calls: i.calls,
+    failures: i.failures,
+    timeouts: i.timeouts,
+  }));
+  const serving = instances.filter((i) => !i.quarantined).length;
+  return {
+    id: s.engineId,
+    quarantined: s.quarantine !== undefined,
+    health: HEALTH_VALUE[s.health] ?? -1,
+    instances,
+    degraded: s.quarantine === undefined && isDegraded(serving, instances.length),
+  };
+}
 
 /** The counting pool's totals when contextd counts inline (no pool). */
 const EMPTY_COUNT_STATS: CountPoolStats = { countedChars: 0, droppedChars: 0, droppedJobs: 0, chunks: 0, threadFailures: 0, pendingChars: 0 };
@@ -70,6 +133,60 @@ export class ContextdMetrics {
     name: "contextd_engine_health",
     help: "The engine's last health check: 1 SERVING, 0 NOT_SERVING, -1 UNKNOWN.",
     labelNames: ["engine"] as const,
+    registers: [this.registry],
+  });
+  readonly engineFailovers = new Counter({
+    name: "contextd_engine_failovers_total",
+    help: "Calls one instance of an engine could not answer (failed, at its bulkhead, ejected meanwhile) sent to another instance of it, by engine and operation.",
+    labelNames: ["engine", "operation"] as const,
+    registers: [this.registry],
+  });
+  readonly engineInstances = new Gauge({
+    name: "contextd_engine_instances",
+    help: "The engine's live instances by state: serving (not quarantined) or quarantined.",
+    labelNames: ["engine", "state"] as const,
+    registers: [this.registry],
+  });
+  readonly engineDegraded = new Gauge({
+    name: "contextd_engine_degraded",
+    help: "1 while the engine serves with fewer than half of its instances (the rest quarantined): one more ejection may leave it to legacy.",
+    labelNames: ["engine"] as const,
+    registers: [this.registry],
+  });
+  readonly instanceCalls = new Counter({
+    name: "contextd_engine_instance_calls_total",
+    help: "Calls this replica made to one instance of an engine since it was registered here.",
+    labelNames: ["engine", "instance"] as const,
+    registers: [this.registry],
+  });
+  readonly instanceFailures = new Counter({
+    name: "contextd_engine_instance_failures_total",
+    help: "Calls to one instance that failed through its fault (errors, timeouts, answers that break the contract).",
+    labelNames: ["engine", "instance"] as const,
+    registers: [this.registry],
+  });
+  readonly instanceTimeouts = new Counter({
+    name: "contextd_engine_instance_timeouts_total",
+    help: "Failures of one instance that were timeouts.",
+    labelNames: ["engine", "instance"] as const,
+    registers: [this.registry],
+  });
+  readonly instanceOutstanding = new Gauge({
+    name: "contextd_engine_instance_outstanding_calls",
+    help: "Calls of this replica in flight to one instance now: what the router balances on.",
+    labelNames: ["engine", "instance"] as const,
+    registers: [this.registry],
+  });
+  readonly instanceQuarantined = new Gauge({
+    name: "contextd_engine_instance_quarantined",
+    help: "1 while one instance is quarantined (its own ejection, or its engine's), else 0.",
+    labelNames: ["engine", "instance"] as const,
+    registers: [this.registry],
+  });
+  readonly instanceHealth = new Gauge({
+    name: "contextd_engine_instance_health",
+    help: "One instance's last health check: 1 SERVING, 0 NOT_SERVING, -1 UNKNOWN.",
+    labelNames: ["engine", "instance"] as const,
     registers: [this.registry],
   });
   readonly compactions = new Counter({
@@ -183,23 +300,53 @@ export class ContextdMetrics {
   }
 
   /**
-   * The engine gauges read the registry when Prometheus scrapes: one series per known engine
-   * (quarantined 1/0; health 1 SERVING, 0 NOT_SERVING, -1 UNKNOWN), so an engine that goes away
-   * drops out instead of keeping its last value.
+   * The engine and instance series read the registry when Prometheus scrapes: one series per known
+   * engine (quarantined 1/0; health 1 SERVING, 0 NOT_SERVING, -1 UNKNOWN; instances by state;
+   * degraded 1/0) and per instance (at most MAX_INSTANCE_SERIES of an engine), so an engine or an
+   * instance that goes away drops out instead of keeping its last value.
    */
-  watchEngines(list: () => { id: string; quarantined: boolean; health: number }[]): void {
-    const quarantined = this.engineQuarantined as unknown as { collect?: () => void };
-    const health = this.engineHealth as unknown as { collect?: () => void };
-    const gq = this.engineQuarantined;
-    const gh = this.engineHealth;
-    quarantined.collect = () => {
-      gq.reset();
-      for (const e of list()) gq.set({ engine: e.id }, e.quarantined ? 1 : 0);
-    };
-    health.collect = () => {
-      gh.reset();
-      for (const e of list()) gh.set({ engine: e.id }, e.health);
-    };
+  watchEngines(list: () => EngineGauges[]): void {
+    const perEngine: [Gauge<"engine">, (e: EngineGauges) => number][] = [
+      [this.engineQuarantined, (e) => (e.quarantined ? 1 : 0)],
+      [this.engineHealth, (e) => e.health],
+      [this.engineDegraded, (e) => (e.degraded ? 1 : 0)],
+    ];
+    for (const [gauge, value] of perEngine) {
+      onScrape(gauge, () => {
+        gauge.reset();
+        for (const e of list()) gauge.set({ engine: e.id }, value(e));
+      });
+    }
+    const byState = this.engineInstances;
+    onScrape(byState, () => {
+      byState.reset();
+      for (const e of list()) {
+        if (e.instances.length === 0) continue;
+        const quarantined = e.instances.filter((i) => i.quarantined).length;
+        byState.set({ engine: e.id, state: "serving" }, e.instances.length - quarantined);
+        byState.set({ engine: e.id, state: "quarantined" }, quarantined);
+      }
+    });
+    const perInstance: [Gauge<"engine" | "instance"> | Counter<"engine" | "instance">, (i: InstanceGauges) => number][] = [
+      [this.instanceCalls, (i) => i.calls],
+      [this.instanceFailures, (i) => i.failures],
+      [this.instanceTimeouts, (i) => i.timeouts],
+      [this.instanceOutstanding, (i) => i.outstanding],
+      [this.instanceQuarantined, (i) => (i.quarantined ? 1 : 0)],
+      [this.instanceHealth, (i) => i.health],
+    ];
+    for (const [metric, value] of perInstance) {
+      onScrape(metric, () => {
+        metric.reset();
+        for (const e of list()) {
+          for (const i of e.instances.slice(0, MAX_INSTANCE_SERIES)) {
+            const labels = { engine: e.id, instance: i.id };
+            if (metric instanceof Gauge) metric.set(labels, value(i));
+            else metric.inc(labels, value(i));
+          }
+        }
+      });
+    }
   }
 
   /**
@@ -215,26 +362,26 @@ export class ContextdMetrics {
       [this.tokenCountThreadFailures, (s) => s.threadFailures],
     ];
     for (const [counter, pick] of totals) {
-      (counter as unknown as { collect?: () => void }).collect = () => {
+      onScrape(counter, () => {
         counter.reset();
         counter.inc(pick(stats() ?? EMPTY_COUNT_STATS));
-      };
+      });
     }
     const chars = this.tokenCountChars;
-    (chars as unknown as { collect?: () => void }).collect = () => {
+    onScrape(chars, () => {
       const s = stats() ?? EMPTY_COUNT_STATS;
       chars.reset();
       chars.inc({ outcome: "counted" }, s.countedChars);
       chars.inc({ outcome: "dropped" }, s.droppedChars);
-    };
+    });
     const pending = this.tokenCountPending;
-    (pending as unknown as { collect?: () => void }).collect = () => pending.set((stats() ?? EMPTY_COUNT_STATS).pendingChars);
+    onScrape(pending, () => pending.set((stats() ?? EMPTY_COUNT_STATS).pendingChars));
   }
 
   /** `contextd_rpc_in_flight` reads `active` at scrape time: nothing on the call path. */
   watchInFlight(active: () => number): void {
     const g = this.rpcInFlight;
-    (g as unknown as { collect?: () => void }).collect = () => g.set(active());
+    onScrape(g, () => g.set(active()));
   }
 
   /** The child of `metric` for these label values, created once. */
@@ -247,4 +394,9 @@ export class ContextdMetrics {
     }
     return c as ReturnType<M["labels"]>;
   }
+}
+
+/** Runs `collect` whenever Prometheus scrapes `metric` (prom-client calls a metric's `collect` then). */
+function onScrape(metric: Counter<string> | Gauge<string>, collect: () => void): void {
+  (metric as unknown as { collect?: () => void }).collect = collect;
 }

@@ -2,7 +2,8 @@
 
 - RegisterEngine(engine_id, owner, endpoint, allow_same_owner_refresh, protocol_versions=[1]) with
   `authorization: Bearer <owner token>`; while the registry is unreachable (UNAVAILABLE,
-  DEADLINE_EXCEEDED, ...) or refuses with UNREACHABLE (it could not dial us yet), retries with
+  DEADLINE_EXCEEDED, ...) or refuses with UNREACHABLE (it could not dial us yet) or TOO_MANY_INSTANCES
+  (its id is at engines.max_instances until a dead instance is removed), retries with
   exponential backoff and jitter;
 - a permanent refusal (DEFAULT_SLOT_RESERVED, OWNED_BY_OTHER, ALREADY_REGISTERED, CONTRACT_INVALID,
   VERSION_UNSUPPORTED, ENDPOINT_NOT_ALLOWED) or a non-transient status (UNAUTHENTICATED,
@@ -33,6 +34,11 @@ from .heartbeat import TRANSIENT, HeartbeatWatch
 from .logs import EngineLogger
 
 __all__ = ["Registrar", "RegistrationSettings", "RegistrationStatus", "backoff_delay"]
+
+#: Refusals that may pass later: UNREACHABLE (contextd could not dial the engine yet),
+#: TOO_MANY_INSTANCES (the id is at engines.max_instances until a dead instance is removed).
+#: Every other one is final.
+RETRIED_REFUSALS = frozenset({registry_pb2.REFUSAL_UNREACHABLE, registry_pb2.REFUSAL_TOO_MANY_INSTANCES})
 
 
 @dataclass(frozen=True)
@@ -224,7 +230,7 @@ class Registrar:
                     refusal=res.refusal,
                     response=res,
                 )
-                transient = res.refusal == registry_pb2.REFUSAL_UNREACHABLE
+                transient = res.refusal in RETRIED_REFUSALS
                 fields = {"refusal": refusal}
             except grpc.RpcError as err:
                 code = err.code()

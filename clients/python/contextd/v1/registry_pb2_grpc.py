@@ -165,8 +165,9 @@ class RegistryServiceServicer(object):
         DEFAULT_SLOT_RESERVED (`legacy`), OWNED_BY_OTHER (reserved for or held by another owner,
         `existing_owner` says who), ALREADY_REGISTERED (this instance is registered already, without
         `allow_same_owner_refresh`; another instance of an id you hold is simply added),
-        UNREACHABLE (the endpoint's name does not resolve now), ENDPOINT_NOT_ALLOWED (checked before
-        anything is dialled), VERSION_UNSUPPORTED; then GetInfo (3 s) — UNREACHABLE or CONTRACT_INVALID,
+        TOO_MANY_INSTANCES (a new instance beyond `engines.max_instances`), UNREACHABLE (the
+        endpoint's name does not resolve now), ENDPOINT_NOT_ALLOWED (checked before anything is
+        dialled), VERSION_UNSUPPORTED; then GetInfo (3 s) — UNREACHABLE or CONTRACT_INVALID,
         VERSION_UNSUPPORTED — and Health.Check("") (3 s) — UNREACHABLE unless it answers SERVING.
         Admitted: `ok`, REFUSAL_NONE, the engine's status (its new instance among `instances`), the
         `instance_id` and the negotiated `protocol_version`. A refused refresh leaves the current

@@ -62,6 +62,12 @@ export enum Refusal {
   REFUSAL_VERSION_UNSUPPORTED = 7,
   /** REFUSAL_ENDPOINT_NOT_ALLOWED - The endpoint is not in `engines.allow_endpoints`; it was not dialled. Final. */
   REFUSAL_ENDPOINT_NOT_ALLOWED = 8,
+  /**
+   * REFUSAL_TOO_MANY_INSTANCES - A new instance of an id that has `engines.max_instances` instances already (a replaced
+   * instance is not new). Retry with backoff: an instance that dies is removed after
+   * `engines.health.remove_after`, and one that deregisters at once.
+   */
+  REFUSAL_TOO_MANY_INSTANCES = 9,
   UNRECOGNIZED = -1,
 }
 
@@ -94,6 +100,9 @@ export function refusalFromJSON(object: any): Refusal {
     case 8:
     case "REFUSAL_ENDPOINT_NOT_ALLOWED":
       return Refusal.REFUSAL_ENDPOINT_NOT_ALLOWED;
+    case 9:
+    case "REFUSAL_TOO_MANY_INSTANCES":
+      return Refusal.REFUSAL_TOO_MANY_INSTANCES;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -121,6 +130,8 @@ export function refusalToJSON(object: Refusal): string {
       return "REFUSAL_VERSION_UNSUPPORTED";
     case Refusal.REFUSAL_ENDPOINT_NOT_ALLOWED:
       return "REFUSAL_ENDPOINT_NOT_ALLOWED";
+    case Refusal.REFUSAL_TOO_MANY_INSTANCES:
+      return "REFUSAL_TOO_MANY_INSTANCES";
     case Refusal.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -523,8 +534,9 @@ export interface EngineEvent {
   /** Why, in words. */
   message: string;
   /**
-   * The instance the event is about; empty when it is about the engine as a whole (an operator's
-   * quarantine of the engine, `include_current`).
+   * The instance the event is about: every change is one instance's (an operator's quarantine of a
+   * whole engine is one event per instance). Empty only in the `include_current` snapshot, which is
+   * about the engine.
    */
   instanceId: string;
 }
@@ -3039,8 +3051,9 @@ export const RegistryServiceService = {
    * DEFAULT_SLOT_RESERVED (`legacy`), OWNED_BY_OTHER (reserved for or held by another owner,
    * `existing_owner` says who), ALREADY_REGISTERED (this instance is registered already, without
    * `allow_same_owner_refresh`; another instance of an id you hold is simply added),
-   * UNREACHABLE (the endpoint's name does not resolve now), ENDPOINT_NOT_ALLOWED (checked before
-   * anything is dialled), VERSION_UNSUPPORTED; then GetInfo (3 s) — UNREACHABLE or CONTRACT_INVALID,
+   * TOO_MANY_INSTANCES (a new instance beyond `engines.max_instances`), UNREACHABLE (the
+   * endpoint's name does not resolve now), ENDPOINT_NOT_ALLOWED (checked before anything is
+   * dialled), VERSION_UNSUPPORTED; then GetInfo (3 s) — UNREACHABLE or CONTRACT_INVALID,
    * VERSION_UNSUPPORTED — and Health.Check("") (3 s) — UNREACHABLE unless it answers SERVING.
    * Admitted: `ok`, REFUSAL_NONE, the engine's status (its new instance among `instances`), the
    * `instance_id` and the negotiated `protocol_version`. A refused refresh leaves the current
@@ -3171,8 +3184,9 @@ export interface RegistryServiceServer extends UntypedServiceImplementation {
    * DEFAULT_SLOT_RESERVED (`legacy`), OWNED_BY_OTHER (reserved for or held by another owner,
    * `existing_owner` says who), ALREADY_REGISTERED (this instance is registered already, without
    * `allow_same_owner_refresh`; another instance of an id you hold is simply added),
-   * UNREACHABLE (the endpoint's name does not resolve now), ENDPOINT_NOT_ALLOWED (checked before
-   * anything is dialled), VERSION_UNSUPPORTED; then GetInfo (3 s) — UNREACHABLE or CONTRACT_INVALID,
+   * TOO_MANY_INSTANCES (a new instance beyond `engines.max_instances`), UNREACHABLE (the
+   * endpoint's name does not resolve now), ENDPOINT_NOT_ALLOWED (checked before anything is
+   * dialled), VERSION_UNSUPPORTED; then GetInfo (3 s) — UNREACHABLE or CONTRACT_INVALID,
    * VERSION_UNSUPPORTED — and Health.Check("") (3 s) — UNREACHABLE unless it answers SERVING.
    * Admitted: `ok`, REFUSAL_NONE, the engine's status (its new instance among `instances`), the
    * `instance_id` and the negotiated `protocol_version`. A refused refresh leaves the current
@@ -3238,8 +3252,9 @@ export interface RegistryServiceClient extends Client {
    * DEFAULT_SLOT_RESERVED (`legacy`), OWNED_BY_OTHER (reserved for or held by another owner,
    * `existing_owner` says who), ALREADY_REGISTERED (this instance is registered already, without
    * `allow_same_owner_refresh`; another instance of an id you hold is simply added),
-   * UNREACHABLE (the endpoint's name does not resolve now), ENDPOINT_NOT_ALLOWED (checked before
-   * anything is dialled), VERSION_UNSUPPORTED; then GetInfo (3 s) — UNREACHABLE or CONTRACT_INVALID,
+   * TOO_MANY_INSTANCES (a new instance beyond `engines.max_instances`), UNREACHABLE (the
+   * endpoint's name does not resolve now), ENDPOINT_NOT_ALLOWED (checked before anything is
+   * dialled), VERSION_UNSUPPORTED; then GetInfo (3 s) — UNREACHABLE or CONTRACT_INVALID,
    * VERSION_UNSUPPORTED — and Health.Check("") (3 s) — UNREACHABLE unless it answers SERVING.
    * Admitted: `ok`, REFUSAL_NONE, the engine's status (its new instance among `instances`), the
    * `instance_id` and the negotiated `protocol_version`. A refused refresh leaves the current
