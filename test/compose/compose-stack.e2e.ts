@@ -11,8 +11,10 @@
  *    lossless and window registered by their containers and SERVING; AppendMessages and Assemble are
  *    served by the lossless container; contextd is then recreated with the window engine in the slot
  *    and the same session (kept in the contextd-data volume) is assembled by the window container.
- * 4. The `postgres` profile: PostgreSQL, two contextd replicas on it and HAProxy; a session through
- *    HAProxy's published port, and both replicas read the same history from the database.
+ * 4. The `postgres` profile: PostgreSQL, two contextd replicas on it, a window sidecar beside each and
+ *    HAProxy; a session through HAProxy's published port, and both replicas read the same history
+ *    from the database; the two sidecars are two instances of the engine `window` at both replicas,
+ *    and with one SIGKILLed the other answers every call of an agent routed to it (none by legacy).
  * 5. `down -v`: containers, networks and volumes removed; images kept as the next run's cache.
  *
  * Each step's duration is printed. CONTEXTD_COMPOSE_KEEP=1 leaves the stack running after the test
@@ -221,7 +223,7 @@ async function timed<T>(step: string, fn: () => Promise<T>): Promise<T> {
 // ---- the test ----------------------------------------------------------------------------------------
 
 const DEFAULT_SERVICES = ["contextd", "lossless", "window"];
-const POSTGRES_SERVICES = ["postgres", "contextd-replica-1", "contextd-replica-2", "contextd-lb"];
+const POSTGRES_SERVICES = ["postgres", "contextd-replica-1", "contextd-replica-2", "window-1", "window-2", "contextd-lb"];
 
 describe.sequential("the docker-compose stack, built and run", () => {
   let address: string;
@@ -344,6 +346,8 @@ describe.sequential("the docker-compose stack, built and run", () => {
       ["postgres", "healthy"],
       ["contextd-replica-1", "healthy"],
       ["contextd-replica-2", "healthy"],
+      ["window-1", "healthy"],
+      ["window-2", "healthy"],
       ["contextd-lb", "running"],
     ]);
     const version = await compose(["exec", "-T", "postgres", "psql", "-U", "contextd", "-d", "contextd", "-Atc", "show server_version"], { profile: true });
@@ -393,6 +397,49 @@ describe.sequential("the docker-compose stack, built and run", () => {
         entries.map((e) => lines.find((l) => e.includes(l)) ?? e),
         replica,
       ).toEqual(lines);
+    }
+  });
+
+  it("the postgres profile's window sidecars are two instances of one engine at every replica; SIGKILL one and the other answers every call, none by legacy", async () => {
+    const windowed = { sessionId: `compose-instances-${Date.now()}`, agentId: "windowed" };
+    const instancesAt = async () => {
+      const w = (await listEngines(replicasAddress, vars.CONTEXTD_RUNTIME_TOKEN!)).find((e) => e.engineId === "window");
+      return (w?.instances ?? []).filter((i) => !i.quarantine).map((i) => `${i.instanceId}@${i.locality?.replica ?? ""}`);
+    };
+    // Each sidecar registered at its own replica; each replica applies the other's from PostgreSQL.
+    // HAProxy sends each ListEngines to one replica or the other: ask until several answers agree.
+    await timed("both instances at both replicas", () =>
+      eventually(
+        "window-1 and window-2 registered and serving at the replicas",
+        async () => {
+          for (let i = 0; i < 4; i++)
+            if (JSON.stringify(await instancesAt()) !== JSON.stringify(["window-1@replica-1", "window-2@replica-2"])) return undefined;
+          return true;
+        },
+        120_000,
+      ),
+    );
+    const cx = new ContextdClient({ address: replicasAddress, token: vars.CONTEXTD_RUNTIME_TOKEN });
+    const answers: Array<{ engineId: string; mode: Mode; fallbackReason: string }> = [];
+    const assembleMany = async (n: number) => {
+      for (let i = 0; i < n; i++) {
+        const a = await cx.assemble({ session: windowed, tokenBudget: 32_000 });
+        answers.push({ engineId: a.engineId, mode: a.mode, fallbackReason: a.fallbackReason });
+      }
+    };
+    try {
+      await cx.appendMessages({ session: windowed, messages: ["one", "two", "three"].map((w, i) => (i % 2 ? assistant(w) : user(w))) });
+      await timed("assembles, both instances up", () => assembleMany(10));
+      await timed("SIGKILL window-1", () => compose(["kill", "-s", "SIGKILL", "window-1"], { profile: true }));
+      await timed("assembles, window-1 killed", () => assembleMany(20));
+      expect(answers.filter((a) => a.engineId !== "window" || a.mode !== Mode.MODE_NORMAL)).toEqual([]);
+      // Started again (restart policy or by hand), it registers again and serves at both replicas.
+      await compose(["start", "window-1"], { profile: true });
+      await timed("window-1 back", () =>
+        eventually("window-1 serving again", async () => ((await instancesAt()).includes("window-1@replica-1") ? true : undefined), 120_000),
+      );
+    } finally {
+      cx.close();
     }
   });
 
