@@ -8,10 +8,15 @@
  *   const stopped = await replicas[0].restart();   // SIGTERM, wait for the drain and exit, start again
  *   await stopReplicas(replicas);
  *
+ * `configFor` gives one replica's own keys (its `engines.locality.replica`, say), deep-merged over
+ * `config`:
+ *
+ *   await startReplicas(3, { store, config, configFor: (name) => ({ engines: { locality: { replica: name } } }) });
+ *
  * Replicas run no managed sidecars; a test that needs an engine starts one and registers it at a
  * replica (test/replicas/registry-sync.test.ts: registry state shared across replicas).
  */
-import { startContextd, type ContextdProcess, type StartContextdOptions } from "./contextd-process.js";
+import { deepMerge, startContextd, type ContextdProcess, type StartContextdOptions } from "./contextd-process.js";
 import { getFreePort } from "./free-port.js";
 
 export interface ReplicaOptions {
@@ -19,6 +24,8 @@ export interface ReplicaOptions {
   store: string;
   /** Merged over the harness's base config, for every replica. */
   config?: Record<string, unknown>;
+  /** One replica's own config (by its name, r1, r2, ...), deep-merged over `config`. */
+  configFor?: (name: string) => Record<string, unknown>;
   env?: Record<string, string>;
 }
 
@@ -63,12 +70,13 @@ export async function stopReplicas(replicas: Replica[]): Promise<void> {
 function makeReplica(name: string, port: number, options: ReplicaOptions): Replica {
   const address = `127.0.0.1:${port}`;
   const history: ContextdProcess[] = [];
+  const config = deepMerge(options.config ?? {}, options.configFor?.(name));
   const startOptions: StartContextdOptions = {
     config: {
-      ...options.config,
+      ...config,
       listen: address,
       store: options.store,
-      engines: { managed: [], ...(options.config?.engines as Record<string, unknown> | undefined) },
+      engines: { managed: [], ...(config.engines as Record<string, unknown> | undefined) },
     },
     env: options.env,
   };
