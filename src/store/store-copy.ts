@@ -1,8 +1,10 @@
 /**
  * Raw access to what a store keeps, row by row, so that a store can be copied into another one
  * unchanged: entry ids, seqs, payloads, revisions, idempotency keys, headers and the derived
- * active-view pointers. Reads are paged so that a session of a million entries never has to be in
- * memory at once. The source should not be written to while it is copied (stop contextd first).
+ * active-view pointers, and the registry's four tables (engines, their instances, engine-wide and
+ * per-instance quarantine records). Reads are paged so that a session of a million entries never
+ * has to be in memory at once. The source should not be written to while it is copied (stop
+ * contextd first).
  */
 export interface StoreCopy {
   /** How many rows each table holds (a copy refuses a target that holds anything). */
@@ -17,12 +19,13 @@ export interface StoreCopy {
   readRawRevisions(sessionId: string, after: { entryId: string; revision: number } | null, limit: number): Promise<RawRevision[]>;
   /** Idempotency keys ordered by key, after `afterKey` ("" for the first page), at most `limit`. */
   readRawIdempotencyKeys(sessionId: string, afterKey: string, limit: number): Promise<RawIdempotencyKey[]>;
-  readRawRegistry(): Promise<{ registrations: RawRegistration[]; quarantines: RawQuarantine[] }>;
+  /** Every row of the registry's tables, each table in primary-key order (it is small: no paging). */
+  readRawRegistry(): Promise<RawRegistry>;
   /**
    * Opens one transaction that writes raw rows into this store: nothing is visible to other
    * connections until `commit`, and `rollback` (or a failed write) leaves the store as it was.
-   * Throws FailedPreconditionError when the store already holds a session, a registration or a
-   * quarantine (checked inside the transaction). No other call may use the store while it is open.
+   * Throws FailedPreconditionError when the store already holds a row in any table StoreRowCounts
+   * counts (checked inside the transaction). No other call may use the store while it is open.
    */
   beginRawWrite(): Promise<RawWriter>;
 }
@@ -34,7 +37,8 @@ export interface RawWriter {
   writeEntries(sessionId: string, entries: RawEntry[]): Promise<void>;
   writeRevisions(sessionId: string, revisions: RawRevision[]): Promise<void>;
   writeIdempotencyKeys(sessionId: string, keys: RawIdempotencyKey[]): Promise<void>;
-  writeRegistry(registry: { registrations: RawRegistration[]; quarantines: RawQuarantine[] }): Promise<void>;
+  /** Every row of every registry table, written as given (instance rows whose engine row is absent too). */
+  writeRegistry(registry: RawRegistry): Promise<void>;
   commit(): Promise<void>;
   /** Discards everything written; a no-op after commit or a previous rollback. */
   rollback(): Promise<void>;
@@ -45,8 +49,14 @@ export interface StoreRowCounts {
   entries: number;
   entryRevisions: number;
   idempotencyKeys: number;
+  /** engine_registrations: one per engine id. */
   registrations: number;
+  /** engine_instances: one per instance of an engine. */
+  instances: number;
+  /** engine_quarantines: engine-wide records (an operator's isolation of an engine, or an older replica's record). */
   quarantines: number;
+  /** engine_instance_quarantines: one instance's record (automatic, or an operator's isolation of it). */
+  instanceQuarantines: number;
 }
 
 /** A session row with every column, the derived active-view pointers included. */
@@ -112,6 +122,15 @@ export interface RawIdempotencyKey {
   createdAtMs: number;
 }
 
+/** The registry's rows (docs/registry.md, "Stored and shared"). */
+export interface RawRegistry {
+  registrations: RawRegistration[];
+  instances: RawInstance[];
+  quarantines: RawQuarantine[];
+  instanceQuarantines: RawInstanceQuarantine[];
+}
+
+/** A row of engine_registrations: the id's owner and its most recently registered instance. */
 export interface RawRegistration {
   engineId: string;
   owner: string;
@@ -122,9 +141,28 @@ export interface RawRegistration {
   registeredAtMs: number;
 }
 
+/** A row of engine_instances. */
+export interface RawInstance {
+  engineId: string;
+  instanceId: string;
+  endpoint: string;
+  /** Locality.encode(locality).finish(); empty for none. */
+  locality: Uint8Array;
+  /** EngineInfo.encode(info).finish(). */
+  info: Uint8Array;
+  protocolVersion: number;
+  registeredAtMs: number;
+}
+
+/** A row of engine_quarantines (the engine as a whole). */
 export interface RawQuarantine {
   engineId: string;
   /** QuarantineState.encode(state).finish(). */
   payload: Uint8Array;
   updatedAtMs: number;
+}
+
+/** A row of engine_instance_quarantines (one instance). */
+export interface RawInstanceQuarantine extends RawQuarantine {
+  instanceId: string;
 }

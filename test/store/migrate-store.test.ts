@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 
 import { openStore, type ContextdStore } from "../../src/store/open-store.js";
 import { msg, LABELS } from "./conformance/harness.js";
-import { fillStore, snapshot } from "./conformance/store-copy.js";
+import { fillStore, MULTI, MULTI_INSTANCES, rawRegistry, registryReads, snapshot } from "./conformance/store-copy.js";
 import { createScratchDatabase, type ScratchDatabase } from "../helpers/scratch-postgres.js";
 
 /** contextctl, built (`npm run build`), run as a child process. */
@@ -64,7 +64,18 @@ describe("contextctl migrate-store FROM TO", () => {
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
     const out = JSON.parse(run.stdout) as Record<string, unknown>;
-    expect(out).toMatchObject({ ok: true, from, to, sessions: 5, entryRevisions: 2, idempotencyKeys: 2, registrations: 2, quarantines: 1 });
+    expect(out).toMatchObject({
+      ok: true,
+      from,
+      to,
+      sessions: 5,
+      entryRevisions: 2,
+      idempotencyKeys: 2,
+      registrations: 3,
+      instances: 5,
+      quarantines: 2,
+      instanceQuarantines: 2,
+    });
 
     const source = await opened(from);
     const target = await opened(to);
@@ -86,7 +97,7 @@ describe("contextctl migrate-store FROM TO", () => {
     expect(again.code).toBe(1);
     expect(again.stdout).toBe("");
     expect(again.stderr).toMatch(
-      /^contextctl: migrate-store: PostgreSQL store at 127\.0\.0\.1:5432\/contextd_test_\w+ is not empty \(5 sessions, \d+ entries, 2 entryRevisions, 2 idempotencyKeys, 2 registrations, 1 quarantines\); copy into an empty database\n$/,
+      /^contextctl: migrate-store: PostgreSQL store at 127\.0\.0\.1:5432\/contextd_test_\w+ is not empty \(5 sessions, \d+ entries, 2 entryRevisions, 2 idempotencyKeys, 3 registrations, 5 instances, 2 quarantines, 2 instanceQuarantines\); copy into an empty database\n$/,
     );
     expect((await target.countRows()).sessions).toBe(5);
 
@@ -100,13 +111,48 @@ describe("contextctl migrate-store FROM TO", () => {
     expect(await snapshot(await opened(back))).toEqual(before);
   });
 
+  it("keeps a multi-instance engine's instances (locality included) and its quarantines (automatic, an isolated instance, the isolated engine) SQLite → PostgreSQL → SQLite", async () => {
+    const from = await sqliteSource();
+    const source = await opened(from);
+    const expected = await registryReads(source);
+    const expectedRaw = await rawRegistry(source);
+    // The source holds what the test is about: three instances at three localities, two instance records, the engine's own.
+    const multi = (await source.listRegistrations()).filter((r) => r.engineId === MULTI);
+    expect(multi.map((r) => r.instanceId)).toEqual(MULTI_INSTANCES);
+    expect(new Set(multi.map((r) => JSON.stringify(r.locality))).size).toBe(3);
+    expect([...((await source.listInstanceQuarantines()).get(MULTI) ?? new Map()).entries()].map(([id, q]) => [id, q.manual])).toEqual([
+      ["gamma-b", false],
+      ["gamma-c", true],
+    ]);
+    expect((await source.listQuarantines()).get(MULTI)?.manual).toBe(true);
+    await source.close();
+
+    const db = await scratch();
+    const run = await contextctl("migrate-store", from, db.url(), "--json");
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ ok: true, registrations: 3, instances: 5, quarantines: 2, instanceQuarantines: 2 });
+    const pg = await opened(db.url());
+    expect(await registryReads(pg)).toEqual(expected);
+    expect(await rawRegistry(pg)).toEqual(expectedRaw);
+    await pg.close();
+
+    const back = `sqlite:${join(mkdtempSync(join(tmpdir(), "contextd-migrate-back-")), "contextd.db")}`;
+    cleanup.push(() => rmSync(back.slice("sqlite:".length, -"/contextd.db".length), { recursive: true, force: true }));
+    const reverse = await contextctl("migrate-store", db.url(), back, "--json");
+    expect(reverse.code).toBe(0);
+    expect(JSON.parse(reverse.stdout)).toMatchObject({ ok: true, registrations: 3, instances: 5, quarantines: 2, instanceQuarantines: 2 });
+    const sqlite = await opened(back);
+    expect(await registryReads(sqlite)).toEqual(expected);
+    expect(await rawRegistry(sqlite)).toEqual(expectedRaw);
+  });
+
   it("prints a summary without --json, and fails with exit 1 for a missing source or an unreachable target", async () => {
     const from = await sqliteSource();
     const db = await scratch();
     const ok = await contextctl("migrate-store", from, db.url());
     expect(ok.code).toBe(0);
     expect(ok.stdout).toMatch(
-      /^copied 5 sessions \(\d+ entries, 2 revisions, 2 idempotency keys\), 2 engine registrations and 1 quarantine records from sqlite:.* to postgres:.* in \d+\.\d s\n$/,
+      /^copied 5 sessions \(\d+ entries, 2 revisions, 2 idempotency keys\), 3 engine registrations \(5 instances\) and 4 quarantine records \(2 engine-wide, 2 of instances\) from sqlite:.* to postgres:.* in \d+\.\d s\n$/,
     );
 
     const missing = await contextctl("migrate-store", "sqlite:/nonexistent/dir/contextd.db", db.url(), "--json");

@@ -114,7 +114,7 @@ describe("PostgresStore: connection failures are UNAVAILABLE", () => {
     const [{ pid }] = await sql<{ pid: number }>(db, "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND state = 'idle in transaction'", [db.name]);
     await sql(db, "SELECT pg_terminate_backend($1)", [pid]);
     const err = await writer
-      .writeRegistry({ registrations: [], quarantines: [{ engineId: "x", payload: new Uint8Array(), updatedAtMs: 1 }] })
+      .writeRegistry({ registrations: [], instances: [], quarantines: [{ engineId: "x", payload: new Uint8Array(), updatedAtMs: 1 }], instanceQuarantines: [] })
       .catch((x: unknown) => x);
     expect(err).toBeInstanceOf(UnavailableError);
     expect((err as Error).message).toMatch(/PostgreSQL store at .* is unavailable: .*(terminat|Connection)/i);

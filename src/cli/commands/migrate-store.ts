@@ -22,16 +22,30 @@ export interface CopyProgress {
 
 /**
  * Copies everything `source` holds into the empty `target`, row for row (StoreCopy in
- * src/store/types.ts): every session with its entries (ids, seqs, payloads, hidden flags),
- * revisions, idempotency keys, header and active-view pointers, then the engine registrations and
- * quarantine records. All of it is written in one transaction on the target: a failed copy leaves
- * the target empty, so it can simply be run again. Each session is checked against its own row as
- * it is copied (entry count, last seq), which catches a source that is written to meanwhile.
+ * src/store/store-copy.ts): every session with its entries (ids, seqs, payloads, hidden flags),
+ * revisions, idempotency keys, header and active-view pointers, then the registry's four tables
+ * verbatim — the engine rows (owner, most recent instance), every instance row (instance id,
+ * endpoint, locality, info, registration time), the engine-wide quarantine records (an operator's
+ * isolation of an engine) and every instance's quarantine record (automatic, or an operator's
+ * isolation of one instance) — so a multi-instance engine stays as many instances, each with its
+ * quarantine (docs/registry.md, "Stored and shared"). All of it is written in one transaction on
+ * the target: a failed copy leaves the target empty, so it can simply be run again. Each session is
+ * checked against its own row as it is copied (entry count, last seq), which catches a source that
+ * is written to meanwhile.
  */
 export async function copyStore(source: ContextdStore, target: ContextdStore, onProgress: (p: CopyProgress) => void = () => {}): Promise<StoreRowCounts> {
   const expected = await source.countRows();
   const writer = await target.beginRawWrite();
-  const copied: StoreRowCounts = { sessions: 0, entries: 0, entryRevisions: 0, idempotencyKeys: 0, registrations: 0, quarantines: 0 };
+  const copied: StoreRowCounts = {
+    sessions: 0,
+    entries: 0,
+    entryRevisions: 0,
+    idempotencyKeys: 0,
+    registrations: 0,
+    instances: 0,
+    quarantines: 0,
+    instanceQuarantines: 0,
+  };
   const progress = () =>
     onProgress({ sessionsDone: copied.sessions, sessionsTotal: expected.sessions, entriesDone: copied.entries, entriesTotal: expected.entries });
   try {
@@ -79,7 +93,9 @@ export async function copyStore(source: ContextdStore, target: ContextdStore, on
     const registry = await source.readRawRegistry();
     await writer.writeRegistry(registry);
     copied.registrations = registry.registrations.length;
+    copied.instances = registry.instances.length;
     copied.quarantines = registry.quarantines.length;
+    copied.instanceQuarantines = registry.instanceQuarantines.length;
     await writer.commit();
   } catch (err) {
     await writer.rollback();
@@ -93,7 +109,8 @@ function changed(what: string): Error {
 }
 
 /**
- * `contextctl migrate-store FROM TO [--json]`: copies a whole store into another, typically a
+ * `contextctl migrate-store FROM TO [--json]`: copies a whole store (sessions and the whole registry:
+ * engines, their instances, engine and instance quarantines) into another, typically a
  * SQLite file into PostgreSQL when moving to several replicas (`contextctl migrate-store
  * sqlite:./data/contextd.db postgres://contextd@db:5432/contextd`). Stop contextd first: the source
  * must not change during the copy. TO must be empty (its schema is created when it has none); FROM
@@ -104,14 +121,16 @@ function changed(what: string): Error {
 export function registerMigrateStore(program: Command): void {
   program
     .command("migrate-store")
-    .description("copy every session, registration and quarantine record from one store URL into an empty one")
+    .description("copy every session, engine registration, engine instance and quarantine record from one store URL into an empty one")
     .argument("<from>", "source store URL (sqlite:PATH or postgres://…)")
     .argument("<to>", "target store URL; must hold nothing yet")
     .addHelpText(
       "after",
       "\nStop contextd first. Exit 0 when everything was copied; 1 otherwise, and then nothing was written to TO.\n" +
         'With --json: {"ok", "from", "to", "sessions", "entries", "entryRevisions", "idempotencyKeys", "registrations",\n' +
-        '"quarantines", "seconds"} (on failure {"ok": false, "from", "to", "error"}).\n' +
+        '"instances", "quarantines", "instanceQuarantines", "seconds"} (on failure {"ok": false, "from", "to", "error"}):\n' +
+        "registrations are engine ids, instances the instances serving them, quarantines the engine-wide records\n" +
+        "(an operator's isolation of an engine), instanceQuarantines those of single instances.\n" +
         examples("contextctl migrate-store sqlite:./data/contextd.db postgres://contextd@db:5432/contextd"),
     )
     .action(async (from: string, to: string, _opts: unknown, cmd: Command) => {
@@ -128,8 +147,10 @@ export function registerMigrateStore(program: Command): void {
         if (g.json) return printJson({ ok: true, from: redact(from), to: redact(to), ...counts, seconds: Math.round(seconds * 1000) / 1000 });
         writeStdout(
           `copied ${num(counts.sessions)} sessions (${num(counts.entries)} entries, ${num(counts.entryRevisions)} revisions, ` +
-            `${num(counts.idempotencyKeys)} idempotency keys), ${num(counts.registrations)} engine registrations and ` +
-            `${num(counts.quarantines)} quarantine records from ${redact(from)} to ${redact(to)} in ${seconds.toFixed(1)} s\n`,
+            `${num(counts.idempotencyKeys)} idempotency keys), ${num(counts.registrations)} engine registrations ` +
+            `(${num(counts.instances)} instances) and ${num(counts.quarantines + counts.instanceQuarantines)} quarantine records ` +
+            `(${num(counts.quarantines)} engine-wide, ${num(counts.instanceQuarantines)} of instances) from ${redact(from)} to ${redact(to)} ` +
+            `in ${seconds.toFixed(1)} s\n`,
         );
       } catch (err) {
         bar?.stop();

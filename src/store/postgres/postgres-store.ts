@@ -17,8 +17,7 @@ import type {
   NewMessage,
   RawEntry,
   RawIdempotencyKey,
-  RawQuarantine,
-  RawRegistration,
+  RawRegistry,
   RawRevision,
   RawSession,
   RawWriter,
@@ -307,7 +306,7 @@ export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy 
     return copy.readRawIdempotencyKeys(this.db, sessionId, afterKey, limit);
   }
 
-  readRawRegistry(): Promise<{ registrations: RawRegistration[]; quarantines: RawQuarantine[] }> {
+  readRawRegistry(): Promise<RawRegistry> {
     return copy.readRawRegistry(this.db);
   }
 

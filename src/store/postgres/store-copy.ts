@@ -1,7 +1,19 @@
 import type pg from "pg";
 
 import { FailedPreconditionError } from "../../contract/errors.js";
-import type { RawEntry, RawIdempotencyKey, RawQuarantine, RawRegistration, RawRevision, RawSession, RawWriter, StoreRowCounts } from "../types.js";
+import type {
+  RawEntry,
+  RawIdempotencyKey,
+  RawInstance,
+  RawInstanceQuarantine,
+  RawQuarantine,
+  RawRegistration,
+  RawRegistry,
+  RawRevision,
+  RawSession,
+  RawWriter,
+  StoreRowCounts,
+} from "../types.js";
 import type { Conn, PgDatabase } from "./database.js";
 import { MIGRATION_LOCK_KEY } from "./migrations.js";
 import { bytea, chunks } from "./rows.js";
@@ -20,7 +32,9 @@ async function countIn(conn: Conn): Promise<StoreRowCounts> {
   const { rows } = await conn.query<StoreRowCounts>(
     `SELECT (SELECT COUNT(*) FROM sessions) AS sessions, (SELECT COUNT(*) FROM entries) AS entries,
             (SELECT COUNT(*) FROM entry_revisions) AS "entryRevisions", (SELECT COUNT(*) FROM idempotency_keys) AS "idempotencyKeys",
-            (SELECT COUNT(*) FROM engine_registrations) AS registrations, (SELECT COUNT(*) FROM engine_quarantines) AS quarantines`,
+            (SELECT COUNT(*) FROM engine_registrations) AS registrations, (SELECT COUNT(*) FROM engine_instances) AS instances,
+            (SELECT COUNT(*) FROM engine_quarantines) AS quarantines,
+            (SELECT COUNT(*) FROM engine_instance_quarantines) AS "instanceQuarantines"`,
   );
   return rows[0];
 }
@@ -76,7 +90,7 @@ export async function readRawIdempotencyKeys(db: PgDatabase, sessionId: string, 
   return rows;
 }
 
-export async function readRawRegistry(db: PgDatabase): Promise<{ registrations: RawRegistration[]; quarantines: RawQuarantine[] }> {
+export async function readRawRegistry(db: PgDatabase): Promise<RawRegistry> {
   return db.read(async (conn) => ({
     registrations: (
       await conn.query<RawRegistration>(
@@ -84,8 +98,21 @@ export async function readRawRegistry(db: PgDatabase): Promise<{ registrations: 
          FROM engine_registrations ORDER BY engine_id`,
       )
     ).rows,
+    instances: (
+      await conn.query<RawInstance>(
+        `SELECT engine_id AS "engineId", instance_id AS "instanceId", endpoint, locality, info, protocol_version AS "protocolVersion",
+                registered_at_ms AS "registeredAtMs"
+         FROM engine_instances ORDER BY engine_id, instance_id`,
+      )
+    ).rows,
     quarantines: (
       await conn.query<RawQuarantine>(`SELECT engine_id AS "engineId", payload, updated_at_ms AS "updatedAtMs" FROM engine_quarantines ORDER BY engine_id`)
+    ).rows,
+    instanceQuarantines: (
+      await conn.query<RawInstanceQuarantine>(
+        `SELECT engine_id AS "engineId", instance_id AS "instanceId", payload, updated_at_ms AS "updatedAtMs"
+         FROM engine_instance_quarantines ORDER BY engine_id, instance_id`,
+      )
     ).rows,
   }));
 }
@@ -187,15 +214,30 @@ class PgRawWriter implements RawWriter {
     }
   }
 
-  async writeRegistry(registry: { registrations: RawRegistration[]; quarantines: RawQuarantine[] }): Promise<void> {
+  async writeRegistry(registry: RawRegistry): Promise<void> {
     for (const r of registry.registrations) {
       await this.query(
         "INSERT INTO engine_registrations (engine_id, owner, endpoint, info, protocol_version, registered_at_ms) VALUES ($1, $2, $3, $4, $5, $6)",
         [r.engineId, r.owner, r.endpoint, bytea(r.info), r.protocolVersion, r.registeredAtMs],
       );
     }
+    for (const i of registry.instances) {
+      await this.query(
+        `INSERT INTO engine_instances (engine_id, instance_id, endpoint, locality, info, protocol_version, registered_at_ms)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+        [i.engineId, i.instanceId, i.endpoint, bytea(i.locality), bytea(i.info), i.protocolVersion, i.registeredAtMs],
+      );
+    }
     for (const q of registry.quarantines) {
       await this.query("INSERT INTO engine_quarantines (engine_id, payload, updated_at_ms) VALUES ($1, $2, $3)", [q.engineId, bytea(q.payload), q.updatedAtMs]);
+    }
+    for (const q of registry.instanceQuarantines) {
+      await this.query("INSERT INTO engine_instance_quarantines (engine_id, instance_id, payload, updated_at_ms) VALUES ($1, $2, $3, $4)", [
+        q.engineId,
+        q.instanceId,
+        bytea(q.payload),
+        q.updatedAtMs,
+      ]);
     }
   }
 

@@ -19,8 +19,7 @@ import type {
   NewMessage,
   RawEntry,
   RawIdempotencyKey,
-  RawQuarantine,
-  RawRegistration,
+  RawRegistry,
   RawRevision,
   RawSession,
   RawWriter,
@@ -312,7 +311,7 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   async readRawIdempotencyKeys(sessionId: string, afterKey: string, limit: number): Promise<RawIdempotencyKey[]> {
     return this.copy.readRawIdempotencyKeys(sessionId, afterKey, limit);
   }
-  async readRawRegistry(): Promise<{ registrations: RawRegistration[]; quarantines: RawQuarantine[] }> {
+  async readRawRegistry(): Promise<RawRegistry> {
     return this.copy.readRawRegistry();
   }
   async beginRawWrite(): Promise<RawWriter> {

@@ -1,7 +1,19 @@
 import type Database from "better-sqlite3";
 
 import { FailedPreconditionError } from "../../contract/errors.js";
-import type { RawEntry, RawIdempotencyKey, RawQuarantine, RawRegistration, RawRevision, RawSession, RawWriter, StoreRowCounts } from "../types.js";
+import type {
+  RawEntry,
+  RawIdempotencyKey,
+  RawInstance,
+  RawInstanceQuarantine,
+  RawQuarantine,
+  RawRegistration,
+  RawRegistry,
+  RawRevision,
+  RawSession,
+  RawWriter,
+  StoreRowCounts,
+} from "../types.js";
 import { SESSION_COLUMNS } from "../session-columns.js";
 
 // SqliteStore's StoreCopy half (contextctl migrate-store): rows read and written as they are,
@@ -16,7 +28,9 @@ export class SqliteStoreCopy {
       .prepare(
         `SELECT (SELECT COUNT(*) FROM sessions) AS sessions, (SELECT COUNT(*) FROM entries) AS entries,
                 (SELECT COUNT(*) FROM entry_revisions) AS entryRevisions, (SELECT COUNT(*) FROM idempotency_keys) AS idempotencyKeys,
-                (SELECT COUNT(*) FROM engine_registrations) AS registrations, (SELECT COUNT(*) FROM engine_quarantines) AS quarantines`,
+                (SELECT COUNT(*) FROM engine_registrations) AS registrations, (SELECT COUNT(*) FROM engine_instances) AS instances,
+                (SELECT COUNT(*) FROM engine_quarantines) AS quarantines,
+                (SELECT COUNT(*) FROM engine_instance_quarantines) AS instanceQuarantines`,
       )
       .get() as StoreRowCounts;
   }
@@ -61,7 +75,7 @@ export class SqliteStoreCopy {
       .all(sessionId, afterKey, limit) as RawIdempotencyKey[];
   }
 
-  readRawRegistry(): { registrations: RawRegistration[]; quarantines: RawQuarantine[] } {
+  readRawRegistry(): RawRegistry {
     return {
       registrations: this.db
         .prepare(
@@ -69,9 +83,22 @@ export class SqliteStoreCopy {
            FROM engine_registrations ORDER BY engine_id`,
         )
         .all() as RawRegistration[],
+      instances: this.db
+        .prepare(
+          `SELECT engine_id AS engineId, instance_id AS instanceId, endpoint, locality, info, protocol_version AS protocolVersion,
+                  registered_at_ms AS registeredAtMs
+           FROM engine_instances ORDER BY engine_id, instance_id`,
+        )
+        .all() as RawInstance[],
       quarantines: this.db
         .prepare("SELECT engine_id AS engineId, payload, updated_at_ms AS updatedAtMs FROM engine_quarantines ORDER BY engine_id")
         .all() as RawQuarantine[],
+      instanceQuarantines: this.db
+        .prepare(
+          `SELECT engine_id AS engineId, instance_id AS instanceId, payload, updated_at_ms AS updatedAtMs
+           FROM engine_instance_quarantines ORDER BY engine_id, instance_id`,
+        )
+        .all() as RawInstanceQuarantine[],
     };
   }
 
@@ -142,15 +169,25 @@ class SqliteRawWriter implements RawWriter {
     });
   }
 
-  async writeRegistry(registry: { registrations: RawRegistration[]; quarantines: RawQuarantine[] }): Promise<void> {
+  async writeRegistry(registry: RawRegistry): Promise<void> {
     this.write(() => {
       const reg = this.db.prepare(
         `INSERT INTO engine_registrations (engine_id, owner, endpoint, info, protocol_version, registered_at_ms)
          VALUES (@engineId, @owner, @endpoint, @info, @protocolVersion, @registeredAtMs)`,
       );
+      const instance = this.db.prepare(
+        `INSERT INTO engine_instances (engine_id, instance_id, endpoint, locality, info, protocol_version, registered_at_ms)
+         VALUES (@engineId, @instanceId, @endpoint, @locality, @info, @protocolVersion, @registeredAtMs)`,
+      );
       const q = this.db.prepare("INSERT INTO engine_quarantines (engine_id, payload, updated_at_ms) VALUES (@engineId, @payload, @updatedAtMs)");
+      const iq = this.db.prepare(
+        `INSERT INTO engine_instance_quarantines (engine_id, instance_id, payload, updated_at_ms)
+         VALUES (@engineId, @instanceId, @payload, @updatedAtMs)`,
+      );
       for (const r of registry.registrations) reg.run(r);
+      for (const i of registry.instances) instance.run(i);
       for (const x of registry.quarantines) q.run(x);
+      for (const x of registry.instanceQuarantines) iq.run(x);
     });
   }
 
