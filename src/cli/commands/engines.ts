@@ -12,6 +12,7 @@ import { outgoingMetadata } from "../../contract/metadata.js";
 import { CHANNEL_OPTIONS, channelCredentials, type ClientOptions } from "../../sdk/grpc-call.js";
 import { engineState, eventLine, examples, healthName, printJson, table } from "../format.js";
 import { bad, good, tone } from "../style.js";
+import type { Align } from "../table.js";
 import { action, clientOptionsFor, globals, listEngines } from "./shared.js";
 import { terminalText, writeStdout } from "../terminal-text.js";
 
@@ -63,7 +64,9 @@ export function registerEngines(program: Command): void {
           return [engineRow, ...e.instances.map((i, n) => instanceRow(i, n === e.instances.length - 1, now))];
         });
         const head = ["id", "owner", "endpoint", "state", "health", "calls", "failures", "fallbacks", "timeouts", "fell back because"];
-        writeStdout(`${table(head, rows)}\n`);
+        // The counters right-aligned, though an instance row has no fallbacks of its own (blank).
+        const aligns = head.map((_, i) => (i >= 5 && i <= 8 ? "right" : "left") as Align);
+        writeStdout(`${table(head, rows, aligns)}\n`);
       }),
     );
 
