@@ -59,6 +59,18 @@ export interface StoreRowCounts {
   instanceQuarantines: number;
 }
 
+/** The counts of an empty store. */
+export const NO_ROWS: Readonly<StoreRowCounts> = {
+  sessions: 0,
+  entries: 0,
+  entryRevisions: 0,
+  idempotencyKeys: 0,
+  registrations: 0,
+  instances: 0,
+  quarantines: 0,
+  instanceQuarantines: 0,
+};
+
 /** A session row with every column, the derived active-view pointers included. */
 export interface RawSession {
   sessionId: string;

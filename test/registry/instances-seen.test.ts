@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Refusal } from "../../src/contract/gen/contextd/v1/registry.js";
 import { Mode } from "../../src/contract/gen/contextd/v1/types.js";
 import { ContextdClient } from "../../src/sdk/runtime-client.js";
-import { contextctl } from "../cli/run-contextctl.js";
+import { contextctl, tableRows } from "../cli/run-contextctl.js";
 import { codingSession } from "../fixtures/coding-session.js";
 import { startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
 import { startTsEngine, type EngineProcess } from "../helpers/engine-process.js";
@@ -30,20 +30,6 @@ const CONFIG = {
     quarantine: { base_ejection: "10m", max_ejection: "10m" },
   },
 };
-
-/** Cells of the data rows of a cli-table3 table (rows starting with │, header excluded). */
-function tableRows(out: string): string[][] {
-  return out
-    .split("\n")
-    .filter((l) => l.startsWith("│"))
-    .slice(1)
-    .map((l) =>
-      l
-        .split("│")
-        .slice(1, -1)
-        .map((c) => c.trim()),
-    );
-}
 
 describe("an engine's instances, seen by an operator", () => {
   let contextd: ContextdProcess;

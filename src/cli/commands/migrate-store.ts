@@ -5,7 +5,7 @@ import cliProgress from "cli-progress";
 import type { Command } from "commander";
 
 import type { ContextdStore } from "../../store/open-store.js";
-import type { StoreRowCounts } from "../../store/types.js";
+import { NO_ROWS, type StoreRowCounts } from "../../store/store-copy.js";
 import { errorText, examples, num, printJson } from "../format.js";
 import { globals } from "./shared.js";
 import { writeStderr, writeStdout } from "../terminal-text.js";
@@ -36,16 +36,7 @@ export interface CopyProgress {
 export async function copyStore(source: ContextdStore, target: ContextdStore, onProgress: (p: CopyProgress) => void = () => {}): Promise<StoreRowCounts> {
   const expected = await source.countRows();
   const writer = await target.beginRawWrite();
-  const copied: StoreRowCounts = {
-    sessions: 0,
-    entries: 0,
-    entryRevisions: 0,
-    idempotencyKeys: 0,
-    registrations: 0,
-    instances: 0,
-    quarantines: 0,
-    instanceQuarantines: 0,
-  };
+  const copied: StoreRowCounts = { ...NO_ROWS };
   const progress = () =>
     onProgress({ sessionsDone: copied.sessions, sessionsTotal: expected.sessions, entriesDone: copied.entries, entriesTotal: expected.entries });
   try {

@@ -1,3 +1,4 @@
+import { NO_ROWS } from "../../../src/store/store-copy.js";
 import { describe, expect, it, vi } from "vitest";
 
 import { AlreadyExistsError, ConflictError, InvalidArgumentError, NotFoundError, ResourceExhaustedError } from "../../../src/contract/errors.js";
@@ -331,16 +332,7 @@ export function describeTranscripts(stores: Stores): void {
       expect(await store.deleteSession("s1")).toBe(false);
       expect(await store.getSession("s1")).toBeUndefined();
       expect(await store.readActiveView("s1")).toBeUndefined();
-      expect(await store.countRows()).toEqual({
-        sessions: 0,
-        entries: 0,
-        entryRevisions: 0,
-        idempotencyKeys: 0,
-        registrations: 0,
-        instances: 0,
-        quarantines: 0,
-        instanceQuarantines: 0,
-      });
+      expect(await store.countRows()).toEqual(NO_ROWS);
       // The id is free again: a new session with an empty history.
       expect((await appendN(store, "s1", 1))[0].seq).toBe(1);
     });
