@@ -4,7 +4,8 @@ import { FailedPreconditionError } from "../../contract/errors.js";
 import type { RawEntry, RawIdempotencyKey, RawQuarantine, RawRegistration, RawRevision, RawSession, RawWriter, StoreRowCounts } from "../types.js";
 import type { Conn, PgDatabase } from "./database.js";
 import { MIGRATION_LOCK_KEY } from "./migrations.js";
-import { bytea, chunks } from "./rows.js";
+import { bytea, chunks, decodeEntry } from "./rows.js";
+import { entryIndexText, tsvectorLiteral } from "../search-text.js";
 import { SESSION_COLUMNS } from "../session-columns.js";
 
 // PostgresStore's StoreCopy half (contextctl migrate-store): rows read and written as they are,
@@ -133,8 +134,9 @@ class PgRawWriter implements RawWriter {
   async writeEntries(sessionId: string, entries: RawEntry[]): Promise<void> {
     for (const part of chunks(entries)) {
       await this.query(
-        `INSERT INTO entries (session_id, seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, message_key, payload)
-         SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::bigint[], $8::bigint[], $9::boolean[], $10::text[], $11::bytea[])`,
+        `INSERT INTO entries (session_id, seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, message_key, payload, search)
+         SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::bigint[], $8::bigint[], $9::boolean[], $10::text[], $11::bytea[],
+                                  $12::tsvector[])`,
         [
           sessionId,
           part.map((e) => e.seq),
@@ -147,6 +149,8 @@ class PgRawWriter implements RawWriter {
           part.map((e) => e.hidden),
           part.map((e) => e.messageKey),
           part.map((e) => bytea(e.payload)),
+          // The search index is this store's own (migration 7): made from the payload, as an append makes it.
+          part.map((e) => tsvectorLiteral(entryIndexText(decodeEntry(e.payload)))),
         ],
       );
     }
