@@ -1,3 +1,5 @@
+import { setImmediate as nextTurn } from "node:timers/promises";
+
 import { Role } from "../contract/gen/contextd/v1/types.js";
 import { decodeEntry } from "./rows.js";
 import { entrySearchText, RELEVANCE_CANDIDATES, snippetAndScore, type SearchTerms } from "./search-text.js";
@@ -10,6 +12,9 @@ import type { SearchPosition, StoreSearch, TranscriptStore } from "./types.js";
 // page never repeats a hit of an earlier one.
 
 export type SearchOrderKind = "newest" | "relevance";
+
+/** Candidates scored between turns of the event loop. */
+const HITS_PER_SLICE = 64;
 
 export interface StoredHit extends SearchPosition {
   entryId: string;
@@ -58,10 +63,14 @@ export async function searchPage(
     return { hits, next: found.length > limit && last ? position(last) : undefined };
   }
   const found = await store.searchCandidates({ ...search, limit: RELEVANCE_CANDIDATES });
-  const ranked = found
-    .map((c) => toHit(c, c.payload, search.terms))
-    .sort(relevanceFirst)
-    .filter((h) => !after || relevanceFirst(after, h) < 0);
+  // Every candidate is decoded and scanned (up to MAX_INDEXED_WORDS words each): in slices, between
+  // turns of the event loop, so that one ranking does not hold every other call.
+  const scored: StoredHit[] = [];
+  for (let i = 0; i < found.length; i++) {
+    if (i > 0 && i % HITS_PER_SLICE === 0) await nextTurn();
+    scored.push(toHit(found[i], found[i].payload, search.terms));
+  }
+  const ranked = scored.sort(relevanceFirst).filter((h) => !after || relevanceFirst(after, h) < 0);
   const hits = ranked.slice(0, limit);
   const last = hits[hits.length - 1];
   return { hits, next: ranked.length > limit && last ? { ...position(last), score: last.score } : undefined };

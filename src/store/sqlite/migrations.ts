@@ -226,8 +226,10 @@ export const MIGRATIONS: readonly Migration[] = [
       -- same for both stores; body holds them joined by spaces), and the agent's token (agent), so
       -- that an agent-wide search intersects in the index. Contentless: the text is in the entries'
       -- payloads already, and hits are decoded from there; contentless_delete lets a rewrite or a
-      -- deletion remove rows by rowid. Written in the transaction of every write of entries.
-      CREATE VIRTUAL TABLE entry_search USING fts5(body, agent, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 0');
+      -- deletion remove rows by rowid. Written in the transaction of every write of entries. The
+      -- ascii tokenizer splits body at its spaces only (the words are lower-cased letters and digits
+      -- already, any non-ASCII ones kept whole), so FTS5 indexes exactly search-text.ts's words.
+      CREATE VIRTUAL TABLE entry_search USING fts5(body, agent, content='', contentless_delete=1, tokenize='ascii');
     `,
     backfill: backfillSearchIndex,
   },
