@@ -187,23 +187,6 @@ export function tsqueryLiteral(q: SearchTerms): string {
   return q.terms.map((t) => (t.length === 1 ? `'${t[0]}'` : `(${t.map((w) => `'${w}'`).join(" <-> ")})`)).join(" & ");
 }
 
-/**
- * The PostgreSQL tsvector literal of an index text (its words, 1-based positions). PostgreSQL keeps
- * at most 256 positions of a lexeme and none past 16383; MAX_INDEXED_WORDS keeps under the latter.
- */
-export function tsvectorLiteral(index: string): string {
-  if (!index) return "";
-  const positions = new Map<string, number[]>();
-  index.split(" ").forEach((w, i) => {
-    const p = positions.get(w);
-    if (!p) positions.set(w, [i + 1]);
-    else if (p.length < 256) p.push(i + 1);
-  });
-  const out: string[] = [];
-  for (const [w, p] of positions) out.push(`'${w}':${p.join(",")}`);
-  return out.join(" ");
-}
-
 const agentTokens = new Map<string, string>();
 
 /** The agent's token in the SQLite index's `agent` column: letters and digits, one word (remembered: one per entry written). */

@@ -1,7 +1,7 @@
 import { FailedPreconditionError } from "../../contract/errors.js";
 import type { Conn, PgDatabase } from "./database.js";
 import { decodeEntry } from "../rows.js";
-import { entryIndexText, tsvectorLiteral } from "../search-text.js";
+import { entryIndexText } from "../search-text.js";
 
 /**
  * Versioned schema of the PostgreSQL store: the same tables and columns as the SQLite store
@@ -210,8 +210,9 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: `
       -- History search (proto/contextd/v1/search.proto, src/store/postgres/search.ts): the words of
       -- each message's text and each compaction's summary, cut by src/store/search-text.ts (the same
-      -- words as the SQLite index) and written as a tsvector literal with their positions, so that
-      -- no text search configuration or parser decides what a word is, and phrases match in order.
+      -- words as the SQLite index) and sent lower-cased, joined by spaces, to to_tsvector with the
+      -- simple configuration: its parser sees only words and spaces and keeps each word as it is,
+      -- with its position (phrases match in order). No dictionary or stemming decides what a word is.
       -- Empty for entries without text; NULL only until the backfill has read the entry. Written by
       -- every write of an entry; DeleteSession removes it with the entry. No extension needed.
       ALTER TABLE entries ADD COLUMN search tsvector;
@@ -277,9 +278,9 @@ async function backfillSearch(conn: Conn): Promise<void> {
     );
     if (rows.length === 0) break;
     await conn.query(
-      `UPDATE entries e SET search = v.search FROM unnest($1::text[], $2::bigint[], $3::tsvector[]) AS v(session_id, seq, search)
+      `UPDATE entries e SET search = to_tsvector('pg_catalog.simple', v.words) FROM unnest($1::text[], $2::bigint[], $3::text[]) AS v(session_id, seq, words)
        WHERE e.session_id = v.session_id AND e.seq = v.seq`,
-      [rows.map((r) => r.session_id), rows.map((r) => r.seq), rows.map((r) => tsvectorLiteral(entryIndexText(decodeEntry(r.payload))))],
+      [rows.map((r) => r.session_id), rows.map((r) => r.seq), rows.map((r) => entryIndexText(decodeEntry(r.payload)))],
     );
   }
   await conn.query("CREATE INDEX entries_search ON entries USING gin (search)");

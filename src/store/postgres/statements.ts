@@ -11,6 +11,13 @@ function stmt(name: string, text: string): Statement {
 const ENTRY_COLUMNS = "session_id, seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, message_key, payload, search";
 
 /**
+ * The search column (migration 7) of an entry's words (search-text.ts indexText: lower-cased runs of
+ * letters and digits joined by single spaces): the parser sees nothing but words and spaces, and the
+ * `simple` configuration keeps every word as it is, with its position.
+ */
+export const SEARCH_VECTOR = (words: string) => `to_tsvector('pg_catalog.simple', ${words})`;
+
+/**
  * Part 0 of the active-view statements: the session row $1 as JSON, in the columns of the entry
  * parts — only when its agent is within the AgentScope $2 (exact ids), $3 (prefixes); else no row,
  * and no entry part joins anything.
@@ -41,7 +48,9 @@ export const SQL = {
   insertEntries: stmt(
     "insert_entries",
     `INSERT INTO entries (${ENTRY_COLUMNS})
-     SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::bigint[], $8::bigint[], $9::boolean[], $10::text[], $11::bytea[], $12::tsvector[])`,
+     SELECT $1, u.seq, u.id, u.parent_id, u.kind, u.role, u.token_count, u.timestamp_ms, u.hidden, u.message_key, u.payload, ${SEARCH_VECTOR("u.words")}
+     FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::bigint[], $8::bigint[], $9::boolean[], $10::text[], $11::bytea[], $12::text[])
+       AS u(seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, message_key, payload, words)`,
   ),
   /** The entries that hold any of the message keys $2 in session $1 (AppendMessagesRequest.message_keys). */
   entriesByMessageKey: stmt(
@@ -150,7 +159,10 @@ export const SQL = {
   ),
   // rewrites
   rewriteTargets: stmt("rewrite_targets", "SELECT id, seq, kind, token_count, payload FROM entries WHERE session_id = $1 AND id = ANY($2::text[])"),
-  updateEntry: stmt("update_entry", "UPDATE entries SET role = $3, token_count = $4, payload = $5, search = $6::tsvector WHERE session_id = $1 AND seq = $2"),
+  updateEntry: stmt(
+    "update_entry",
+    `UPDATE entries SET role = $3, token_count = $4, payload = $5, search = ${SEARCH_VECTOR("$6::text")} WHERE session_id = $1 AND seq = $2`,
+  ),
   // History search (search.ts): a session's matches by seq, highest first, before $3.
   searchSession: stmt(
     "search_session",

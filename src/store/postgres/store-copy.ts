@@ -4,8 +4,9 @@ import { FailedPreconditionError } from "../../contract/errors.js";
 import type { RawEntry, RawIdempotencyKey, RawQuarantine, RawRegistration, RawRevision, RawSession, RawWriter, StoreRowCounts } from "../types.js";
 import type { Conn, PgDatabase } from "./database.js";
 import { MIGRATION_LOCK_KEY } from "./migrations.js";
+import { SEARCH_VECTOR } from "./statements.js";
 import { bytea, chunks, decodeEntry } from "./rows.js";
-import { entryIndexText, tsvectorLiteral } from "../search-text.js";
+import { entryIndexText } from "../search-text.js";
 import { SESSION_COLUMNS } from "../session-columns.js";
 
 // PostgresStore's StoreCopy half (contextctl migrate-store): rows read and written as they are,
@@ -135,8 +136,9 @@ class PgRawWriter implements RawWriter {
     for (const part of chunks(entries)) {
       await this.query(
         `INSERT INTO entries (session_id, seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, message_key, payload, search)
-         SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::bigint[], $8::bigint[], $9::boolean[], $10::text[], $11::bytea[],
-                                  $12::tsvector[])`,
+         SELECT $1, u.seq, u.id, u.parent_id, u.kind, u.role, u.token_count, u.timestamp_ms, u.hidden, u.message_key, u.payload, ${SEARCH_VECTOR("u.words")}
+         FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::bigint[], $8::bigint[], $9::boolean[], $10::text[], $11::bytea[], $12::text[])
+           AS u(seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, message_key, payload, words)`,
         [
           sessionId,
           part.map((e) => e.seq),
@@ -150,7 +152,7 @@ class PgRawWriter implements RawWriter {
           part.map((e) => e.messageKey),
           part.map((e) => bytea(e.payload)),
           // The search index is this store's own (migration 7): made from the payload, as an append makes it.
-          part.map((e) => tsvectorLiteral(entryIndexText(decodeEntry(e.payload)))),
+          part.map((e) => entryIndexText(decodeEntry(e.payload))),
         ],
       );
     }

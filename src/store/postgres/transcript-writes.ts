@@ -18,7 +18,6 @@ import {
   type SessionRow,
 } from "./rows.js";
 import { checkTimeMs } from "../rows.js";
-import { tsvectorLiteral } from "../search-text.js";
 import { SQL } from "./statements.js";
 import { planRewrites, rewriteTotals } from "../rewrite-plan.js";
 import { seedCompaction } from "../seed-entries.js";
@@ -152,14 +151,7 @@ export async function rewriteEntries(db: PgDatabase, sessionId: string, rewrites
     const now = Date.now();
     for (const p of planned) {
       await run(conn, SQL.insertRevision, [sessionId, p.id, p.previous.revision ?? 0, p.target.token_count, now, why, p.target.payload]);
-      await run(conn, SQL.updateEntry, [
-        sessionId,
-        p.next.row.seq,
-        p.next.row.role,
-        p.next.row.token_count,
-        bytea(p.next.row.payload),
-        tsvectorLiteral(p.next.row.index_text),
-      ]);
+      await run(conn, SQL.updateEntry, [sessionId, p.next.row.seq, p.next.row.role, p.next.row.token_count, bytea(p.next.row.payload), p.next.row.index_text]);
     }
     const { tokenDelta, bytesFreed } = rewriteTotals(planned);
     row.total_tokens += tokenDelta;
