@@ -12,6 +12,7 @@ import { noisyNeighbor } from "./noisy_neighbor.js";
 import { tokenizer } from "./tokenizer.js";
 import { gatewayOverhead } from "./gateway_overhead.js";
 import { observabilityOverhead } from "./observability_overhead.js";
+import { search } from "./search.js";
 
 export const SCENARIOS: Scenario[] = [
   gatewayOverhead,
@@ -20,6 +21,7 @@ export const SCENARIOS: Scenario[] = [
   assembleUnderLoad,
   noisyNeighbor,
   appendThroughput,
+  search,
   failover,
   compactionDeadline,
   compactionQuality,

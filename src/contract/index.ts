@@ -13,6 +13,7 @@ export { ContextEngineServiceService, ContextEngineServiceClient, EngineInfo } f
 export { SessionServiceService, SessionServiceClient } from "./gen/contextd/v1/session.js";
 export { RegistryServiceService, RegistryServiceClient } from "./gen/contextd/v1/registry.js";
 export { HostServiceService, HostServiceClient } from "./gen/contextd/v1/host.js";
+export { SearchOrder, SearchScope, searchOrderToJSON, searchScopeToJSON } from "./gen/contextd/v1/search.js";
 export * from "./quote.js";
 export * from "./engine-id.js";
 // The prompt budget of a compaction (docs/concepts.md, "Budgets"): the host and engines that own

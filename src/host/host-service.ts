@@ -13,6 +13,9 @@ import type { TranscriptStore } from "../store/types.js";
 import type { Tokenizer } from "../tokens/tokenizer.js";
 import type { Compactions } from "./compactions.js";
 import { readTranscriptPage } from "./transcript-pages.js";
+import { searchTranscript } from "./transcript-search.js";
+import { HOST_PAGE_KEY } from "./page-token.js";
+import { SearchScope } from "../contract/gen/contextd/v1/search.js";
 import { requireSession, validateMessage, type AppendLimits } from "./validate.js";
 import { sessionNotFound } from "./session-visibility.js";
 
@@ -79,6 +82,14 @@ export function hostService(
       }
       if (!(await store.getSession(session.sessionId))) throw sessionNotFound(session.sessionId);
       return readTranscriptPage(store, session.sessionId, req.pageSize, req.pageToken);
+    }),
+
+    // The grant's one session (no AGENT scope here: the host token covers this session only).
+    searchTranscript: row(CALLBACK, async (req: H.HostServiceSearchTranscriptRequest, _ctx, session): Promise<H.HostServiceSearchTranscriptResponse> => {
+      const record = await store.getSession(session.sessionId);
+      if (!record) throw sessionNotFound(session.sessionId);
+      const ask = { ...req, scope: SearchScope.SEARCH_SCOPE_SESSION };
+      return searchTranscript(store, ask, record, { key: HOST_PAGE_KEY, rpc: "HostService.SearchTranscript" });
     }),
 
     rewriteTranscriptEntries: row(CALLBACK, async (req: H.RewriteTranscriptEntriesRequest, ctx, session): Promise<H.RewriteTranscriptEntriesResponse> => {

@@ -1,3 +1,4 @@
+import type * as Q from "../contract/gen/contextd/v1/search.js";
 import type * as S from "../contract/gen/contextd/v1/session.js";
 import type { Router } from "../registry/router.js";
 import type { RuntimeAccess } from "./runtime-access.js";
@@ -5,6 +6,7 @@ import type { ActiveTotals, TranscriptStore } from "../store/types.js";
 import { contextOverview } from "./active-view.js";
 import { decodePageToken, encodePageToken, pageSize } from "./page-token.js";
 import { readTranscriptPage } from "./transcript-pages.js";
+import { expandCompaction, searchTranscript } from "./transcript-search.js";
 import { sessionNotFound, type AdmittedSession } from "./session-visibility.js";
 import type { SessionHost } from "./session-host.js";
 
@@ -45,6 +47,17 @@ export class SessionQueries {
   async getTranscript(req: S.GetTranscriptRequest, access: RuntimeAccess, session: AdmittedSession): Promise<S.GetTranscriptResponse> {
     await this.host.requireExists(session);
     return readTranscriptPage(this.store, session.sessionId, req.pageSize, req.pageToken, { key: access.pageKey, rpc: "SessionService.GetTranscript" });
+  }
+
+  /** History search (transcript-search.ts): the session's, or — AGENT scope — its stored agent's sessions. */
+  async searchTranscript(req: Q.SearchTranscriptRequest, access: RuntimeAccess, session: AdmittedSession): Promise<Q.SearchTranscriptResponse> {
+    await this.host.requireExists(session);
+    return searchTranscript(this.store, req, session, { key: access.pageKey, rpc: "SessionService.SearchTranscript" });
+  }
+
+  async expandCompaction(req: Q.ExpandCompactionRequest, access: RuntimeAccess, session: AdmittedSession): Promise<Q.ExpandCompactionResponse> {
+    await this.host.requireExists(session);
+    return expandCompaction(this.store, req, session.sessionId, { key: access.pageKey, rpc: "SessionService.ExpandCompaction" });
   }
 
   async deleteSession(session: AdmittedSession): Promise<S.DeleteSessionResponse> {

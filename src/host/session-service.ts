@@ -1,3 +1,4 @@
+import type * as Q from "../contract/gen/contextd/v1/search.js";
 import type * as S from "../contract/gen/contextd/v1/session.js";
 import type { SessionServiceService } from "../contract/gen/contextd/v1/session.js";
 import type { SessionRef } from "../contract/gen/contextd/v1/types.js";
@@ -116,6 +117,14 @@ export function sessionService(
     getTranscript: rpc({
       auth: "runtime", session: { session: "existing" }, deadline: "call",
       handler: (r: S.GetTranscriptRequest, ctx, s) => queries.getTranscript(r, ctx.principal, s.session),
+    }),
+    searchTranscript: rpc({
+      auth: "runtime", session: { session: "existing" }, deadline: "call",
+      handler: (r: Q.SearchTranscriptRequest, ctx, s) => queries.searchTranscript(r, ctx.principal, s.session),
+    }),
+    expandCompaction: rpc({
+      auth: "runtime", session: { session: "existing" }, deadline: "call",
+      handler: (r: Q.ExpandCompactionRequest, ctx, s) => queries.expandCompaction(r, ctx.principal, s.session),
     }),
     deleteSession: rpc({
       auth: "runtime", session: { session: "existing" }, deadline: "call",

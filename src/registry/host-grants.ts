@@ -7,12 +7,13 @@ import { quote } from "../contract/quote.js";
 import { callerBinding, checkCaller, type CallerBinding, type HostCaller } from "./caller-binding.js";
 
 /**
- * The EngineInfo.host_requirements each HostService RPC needs. ReadTranscript needs none: it reads
+ * The EngineInfo.host_requirements each HostService RPC needs. ReadTranscript and SearchTranscript need none: they read
  * only the session the engine call is about, which the engine was sent anyway. Keyed by every RPC
  * of the service, so a new one cannot be added without deciding.
  */
 export const HOST_RPC_REQUIREMENTS = {
   ReadTranscript: undefined,
+  SearchTranscript: undefined,
   RewriteTranscriptEntries: "transcript-rewrite",
   DelegateCompaction: "host-compaction",
   Complete: "llm-complete",

@@ -1,5 +1,6 @@
 import { SessionServiceClient, type DeepPartial } from "../contract/gen/contextd/v1/session.js";
 import * as S from "../contract/gen/contextd/v1/session.js";
+import * as Q from "../contract/gen/contextd/v1/search.js";
 import { CHANNEL_OPTIONS, callUnary, channelCredentials, type CallOptions, type ClientOptions } from "./grpc-call.js";
 
 export type { ClientOptions, CallOptions } from "./grpc-call.js";
@@ -71,6 +72,12 @@ export class ContextdClient {
   }
   deleteSession(req: DeepPartial<S.DeleteSessionRequest>, o?: CallOptions): Promise<S.DeleteSessionResponse> {
     return this.call("deleteSession", S.DeleteSessionRequest.fromPartial(req), o);
+  }
+  searchTranscript(req: DeepPartial<Q.SearchTranscriptRequest>, o?: CallOptions): Promise<Q.SearchTranscriptResponse> {
+    return this.call("searchTranscript", Q.SearchTranscriptRequest.fromPartial(req), o);
+  }
+  expandCompaction(req: DeepPartial<Q.ExpandCompactionRequest>, o?: CallOptions): Promise<Q.ExpandCompactionResponse> {
+    return this.call("expandCompaction", Q.ExpandCompactionRequest.fromPartial(req), o);
   }
 
   /** Every entry of a session's transcript, following page tokens to the end. */

@@ -1,6 +1,7 @@
 import { Message, type TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
 import type { EntryRevision } from "./types.js";
 import { checkMessageInput, decodeEntry, encodeEntry, type EntryKind } from "./rows.js";
+import { entryIndexText } from "./search-text.js";
 
 // The rows of a message rewrite (SessionService.RewriteMessages): the entry it replaces, the UPDATE
 // it runs, and the revision it keeps in entry_revisions. Both stores use them.
@@ -20,6 +21,8 @@ export interface EntryUpdateRow {
   role: number;
   token_count: number;
   payload: Uint8Array;
+  /** The search index's text of the new revision (search-text.ts); not a column of entries. */
+  index_text: string;
 }
 
 /** A replaced revision of an entry (entry_revisions). */
@@ -65,6 +68,7 @@ export function rewrittenEntryRow(
     role: message.role,
     token_count: tokenCount,
     payload: encodeEntry(entry, what),
+    index_text: entryIndexText(entry),
   };
   return { row, entry };
 }

@@ -5,6 +5,7 @@ import { InvalidArgumentError } from "../contract/errors.js";
 import { entryPayloadWithBody } from "../contract/received-messages.js";
 import { CompactionEntry, Message, TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
 import type { SessionLabels, SessionRecord, ViewMessage } from "./types.js";
+import { entryIndexText } from "./search-text.js";
 
 // The transcript rows of the SQLite store (sessions, entries, entry revisions) and their mapping to
 // and from the contract's entries. Registry rows are in registry-rows.ts, rewrite rows in
@@ -52,6 +53,8 @@ export interface SessionRow {
   /** The message_key of the newest keyed message entry ('' when none), and the newest message's timestamp (migration 6). */
   last_message_key: string;
   last_message_timestamp_ms: number;
+  /** SQLite only (migration 8): the session's number in the search index's rowids (sqlite/search.ts). */
+  search_id?: number | null;
 }
 
 /** The subagent TTL columns of a session row (migration 4). */
@@ -89,6 +92,8 @@ export interface EntryRow {
   /** AppendMessagesRequest.message_keys (migration 6); null for an entry without one. */
   message_key: string | null;
   payload: Uint8Array;
+  /** What the search index holds for the entry (search-text.ts indexText; "" for nothing): not a column of entries. */
+  index_text: string;
 }
 
 /** Advances the session's newest-message columns past a message entry it now holds (in memory). */
@@ -237,6 +242,7 @@ function entryRow(pos: Position, entry: TranscriptEntry, kind: EntryKind, role: 
 
 function entryRowFields(pos: Position, entry: TranscriptEntry, kind: EntryKind, role: number | null, tokenCount: number): Omit<EntryRow, "payload"> {
   return {
+    index_text: entryIndexText(entry),
     session_id: pos.sessionId,
     seq: pos.seq,
     id: entry.id,

@@ -1,4 +1,5 @@
 import type { CompactionEntry, Message, TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
+import type { SearchTerms } from "./search-text.js";
 
 /**
  * The transcript store. Async so that the PostgreSQL implementation satisfies the same interface as
@@ -121,6 +122,17 @@ export interface TranscriptStore {
   claimExpiredSubagents(nowMs: number, limit: number): Promise<ExpiredSubagent[]>;
   /** The TTL and end of a session (zeros when it has neither); undefined when it does not exist. */
   readSubagentState(sessionId: string): Promise<SubagentState | undefined>;
+  /**
+   * History search (proto/contextd/v1/search.proto, store/search-hits.ts): the entries of the
+   * session — or, with `agentId`, of every session of that agent — whose text holds every term,
+   * in NEWEST order after `after`, at most `limit` (RELEVANCE: the RELEVANCE_CANDIDATES newest,
+   * ranked in search-hits.ts). Compacted, hidden and rewritten entries are searched as they stand.
+   */
+  searchCandidates(search: StoreSearch): Promise<SearchCandidate[]>;
+  /** One entry by id; undefined when the session has no such entry (NotFoundError when the session does not exist). */
+  readEntryById(sessionId: string, entryId: string): Promise<TranscriptEntry | undefined>;
+  /** The latest compaction entry before `beforeSeq`; undefined when there is none. */
+  readPreviousCompaction(sessionId: string, beforeSeq: number): Promise<TranscriptEntry | undefined>;
   /** Records what the last assembly added to the system prompt (for the context overview). */
   setSystemAdditionTokens(sessionId: string, tokens: number): Promise<void>;
   /**
@@ -141,6 +153,30 @@ export interface TranscriptStore {
 export interface AgentScope {
   exact: readonly string[];
   prefixes: readonly string[];
+}
+
+/** A history search as the stores run it (searchCandidates). */
+export interface StoreSearch {
+  /** The session searched (without `agentId`). */
+  sessionId: string;
+  /** Set: every session of this agent is searched (SearchScope AGENT). */
+  agentId?: string;
+  terms: SearchTerms;
+  /** Resume after this position of NEWEST order (exclusive). */
+  after?: SearchPosition;
+  limit: number;
+}
+
+/** A position in NEWEST order: sessions newest-created first (then by id), entries by seq, highest first. */
+export interface SearchPosition {
+  createdAtMs: number;
+  sessionId: string;
+  seq: number;
+}
+
+/** A matching entry as a store reads it: its position and stored bytes. */
+export interface SearchCandidate extends SearchPosition {
+  payload: Uint8Array;
 }
 
 /** Every session (the prefix ""): listings without an agent filter. */

@@ -61,6 +61,9 @@ export function fakeHost(transcript: Message[], opts: { compactionId?: string; c
       }
       return entries;
     },
+    async searchTranscript() {
+      throw new Error("not used");
+    },
     async rewriteTranscriptEntries() {
       throw new Error("not used");
     },

@@ -72,6 +72,36 @@ describe("HostService, called with the token of an engine call in progress", () 
     expect(active.entries.map((e) => e.id)).toEqual(all.entries.map((e) => e.id));
   });
 
+  it("SearchTranscript searches the granted session's history only, with tokens of its own", async () => {
+    const res = await hostCall(host, host.searchTranscript, H.HostServiceSearchTranscriptRequest.fromPartial({ session, query: "second" }), token);
+    expect(res.hits.map((h) => [h.sessionId, h.seq, h.snippet])).toEqual([["host-calls", 2, "«second» message"]]);
+    await cx.appendMessages({ session: { sessionId: "not-granted" }, messages: [user("second session, second word")] });
+    const other = (await hostCall(
+      host,
+      host.searchTranscript,
+      H.HostServiceSearchTranscriptRequest.fromPartial({ session: { sessionId: "not-granted" }, query: "second" }),
+      token,
+    ).catch((e) => e)) as ServiceError;
+    expect(other.code).toBe(status.PERMISSION_DENIED);
+    const wordless = (await hostCall(host, host.searchTranscript, H.HostServiceSearchTranscriptRequest.fromPartial({ session, query: "***" }), token).catch(
+      (e) => e,
+    )) as ServiceError;
+    expect(wordless.code).toBe(status.INVALID_ARGUMENT);
+    expect(wordless.details).toMatch(/^query /);
+    // A runtime's page token is not a host's (and the other way round).
+    await cx.appendMessages({ session, messages: [user("second again"), user("and a second time")] });
+    const runtimePage = await cx.searchTranscript({ session, query: "second", pageSize: 1 });
+    expect(runtimePage.nextPageToken).not.toBe("");
+    const replayed = (await hostCall(
+      host,
+      host.searchTranscript,
+      H.HostServiceSearchTranscriptRequest.fromPartial({ session, query: "second", pageSize: 1, pageToken: runtimePage.nextPageToken }),
+      token,
+    ).catch((e) => e)) as ServiceError;
+    expect(replayed.code).toBe(status.INVALID_ARGUMENT);
+    expect(replayed.details).toMatch(/^page_token /);
+  });
+
   it("RewriteTranscriptEntries replaces content and keeps the previous revision", async () => {
     const before = await hostCall(host, host.readTranscript, H.ReadTranscriptRequest.fromPartial({ session }), token);
     const entryId = before.entries[0].id;

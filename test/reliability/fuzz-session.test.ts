@@ -231,6 +231,7 @@ describe("SessionService under bad input", () => {
   describe("every other RPC", () => {
     const pool = ["fuzz-1", "fuzz-2", "other-1", "other-2", "child-1", "imp-1"];
     const handles: string[] = [];
+    const compactionIds: string[] = [];
     /** Per RPC, how many calls were answered OK: every RPC must have been exercised for real. */
     const answered = new Map<string, number>();
     const named = fc.oneof({ arbitrary: fc.constantFrom(...pool), weight: 6 }, { arbitrary: A.adversarialString({ long: 300 }), weight: 1 });
@@ -306,6 +307,31 @@ describe("SessionService under bad input", () => {
       call("importTranscript", fc.record({ session: fresh, jsonl }), 3),
       call("exportTranscript", fc.record({ session: ref }), 1),
       call("deleteSession", fc.record({ session: fresh }), 1),
+      call(
+        "searchTranscript",
+        fc.record({
+          session: ref,
+          query: fc.oneof(fc.string({ maxLength: 40 }), A.adversarialString(), fc.constantFrom('"', '"a OR', "*", "NEAR(x", "-x", "body:*", "m1")),
+          scope: fc.integer({ min: -1, max: 3 }),
+          order: fc.integer({ min: -1, max: 3 }),
+          pageSize: A.u32,
+          pageToken,
+        }),
+        1,
+      ),
+      call(
+        "expandCompaction",
+        fc.record({
+          session: ref,
+          compactionEntryId: fc.oneof(
+            { arbitrary: fc.nat().map((i) => compactionIds[i % Math.max(1, compactionIds.length)] ?? ""), weight: 3 },
+            { arbitrary: A.adversarialString(), weight: 1 },
+          ),
+          pageSize: A.u32,
+          pageToken,
+        }),
+        2,
+      ),
     );
 
     const refsOf = (req: Record<string, unknown>) => [req.session, req.parent, req.child].filter((r): r is { sessionId: string } => Boolean(r));
@@ -349,6 +375,11 @@ describe("SessionService under bad input", () => {
             } else {
               answered.set(rpc, (answered.get(rpc) ?? 0) + 1);
               if (rpc === "prepareSubagentSpawn") handles.push((res.value as S.PrepareSubagentSpawnResponse).rollbackHandle);
+              // ExpandCompaction needs the id of a compaction entry: the ones a compaction just committed.
+              if (rpc === "compact" && (res.value as S.CompactResponse).compacted) {
+                const entries = (await cx.getTranscript({ session: (req as { session: { sessionId: string } }).session, pageSize: 5000 })).entries;
+                compactionIds.push(...entries.filter((e) => e.entry?.$case === "compaction").map((e) => e.id));
+              }
             }
             await stillReadable(req, what);
           }

@@ -12,6 +12,7 @@ import { Client, credentials } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as H from "../../src/contract/gen/contextd/v1/host.js";
 import * as R from "../../src/contract/gen/contextd/v1/registry.js";
+import * as Q from "../../src/contract/gen/contextd/v1/search.js";
 import * as S from "../../src/contract/gen/contextd/v1/session.js";
 import { SubagentContextMode, SubagentEndReason } from "../../src/contract/gen/contextd/v1/types.js";
 import { ContextdClient } from "../../src/sdk/runtime-client.js";
@@ -81,6 +82,8 @@ const MATRIX: Record<string, Row> = {
   "SessionService/GetTranscript":          { request: () => S.GetTranscriptRequest.fromPartial({ session: SEEDED }), expect: SESSION(OK) },
   "SessionService/ImportTranscript":       { request: () => S.ImportTranscriptRequest.fromPartial({ session: { sessionId: "matrix-import" }, jsonl: Buffer.from(JSON.stringify({ role: "user", content: "hi" })) }), expect: SESSION(OK) },
   "SessionService/ExportTranscript":       { request: () => S.ExportTranscriptRequest.fromPartial({ session: SEEDED }), expect: SESSION(OK) },
+  "SessionService/SearchTranscript":       { request: () => Q.SearchTranscriptRequest.fromPartial({ session: SEEDED, query: "hi" }), expect: SESSION(OK) },
+  "SessionService/ExpandCompaction":       { request: () => Q.ExpandCompactionRequest.fromPartial({ session: SEEDED, compactionEntryId: "not-a-compaction" }), expect: SESSION(INVALID) },
   "SessionService/DeleteSession":          { request: () => S.DeleteSessionRequest.fromPartial({ session: { sessionId: "matrix-missing" } }), expect: SESSION(NOT_FOUND) },
 
   "RegistryService/RegisterEngine":        { request: () => R.RegisterEngineRequest.fromPartial({ engineId: "matrix-probe", owner: "acme" }), expect: REGISTER },
@@ -93,6 +96,7 @@ const MATRIX: Record<string, Row> = {
 
   // For the session of the held engine call; minimal requests the handlers refuse past the token check.
   "HostService/ReadTranscript":            { request: () => H.ReadTranscriptRequest.fromPartial({ session: HOSTED }), expect: HOST(OK) },
+  "HostService/SearchTranscript":          { request: () => H.HostServiceSearchTranscriptRequest.fromPartial({ session: HOSTED, query: "hi" }), expect: HOST(OK) },
   "HostService/RewriteTranscriptEntries":  { request: () => H.RewriteTranscriptEntriesRequest.fromPartial({ session: HOSTED, rewrites: [] }), expect: HOST(INVALID) },
   "HostService/DelegateCompaction":        { request: () => H.DelegateCompactionRequest.fromPartial({ session: HOSTED }), expect: HOST(INVALID) },
   // No summarizer model is configured: the host token got through, the host has nothing to complete with.

@@ -8,6 +8,8 @@ import { openStore } from "../../src/store/open-store.js";
 import { MIGRATIONS, SCHEMA_VERSION } from "../../src/store/postgres/migrations.js";
 import { PostgresStore } from "../../src/store/postgres/postgres-store.js";
 import { SQL } from "../../src/store/postgres/statements.js";
+import { searchPage } from "../../src/store/search-hits.js";
+import { parseQuery } from "../../src/store/search-text.js";
 import { createScratchDatabase, type ScratchDatabase } from "../helpers/scratch-postgres.js";
 
 // PostgreSQL only: migrations under concurrent starts, connection failures, the pool. What every
@@ -61,6 +63,26 @@ describe("PostgresStore: schema migrations", () => {
     for (const s of stores) expect((await s.getSession("s"))?.messageCount).toBe(1);
     // A later start finds nothing to do.
     expect((await open(db.url())).migration).toEqual({ found: SCHEMA_VERSION, applied: [] });
+  });
+
+  it("migration 7 indexes every entry of an existing database, so its history is searchable once it opens", async () => {
+    const db = await scratch();
+    const before = await open(db.url());
+    await before.appendMessages("old", [{ message: textMessage(Role.ROLE_USER, "see invoice_rounding.ts for BILL-4821"), tokenCount: 1 }], LABELS);
+    await before.appendMessages("old", [{ message: textMessage(Role.ROLE_USER, "nothing here"), tokenCount: 1 }], LABELS);
+    await before.close();
+    // Back to version 6: no search column, no index, no record of migration 7.
+    await sql(db, "ALTER TABLE entries DROP COLUMN search");
+    await sql(db, "DELETE FROM contextd_schema_migrations WHERE version = 7");
+
+    const after = await open(db.url());
+    expect(after.migration).toEqual({ found: 6, applied: [7] });
+    const hits = await searchPage(after, { sessionId: "old", terms: parseQuery("invoice_rounding.ts") }, "newest", 10, undefined);
+    expect(hits.hits.map((h) => h.seq)).toEqual([1]);
+    const [unindexed] = await sql<{ n: number }>(db, "SELECT COUNT(*)::int AS n FROM entries WHERE search IS NULL");
+    expect(unindexed.n).toBe(0);
+    const [index] = await sql<{ n: number }>(db, "SELECT COUNT(*)::int AS n FROM pg_indexes WHERE indexname = 'entries_search'");
+    expect(index.n).toBe(1);
   });
 
   it("refuses a database whose schema is newer than this build, with a clear message", async () => {

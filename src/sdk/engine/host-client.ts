@@ -5,11 +5,13 @@ import {
   CompleteRequest,
   DelegateCompactionRequest,
   HostServiceClient,
+  HostServiceSearchTranscriptRequest,
   ReadTranscriptRequest,
   RewriteTranscriptEntriesRequest,
   type CompleteResponse,
   type DeepPartial,
   type DelegateCompactionResponse,
+  type HostServiceSearchTranscriptResponse,
   type ReadTranscriptResponse,
   type RewriteTranscriptEntriesResponse,
 } from "../../contract/gen/contextd/v1/host.js";
@@ -51,6 +53,8 @@ export interface HostClient {
   readTranscript(req?: DeepPartial<ReadTranscriptRequest>, opts?: HostCallOptions): Promise<ReadTranscriptResponse>;
   /** Every entry of the transcript (oldest first), following page tokens to the end. */
   readWholeTranscript(session?: DeepPartial<SessionRef>, opts?: ReadWholeTranscriptOptions): Promise<TranscriptEntry[]>;
+  /** One page of a search of the session's whole history, compacted entries included (proto/contextd/v1/search.proto). */
+  searchTranscript(req: DeepPartial<HostServiceSearchTranscriptRequest>, opts?: HostCallOptions): Promise<HostServiceSearchTranscriptResponse>;
   /** Replaces the content of message entries; the host keeps the previous revision. */
   rewriteTranscriptEntries(req: DeepPartial<RewriteTranscriptEntriesRequest>, opts?: HostCallOptions): Promise<RewriteTranscriptEntriesResponse>;
   /** Runs the host's native compaction; the host commits it under this engine's id. */
@@ -153,6 +157,11 @@ export class BoundHostClient implements HostClient {
       seen.add(pageToken);
     } while (pageToken);
     return entries;
+  }
+
+  searchTranscript(req: DeepPartial<HostServiceSearchTranscriptRequest>, opts?: HostCallOptions): Promise<HostServiceSearchTranscriptResponse> {
+    const client = this.channels.get(this.endpoint);
+    return this.invoke("SearchTranscript", client.searchTranscript, HostServiceSearchTranscriptRequest.fromPartial(this.withSession(req)), opts);
   }
 
   rewriteTranscriptEntries(req: DeepPartial<RewriteTranscriptEntriesRequest>, opts?: HostCallOptions): Promise<RewriteTranscriptEntriesResponse> {

@@ -1,5 +1,7 @@
 import { FailedPreconditionError } from "../../contract/errors.js";
-import type { PgDatabase } from "./database.js";
+import type { Conn, PgDatabase } from "./database.js";
+import { decodeEntry } from "../rows.js";
+import { entryIndexText } from "../search-text.js";
 
 /**
  * Versioned schema of the PostgreSQL store: the same tables and columns as the SQLite store
@@ -19,6 +21,8 @@ export interface Migration {
   version: number;
   description: string;
   sql: string;
+  /** Fills what the SQL made from rows SQL cannot read (protobuf payloads), in the same transaction. */
+  backfill?: (conn: Conn) => Promise<void>;
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -200,6 +204,21 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 7,
+    description: "history search: each entry's words as a tsvector, under a GIN index",
+    sql: `
+      -- History search (proto/contextd/v1/search.proto, src/store/postgres/search.ts): the words of
+      -- each message's text and each compaction's summary, cut by src/store/search-text.ts (the same
+      -- words as the SQLite index) and sent lower-cased, joined by spaces, to to_tsvector with the
+      -- simple configuration: its parser sees only words and spaces and keeps each word as it is,
+      -- with its position (phrases match in order). No dictionary or stemming decides what a word is.
+      -- Empty for entries without text; NULL only until the backfill has read the entry. Written by
+      -- every write of an entry; DeleteSession removes it with the entry. No extension needed.
+      ALTER TABLE entries ADD COLUMN search tsvector;
+    `,
+    backfill: backfillSearch,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
@@ -243,9 +262,26 @@ export async function migrate(db: PgDatabase, target: number = SCHEMA_VERSION): 
     for (const m of MIGRATIONS) {
       if (m.version <= found || m.version > target) continue;
       await conn.query(m.sql);
+      await m.backfill?.(conn);
       await conn.query("INSERT INTO contextd_schema_migrations (version, description) VALUES ($1, $2)", [m.version, m.description]);
       applied.push(m.version);
     }
     return { found, applied };
   });
+}
+
+/** Migration 7's backfill: every entry's tsvector, a thousand entries a statement; then the index. */
+async function backfillSearch(conn: Conn): Promise<void> {
+  for (;;) {
+    const { rows } = await conn.query<{ session_id: string; seq: number; payload: Buffer }>(
+      "SELECT session_id, seq, payload FROM entries WHERE search IS NULL LIMIT 1000",
+    );
+    if (rows.length === 0) break;
+    await conn.query(
+      `UPDATE entries e SET search = to_tsvector('pg_catalog.simple', v.words) FROM unnest($1::text[], $2::bigint[], $3::text[]) AS v(session_id, seq, words)
+       WHERE e.session_id = v.session_id AND e.seq = v.seq`,
+      [rows.map((r) => r.session_id), rows.map((r) => r.seq), rows.map((r) => entryIndexText(decodeEntry(r.payload)))],
+    );
+  }
+  await conn.query("CREATE INDEX entries_search ON entries USING gin (search)");
 }

@@ -22,11 +22,13 @@ import type {
   RawSession,
   RawWriter,
   RewriteOutcome,
+  SearchCandidate,
   SeedEntry,
   SessionLabels,
   SessionRecord,
   StoreCopy,
   StoreRowCounts,
+  StoreSearch,
   SubagentEnd,
   SubagentState,
   TranscriptStore,
@@ -44,6 +46,7 @@ import { checkTokenCount, decodeEntry, sessionFromJson, toEntryRevision, toSessi
 import { importSession } from "./session-import.js";
 import { SQL } from "./statements.js";
 import * as copy from "./store-copy.js";
+import * as search_ from "./search.js";
 import * as subagents from "./subagent-records.js";
 import * as writes from "./transcript-writes.js";
 
@@ -158,6 +161,18 @@ export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy 
       }
       return rows.map((r) => decodeEntry(r.payload));
     });
+  }
+
+  async searchCandidates(search: StoreSearch): Promise<SearchCandidate[]> {
+    return search_.searchCandidates(this.db, search);
+  }
+
+  async readEntryById(sessionId: string, entryId: string): Promise<TranscriptEntry | undefined> {
+    return search_.readEntryById(this.db, sessionId, entryId);
+  }
+
+  async readPreviousCompaction(sessionId: string, beforeSeq: number): Promise<TranscriptEntry | undefined> {
+    return search_.readPreviousCompaction(this.db, sessionId, beforeSeq);
   }
 
   async readActiveView(sessionId: string, agents?: AgentScope): Promise<ActiveView | undefined> {

@@ -32,7 +32,7 @@ export function bytea(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
-/** The parameters of insertEntries ($2…$11) for `rows`, all of one session ($1). */
+/** The parameters of insertEntries ($2…$12; $12 the words the search column is made of) for `rows`, all of one session ($1). */
 export function entryArrays(rows: readonly EntryRow[]): unknown[] {
   return [
     rows.map((r) => r.seq),
@@ -45,6 +45,7 @@ export function entryArrays(rows: readonly EntryRow[]): unknown[] {
     rows.map((r) => r.hidden === 1),
     rows.map((r) => r.message_key),
     rows.map((r) => bytea(r.payload)),
+    rows.map((r) => r.index_text),
   ];
 }
 

@@ -8,7 +8,14 @@ function stmt(name: string, text: string): Statement {
   return { name: `contextd_${name}`, text };
 }
 
-const ENTRY_COLUMNS = "session_id, seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, message_key, payload";
+const ENTRY_COLUMNS = "session_id, seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, message_key, payload, search";
+
+/**
+ * The search column (migration 7) of an entry's words (search-text.ts indexText: lower-cased runs of
+ * letters and digits joined by single spaces): the parser sees nothing but words and spaces, and the
+ * `simple` configuration keeps every word as it is, with its position.
+ */
+export const SEARCH_VECTOR = (words: string) => `to_tsvector('pg_catalog.simple', ${words})`;
 
 /**
  * Part 0 of the active-view statements: the session row $1 as JSON, in the columns of the entry
@@ -41,7 +48,9 @@ export const SQL = {
   insertEntries: stmt(
     "insert_entries",
     `INSERT INTO entries (${ENTRY_COLUMNS})
-     SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::bigint[], $8::bigint[], $9::boolean[], $10::text[], $11::bytea[])`,
+     SELECT $1, u.seq, u.id, u.parent_id, u.kind, u.role, u.token_count, u.timestamp_ms, u.hidden, u.message_key, u.payload, ${SEARCH_VECTOR("u.words")}
+     FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::bigint[], $8::bigint[], $9::boolean[], $10::text[], $11::bytea[], $12::text[])
+       AS u(seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, message_key, payload, words)`,
   ),
   /** The entries that hold any of the message keys $2 in session $1 (AppendMessagesRequest.message_keys). */
   entriesByMessageKey: stmt(
@@ -150,7 +159,30 @@ export const SQL = {
   ),
   // rewrites
   rewriteTargets: stmt("rewrite_targets", "SELECT id, seq, kind, token_count, payload FROM entries WHERE session_id = $1 AND id = ANY($2::text[])"),
-  updateEntry: stmt("update_entry", "UPDATE entries SET role = $3, token_count = $4, payload = $5 WHERE session_id = $1 AND seq = $2"),
+  updateEntry: stmt(
+    "update_entry",
+    `UPDATE entries SET role = $3, token_count = $4, payload = $5, search = ${SEARCH_VECTOR("$6::text")} WHERE session_id = $1 AND seq = $2`,
+  ),
+  // History search (search.ts): a session's matches by seq, highest first, before $3.
+  searchSession: stmt(
+    "search_session",
+    `SELECT seq, payload FROM entries WHERE session_id = $1 AND search @@ $2::tsquery AND seq < $3
+     ORDER BY seq DESC LIMIT $4`,
+  ),
+  // An agent's matches in NEWEST order (sessions newest-created first, then by id; seq highest first) after ($3, $4, $5).
+  searchAgent: stmt(
+    "search_agent",
+    `SELECT e.session_id, s.created_at_ms, e.seq, e.payload FROM entries e JOIN sessions s ON s.session_id = e.session_id
+     WHERE s.agent_id = $1 AND e.search @@ $2::tsquery
+       AND ($3::bigint IS NULL OR s.created_at_ms < $3
+            OR (s.created_at_ms = $3 AND (e.session_id > $4 OR (e.session_id = $4 AND e.seq < $5))))
+     ORDER BY s.created_at_ms DESC, e.session_id ASC, e.seq DESC LIMIT $6`,
+  ),
+  entryPayloadById: stmt("entry_payload_by_id", "SELECT payload FROM entries WHERE session_id = $1 AND id = $2"),
+  previousCompaction: stmt(
+    "previous_compaction",
+    "SELECT payload FROM entries WHERE session_id = $1 AND seq < $2 AND kind = 'compaction' ORDER BY seq DESC LIMIT 1",
+  ),
   insertRevision: stmt(
     "insert_revision",
     `INSERT INTO entry_revisions (session_id, entry_id, revision, token_count, replaced_at_ms, reason, payload)

@@ -16,7 +16,9 @@ import type {
 } from "../types.js";
 import type { Conn, PgDatabase } from "./database.js";
 import { MIGRATION_LOCK_KEY } from "./migrations.js";
-import { bytea, chunks } from "./rows.js";
+import { SEARCH_VECTOR } from "./statements.js";
+import { bytea, chunks, decodeEntry } from "./rows.js";
+import { entryIndexText } from "../search-text.js";
 import { SESSION_COLUMNS } from "../session-columns.js";
 
 // PostgresStore's StoreCopy half (contextctl migrate-store): rows read and written as they are,
@@ -160,8 +162,10 @@ class PgRawWriter implements RawWriter {
   async writeEntries(sessionId: string, entries: RawEntry[]): Promise<void> {
     for (const part of chunks(entries)) {
       await this.query(
-        `INSERT INTO entries (session_id, seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, message_key, payload)
-         SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::bigint[], $8::bigint[], $9::boolean[], $10::text[], $11::bytea[])`,
+        `INSERT INTO entries (session_id, seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, message_key, payload, search)
+         SELECT $1, u.seq, u.id, u.parent_id, u.kind, u.role, u.token_count, u.timestamp_ms, u.hidden, u.message_key, u.payload, ${SEARCH_VECTOR("u.words")}
+         FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::bigint[], $8::bigint[], $9::boolean[], $10::text[], $11::bytea[], $12::text[])
+           AS u(seq, id, parent_id, kind, role, token_count, timestamp_ms, hidden, message_key, payload, words)`,
         [
           sessionId,
           part.map((e) => e.seq),
@@ -174,6 +178,8 @@ class PgRawWriter implements RawWriter {
           part.map((e) => e.hidden),
           part.map((e) => e.messageKey),
           part.map((e) => bytea(e.payload)),
+          // The search index is this store's own (migration 7): made from the payload, as an append makes it.
+          part.map((e) => entryIndexText(decodeEntry(e.payload))),
         ],
       );
     }

@@ -151,7 +151,7 @@ export async function rewriteEntries(db: PgDatabase, sessionId: string, rewrites
     const now = Date.now();
     for (const p of planned) {
       await run(conn, SQL.insertRevision, [sessionId, p.id, p.previous.revision ?? 0, p.target.token_count, now, why, p.target.payload]);
-      await run(conn, SQL.updateEntry, [sessionId, p.next.row.seq, p.next.row.role, p.next.row.token_count, bytea(p.next.row.payload)]);
+      await run(conn, SQL.updateEntry, [sessionId, p.next.row.seq, p.next.row.role, p.next.row.token_count, bytea(p.next.row.payload), p.next.row.index_text]);
     }
     const { tokenDelta, bytesFreed } = rewriteTotals(planned);
     row.total_tokens += tokenDelta;

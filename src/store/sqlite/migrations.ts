@@ -1,5 +1,8 @@
 import type Database from "better-sqlite3";
 
+import { decodeEntry } from "../rows.js";
+import { agentToken, entryIndexText } from "../search-text.js";
+
 /**
  * Versioned schema of the embedded SQLite transcript store.
  *
@@ -13,6 +16,8 @@ export interface Migration {
   version: number;
   description: string;
   sql: string;
+  /** Fills what the SQL made from rows SQL cannot read (protobuf payloads), in the same transaction. */
+  backfill?: (db: Database.Database) => void;
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -208,6 +213,26 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 8,
+    description: "history search: a full-text index of every entry's text (FTS5, contentless-delete)",
+    sql: `
+      -- The session's number in the search index: an entry's index row is (search_id << 32) | seq,
+      -- so that one session's rows are one rowid range (a session's search reads only its range,
+      -- DeleteSession deletes it). Assigned at insert (max + 1); the backfill numbers existing ones.
+      ALTER TABLE sessions ADD COLUMN search_id INTEGER;
+      -- History search (proto/contextd/v1/search.proto, src/store/sqlite/search.ts): the words of
+      -- each message's text and each compaction's summary (src/store/search-text.ts cuts them, the
+      -- same for both stores; body holds them joined by spaces), and the agent's token (agent), so
+      -- that an agent-wide search intersects in the index. Contentless: the text is in the entries'
+      -- payloads already, and hits are decoded from there; contentless_delete lets a rewrite or a
+      -- deletion remove rows by rowid. Written in the transaction of every write of entries. The
+      -- ascii tokenizer splits body at its spaces only (the words are lower-cased letters and digits
+      -- already, any non-ASCII ones kept whole), so FTS5 indexes exactly search-text.ts's words.
+      CREATE VIRTUAL TABLE entry_search USING fts5(body, agent, content='', contentless_delete=1, tokenize='ascii');
+    `,
+    backfill: backfillSearchIndex,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
@@ -231,9 +256,38 @@ export function migrate(db: Database.Database, target: number = SCHEMA_VERSION):
     for (const m of MIGRATIONS) {
       if (m.version <= found || m.version > target) continue;
       db.exec(m.sql);
+      m.backfill?.(db);
       db.pragma(`user_version = ${m.version}`);
     }
     return found;
   });
   return apply.immediate();
+}
+
+/**
+ * Migration 8's backfill: numbers the sessions (oldest first) and indexes every entry. One pass
+ * over the entries, in the migration's transaction: an existing store is searchable once it opens.
+ */
+function backfillSearchIndex(db: Database.Database): void {
+  const number = db.prepare("UPDATE sessions SET search_id = ? WHERE session_id = ?");
+  const sessions = db.prepare("SELECT session_id AS id, agent_id AS agent FROM sessions ORDER BY created_at_ms, session_id").all() as {
+    id: string;
+    agent: string;
+  }[];
+  sessions.forEach((s, i) => number.run(i + 1, s.id));
+  db.exec("CREATE UNIQUE INDEX sessions_by_search_id ON sessions (search_id)");
+  const index = db.prepare("INSERT INTO entry_search (rowid, body, agent) VALUES ((? << 32) | ?, ?, ?)");
+  const window = db.prepare("SELECT seq, payload FROM entries WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT 1000");
+  sessions.forEach((s, i) => {
+    const agent = agentToken(s.agent);
+    for (let after = 0; ;) {
+      const rows = window.all(s.id, after) as { seq: number; payload: Buffer }[];
+      if (rows.length === 0) break;
+      for (const r of rows) {
+        const body = entryIndexText(decodeEntry(r.payload));
+        if (body) index.run(i + 1, r.seq, body, agent);
+      }
+      after = rows[rows.length - 1].seq;
+    }
+  });
 }

@@ -3,9 +3,9 @@ import type Database from "better-sqlite3";
 
 import { SessionExistsError } from "../../contract/errors.js";
 import type { ImportedTranscript, SessionLabels, SessionRecord } from "../types.js";
-import { importedEntryRow, newSessionRow, noteMessageEntry, toSessionRecord, type EntryRow } from "../rows.js";
+import { importedEntryRow, noteMessageEntry, toSessionRecord, type EntryRow } from "../rows.js";
 import type { Statements } from "./statements.js";
-import { saveSession } from "./transcript-writes.js";
+import { insertEntry, insertSession, saveSession } from "./transcript-writes.js";
 import { checkSessionId } from "../write-checks.js";
 import { checkImportPlan } from "../import-plan.js";
 
@@ -42,11 +42,9 @@ export async function importSession(
   const run = db.transaction((): SessionRecord => {
     if (stmts.session.get(sessionId)) throw new SessionExistsError(sessionId, `session ${sessionId} already exists`);
     const now = Date.now();
-    const row = newSessionRow(sessionId, labels, now);
-    row.header_json = t.headerJson;
-    stmts.insertSession.run(row);
+    const row = insertSession(stmts, sessionId, labels, now, t.headerJson);
     for (const entry of rows) {
-      stmts.insertEntry.run(entry);
+      insertEntry(stmts, row, entry);
       row.entry_count += 1;
       if (entry.kind === "message") {
         row.message_count += 1;

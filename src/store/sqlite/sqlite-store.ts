@@ -24,11 +24,13 @@ import type {
   RawSession,
   RawWriter,
   RewriteOutcome,
+  SearchCandidate,
   SeedEntry,
   SessionLabels,
   SessionRecord,
   StoreCopy,
   StoreRowCounts,
+  StoreSearch,
   SubagentEnd,
   SubagentState,
   TranscriptStore,
@@ -44,6 +46,7 @@ import * as registry from "./registry-records.js";
 import { checkTokenCount, toSessionRecord } from "../rows.js";
 import { prepareStatements, type Statements } from "./statements.js";
 import { SqliteStoreCopy } from "./store-copy.js";
+import { SqliteSearch } from "./search.js";
 import { listPage, listPageSize, parseListCursor } from "../paging.js";
 import { ViewCache } from "../view-cache.js";
 import * as subagents from "./subagent-records.js";
@@ -98,12 +101,14 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   private readonly commits: GroupCommit;
   private readonly walSync: WalSync | undefined;
   private readonly copy: SqliteStoreCopy;
+  private readonly search: SqliteSearch;
   /** Decoded active views (view-cache.ts); the writes that can change stored entries clear it. */
   private readonly views = new ViewCache();
 
   private constructor(private readonly db: Database.Database) {
     this.stmts = prepareStatements(db);
     this.copy = new SqliteStoreCopy(db);
+    this.search = new SqliteSearch(db, this.stmts);
     // Only a file in WAL mode has a -wal to sync (in memory, or where SQLite kept another journal
     // mode, the group's COMMIT stays at FULL).
     const wal = !db.memory && db.pragma("journal_mode", { simple: true }) === "wal";
@@ -186,6 +191,18 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
     return read && decodeActiveView(this.views, sessionId, read);
   }
 
+  async searchCandidates(search: StoreSearch): Promise<SearchCandidate[]> {
+    return this.search.candidates(search);
+  }
+
+  async readEntryById(sessionId: string, entryId: string): Promise<TranscriptEntry | undefined> {
+    return this.search.entryById(sessionId, entryId);
+  }
+
+  async readPreviousCompaction(sessionId: string, beforeSeq: number): Promise<TranscriptEntry | undefined> {
+    return this.search.previousCompaction(sessionId, beforeSeq);
+  }
+
   async readActiveTotals(sessionId: string): Promise<ActiveTotals | undefined> {
     return this.db.transaction(() => reads.readActiveTotals(this.stmts, sessionId)).deferred();
   }
@@ -206,6 +223,8 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
 
   async deleteSession(sessionId: string): Promise<boolean> {
     const run = this.db.transaction((): boolean => {
+      const searchId = this.stmts.session.get(sessionId)?.search_id;
+      if (typeof searchId === "number") this.stmts.unindexSession.run(searchId, searchId);
       this.stmts.deleteRevisions.run(sessionId);
       this.stmts.deleteIdempotencyKeys.run(sessionId);
       this.stmts.deleteEntries.run(sessionId);

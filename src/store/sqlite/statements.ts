@@ -13,9 +13,16 @@ type Stmt<P extends unknown[], R = unknown> = Database.Statement<P, R>;
 /** Every statement the store runs, prepared once per connection (named, so declarations can be emitted). */
 export interface Statements {
   session: Stmt<[string], SessionRow>;
-  insertSession: Stmt<[SessionRow], void>;
+  /** Answers the session's search_id (max + 1: sessions_by_search_id makes that one index probe). */
+  insertSession: Stmt<[SessionRow], { search_id: number }>;
   saveSession: Stmt<[SessionRow], void>;
   insertEntry: Stmt<[EntryRow], void>;
+  // the search index (migration 8, search.ts): rowid (search_id << 32) | seq
+  indexEntry: Stmt<[number, number, string, string], void>;
+  unindexEntry: Stmt<[number, number], void>;
+  unindexSession: Stmt<[number, number], void>;
+  sessionEntryById: Stmt<[string, string], { payload: Buffer }>;
+  previousCompaction: Stmt<[string, number], { payload: Buffer }>;
   /** The entry that holds a message key in a session (AppendMessagesRequest.message_keys). */
   entryByMessageKey: Stmt<[string, string], { id: string; token_count: number }>;
   entryById: Stmt<[string, string], { seq: number; kind: string; role: number | null; hidden: number }>;
@@ -78,9 +85,19 @@ const IN_SCOPE = `(agent_id IN (SELECT value FROM json_each(@e))
 export function prepareStatements(db: Database.Database): Statements {
   return {
     session: db.prepare<[string], SessionRow>("SELECT * FROM sessions WHERE session_id = ?"),
-    insertSession: db.prepare<[SessionRow], void>(
-      `INSERT INTO sessions (session_id, session_key, agent_id, parent_session_id, created_at_ms, updated_at_ms, header_json)
-       VALUES (@session_id, @session_key, @agent_id, @parent_session_id, @created_at_ms, @updated_at_ms, @header_json)`,
+    insertSession: db.prepare<[SessionRow], { search_id: number }>(
+      `INSERT INTO sessions (session_id, session_key, agent_id, parent_session_id, created_at_ms, updated_at_ms, header_json, search_id)
+       VALUES (@session_id, @session_key, @agent_id, @parent_session_id, @created_at_ms, @updated_at_ms, @header_json,
+               (SELECT coalesce(max(search_id), 0) + 1 FROM sessions))
+       RETURNING search_id`,
+    ),
+    indexEntry: db.prepare<[number, number, string, string], void>("INSERT INTO entry_search (rowid, body, agent) VALUES ((? << 32) | ?, ?, ?)"),
+    unindexEntry: db.prepare<[number, number], void>("DELETE FROM entry_search WHERE rowid = ((? << 32) | ?)"),
+    unindexSession: db.prepare<[number, number], void>("DELETE FROM entry_search WHERE rowid BETWEEN (? << 32) AND ((? << 32) | 4294967295)"),
+    sessionEntryById: db.prepare<[string, string], { payload: Buffer }>("SELECT payload FROM entries WHERE session_id = ? AND id = ?"),
+    // Compaction entries are few: the scan back from beforeSeq stops at the first one.
+    previousCompaction: db.prepare<[string, number], { payload: Buffer }>(
+      "SELECT payload FROM entries WHERE session_id = ? AND seq < ? AND kind = 'compaction' ORDER BY seq DESC LIMIT 1",
     ),
     saveSession: db.prepare<[SessionRow], void>(
       `UPDATE sessions SET updated_at_ms = @updated_at_ms, entry_count = @entry_count,

@@ -15,6 +15,8 @@ import type {
   StoreRowCounts,
 } from "../types.js";
 import { SESSION_COLUMNS } from "../session-columns.js";
+import { decodeEntry } from "../rows.js";
+import { agentToken, entryIndexText } from "../search-text.js";
 
 // SqliteStore's StoreCopy half (contextctl migrate-store): rows read and written as they are,
 // column for column, so a copy keeps ids, seqs, payloads and the derived active-view pointers.
@@ -129,6 +131,9 @@ class SqliteRawWriter implements RawWriter {
   private readonly insertEntry: Database.Statement;
   private readonly insertRevision: Database.Statement;
   private readonly insertKey: Database.Statement;
+  private readonly numberSession: Database.Statement;
+  private readonly searchSession: Database.Statement;
+  private readonly indexEntry: Database.Statement;
 
   constructor(private readonly db: Database.Database) {
     const cols = SESSION_COLUMNS.map(([, c]) => c);
@@ -141,6 +146,10 @@ class SqliteRawWriter implements RawWriter {
       `INSERT INTO entry_revisions (session_id, entry_id, revision, token_count, replaced_at_ms, reason, payload)
        VALUES (@sessionId, @entryId, @revision, @tokenCount, @replacedAtMs, @reason, @payload)`,
     );
+    // The search index (migration 8) is this store's own: sessions are numbered and entries indexed as they arrive.
+    this.numberSession = db.prepare("UPDATE sessions SET search_id = (SELECT coalesce(max(search_id), 0) + 1 FROM sessions) WHERE session_id = ?");
+    this.searchSession = db.prepare("SELECT search_id AS searchId, agent_id AS agentId FROM sessions WHERE session_id = ?");
+    this.indexEntry = db.prepare("INSERT INTO entry_search (rowid, body, agent) VALUES ((? << 32) | ?, ?, ?)");
     this.insertKey = db.prepare(
       `INSERT INTO idempotency_keys (session_id, idempotency_key, request_hash, entry_ids, token_counts, created_at_ms)
        VALUES (@sessionId, @key, @requestHash, @entryIdsJson, @tokenCountsJson, @createdAtMs)`,
@@ -148,12 +157,21 @@ class SqliteRawWriter implements RawWriter {
   }
 
   async writeSession(s: RawSession): Promise<void> {
-    this.write(() => this.insertSession.run(s));
+    this.write(() => {
+      this.insertSession.run(s);
+      this.numberSession.run(s.sessionId);
+    });
   }
 
   async writeEntries(sessionId: string, entries: RawEntry[]): Promise<void> {
     this.write(() => {
-      for (const e of entries) this.insertEntry.run({ ...e, sessionId, hidden: e.hidden ? 1 : 0 });
+      const session = this.searchSession.get(sessionId) as { searchId: number; agentId: string } | undefined;
+      const agent = agentToken(session?.agentId ?? "");
+      for (const e of entries) {
+        this.insertEntry.run({ ...e, sessionId, hidden: e.hidden ? 1 : 0 });
+        const body = entryIndexText(decodeEntry(e.payload));
+        if (session && body) this.indexEntry.run(session.searchId, e.seq, body, agent);
+      }
     });
   }
 

@@ -3,7 +3,18 @@ import type Database from "better-sqlite3";
 import { ConflictError, InvalidArgumentError, LimitExceededError, SessionExistsError, SessionNotFoundError } from "../../contract/errors.js";
 import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import type { EntryRewriteInput, NewMessage, RewriteOutcome, SeedEntry, SessionLabels, SessionRecord } from "../types.js";
-import { checkTimeMs, compactionEntryRow, messageEntryRow, newEntryId, newSessionRow, noteMessageEntry, toSessionRecord, type SessionRow } from "../rows.js";
+import {
+  checkTimeMs,
+  compactionEntryRow,
+  messageEntryRow,
+  newEntryId,
+  newSessionRow,
+  noteMessageEntry,
+  toSessionRecord,
+  type EntryRow,
+  type SessionRow,
+} from "../rows.js";
+import { agentToken } from "../search-text.js";
 import type { Statements } from "./statements.js";
 import { planRewrites, rewriteTotals } from "../rewrite-plan.js";
 import { seedCompaction } from "../seed-entries.js";
@@ -146,6 +157,9 @@ export function rewriteEntries(db: Database.Database, stmts: Statements, session
         payload: p.target.payload,
       });
       stmts.updateEntry.run(p.next.row);
+      // The index holds the live revision only.
+      stmts.unindexEntry.run(searchId(row), p.next.row.seq);
+      if (p.next.row.index_text) stmts.indexEntry.run(searchId(row), p.next.row.seq, p.next.row.index_text, agentToken(row.agent_id));
     }
     const { tokenDelta, bytesFreed } = rewriteTotals(planned);
     row.total_tokens += tokenDelta;
@@ -157,10 +171,23 @@ export function rewriteEntries(db: Database.Database, stmts: Statements, session
 
 // --- inside transactions -------------------------------------------------------------------
 
-export function insertSession(stmts: Statements, sessionId: string, labels: SessionLabels | undefined, now: number): SessionRow {
+export function insertSession(stmts: Statements, sessionId: string, labels: SessionLabels | undefined, now: number, headerJson = ""): SessionRow {
   const row = newSessionRow(sessionId, labels, now);
-  stmts.insertSession.run(row);
+  row.header_json = headerJson;
+  row.search_id = stmts.insertSession.get(row)!.search_id;
   return row;
+}
+
+/** Inserts an entry of the session `row` and its search index row (migration 8), in the caller's transaction. */
+export function insertEntry(stmts: Statements, row: SessionRow, entry: EntryRow): void {
+  stmts.insertEntry.run(entry);
+  if (entry.index_text) stmts.indexEntry.run(searchId(row), entry.seq, entry.index_text, agentToken(row.agent_id));
+}
+
+/** The session's number in the search index (every session has one since migration 8). */
+export function searchId(row: SessionRow): number {
+  if (typeof row.search_id !== "number") throw new Error(`session ${row.session_id} has no search_id`);
+  return row.search_id;
 }
 
 /** Inserts a message entry after the session's last entry and advances `row` (in memory). */
@@ -176,7 +203,7 @@ export function appendMessage(
 ): TranscriptEntry {
   const pos = { sessionId: row.session_id, seq: row.last_seq + 1, parentId: row.last_entry_id };
   const built = messageEntryRow(pos, id, message, tokenCount, now, `message ${index}`, messageKey);
-  stmts.insertEntry.run(built.row);
+  insertEntry(stmts, row, built.row);
   row.last_seq = pos.seq;
   row.last_entry_id = id;
   row.entry_count += 1;
@@ -199,7 +226,7 @@ function appendCompaction(
 ): TranscriptEntry {
   const pos = { sessionId: row.session_id, seq: row.last_seq + 1, parentId: row.last_entry_id };
   const built = compactionEntryRow(pos, id, compaction, summaryTokens, now, what);
-  stmts.insertEntry.run(built.row);
+  insertEntry(stmts, row, built.row);
   row.last_seq = pos.seq;
   row.last_entry_id = id;
   row.entry_count += 1;

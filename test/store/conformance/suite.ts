@@ -8,6 +8,7 @@ import { describeRegistry } from "./registry.js";
 import { describeRewrites } from "./rewrites.js";
 import { describeStoreCopy } from "./store-copy.js";
 import { describeSubagents } from "./subagents.js";
+import { describeSearch } from "./search.js";
 import { describeTranscripts } from "./transcript.js";
 
 /**
@@ -27,5 +28,6 @@ export function describeStoreConformance(name: string, factory: StoreFactory): v
     describeRegistry(stores);
     describeStoreCopy(stores);
     describeSubagents(stores);
+    describeSearch(stores);
   });
 }

@@ -427,6 +427,11 @@ async function startFakeHost(token: string) {
         TranscriptEntry.fromPartial({ id: `e${n}`, seq: n, entry: { $case: "message" as const, value: msg(Role.ROLE_USER, `m${n}`, 1, `e${n}`) } });
       cb(null, { entries: [entry(page * 2 + 1), entry(page * 2 + 2)], nextPageToken: page < 2 ? String(page + 1) : "" });
     },
+    searchTranscript: (c, cb) => {
+      if (!record("SearchTranscript", c)) return cb(unauth, null);
+      const hit = { entryId: "e1", sessionId: c.request.session?.sessionId ?? "", seq: 1, snippet: `«${c.request.query}»`, score: 1 };
+      cb(null, { hits: [{ role: Role.ROLE_USER, compaction: false, timestampMs: 0, hidden: false, ...hit }], nextPageToken: "" });
+    },
     rewriteTranscriptEntries: (c, cb) => (record("RewriteTranscriptEntries", c) ? cb(null, { rewrittenEntries: 1, bytesFreed: 10 }) : cb(unauth, null)),
     delegateCompaction: (c, cb) => {
       if (!record("DelegateCompaction", c)) return cb(unauth, null);
@@ -525,6 +530,27 @@ describe("serveEngine: HostClient", () => {
       3_000,
     );
     expect(host.seen[0].deadlineMs).toBeLessThanOrEqual(before + 3_100);
+  });
+
+  it("searches the engine call's session through the host, with the host token, the session defaulting to the call's", async () => {
+    const host = await startFakeHost("t");
+    let snippet = "";
+    const engine = await serve(
+      minimal({
+        async assemble(_req, ctx) {
+          snippet = (await ctx.host!.searchTranscript({ query: "BILL-4821" })).hits[0].snippet;
+          return {};
+        },
+      }),
+    );
+    await call(
+      engineClient(engine.address),
+      "assemble",
+      { session: { sessionId: "s9" }, host: { endpoint: host.endpoint, token: "t", expiresAtMs: Date.now() + 60_000 } },
+      10_000,
+    );
+    expect(snippet).toBe("«BILL-4821»");
+    expect(host.seen).toMatchObject([{ method: "SearchTranscript", auth: "Bearer t", req: { session: { sessionId: "s9" }, query: "BILL-4821" } }]);
   });
 
   it("refuses Compact delegation without a HostContext", async () => {

@@ -11,10 +11,11 @@ from google.protobuf import symbol_database as _symbol_database
 _sym_db = _symbol_database.Default()
 
 
+from contextd.v1 import search_pb2 as contextd_dot_v1_dot_search__pb2
 from contextd.v1 import types_pb2 as contextd_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x63ontextd/v1/host.proto\x12\x0b\x63ontextd.v1\x1a\x17\x63ontextd/v1/types.proto\"}\n\x15ReadTranscriptRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\x12\x13\n\x0b\x61\x63tive_only\x18\x04 \x01(\x08\"`\n\x16ReadTranscriptResponse\x12-\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x1c.contextd.v1.TranscriptEntry\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"G\n\x0c\x45ntryRewrite\x12\x10\n\x08\x65ntry_id\x18\x01 \x01(\t\x12%\n\x07message\x18\x02 \x01(\x0b\x32\x14.contextd.v1.Message\"\x88\x01\n\x1fRewriteTranscriptEntriesRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12+\n\x08rewrites\x18\x02 \x03(\x0b\x32\x19.contextd.v1.EntryRewrite\x12\x0e\n\x06reason\x18\x03 \x01(\t\"R\n RewriteTranscriptEntriesResponse\x12\x19\n\x11rewritten_entries\x18\x01 \x01(\r\x12\x13\n\x0b\x62ytes_freed\x18\x02 \x01(\x04\"\xde\x01\n\x19\x44\x65legateCompactionRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12\x14\n\x0ctoken_budget\x18\x02 \x01(\r\x12\r\n\x05\x66orce\x18\x03 \x01(\x08\x12\x1b\n\x13\x63urrent_token_count\x18\x04 \x01(\r\x12\x38\n\x11\x63ompaction_target\x18\x05 \x01(\x0e\x32\x1d.contextd.v1.CompactionTarget\x12\x1b\n\x13\x63ustom_instructions\x18\x06 \x01(\t\"z\n\x1a\x44\x65legateCompactionResponse\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x11\n\tcompacted\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12-\n\x06result\x18\x04 \x01(\x0b\x32\x1d.contextd.v1.CompactionResult\"\x87\x01\n\x0f\x43ompleteRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12\x0e\n\x06system\x18\x02 \x01(\t\x12&\n\x08messages\x18\x03 \x03(\x0b\x32\x14.contextd.v1.Message\x12\x12\n\nmax_tokens\x18\x04 \x01(\r\"C\n\x10\x43ompleteResponse\x12\x0c\n\x04text\x18\x01 \x01(\t\x12!\n\x05usage\x18\x02 \x01(\x0b\x32\x12.contextd.v1.Usage2\x91\x03\n\x0bHostService\x12Y\n\x0eReadTranscript\x12\".contextd.v1.ReadTranscriptRequest\x1a#.contextd.v1.ReadTranscriptResponse\x12w\n\x18RewriteTranscriptEntries\x12,.contextd.v1.RewriteTranscriptEntriesRequest\x1a-.contextd.v1.RewriteTranscriptEntriesResponse\x12\x65\n\x12\x44\x65legateCompaction\x12&.contextd.v1.DelegateCompactionRequest\x1a\'.contextd.v1.DelegateCompactionResponse\x12G\n\x08\x43omplete\x12\x1c.contextd.v1.CompleteRequest\x1a\x1d.contextd.v1.CompleteResponseBZ\n\x0f\x63om.contextd.v1B\tHostProtoP\x01Z:github.com/contextd/contextd/gen/go/contextd/v1;contextdv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x63ontextd/v1/host.proto\x12\x0b\x63ontextd.v1\x1a\x18\x63ontextd/v1/search.proto\x1a\x17\x63ontextd/v1/types.proto\"}\n\x15ReadTranscriptRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\x12\x13\n\x0b\x61\x63tive_only\x18\x04 \x01(\x08\"`\n\x16ReadTranscriptResponse\x12-\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x1c.contextd.v1.TranscriptEntry\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"G\n\x0c\x45ntryRewrite\x12\x10\n\x08\x65ntry_id\x18\x01 \x01(\t\x12%\n\x07message\x18\x02 \x01(\x0b\x32\x14.contextd.v1.Message\"\x88\x01\n\x1fRewriteTranscriptEntriesRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12+\n\x08rewrites\x18\x02 \x03(\x0b\x32\x19.contextd.v1.EntryRewrite\x12\x0e\n\x06reason\x18\x03 \x01(\t\"R\n RewriteTranscriptEntriesResponse\x12\x19\n\x11rewritten_entries\x18\x01 \x01(\r\x12\x13\n\x0b\x62ytes_freed\x18\x02 \x01(\x04\"\xde\x01\n\x19\x44\x65legateCompactionRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12\x14\n\x0ctoken_budget\x18\x02 \x01(\r\x12\r\n\x05\x66orce\x18\x03 \x01(\x08\x12\x1b\n\x13\x63urrent_token_count\x18\x04 \x01(\r\x12\x38\n\x11\x63ompaction_target\x18\x05 \x01(\x0e\x32\x1d.contextd.v1.CompactionTarget\x12\x1b\n\x13\x63ustom_instructions\x18\x06 \x01(\t\"z\n\x1a\x44\x65legateCompactionResponse\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x11\n\tcompacted\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12-\n\x06result\x18\x04 \x01(\x0b\x32\x1d.contextd.v1.CompactionResult\"\x87\x01\n\x0f\x43ompleteRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12\x0e\n\x06system\x18\x02 \x01(\t\x12&\n\x08messages\x18\x03 \x03(\x0b\x32\x14.contextd.v1.Message\x12\x12\n\nmax_tokens\x18\x04 \x01(\r\"C\n\x10\x43ompleteResponse\x12\x0c\n\x04text\x18\x01 \x01(\t\x12!\n\x05usage\x18\x02 \x01(\x0b\x32\x12.contextd.v1.Usage\"\xad\x01\n\"HostServiceSearchTranscriptRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12\r\n\x05query\x18\x02 \x01(\t\x12\'\n\x05order\x18\x03 \x01(\x0e\x32\x18.contextd.v1.SearchOrder\x12\x11\n\tpage_size\x18\x04 \x01(\r\x12\x12\n\npage_token\x18\x05 \x01(\t\"d\n#HostServiceSearchTranscriptResponse\x12$\n\x04hits\x18\x01 \x03(\x0b\x32\x16.contextd.v1.SearchHit\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t2\x88\x04\n\x0bHostService\x12Y\n\x0eReadTranscript\x12\".contextd.v1.ReadTranscriptRequest\x1a#.contextd.v1.ReadTranscriptResponse\x12w\n\x18RewriteTranscriptEntries\x12,.contextd.v1.RewriteTranscriptEntriesRequest\x1a-.contextd.v1.RewriteTranscriptEntriesResponse\x12\x65\n\x12\x44\x65legateCompaction\x12&.contextd.v1.DelegateCompactionRequest\x1a\'.contextd.v1.DelegateCompactionResponse\x12G\n\x08\x43omplete\x12\x1c.contextd.v1.CompleteRequest\x1a\x1d.contextd.v1.CompleteResponse\x12u\n\x10SearchTranscript\x12/.contextd.v1.HostServiceSearchTranscriptRequest\x1a\x30.contextd.v1.HostServiceSearchTranscriptResponseBZ\n\x0f\x63om.contextd.v1B\tHostProtoP\x01Z:github.com/contextd/contextd/gen/go/contextd/v1;contextdv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'contextd.v1.host_pb2', globals())
@@ -22,24 +23,28 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'\n\017com.contextd.v1B\tHostProtoP\001Z:github.com/contextd/contextd/gen/go/contextd/v1;contextdv1'
-  _READTRANSCRIPTREQUEST._serialized_start=64
-  _READTRANSCRIPTREQUEST._serialized_end=189
-  _READTRANSCRIPTRESPONSE._serialized_start=191
-  _READTRANSCRIPTRESPONSE._serialized_end=287
-  _ENTRYREWRITE._serialized_start=289
-  _ENTRYREWRITE._serialized_end=360
-  _REWRITETRANSCRIPTENTRIESREQUEST._serialized_start=363
-  _REWRITETRANSCRIPTENTRIESREQUEST._serialized_end=499
-  _REWRITETRANSCRIPTENTRIESRESPONSE._serialized_start=501
-  _REWRITETRANSCRIPTENTRIESRESPONSE._serialized_end=583
-  _DELEGATECOMPACTIONREQUEST._serialized_start=586
-  _DELEGATECOMPACTIONREQUEST._serialized_end=808
-  _DELEGATECOMPACTIONRESPONSE._serialized_start=810
-  _DELEGATECOMPACTIONRESPONSE._serialized_end=932
-  _COMPLETEREQUEST._serialized_start=935
-  _COMPLETEREQUEST._serialized_end=1070
-  _COMPLETERESPONSE._serialized_start=1072
-  _COMPLETERESPONSE._serialized_end=1139
-  _HOSTSERVICE._serialized_start=1142
-  _HOSTSERVICE._serialized_end=1543
+  _READTRANSCRIPTREQUEST._serialized_start=90
+  _READTRANSCRIPTREQUEST._serialized_end=215
+  _READTRANSCRIPTRESPONSE._serialized_start=217
+  _READTRANSCRIPTRESPONSE._serialized_end=313
+  _ENTRYREWRITE._serialized_start=315
+  _ENTRYREWRITE._serialized_end=386
+  _REWRITETRANSCRIPTENTRIESREQUEST._serialized_start=389
+  _REWRITETRANSCRIPTENTRIESREQUEST._serialized_end=525
+  _REWRITETRANSCRIPTENTRIESRESPONSE._serialized_start=527
+  _REWRITETRANSCRIPTENTRIESRESPONSE._serialized_end=609
+  _DELEGATECOMPACTIONREQUEST._serialized_start=612
+  _DELEGATECOMPACTIONREQUEST._serialized_end=834
+  _DELEGATECOMPACTIONRESPONSE._serialized_start=836
+  _DELEGATECOMPACTIONRESPONSE._serialized_end=958
+  _COMPLETEREQUEST._serialized_start=961
+  _COMPLETEREQUEST._serialized_end=1096
+  _COMPLETERESPONSE._serialized_start=1098
+  _COMPLETERESPONSE._serialized_end=1165
+  _HOSTSERVICESEARCHTRANSCRIPTREQUEST._serialized_start=1168
+  _HOSTSERVICESEARCHTRANSCRIPTREQUEST._serialized_end=1341
+  _HOSTSERVICESEARCHTRANSCRIPTRESPONSE._serialized_start=1343
+  _HOSTSERVICESEARCHTRANSCRIPTRESPONSE._serialized_end=1443
+  _HOSTSERVICE._serialized_start=1446
+  _HOSTSERVICE._serialized_end=1966
 # @@protoc_insertion_point(module_scope)

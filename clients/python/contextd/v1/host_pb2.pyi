@@ -1,3 +1,4 @@
+from contextd.v1 import search_pb2 as _search_pb2
 from contextd.v1 import types_pb2 as _types_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -61,6 +62,28 @@ class EntryRewrite(_message.Message):
     entry_id: str
     message: _types_pb2.Message
     def __init__(self, entry_id: _Optional[str] = ..., message: _Optional[_Union[_types_pb2.Message, _Mapping]] = ...) -> None: ...
+
+class HostServiceSearchTranscriptRequest(_message.Message):
+    __slots__ = ["order", "page_size", "page_token", "query", "session"]
+    ORDER_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    order: _search_pb2.SearchOrder
+    page_size: int
+    page_token: str
+    query: str
+    session: _types_pb2.SessionRef
+    def __init__(self, session: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., query: _Optional[str] = ..., order: _Optional[_Union[_search_pb2.SearchOrder, str]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class HostServiceSearchTranscriptResponse(_message.Message):
+    __slots__ = ["hits", "next_page_token"]
+    HITS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    hits: _containers.RepeatedCompositeFieldContainer[_search_pb2.SearchHit]
+    next_page_token: str
+    def __init__(self, hits: _Optional[_Iterable[_Union[_search_pb2.SearchHit, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class ReadTranscriptRequest(_message.Message):
     __slots__ = ["active_only", "page_size", "page_token", "session"]

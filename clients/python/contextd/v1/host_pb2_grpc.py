@@ -30,7 +30,7 @@ class HostServiceStub(object):
     certificate names the engine's owner;
     - for the RPCs the engine declared in `EngineInfo.host_requirements`: `transcript-rewrite` for
     RewriteTranscriptEntries, `host-compaction` for DelegateCompaction, `llm-complete` for
-    Complete; ReadTranscript needs none.
+    Complete; ReadTranscript and SearchTranscript need none.
 
     Errors every RPC may answer: INVALID_ARGUMENT for a missing or malformed `session` (checked
     before the token); UNAUTHENTICATED for a missing, unknown, expired, revoked or ended token, a
@@ -66,6 +66,11 @@ class HostServiceStub(object):
                 request_serializer=contextd_dot_v1_dot_host__pb2.CompleteRequest.SerializeToString,
                 response_deserializer=contextd_dot_v1_dot_host__pb2.CompleteResponse.FromString,
                 )
+        self.SearchTranscript = channel.unary_unary(
+                '/contextd.v1.HostService/SearchTranscript',
+                request_serializer=contextd_dot_v1_dot_host__pb2.HostServiceSearchTranscriptRequest.SerializeToString,
+                response_deserializer=contextd_dot_v1_dot_host__pb2.HostServiceSearchTranscriptResponse.FromString,
+                )
 
 
 class HostServiceServicer(object):
@@ -93,7 +98,7 @@ class HostServiceServicer(object):
     certificate names the engine's owner;
     - for the RPCs the engine declared in `EngineInfo.host_requirements`: `transcript-rewrite` for
     RewriteTranscriptEntries, `host-compaction` for DelegateCompaction, `llm-complete` for
-    Complete; ReadTranscript needs none.
+    Complete; ReadTranscript and SearchTranscript need none.
 
     Errors every RPC may answer: INVALID_ARGUMENT for a missing or malformed `session` (checked
     before the token); UNAUTHENTICATED for a missing, unknown, expired, revoked or ended token, a
@@ -150,6 +155,18 @@ class HostServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SearchTranscript(self, request, context):
+        """Searches the whole history of the engine call's session, as SessionService.SearchTranscript
+        does with scope SESSION (search.proto says what is searched and how text matches); the host
+        token covers that one session, so there is no AGENT scope here. Needs no host requirement.
+
+        INVALID_ARGUMENT: as SessionService.SearchTranscript's (`query`, `order`, `page_token`; page
+        tokens are bound to this RPC, the session, the query and the order).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_HostServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -172,6 +189,11 @@ def add_HostServiceServicer_to_server(servicer, server):
                     servicer.Complete,
                     request_deserializer=contextd_dot_v1_dot_host__pb2.CompleteRequest.FromString,
                     response_serializer=contextd_dot_v1_dot_host__pb2.CompleteResponse.SerializeToString,
+            ),
+            'SearchTranscript': grpc.unary_unary_rpc_method_handler(
+                    servicer.SearchTranscript,
+                    request_deserializer=contextd_dot_v1_dot_host__pb2.HostServiceSearchTranscriptRequest.FromString,
+                    response_serializer=contextd_dot_v1_dot_host__pb2.HostServiceSearchTranscriptResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -205,7 +227,7 @@ class HostService(object):
     certificate names the engine's owner;
     - for the RPCs the engine declared in `EngineInfo.host_requirements`: `transcript-rewrite` for
     RewriteTranscriptEntries, `host-compaction` for DelegateCompaction, `llm-complete` for
-    Complete; ReadTranscript needs none.
+    Complete; ReadTranscript and SearchTranscript need none.
 
     Errors every RPC may answer: INVALID_ARGUMENT for a missing or malformed `session` (checked
     before the token); UNAUTHENTICATED for a missing, unknown, expired, revoked or ended token, a
@@ -280,5 +302,22 @@ class HostService(object):
         return grpc.experimental.unary_unary(request, target, '/contextd.v1.HostService/Complete',
             contextd_dot_v1_dot_host__pb2.CompleteRequest.SerializeToString,
             contextd_dot_v1_dot_host__pb2.CompleteResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SearchTranscript(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/contextd.v1.HostService/SearchTranscript',
+            contextd_dot_v1_dot_host__pb2.HostServiceSearchTranscriptRequest.SerializeToString,
+            contextd_dot_v1_dot_host__pb2.HostServiceSearchTranscriptResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

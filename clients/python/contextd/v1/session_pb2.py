@@ -11,10 +11,11 @@ from google.protobuf import symbol_database as _symbol_database
 _sym_db = _symbol_database.Default()
 
 
+from contextd.v1 import search_pb2 as contextd_dot_v1_dot_search__pb2
 from contextd.v1 import types_pb2 as contextd_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x63ontextd/v1/session.proto\x12\x0b\x63ontextd.v1\x1a\x17\x63ontextd/v1/types.proto\"\xae\x01\n\x15\x41ppendMessagesRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12&\n\x08messages\x18\x02 \x03(\x0b\x32\x14.contextd.v1.Message\x12\x14\n\x0cis_heartbeat\x18\x03 \x01(\x08\x12\x17\n\x0fidempotency_key\x18\x04 \x01(\t\x12\x14\n\x0cmessage_keys\x18\x05 \x03(\t\"i\n\x16\x41ppendMessagesResponse\x12\x11\n\tentry_ids\x18\x01 \x03(\t\x12\x14\n\x0ctoken_counts\x18\x02 \x03(\r\x12\x10\n\x08replayed\x18\x03 \x01(\x08\x12\x14\n\x0cheld_indexes\x18\x04 \x03(\r\"\xc5\x01\n\x0f\x41ssembleRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12\x14\n\x0ctoken_budget\x18\x02 \x01(\r\x12\x13\n\x06prompt\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\x17\n\x0f\x61vailable_tools\x18\x04 \x03(\t\x12\r\n\x05model\x18\x05 \x01(\t\x12\x19\n\x0c\x61uto_compact\x18\x06 \x01(\x08H\x01\x88\x01\x01\x42\t\n\x07_promptB\x0f\n\r_auto_compact\"\xac\x02\n\x10\x41ssembleResponse\x12&\n\x08messages\x18\x01 \x03(\x0b\x32\x14.contextd.v1.Message\x12\x18\n\x10\x65stimated_tokens\x18\x02 \x01(\r\x12\x1e\n\x16system_prompt_addition\x18\x03 \x01(\t\x12\x11\n\tengine_id\x18\x04 \x01(\t\x12\x1f\n\x04mode\x18\x05 \x01(\x0e\x32\x11.contextd.v1.Mode\x12\x17\n\x0f\x66\x61llback_reason\x18\x06 \x01(\t\x12\x31\n\ncompaction\x18\x07 \x01(\x0b\x32\x1d.contextd.v1.CompactionResult\x12\x36\n\x10prompt_authority\x18\x08 \x01(\x0e\x32\x1c.contextd.v1.PromptAuthority\"\xd3\x01\n\x0e\x43ompactRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12\x14\n\x0ctoken_budget\x18\x02 \x01(\r\x12\r\n\x05\x66orce\x18\x03 \x01(\x08\x12\x38\n\x11\x63ompaction_target\x18\x04 \x01(\x0e\x32\x1d.contextd.v1.CompactionTarget\x12\x1b\n\x13\x63ustom_instructions\x18\x05 \x01(\t\x12\x1b\n\x13\x63urrent_token_count\x18\x06 \x01(\r\"\xbc\x01\n\x0f\x43ompactResponse\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x11\n\tcompacted\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12-\n\x06result\x18\x04 \x01(\x0b\x32\x1d.contextd.v1.CompactionResult\x12\x11\n\tengine_id\x18\x05 \x01(\t\x12\x1f\n\x04mode\x18\x06 \x01(\x0e\x32\x11.contextd.v1.Mode\x12\x17\n\x0f\x66\x61llback_reason\x18\x07 \x01(\t\"\x95\x01\n\x10\x41\x66terTurnRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12 \n\x18pre_prompt_message_count\x18\x02 \x01(\r\x12\x1f\n\x17\x61uto_compaction_summary\x18\x03 \x01(\t\x12\x14\n\x0ctoken_budget\x18\x04 \x01(\r\"`\n\x11\x41\x66terTurnResponse\x12\x11\n\tengine_id\x18\x01 \x01(\t\x12\x1f\n\x04mode\x18\x02 \x01(\x0e\x32\x11.contextd.v1.Mode\x12\x17\n\x0f\x66\x61llback_reason\x18\x03 \x01(\t\";\n\x0fMaintainRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\"\xb0\x01\n\x10MaintainResponse\x12\x0f\n\x07\x63hanged\x18\x01 \x01(\x08\x12\x13\n\x0b\x62ytes_freed\x18\x02 \x01(\x04\x12\x19\n\x11rewritten_entries\x18\x03 \x01(\r\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x11\n\tengine_id\x18\x05 \x01(\t\x12\x1f\n\x04mode\x18\x06 \x01(\x0e\x32\x11.contextd.v1.Mode\x12\x17\n\x0f\x66\x61llback_reason\x18\x07 \x01(\t\"\xb6\x01\n\x1bPrepareSubagentSpawnRequest\x12\'\n\x06parent\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12&\n\x05\x63hild\x18\x02 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12\x36\n\x0c\x63ontext_mode\x18\x03 \x01(\x0e\x32 .contextd.v1.SubagentContextMode\x12\x0e\n\x06ttl_ms\x18\x04 \x01(\x04\"\x86\x01\n\x1cPrepareSubagentSpawnResponse\x12\x17\n\x0frollback_handle\x18\x01 \x01(\t\x12\x19\n\x11\x63hild_entry_count\x18\x02 \x01(\r\x12\x11\n\tengine_id\x18\x03 \x01(\t\x12\x1f\n\x04mode\x18\x04 \x01(\x0e\x32\x11.contextd.v1.Mode\"7\n\x1cRollbackSubagentSpawnRequest\x12\x17\n\x0frollback_handle\x18\x01 \x01(\t\"4\n\x1dRollbackSubagentSpawnResponse\x12\x13\n\x0brolled_back\x18\x01 \x01(\x08\"l\n\x12\x45ndSubagentRequest\x12&\n\x05\x63hild\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12.\n\x06reason\x18\x02 \x01(\x0e\x32\x1e.contextd.v1.SubagentEndReason\"I\n\x13\x45ndSubagentResponse\x12\x11\n\tengine_id\x18\x01 \x01(\t\x12\x1f\n\x04mode\x18\x02 \x01(\x0e\x32\x11.contextd.v1.Mode\"\x93\x01\n\x0f\x43ontextOverview\x12\x16\n\x0esummary_tokens\x18\x01 \x01(\r\x12\x16\n\x0emessage_tokens\x18\x02 \x01(\r\x12\x1a\n\x12tool_result_tokens\x18\x03 \x01(\r\x12\x1e\n\x16system_addition_tokens\x18\x04 \x01(\r\x12\x14\n\x0ctotal_tokens\x18\x05 \x01(\r\"\xfc\x02\n\x0bSessionInfo\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12\x15\n\rcreated_at_ms\x18\x02 \x01(\x03\x12\x15\n\rupdated_at_ms\x18\x03 \x01(\x03\x12\x13\n\x0b\x65ntry_count\x18\x04 \x01(\r\x12\x15\n\rmessage_count\x18\x05 \x01(\r\x12\x18\n\x10\x63ompaction_count\x18\x06 \x01(\r\x12\x14\n\x0ctotal_tokens\x18\x07 \x01(\x04\x12\x15\n\ractive_tokens\x18\x08 \x01(\r\x12\x1a\n\x12selected_engine_id\x18\t \x01(\t\x12.\n\x08overview\x18\n \x01(\x0b\x32\x1c.contextd.v1.ContextOverview\x12\x19\n\x11parent_session_id\x18\x0b \x01(\t\x12\x18\n\x10last_message_key\x18\x0c \x01(\t\x12!\n\x19last_message_timestamp_ms\x18\r \x01(\x03\"=\n\x11GetSessionRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\"<\n\x12GetSessionResponse\x12&\n\x04info\x18\x01 \x01(\x0b\x32\x18.contextd.v1.SessionInfo\"<\n\x13ListSessionsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\r\x12\x12\n\npage_token\x18\x02 \x01(\t\"[\n\x14ListSessionsResponse\x12*\n\x08sessions\x18\x01 \x03(\x0b\x32\x18.contextd.v1.SessionInfo\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"g\n\x14GetTranscriptRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\"_\n\x15GetTranscriptResponse\x12-\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x1c.contextd.v1.TranscriptEntry\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"R\n\x17ImportTranscriptRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12\r\n\x05jsonl\x18\x02 \x01(\x0c\"d\n\x18ImportTranscriptResponse\x12\x18\n\x10imported_entries\x18\x01 \x01(\r\x12\x15\n\rleaf_entry_id\x18\x02 \x01(\t\x12\x17\n\x0f\x61\x63tive_messages\x18\x03 \x01(\r\"C\n\x17\x45xportTranscriptRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\":\n\x18\x45xportTranscriptResponse\x12\r\n\x05jsonl\x18\x01 \x01(\x0c\x12\x0f\n\x07\x65ntries\x18\x02 \x01(\r\"@\n\x14\x44\x65leteSessionRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\"(\n\x15\x44\x65leteSessionResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x08\x32\xd4\t\n\x0eSessionService\x12Y\n\x0e\x41ppendMessages\x12\".contextd.v1.AppendMessagesRequest\x1a#.contextd.v1.AppendMessagesResponse\x12G\n\x08\x41ssemble\x12\x1c.contextd.v1.AssembleRequest\x1a\x1d.contextd.v1.AssembleResponse\x12\x44\n\x07\x43ompact\x12\x1b.contextd.v1.CompactRequest\x1a\x1c.contextd.v1.CompactResponse\x12J\n\tAfterTurn\x12\x1d.contextd.v1.AfterTurnRequest\x1a\x1e.contextd.v1.AfterTurnResponse\x12G\n\x08Maintain\x12\x1c.contextd.v1.MaintainRequest\x1a\x1d.contextd.v1.MaintainResponse\x12k\n\x14PrepareSubagentSpawn\x12(.contextd.v1.PrepareSubagentSpawnRequest\x1a).contextd.v1.PrepareSubagentSpawnResponse\x12n\n\x15RollbackSubagentSpawn\x12).contextd.v1.RollbackSubagentSpawnRequest\x1a*.contextd.v1.RollbackSubagentSpawnResponse\x12P\n\x0b\x45ndSubagent\x12\x1f.contextd.v1.EndSubagentRequest\x1a .contextd.v1.EndSubagentResponse\x12M\n\nGetSession\x12\x1e.contextd.v1.GetSessionRequest\x1a\x1f.contextd.v1.GetSessionResponse\x12S\n\x0cListSessions\x12 .contextd.v1.ListSessionsRequest\x1a!.contextd.v1.ListSessionsResponse\x12V\n\rGetTranscript\x12!.contextd.v1.GetTranscriptRequest\x1a\".contextd.v1.GetTranscriptResponse\x12_\n\x10ImportTranscript\x12$.contextd.v1.ImportTranscriptRequest\x1a%.contextd.v1.ImportTranscriptResponse\x12_\n\x10\x45xportTranscript\x12$.contextd.v1.ExportTranscriptRequest\x1a%.contextd.v1.ExportTranscriptResponse\x12V\n\rDeleteSession\x12!.contextd.v1.DeleteSessionRequest\x1a\".contextd.v1.DeleteSessionResponseB]\n\x0f\x63om.contextd.v1B\x0cSessionProtoP\x01Z:github.com/contextd/contextd/gen/go/contextd/v1;contextdv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x63ontextd/v1/session.proto\x12\x0b\x63ontextd.v1\x1a\x18\x63ontextd/v1/search.proto\x1a\x17\x63ontextd/v1/types.proto\"\xae\x01\n\x15\x41ppendMessagesRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12&\n\x08messages\x18\x02 \x03(\x0b\x32\x14.contextd.v1.Message\x12\x14\n\x0cis_heartbeat\x18\x03 \x01(\x08\x12\x17\n\x0fidempotency_key\x18\x04 \x01(\t\x12\x14\n\x0cmessage_keys\x18\x05 \x03(\t\"i\n\x16\x41ppendMessagesResponse\x12\x11\n\tentry_ids\x18\x01 \x03(\t\x12\x14\n\x0ctoken_counts\x18\x02 \x03(\r\x12\x10\n\x08replayed\x18\x03 \x01(\x08\x12\x14\n\x0cheld_indexes\x18\x04 \x03(\r\"\xc5\x01\n\x0f\x41ssembleRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12\x14\n\x0ctoken_budget\x18\x02 \x01(\r\x12\x13\n\x06prompt\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\x17\n\x0f\x61vailable_tools\x18\x04 \x03(\t\x12\r\n\x05model\x18\x05 \x01(\t\x12\x19\n\x0c\x61uto_compact\x18\x06 \x01(\x08H\x01\x88\x01\x01\x42\t\n\x07_promptB\x0f\n\r_auto_compact\"\xac\x02\n\x10\x41ssembleResponse\x12&\n\x08messages\x18\x01 \x03(\x0b\x32\x14.contextd.v1.Message\x12\x18\n\x10\x65stimated_tokens\x18\x02 \x01(\r\x12\x1e\n\x16system_prompt_addition\x18\x03 \x01(\t\x12\x11\n\tengine_id\x18\x04 \x01(\t\x12\x1f\n\x04mode\x18\x05 \x01(\x0e\x32\x11.contextd.v1.Mode\x12\x17\n\x0f\x66\x61llback_reason\x18\x06 \x01(\t\x12\x31\n\ncompaction\x18\x07 \x01(\x0b\x32\x1d.contextd.v1.CompactionResult\x12\x36\n\x10prompt_authority\x18\x08 \x01(\x0e\x32\x1c.contextd.v1.PromptAuthority\"\xd3\x01\n\x0e\x43ompactRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12\x14\n\x0ctoken_budget\x18\x02 \x01(\r\x12\r\n\x05\x66orce\x18\x03 \x01(\x08\x12\x38\n\x11\x63ompaction_target\x18\x04 \x01(\x0e\x32\x1d.contextd.v1.CompactionTarget\x12\x1b\n\x13\x63ustom_instructions\x18\x05 \x01(\t\x12\x1b\n\x13\x63urrent_token_count\x18\x06 \x01(\r\"\xbc\x01\n\x0f\x43ompactResponse\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x11\n\tcompacted\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12-\n\x06result\x18\x04 \x01(\x0b\x32\x1d.contextd.v1.CompactionResult\x12\x11\n\tengine_id\x18\x05 \x01(\t\x12\x1f\n\x04mode\x18\x06 \x01(\x0e\x32\x11.contextd.v1.Mode\x12\x17\n\x0f\x66\x61llback_reason\x18\x07 \x01(\t\"\x95\x01\n\x10\x41\x66terTurnRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12 \n\x18pre_prompt_message_count\x18\x02 \x01(\r\x12\x1f\n\x17\x61uto_compaction_summary\x18\x03 \x01(\t\x12\x14\n\x0ctoken_budget\x18\x04 \x01(\r\"`\n\x11\x41\x66terTurnResponse\x12\x11\n\tengine_id\x18\x01 \x01(\t\x12\x1f\n\x04mode\x18\x02 \x01(\x0e\x32\x11.contextd.v1.Mode\x12\x17\n\x0f\x66\x61llback_reason\x18\x03 \x01(\t\";\n\x0fMaintainRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\"\xb0\x01\n\x10MaintainResponse\x12\x0f\n\x07\x63hanged\x18\x01 \x01(\x08\x12\x13\n\x0b\x62ytes_freed\x18\x02 \x01(\x04\x12\x19\n\x11rewritten_entries\x18\x03 \x01(\r\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x11\n\tengine_id\x18\x05 \x01(\t\x12\x1f\n\x04mode\x18\x06 \x01(\x0e\x32\x11.contextd.v1.Mode\x12\x17\n\x0f\x66\x61llback_reason\x18\x07 \x01(\t\"\xb6\x01\n\x1bPrepareSubagentSpawnRequest\x12\'\n\x06parent\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12&\n\x05\x63hild\x18\x02 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12\x36\n\x0c\x63ontext_mode\x18\x03 \x01(\x0e\x32 .contextd.v1.SubagentContextMode\x12\x0e\n\x06ttl_ms\x18\x04 \x01(\x04\"\x86\x01\n\x1cPrepareSubagentSpawnResponse\x12\x17\n\x0frollback_handle\x18\x01 \x01(\t\x12\x19\n\x11\x63hild_entry_count\x18\x02 \x01(\r\x12\x11\n\tengine_id\x18\x03 \x01(\t\x12\x1f\n\x04mode\x18\x04 \x01(\x0e\x32\x11.contextd.v1.Mode\"7\n\x1cRollbackSubagentSpawnRequest\x12\x17\n\x0frollback_handle\x18\x01 \x01(\t\"4\n\x1dRollbackSubagentSpawnResponse\x12\x13\n\x0brolled_back\x18\x01 \x01(\x08\"l\n\x12\x45ndSubagentRequest\x12&\n\x05\x63hild\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12.\n\x06reason\x18\x02 \x01(\x0e\x32\x1e.contextd.v1.SubagentEndReason\"I\n\x13\x45ndSubagentResponse\x12\x11\n\tengine_id\x18\x01 \x01(\t\x12\x1f\n\x04mode\x18\x02 \x01(\x0e\x32\x11.contextd.v1.Mode\"\x93\x01\n\x0f\x43ontextOverview\x12\x16\n\x0esummary_tokens\x18\x01 \x01(\r\x12\x16\n\x0emessage_tokens\x18\x02 \x01(\r\x12\x1a\n\x12tool_result_tokens\x18\x03 \x01(\r\x12\x1e\n\x16system_addition_tokens\x18\x04 \x01(\r\x12\x14\n\x0ctotal_tokens\x18\x05 \x01(\r\"\xfc\x02\n\x0bSessionInfo\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12\x15\n\rcreated_at_ms\x18\x02 \x01(\x03\x12\x15\n\rupdated_at_ms\x18\x03 \x01(\x03\x12\x13\n\x0b\x65ntry_count\x18\x04 \x01(\r\x12\x15\n\rmessage_count\x18\x05 \x01(\r\x12\x18\n\x10\x63ompaction_count\x18\x06 \x01(\r\x12\x14\n\x0ctotal_tokens\x18\x07 \x01(\x04\x12\x15\n\ractive_tokens\x18\x08 \x01(\r\x12\x1a\n\x12selected_engine_id\x18\t \x01(\t\x12.\n\x08overview\x18\n \x01(\x0b\x32\x1c.contextd.v1.ContextOverview\x12\x19\n\x11parent_session_id\x18\x0b \x01(\t\x12\x18\n\x10last_message_key\x18\x0c \x01(\t\x12!\n\x19last_message_timestamp_ms\x18\r \x01(\x03\"=\n\x11GetSessionRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\"<\n\x12GetSessionResponse\x12&\n\x04info\x18\x01 \x01(\x0b\x32\x18.contextd.v1.SessionInfo\"<\n\x13ListSessionsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\r\x12\x12\n\npage_token\x18\x02 \x01(\t\"[\n\x14ListSessionsResponse\x12*\n\x08sessions\x18\x01 \x03(\x0b\x32\x18.contextd.v1.SessionInfo\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"g\n\x14GetTranscriptRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\"_\n\x15GetTranscriptResponse\x12-\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x1c.contextd.v1.TranscriptEntry\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"R\n\x17ImportTranscriptRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\x12\r\n\x05jsonl\x18\x02 \x01(\x0c\"d\n\x18ImportTranscriptResponse\x12\x18\n\x10imported_entries\x18\x01 \x01(\r\x12\x15\n\rleaf_entry_id\x18\x02 \x01(\t\x12\x17\n\x0f\x61\x63tive_messages\x18\x03 \x01(\r\"C\n\x17\x45xportTranscriptRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\":\n\x18\x45xportTranscriptResponse\x12\r\n\x05jsonl\x18\x01 \x01(\x0c\x12\x0f\n\x07\x65ntries\x18\x02 \x01(\r\"@\n\x14\x44\x65leteSessionRequest\x12(\n\x07session\x18\x01 \x01(\x0b\x32\x17.contextd.v1.SessionRef\"(\n\x15\x44\x65leteSessionResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x08\x32\x96\x0b\n\x0eSessionService\x12Y\n\x0e\x41ppendMessages\x12\".contextd.v1.AppendMessagesRequest\x1a#.contextd.v1.AppendMessagesResponse\x12G\n\x08\x41ssemble\x12\x1c.contextd.v1.AssembleRequest\x1a\x1d.contextd.v1.AssembleResponse\x12\x44\n\x07\x43ompact\x12\x1b.contextd.v1.CompactRequest\x1a\x1c.contextd.v1.CompactResponse\x12J\n\tAfterTurn\x12\x1d.contextd.v1.AfterTurnRequest\x1a\x1e.contextd.v1.AfterTurnResponse\x12G\n\x08Maintain\x12\x1c.contextd.v1.MaintainRequest\x1a\x1d.contextd.v1.MaintainResponse\x12k\n\x14PrepareSubagentSpawn\x12(.contextd.v1.PrepareSubagentSpawnRequest\x1a).contextd.v1.PrepareSubagentSpawnResponse\x12n\n\x15RollbackSubagentSpawn\x12).contextd.v1.RollbackSubagentSpawnRequest\x1a*.contextd.v1.RollbackSubagentSpawnResponse\x12P\n\x0b\x45ndSubagent\x12\x1f.contextd.v1.EndSubagentRequest\x1a .contextd.v1.EndSubagentResponse\x12M\n\nGetSession\x12\x1e.contextd.v1.GetSessionRequest\x1a\x1f.contextd.v1.GetSessionResponse\x12S\n\x0cListSessions\x12 .contextd.v1.ListSessionsRequest\x1a!.contextd.v1.ListSessionsResponse\x12V\n\rGetTranscript\x12!.contextd.v1.GetTranscriptRequest\x1a\".contextd.v1.GetTranscriptResponse\x12_\n\x10ImportTranscript\x12$.contextd.v1.ImportTranscriptRequest\x1a%.contextd.v1.ImportTranscriptResponse\x12_\n\x10\x45xportTranscript\x12$.contextd.v1.ExportTranscriptRequest\x1a%.contextd.v1.ExportTranscriptResponse\x12V\n\rDeleteSession\x12!.contextd.v1.DeleteSessionRequest\x1a\".contextd.v1.DeleteSessionResponse\x12_\n\x10SearchTranscript\x12$.contextd.v1.SearchTranscriptRequest\x1a%.contextd.v1.SearchTranscriptResponse\x12_\n\x10\x45xpandCompaction\x12$.contextd.v1.ExpandCompactionRequest\x1a%.contextd.v1.ExpandCompactionResponseB]\n\x0f\x63om.contextd.v1B\x0cSessionProtoP\x01Z:github.com/contextd/contextd/gen/go/contextd/v1;contextdv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'contextd.v1.session_pb2', globals())
@@ -22,66 +23,66 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'\n\017com.contextd.v1B\014SessionProtoP\001Z:github.com/contextd/contextd/gen/go/contextd/v1;contextdv1'
-  _APPENDMESSAGESREQUEST._serialized_start=68
-  _APPENDMESSAGESREQUEST._serialized_end=242
-  _APPENDMESSAGESRESPONSE._serialized_start=244
-  _APPENDMESSAGESRESPONSE._serialized_end=349
-  _ASSEMBLEREQUEST._serialized_start=352
-  _ASSEMBLEREQUEST._serialized_end=549
-  _ASSEMBLERESPONSE._serialized_start=552
-  _ASSEMBLERESPONSE._serialized_end=852
-  _COMPACTREQUEST._serialized_start=855
-  _COMPACTREQUEST._serialized_end=1066
-  _COMPACTRESPONSE._serialized_start=1069
-  _COMPACTRESPONSE._serialized_end=1257
-  _AFTERTURNREQUEST._serialized_start=1260
-  _AFTERTURNREQUEST._serialized_end=1409
-  _AFTERTURNRESPONSE._serialized_start=1411
-  _AFTERTURNRESPONSE._serialized_end=1507
-  _MAINTAINREQUEST._serialized_start=1509
-  _MAINTAINREQUEST._serialized_end=1568
-  _MAINTAINRESPONSE._serialized_start=1571
-  _MAINTAINRESPONSE._serialized_end=1747
-  _PREPARESUBAGENTSPAWNREQUEST._serialized_start=1750
-  _PREPARESUBAGENTSPAWNREQUEST._serialized_end=1932
-  _PREPARESUBAGENTSPAWNRESPONSE._serialized_start=1935
-  _PREPARESUBAGENTSPAWNRESPONSE._serialized_end=2069
-  _ROLLBACKSUBAGENTSPAWNREQUEST._serialized_start=2071
-  _ROLLBACKSUBAGENTSPAWNREQUEST._serialized_end=2126
-  _ROLLBACKSUBAGENTSPAWNRESPONSE._serialized_start=2128
-  _ROLLBACKSUBAGENTSPAWNRESPONSE._serialized_end=2180
-  _ENDSUBAGENTREQUEST._serialized_start=2182
-  _ENDSUBAGENTREQUEST._serialized_end=2290
-  _ENDSUBAGENTRESPONSE._serialized_start=2292
-  _ENDSUBAGENTRESPONSE._serialized_end=2365
-  _CONTEXTOVERVIEW._serialized_start=2368
-  _CONTEXTOVERVIEW._serialized_end=2515
-  _SESSIONINFO._serialized_start=2518
-  _SESSIONINFO._serialized_end=2898
-  _GETSESSIONREQUEST._serialized_start=2900
-  _GETSESSIONREQUEST._serialized_end=2961
-  _GETSESSIONRESPONSE._serialized_start=2963
-  _GETSESSIONRESPONSE._serialized_end=3023
-  _LISTSESSIONSREQUEST._serialized_start=3025
-  _LISTSESSIONSREQUEST._serialized_end=3085
-  _LISTSESSIONSRESPONSE._serialized_start=3087
-  _LISTSESSIONSRESPONSE._serialized_end=3178
-  _GETTRANSCRIPTREQUEST._serialized_start=3180
-  _GETTRANSCRIPTREQUEST._serialized_end=3283
-  _GETTRANSCRIPTRESPONSE._serialized_start=3285
-  _GETTRANSCRIPTRESPONSE._serialized_end=3380
-  _IMPORTTRANSCRIPTREQUEST._serialized_start=3382
-  _IMPORTTRANSCRIPTREQUEST._serialized_end=3464
-  _IMPORTTRANSCRIPTRESPONSE._serialized_start=3466
-  _IMPORTTRANSCRIPTRESPONSE._serialized_end=3566
-  _EXPORTTRANSCRIPTREQUEST._serialized_start=3568
-  _EXPORTTRANSCRIPTREQUEST._serialized_end=3635
-  _EXPORTTRANSCRIPTRESPONSE._serialized_start=3637
-  _EXPORTTRANSCRIPTRESPONSE._serialized_end=3695
-  _DELETESESSIONREQUEST._serialized_start=3697
-  _DELETESESSIONREQUEST._serialized_end=3761
-  _DELETESESSIONRESPONSE._serialized_start=3763
-  _DELETESESSIONRESPONSE._serialized_end=3803
-  _SESSIONSERVICE._serialized_start=3806
-  _SESSIONSERVICE._serialized_end=5042
+  _APPENDMESSAGESREQUEST._serialized_start=94
+  _APPENDMESSAGESREQUEST._serialized_end=268
+  _APPENDMESSAGESRESPONSE._serialized_start=270
+  _APPENDMESSAGESRESPONSE._serialized_end=375
+  _ASSEMBLEREQUEST._serialized_start=378
+  _ASSEMBLEREQUEST._serialized_end=575
+  _ASSEMBLERESPONSE._serialized_start=578
+  _ASSEMBLERESPONSE._serialized_end=878
+  _COMPACTREQUEST._serialized_start=881
+  _COMPACTREQUEST._serialized_end=1092
+  _COMPACTRESPONSE._serialized_start=1095
+  _COMPACTRESPONSE._serialized_end=1283
+  _AFTERTURNREQUEST._serialized_start=1286
+  _AFTERTURNREQUEST._serialized_end=1435
+  _AFTERTURNRESPONSE._serialized_start=1437
+  _AFTERTURNRESPONSE._serialized_end=1533
+  _MAINTAINREQUEST._serialized_start=1535
+  _MAINTAINREQUEST._serialized_end=1594
+  _MAINTAINRESPONSE._serialized_start=1597
+  _MAINTAINRESPONSE._serialized_end=1773
+  _PREPARESUBAGENTSPAWNREQUEST._serialized_start=1776
+  _PREPARESUBAGENTSPAWNREQUEST._serialized_end=1958
+  _PREPARESUBAGENTSPAWNRESPONSE._serialized_start=1961
+  _PREPARESUBAGENTSPAWNRESPONSE._serialized_end=2095
+  _ROLLBACKSUBAGENTSPAWNREQUEST._serialized_start=2097
+  _ROLLBACKSUBAGENTSPAWNREQUEST._serialized_end=2152
+  _ROLLBACKSUBAGENTSPAWNRESPONSE._serialized_start=2154
+  _ROLLBACKSUBAGENTSPAWNRESPONSE._serialized_end=2206
+  _ENDSUBAGENTREQUEST._serialized_start=2208
+  _ENDSUBAGENTREQUEST._serialized_end=2316
+  _ENDSUBAGENTRESPONSE._serialized_start=2318
+  _ENDSUBAGENTRESPONSE._serialized_end=2391
+  _CONTEXTOVERVIEW._serialized_start=2394
+  _CONTEXTOVERVIEW._serialized_end=2541
+  _SESSIONINFO._serialized_start=2544
+  _SESSIONINFO._serialized_end=2924
+  _GETSESSIONREQUEST._serialized_start=2926
+  _GETSESSIONREQUEST._serialized_end=2987
+  _GETSESSIONRESPONSE._serialized_start=2989
+  _GETSESSIONRESPONSE._serialized_end=3049
+  _LISTSESSIONSREQUEST._serialized_start=3051
+  _LISTSESSIONSREQUEST._serialized_end=3111
+  _LISTSESSIONSRESPONSE._serialized_start=3113
+  _LISTSESSIONSRESPONSE._serialized_end=3204
+  _GETTRANSCRIPTREQUEST._serialized_start=3206
+  _GETTRANSCRIPTREQUEST._serialized_end=3309
+  _GETTRANSCRIPTRESPONSE._serialized_start=3311
+  _GETTRANSCRIPTRESPONSE._serialized_end=3406
+  _IMPORTTRANSCRIPTREQUEST._serialized_start=3408
+  _IMPORTTRANSCRIPTREQUEST._serialized_end=3490
+  _IMPORTTRANSCRIPTRESPONSE._serialized_start=3492
+  _IMPORTTRANSCRIPTRESPONSE._serialized_end=3592
+  _EXPORTTRANSCRIPTREQUEST._serialized_start=3594
+  _EXPORTTRANSCRIPTREQUEST._serialized_end=3661
+  _EXPORTTRANSCRIPTRESPONSE._serialized_start=3663
+  _EXPORTTRANSCRIPTRESPONSE._serialized_end=3721
+  _DELETESESSIONREQUEST._serialized_start=3723
+  _DELETESESSIONREQUEST._serialized_end=3787
+  _DELETESESSIONRESPONSE._serialized_start=3789
+  _DELETESESSIONRESPONSE._serialized_end=3829
+  _SESSIONSERVICE._serialized_start=3832
+  _SESSIONSERVICE._serialized_end=5262
 # @@protoc_insertion_point(module_scope)

@@ -1,3 +1,4 @@
+from contextd.v1 import search_pb2 as _search_pb2
 from contextd.v1 import types_pb2 as _types_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor

@@ -2,6 +2,7 @@
 """Client and server classes corresponding to protobuf-defined services."""
 import grpc
 
+from contextd.v1 import search_pb2 as contextd_dot_v1_dot_search__pb2
 from contextd.v1 import session_pb2 as contextd_dot_v1_dot_session__pb2
 
 
@@ -127,6 +128,16 @@ class SessionServiceStub(object):
                 '/contextd.v1.SessionService/DeleteSession',
                 request_serializer=contextd_dot_v1_dot_session__pb2.DeleteSessionRequest.SerializeToString,
                 response_deserializer=contextd_dot_v1_dot_session__pb2.DeleteSessionResponse.FromString,
+                )
+        self.SearchTranscript = channel.unary_unary(
+                '/contextd.v1.SessionService/SearchTranscript',
+                request_serializer=contextd_dot_v1_dot_search__pb2.SearchTranscriptRequest.SerializeToString,
+                response_deserializer=contextd_dot_v1_dot_search__pb2.SearchTranscriptResponse.FromString,
+                )
+        self.ExpandCompaction = channel.unary_unary(
+                '/contextd.v1.SessionService/ExpandCompaction',
+                request_serializer=contextd_dot_v1_dot_search__pb2.ExpandCompactionRequest.SerializeToString,
+                response_deserializer=contextd_dot_v1_dot_search__pb2.ExpandCompactionResponse.FromString,
                 )
 
 
@@ -328,6 +339,31 @@ class SessionServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SearchTranscript(self, request, context):
+        """Full-text search over the session's whole history, compacted and hidden entries included, or
+        over every session of its agent (`scope`); hits newest first or by relevance, each with a
+        snippet, paged (search.proto says what is searched and how text matches).
+
+        INVALID_ARGUMENT: an empty `query`, one over 512 characters, 16 words or phrases or 32 words,
+        or one without a letter or digit (naming `query`); an unknown `scope` or `order`; a
+        `page_token` not issued to this caller for this RPC, session, query, scope and order.
+        NOT_FOUND: no such session (or another agent's).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExpandCompaction(self, request, context):
+        """The entries a compaction's summary covers, oldest first, paged.
+
+        INVALID_ARGUMENT: `compaction_entry_id` is empty or not a compaction entry of the session; a
+        `page_token` not issued to this caller for this RPC, session and compaction. NOT_FOUND: no such
+        session (or another agent's).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SessionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -400,6 +436,16 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.DeleteSession,
                     request_deserializer=contextd_dot_v1_dot_session__pb2.DeleteSessionRequest.FromString,
                     response_serializer=contextd_dot_v1_dot_session__pb2.DeleteSessionResponse.SerializeToString,
+            ),
+            'SearchTranscript': grpc.unary_unary_rpc_method_handler(
+                    servicer.SearchTranscript,
+                    request_deserializer=contextd_dot_v1_dot_search__pb2.SearchTranscriptRequest.FromString,
+                    response_serializer=contextd_dot_v1_dot_search__pb2.SearchTranscriptResponse.SerializeToString,
+            ),
+            'ExpandCompaction': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExpandCompaction,
+                    request_deserializer=contextd_dot_v1_dot_search__pb2.ExpandCompactionRequest.FromString,
+                    response_serializer=contextd_dot_v1_dot_search__pb2.ExpandCompactionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -690,5 +736,39 @@ class SessionService(object):
         return grpc.experimental.unary_unary(request, target, '/contextd.v1.SessionService/DeleteSession',
             contextd_dot_v1_dot_session__pb2.DeleteSessionRequest.SerializeToString,
             contextd_dot_v1_dot_session__pb2.DeleteSessionResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SearchTranscript(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/contextd.v1.SessionService/SearchTranscript',
+            contextd_dot_v1_dot_search__pb2.SearchTranscriptRequest.SerializeToString,
+            contextd_dot_v1_dot_search__pb2.SearchTranscriptResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ExpandCompaction(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/contextd.v1.SessionService/ExpandCompaction',
+            contextd_dot_v1_dot_search__pb2.ExpandCompactionRequest.SerializeToString,
+            contextd_dot_v1_dot_search__pb2.ExpandCompactionResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

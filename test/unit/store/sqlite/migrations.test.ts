@@ -9,6 +9,8 @@ import { EngineInfo } from "../../../../src/contract/gen/contextd/v1/engine.js";
 import { CompactionEntry, Role, TranscriptEntry } from "../../../../src/contract/gen/contextd/v1/types.js";
 import { messageText, textMessage } from "../../../../src/contract/messages.js";
 import { MIGRATIONS, SCHEMA_VERSION, migrate } from "../../../../src/store/sqlite/migrations.js";
+import { searchPage } from "../../../../src/store/search-hits.js";
+import { parseQuery } from "../../../../src/store/search-text.js";
 import { SqliteStore } from "../../../../src/store/sqlite/sqlite-store.js";
 import type { NewMessage, SessionLabels } from "../../../../src/store/types.js";
 
@@ -41,10 +43,10 @@ afterEach(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-describe("schema migrations 1 → 2 → 3 → 4 → 5 → 6 → 7", () => {
+describe("schema migrations 1 → 2 → 3 → 4 → 5 → 6 → 7 → 8", () => {
   it("upgrades a version-1 file in place, keeping its data", async () => {
     // Build a version-1 file: only migration 1, then data written through its schema.
-    expect(MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     const v1 = new Database(dbPath);
     migrate(v1, 1);
     expect(v1.pragma("user_version", { simple: true })).toBe(1);
@@ -69,7 +71,7 @@ describe("schema migrations 1 → 2 → 3 → 4 → 5 → 6 → 7", () => {
     const store = openAt();
     const db = (store as unknown as { db: Database.Database }).db;
     expect(db.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
-    expect(SCHEMA_VERSION).toBe(7);
+    expect(SCHEMA_VERSION).toBe(8);
     // Migration 6 filled in the newest message's timestamp from the entries; no key was ever given.
     expect(await store.getSession("old")).toMatchObject({
       sessionKey: "k",
@@ -175,6 +177,38 @@ describe("schema migrations 1 → 2 → 3 → 4 → 5 → 6 → 7", () => {
     ]);
     expect(await store.deleteRegistration("e1", "localhost:1")).toBe(true);
     expect((await store.listRegistrations()).map((r) => r.instanceId)).toEqual(["pod-2"]);
+  });
+
+  it("migration 8 indexes every entry of an existing file, so its history is searchable once it opens", async () => {
+    const v7 = new Database(dbPath);
+    migrate(v7, 7);
+    const entry = (seq: number, text: string) =>
+      TranscriptEntry.encode(
+        TranscriptEntry.fromPartial({ id: `e${seq}`, seq, entry: { $case: "message", value: textMessage(Role.ROLE_USER, text, { id: `e${seq}` }) } }),
+      ).finish();
+    const session = v7.prepare(
+      `INSERT INTO sessions (session_id, agent_id, created_at_ms, updated_at_ms, entry_count, message_count, last_seq, last_entry_id)
+       VALUES (?, ?, ?, ?, 2, 2, 2, 'e2')`,
+    );
+    const insert = v7.prepare(
+      `INSERT INTO entries (session_id, seq, id, parent_id, kind, role, token_count, timestamp_ms, payload) VALUES (?, ?, ?, '', 'message', 1, 1, 5000, ?)`,
+    );
+    session.run("old-a", "agent-a", 1000, 1000);
+    session.run("old-b", "agent-b", 2000, 2000);
+    insert.run("old-a", 1, "e1", entry(1, "see invoice_rounding.ts for BILL-4821"));
+    insert.run("old-a", 2, "e2", entry(2, "nothing"));
+    insert.run("old-b", 1, "e1", entry(1, "BILL-4821 of agent b"));
+    v7.close();
+
+    const store = openAt();
+    const terms = parseQuery("BILL-4821");
+    expect((await searchPage(store, { sessionId: "old-a", terms }, "newest", 10, undefined)).hits.map((h) => [h.sessionId, h.seq])).toEqual([["old-a", 1]]);
+    const agentB = await searchPage(store, { sessionId: "old-b", agentId: "agent-b", terms }, "newest", 10, undefined);
+    expect(agentB.hits.map((h) => h.sessionId)).toEqual(["old-b"]);
+    // New sessions are numbered after the migrated ones, and searched apart from them.
+    await store.appendMessages("new", [msg("BILL-4821 again", 1)], { sessionKey: "", agentId: "agent-a" });
+    const agentA = await searchPage(store, { sessionId: "new", agentId: "agent-a", terms }, "newest", 10, undefined);
+    expect(agentA.hits.map((h) => h.sessionId)).toEqual(["new", "old-a"]);
   });
 
   it("refuses a file from a newer contextd, and an unknown target version", () => {

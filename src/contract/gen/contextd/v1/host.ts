@@ -18,6 +18,7 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { SearchHit, SearchOrder, searchOrderFromJSON, searchOrderToJSON } from "./search.js";
 import {
   CompactionResult,
   CompactionTarget,
@@ -150,6 +151,33 @@ export interface CompleteResponse {
   text: string;
   /** What the model reported (`input`, `output`, `total`; no cost). */
   usage?: Usage | undefined;
+}
+
+/** A search of the engine call's session (SessionService.SearchTranscript's fields, without a scope). */
+export interface HostServiceSearchTranscriptRequest {
+  /** The engine call's session. */
+  session?:
+    | SessionRef
+    | undefined;
+  /** As SearchTranscriptRequest.query. */
+  query: string;
+  /** As SearchTranscriptRequest.order; UNSPECIFIED is NEWEST. */
+  order: SearchOrder;
+  /** Default 20 (when 0); more than 100 is taken as 100. */
+  pageSize: number;
+  /**
+   * The previous page's `next_page_token`; empty for the first page. Bound to this RPC, the
+   * session, the query and the order: any other is INVALID_ARGUMENT.
+   */
+  pageToken: string;
+}
+
+/** One page of hits. */
+export interface HostServiceSearchTranscriptResponse {
+  /** In the request's order. */
+  hits: SearchHit[];
+  /** Empty on the last page. */
+  nextPageToken: string;
 }
 
 function createBaseReadTranscriptRequest(): ReadTranscriptRequest {
@@ -1170,6 +1198,246 @@ export const CompleteResponse: MessageFns<CompleteResponse> = {
   },
 };
 
+function createBaseHostServiceSearchTranscriptRequest(): HostServiceSearchTranscriptRequest {
+  return { session: undefined, query: "", order: 0, pageSize: 0, pageToken: "" };
+}
+
+export const HostServiceSearchTranscriptRequest: MessageFns<HostServiceSearchTranscriptRequest> = {
+  encode(message: HostServiceSearchTranscriptRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.session !== undefined) {
+      SessionRef.encode(message.session, writer.uint32(10).fork()).join();
+    }
+    if (message.query !== "") {
+      writer.uint32(18).string(message.query);
+    }
+    if (message.order !== 0) {
+      writer.uint32(24).int32(message.order);
+    }
+    if (message.pageSize !== 0) {
+      writer.uint32(32).uint32(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(42).string(message.pageToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): HostServiceSearchTranscriptRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHostServiceSearchTranscriptRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.session = SessionRef.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.query = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.order = reader.int32() as any;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.pageSize = reader.uint32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): HostServiceSearchTranscriptRequest {
+    return {
+      session: isSet(object.session) ? SessionRef.fromJSON(object.session) : undefined,
+      query: isSet(object.query) ? globalThis.String(object.query) : "",
+      order: isSet(object.order) ? searchOrderFromJSON(object.order) : 0,
+      pageSize: isSet(object.pageSize)
+        ? globalThis.Number(object.pageSize)
+        : isSet(object.page_size)
+        ? globalThis.Number(object.page_size)
+        : 0,
+      pageToken: isSet(object.pageToken)
+        ? globalThis.String(object.pageToken)
+        : isSet(object.page_token)
+        ? globalThis.String(object.page_token)
+        : "",
+    };
+  },
+
+  toJSON(message: HostServiceSearchTranscriptRequest): unknown {
+    const obj: any = {};
+    if (message.session !== undefined) {
+      obj.session = SessionRef.toJSON(message.session);
+    }
+    if (message.query !== "") {
+      obj.query = message.query;
+    }
+    if (message.order !== 0) {
+      obj.order = searchOrderToJSON(message.order);
+    }
+    if (message.pageSize !== 0) {
+      obj.pageSize = Math.round(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      obj.pageToken = message.pageToken;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<HostServiceSearchTranscriptRequest>, I>>(
+    base?: I,
+  ): HostServiceSearchTranscriptRequest {
+    return HostServiceSearchTranscriptRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<HostServiceSearchTranscriptRequest>, I>>(
+    object: I,
+  ): HostServiceSearchTranscriptRequest {
+    const message = createBaseHostServiceSearchTranscriptRequest();
+    message.session = (object.session !== undefined && object.session !== null)
+      ? SessionRef.fromPartial(object.session)
+      : undefined;
+    message.query = object.query ?? "";
+    message.order = object.order ?? 0;
+    message.pageSize = object.pageSize ?? 0;
+    message.pageToken = object.pageToken ?? "";
+    return message;
+  },
+};
+
+function createBaseHostServiceSearchTranscriptResponse(): HostServiceSearchTranscriptResponse {
+  return { hits: [], nextPageToken: "" };
+}
+
+export const HostServiceSearchTranscriptResponse: MessageFns<HostServiceSearchTranscriptResponse> = {
+  encode(message: HostServiceSearchTranscriptResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.hits) {
+      SearchHit.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(18).string(message.nextPageToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): HostServiceSearchTranscriptResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHostServiceSearchTranscriptResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.hits.push(SearchHit.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): HostServiceSearchTranscriptResponse {
+    return {
+      hits: globalThis.Array.isArray(object?.hits) ? object.hits.map((e: any) => SearchHit.fromJSON(e)) : [],
+      nextPageToken: isSet(object.nextPageToken)
+        ? globalThis.String(object.nextPageToken)
+        : isSet(object.next_page_token)
+        ? globalThis.String(object.next_page_token)
+        : "",
+    };
+  },
+
+  toJSON(message: HostServiceSearchTranscriptResponse): unknown {
+    const obj: any = {};
+    if (message.hits?.length) {
+      obj.hits = message.hits.map((e) => SearchHit.toJSON(e));
+    }
+    if (message.nextPageToken !== "") {
+      obj.nextPageToken = message.nextPageToken;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<HostServiceSearchTranscriptResponse>, I>>(
+    base?: I,
+  ): HostServiceSearchTranscriptResponse {
+    return HostServiceSearchTranscriptResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<HostServiceSearchTranscriptResponse>, I>>(
+    object: I,
+  ): HostServiceSearchTranscriptResponse {
+    const message = createBaseHostServiceSearchTranscriptResponse();
+    message.hits = object.hits?.map((e) => SearchHit.fromPartial(e)) || [];
+    message.nextPageToken = object.nextPageToken ?? "";
+    return message;
+  },
+};
+
 /**
  * HostService is how engines call back into the host during an engine call. Every call carries
  * `authorization: Bearer <HostContext.token>`: scoped to the engine and session of the call in
@@ -1195,7 +1463,7 @@ export const CompleteResponse: MessageFns<CompleteResponse> = {
  *   certificate names the engine's owner;
  * - for the RPCs the engine declared in `EngineInfo.host_requirements`: `transcript-rewrite` for
  *   RewriteTranscriptEntries, `host-compaction` for DelegateCompaction, `llm-complete` for
- *   Complete; ReadTranscript needs none.
+ *   Complete; ReadTranscript and SearchTranscript need none.
  *
  * Errors every RPC may answer: INVALID_ARGUMENT for a missing or malformed `session` (checked
  * before the token); UNAUTHENTICATED for a missing, unknown, expired, revoked or ended token, a
@@ -1279,6 +1547,27 @@ export const HostServiceService = {
     responseSerialize: (value: CompleteResponse): Buffer => Buffer.from(CompleteResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CompleteResponse => CompleteResponse.decode(value),
   },
+  /**
+   * Searches the whole history of the engine call's session, as SessionService.SearchTranscript
+   * does with scope SESSION (search.proto says what is searched and how text matches); the host
+   * token covers that one session, so there is no AGENT scope here. Needs no host requirement.
+   *
+   * INVALID_ARGUMENT: as SessionService.SearchTranscript's (`query`, `order`, `page_token`; page
+   * tokens are bound to this RPC, the session, the query and the order).
+   */
+  searchTranscript: {
+    path: "/contextd.v1.HostService/SearchTranscript" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: HostServiceSearchTranscriptRequest): Buffer =>
+      Buffer.from(HostServiceSearchTranscriptRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): HostServiceSearchTranscriptRequest =>
+      HostServiceSearchTranscriptRequest.decode(value),
+    responseSerialize: (value: HostServiceSearchTranscriptResponse): Buffer =>
+      Buffer.from(HostServiceSearchTranscriptResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): HostServiceSearchTranscriptResponse =>
+      HostServiceSearchTranscriptResponse.decode(value),
+  },
 } as const;
 
 export interface HostServiceServer extends UntypedServiceImplementation {
@@ -1315,6 +1604,15 @@ export interface HostServiceServer extends UntypedServiceImplementation {
    * `timeout`, passed before the model answered. UNKNOWN: the model answered with no completion.
    */
   complete: handleUnaryCall<CompleteRequest, CompleteResponse>;
+  /**
+   * Searches the whole history of the engine call's session, as SessionService.SearchTranscript
+   * does with scope SESSION (search.proto says what is searched and how text matches); the host
+   * token covers that one session, so there is no AGENT scope here. Needs no host requirement.
+   *
+   * INVALID_ARGUMENT: as SessionService.SearchTranscript's (`query`, `order`, `page_token`; page
+   * tokens are bound to this RPC, the session, the query and the order).
+   */
+  searchTranscript: handleUnaryCall<HostServiceSearchTranscriptRequest, HostServiceSearchTranscriptResponse>;
 }
 
 export interface HostServiceClient extends Client {
@@ -1406,6 +1704,29 @@ export interface HostServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CompleteResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Searches the whole history of the engine call's session, as SessionService.SearchTranscript
+   * does with scope SESSION (search.proto says what is searched and how text matches); the host
+   * token covers that one session, so there is no AGENT scope here. Needs no host requirement.
+   *
+   * INVALID_ARGUMENT: as SessionService.SearchTranscript's (`query`, `order`, `page_token`; page
+   * tokens are bound to this RPC, the session, the query and the order).
+   */
+  searchTranscript(
+    request: HostServiceSearchTranscriptRequest,
+    callback: (error: ServiceError | null, response: HostServiceSearchTranscriptResponse) => void,
+  ): ClientUnaryCall;
+  searchTranscript(
+    request: HostServiceSearchTranscriptRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: HostServiceSearchTranscriptResponse) => void,
+  ): ClientUnaryCall;
+  searchTranscript(
+    request: HostServiceSearchTranscriptRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: HostServiceSearchTranscriptResponse) => void,
   ): ClientUnaryCall;
 }
 

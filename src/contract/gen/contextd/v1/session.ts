@@ -19,6 +19,12 @@ import {
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import {
+  ExpandCompactionRequest,
+  ExpandCompactionResponse,
+  SearchTranscriptRequest,
+  SearchTranscriptResponse,
+} from "./search.js";
+import {
   CompactionResult,
   CompactionTarget,
   compactionTargetFromJSON,
@@ -4370,6 +4376,45 @@ export const SessionServiceService = {
       Buffer.from(DeleteSessionResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): DeleteSessionResponse => DeleteSessionResponse.decode(value),
   },
+  /**
+   * Full-text search over the session's whole history, compacted and hidden entries included, or
+   * over every session of its agent (`scope`); hits newest first or by relevance, each with a
+   * snippet, paged (search.proto says what is searched and how text matches).
+   *
+   * INVALID_ARGUMENT: an empty `query`, one over 512 characters, 16 words or phrases or 32 words,
+   * or one without a letter or digit (naming `query`); an unknown `scope` or `order`; a
+   * `page_token` not issued to this caller for this RPC, session, query, scope and order.
+   * NOT_FOUND: no such session (or another agent's).
+   */
+  searchTranscript: {
+    path: "/contextd.v1.SessionService/SearchTranscript" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SearchTranscriptRequest): Buffer =>
+      Buffer.from(SearchTranscriptRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SearchTranscriptRequest => SearchTranscriptRequest.decode(value),
+    responseSerialize: (value: SearchTranscriptResponse): Buffer =>
+      Buffer.from(SearchTranscriptResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SearchTranscriptResponse => SearchTranscriptResponse.decode(value),
+  },
+  /**
+   * The entries a compaction's summary covers, oldest first, paged.
+   *
+   * INVALID_ARGUMENT: `compaction_entry_id` is empty or not a compaction entry of the session; a
+   * `page_token` not issued to this caller for this RPC, session and compaction. NOT_FOUND: no such
+   * session (or another agent's).
+   */
+  expandCompaction: {
+    path: "/contextd.v1.SessionService/ExpandCompaction" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ExpandCompactionRequest): Buffer =>
+      Buffer.from(ExpandCompactionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ExpandCompactionRequest => ExpandCompactionRequest.decode(value),
+    responseSerialize: (value: ExpandCompactionResponse): Buffer =>
+      Buffer.from(ExpandCompactionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ExpandCompactionResponse => ExpandCompactionResponse.decode(value),
+  },
 } as const;
 
 export interface SessionServiceServer extends UntypedServiceImplementation {
@@ -4482,6 +4527,25 @@ export interface SessionServiceServer extends UntypedServiceImplementation {
    * is not called. NOT_FOUND: no such session.
    */
   deleteSession: handleUnaryCall<DeleteSessionRequest, DeleteSessionResponse>;
+  /**
+   * Full-text search over the session's whole history, compacted and hidden entries included, or
+   * over every session of its agent (`scope`); hits newest first or by relevance, each with a
+   * snippet, paged (search.proto says what is searched and how text matches).
+   *
+   * INVALID_ARGUMENT: an empty `query`, one over 512 characters, 16 words or phrases or 32 words,
+   * or one without a letter or digit (naming `query`); an unknown `scope` or `order`; a
+   * `page_token` not issued to this caller for this RPC, session, query, scope and order.
+   * NOT_FOUND: no such session (or another agent's).
+   */
+  searchTranscript: handleUnaryCall<SearchTranscriptRequest, SearchTranscriptResponse>;
+  /**
+   * The entries a compaction's summary covers, oldest first, paged.
+   *
+   * INVALID_ARGUMENT: `compaction_entry_id` is empty or not a compaction entry of the session; a
+   * `page_token` not issued to this caller for this RPC, session and compaction. NOT_FOUND: no such
+   * session (or another agent's).
+   */
+  expandCompaction: handleUnaryCall<ExpandCompactionRequest, ExpandCompactionResponse>;
 }
 
 export interface SessionServiceClient extends Client {
@@ -4789,6 +4853,53 @@ export interface SessionServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DeleteSessionResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Full-text search over the session's whole history, compacted and hidden entries included, or
+   * over every session of its agent (`scope`); hits newest first or by relevance, each with a
+   * snippet, paged (search.proto says what is searched and how text matches).
+   *
+   * INVALID_ARGUMENT: an empty `query`, one over 512 characters, 16 words or phrases or 32 words,
+   * or one without a letter or digit (naming `query`); an unknown `scope` or `order`; a
+   * `page_token` not issued to this caller for this RPC, session, query, scope and order.
+   * NOT_FOUND: no such session (or another agent's).
+   */
+  searchTranscript(
+    request: SearchTranscriptRequest,
+    callback: (error: ServiceError | null, response: SearchTranscriptResponse) => void,
+  ): ClientUnaryCall;
+  searchTranscript(
+    request: SearchTranscriptRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SearchTranscriptResponse) => void,
+  ): ClientUnaryCall;
+  searchTranscript(
+    request: SearchTranscriptRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SearchTranscriptResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The entries a compaction's summary covers, oldest first, paged.
+   *
+   * INVALID_ARGUMENT: `compaction_entry_id` is empty or not a compaction entry of the session; a
+   * `page_token` not issued to this caller for this RPC, session and compaction. NOT_FOUND: no such
+   * session (or another agent's).
+   */
+  expandCompaction(
+    request: ExpandCompactionRequest,
+    callback: (error: ServiceError | null, response: ExpandCompactionResponse) => void,
+  ): ClientUnaryCall;
+  expandCompaction(
+    request: ExpandCompactionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ExpandCompactionResponse) => void,
+  ): ClientUnaryCall;
+  expandCompaction(
+    request: ExpandCompactionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ExpandCompactionResponse) => void,
   ): ClientUnaryCall;
 }
 
