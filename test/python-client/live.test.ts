@@ -29,7 +29,8 @@ beforeAll(() => requirePythonGrpc());
 describe("contextd.Client against contextd with auth on", () => {
   let cd: ContextdProcess;
   beforeAll(async () => {
-    cd = await startContextd({ config: AUTH, env: { PY_LIVE_TOKEN: TOKEN } });
+    // A short kept tail, so that a forced Compact of a few turns (the search check) has something to fold.
+    cd = await startContextd({ config: { ...AUTH, compaction: { keep_recent_tokens: 200 } }, env: { PY_LIVE_TOKEN: TOKEN } });
   });
   afterAll(async () => cd?.cleanup());
 
@@ -52,6 +53,21 @@ describe("contextd.Client against contextd with auth on", () => {
   it("pages through a transcript, and transcript() follows the pages to the end", async () => {
     const r = await check("transcript_paging", cd.address);
     expect(r).toMatchObject({ entries: 24, pages: 5, increasing: true, first_text: "Turn 0: why does test_checkout_0 fail?" });
+  });
+
+  it("search() finds words in the whole history, marks them, follows the pages, and still finds what a compaction covered; expand_compaction gives it back", async () => {
+    const r = await check("search", cd.address);
+    // Every word must be in the entry, whole: only turn 3's question (seq 13) holds both — its tool
+    // result says "FAILED", another word.
+    expect(r.newest_seqs).toEqual([13]);
+    expect(r.snippet).toContain("«test_checkout_3»");
+    expect(r).toMatchObject({ compacted: true, paged_unique: r.paged });
+    expect(r.paged).toBeGreaterThanOrEqual(16);
+    expect(r.covered).toBeGreaterThan(0);
+    expect(r.covered_first).toBe("Turn 0: why does test_checkout_0 fail?");
+    expect(r.found_after_compaction.length).toBeGreaterThan(0);
+    expect(r.empty_query).toMatchObject({ code: "INVALID_ARGUMENT", method: "SearchTranscript" });
+    expect(r.empty_query.message).toContain("query");
   });
 
   it("a bad request is ContextdError INVALID_ARGUMENT naming the field, and writes nothing", async () => {

@@ -150,8 +150,32 @@ def tls(cx: contextd.Client, session: str) -> dict[str, Any]:
     return out
 
 
+def search(cx: contextd.Client, session: str) -> dict[str, Any]:
+    for n in range(8):
+        cx.append_messages(session=session, messages=turn(n))
+    newest = list(cx.search(session, "test_checkout_3 fail", limit=10))
+    # Every hit of a word most turns hold, two to a page: the pages followed to the end.
+    paged = list(cx.search(session, "checkout", limit=1000, order=contextd.SearchOrder.SEARCH_ORDER_RELEVANCE))
+    compacted = cx.compact(session=session, token_budget=2_000, force=True)
+    summary = next(e for e in cx.transcript(session) if e.HasField("compaction"))
+    covered = cx.expand_compaction(session=session, compaction_entry_id=summary.id, page_size=100)
+    # Compacted away, the turn is still found.
+    after = [h.seq for h in cx.search(session, "test_checkout_0", limit=10)]
+    return {
+        "newest_seqs": [h.seq for h in newest],
+        "snippet": newest[0].snippet if newest else "",
+        "paged": len(paged),
+        "paged_unique": len({h.entry_id for h in paged}),
+        "compacted": compacted.compacted,
+        "covered": len(covered.entries),
+        "covered_first": m.text_of(covered.entries[0].message) if covered.entries else "",
+        "found_after_compaction": after,
+        "empty_query": refusal(lambda: cx.search_transcript(session=session, query="  ")),
+    }
+
+
 CHECKS: dict[str, Callable[[contextd.Client, str], dict[str, Any]]] = {
-    f.__name__: f for f in (append_assemble, idempotent_retry, transcript_paging, bad_request, deadline, unauthenticated, tls)
+    f.__name__: f for f in (append_assemble, idempotent_retry, transcript_paging, bad_request, deadline, unauthenticated, tls, search)
 }
 
 

@@ -35,7 +35,7 @@ from contextd.messages import (
     user,
 )
 from contextd.sessions import SessionLike, session_ref
-from contextd.v1 import errors_pb2, session_pb2, types_pb2
+from contextd.v1 import errors_pb2, search_pb2, session_pb2, types_pb2
 
 __version__ = "0.1.0"
 
@@ -50,6 +50,8 @@ CompactionTarget = types_pb2.CompactionTarget
 SelectionSource = types_pb2.SelectionSource
 SubagentContextMode = types_pb2.SubagentContextMode
 SubagentEndReason = types_pb2.SubagentEndReason
+SearchScope = search_pb2.SearchScope
+SearchOrder = search_pb2.SearchOrder
 # The stable reasons of ContextdError.reason: `ErrorReason.Value(err.reason)`, `ErrorReason.SESSION_NOT_FOUND`.
 ErrorReason = errors_pb2.ErrorReason
 
@@ -83,6 +85,8 @@ __all__ = [
     "StatusCode",
     "SubagentContextMode",
     "SubagentEndReason",
+    "SearchScope",
+    "SearchOrder",
     "TextBlock",
     "TlsConfig",
     "ToolCallBlock",

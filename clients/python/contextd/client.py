@@ -29,6 +29,7 @@ from contextd.errors import ContextdError
 from contextd.health.v1 import health_pb2, health_pb2_grpc
 from contextd.request_fields import build_request
 from contextd.sessions import SessionLike, session_ref
+from contextd.v1 import search_pb2 as SR
 from contextd.v1 import session_pb2 as S
 from contextd.v1 import session_pb2_grpc, types_pb2
 
@@ -205,6 +206,19 @@ class Client:
                        metadata: Metadata = (), **fields: Any) -> S.DeleteSessionResponse:
         return self._call("DeleteSession", S.DeleteSessionRequest, request, fields, timeout, metadata)
 
+    def search_transcript(self, request: SR.SearchTranscriptRequest | None = None, /, *, timeout: float | None = None,
+                          metadata: Metadata = (), **fields: Any) -> SR.SearchTranscriptResponse:
+        """One page of hits for `query` in the session's whole history (compacted and hidden entries too),
+        or in every session of its agent with `scope=SearchScope.SEARCH_SCOPE_AGENT`; newest first unless
+        `order=SearchOrder.SEARCH_ORDER_RELEVANCE`. Each snippet marks its matches «like this». `search()`
+        follows the pages for you."""
+        return self._call("SearchTranscript", SR.SearchTranscriptRequest, request, fields, timeout, metadata)
+
+    def expand_compaction(self, request: SR.ExpandCompactionRequest | None = None, /, *, timeout: float | None = None,
+                          metadata: Metadata = (), **fields: Any) -> SR.ExpandCompactionResponse:
+        """One page of the original entries a compaction summary (`compaction_entry_id`) covers."""
+        return self._call("ExpandCompaction", SR.ExpandCompactionRequest, request, fields, timeout, metadata)
+
     # --- conveniences --------------------------------------------------------------------------
 
     def transcript(self, session: SessionLike, page_size: int = 1000, *, timeout: float | None = None,
@@ -217,6 +231,22 @@ class Client:
             page = self.get_transcript(session=ref, page_size=page_size, page_token=page_token,
                                        timeout=timeout, metadata=metadata)
             yield from page.entries
+            if not page.next_page_token:
+                return
+            page_token = page.next_page_token
+
+    def search(self, session: SessionLike, query: str, *, limit: int = 100, timeout: float | None = None,
+               metadata: Metadata = (), **fields: Any) -> Iterator[SR.SearchHit]:
+        """At most `limit` hits for `query` (SearchTranscript's other fields as keywords: `scope`,
+        `order`), following page tokens. `timeout` bounds each page's call, not the whole iteration."""
+        ref = session_ref(session)
+        page_token, left = "", limit
+        while left > 0:
+            page = self.search_transcript(session=ref, query=query, page_size=min(left, 100), page_token=page_token,
+                                          timeout=timeout, metadata=metadata, **fields)
+            hits = list(page.hits)[:left]
+            yield from hits
+            left -= len(hits)
             if not page.next_page_token:
                 return
             page_token = page.next_page_token
