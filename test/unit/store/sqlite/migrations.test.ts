@@ -71,7 +71,7 @@ describe("schema migrations 1 → 2 → 3 → 4 → 5 → 6 → 7 → 8", () => 
     const store = openAt();
     const db = (store as unknown as { db: Database.Database }).db;
     expect(db.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
-    expect(SCHEMA_VERSION).toBe(8);
+    expect(SCHEMA_VERSION).toBe(9);
     // Migration 6 filled in the newest message's timestamp from the entries; no key was ever given.
     expect(await store.getSession("old")).toMatchObject({
       sessionKey: "k",
