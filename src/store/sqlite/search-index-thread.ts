@@ -112,6 +112,8 @@ class IndexThread implements SearchIndexing {
       this.fail(new Error("the store is closed"));
       if (!worker) return;
       const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
+      // Held until it has finished its step and closed its connection.
+      worker.ref();
       worker.postMessage({ type: "stop" } satisfies ToIndexer);
       await exited;
     })();

@@ -4,11 +4,20 @@
  * last row applied (durable: the index file syncs every commit). Between two steps it reads its
  * messages, so a `stop` waits for one step at most.
  */
+import os from "node:os";
 import { parentPort, workerData } from "node:worker_threads";
 import { openIndexFile, SearchIndexer } from "./search-index.js";
 import type { FromIndexer, ToIndexer } from "./search-index-thread.js";
 
 const { storePath, indexPath, stepOps } = workerData as { storePath: string; indexPath: string; stepOps: number };
+// Beneath the event loop and the counting threads: appends are answered first, the index catches up
+// when they leave it CPU (a search waits for it; appends wait only past MAX_INDEX_LAG).
+try {
+  os.setPriority(10);
+} catch {
+  // Not allowed here (a container without the capability to lower a thread's own priority? — it
+  // never needs one): the indexer runs at the process's priority.
+}
 const db = openIndexFile(indexPath, storePath);
 const indexer = new SearchIndexer(db, "src", "main");
 const post = (m: FromIndexer) => parentPort!.postMessage(m);

@@ -1,3 +1,5 @@
+import fs from "node:fs";
+
 import Database from "better-sqlite3";
 
 import { decodeEntry } from "../rows.js";
@@ -55,10 +57,30 @@ function createSchema(db: Database.Database, ix: string): void {
       applied_op INTEGER NOT NULL
     );
   `);
+  // Merge segments 16 at a time instead of 4: a quarter less of the index's CPU per entry (each
+  // word is rewritten by fewer merges), for a few more segments for a search to read.
+  db.exec(`INSERT INTO ${ix}.entry_search (entry_search, rank) VALUES ('automerge', ${AUTOMERGE})`);
 }
 
-/** Opens (creating when missing) the index file for the indexer: WAL, every commit synced. */
+/** FTS5 `automerge` (default 4): see createSchema. */
+export const AUTOMERGE = 16;
+
+/**
+ * Opens (creating when missing) the index file for the indexer: WAL, every commit synced, the store
+ * attached as `src`. A file SQLite cannot read is replaced by a new one (rebuilt from the store).
+ */
 export function openIndexFile(indexPath: string, storePath: string): Database.Database {
+  try {
+    return openIndexFileAsIs(indexPath, storePath);
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code !== "SQLITE_CORRUPT" && code !== "SQLITE_NOTADB") throw err;
+    for (const f of [indexPath, `${indexPath}-wal`, `${indexPath}-shm`]) fs.rmSync(f, { force: true });
+    return openIndexFileAsIs(indexPath, storePath);
+  }
+}
+
+function openIndexFileAsIs(indexPath: string, storePath: string): Database.Database {
   const db = new Database(indexPath);
   try {
     db.pragma("journal_mode = WAL");

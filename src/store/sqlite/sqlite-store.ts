@@ -60,6 +60,9 @@ export { newEntryId } from "../rows.js";
 
 const BUSY_TIMEOUT_MS = 5_000;
 
+/** Log rows the search index may be behind before appends wait for it (~1.5 s of the indexer's work here). */
+export const MAX_INDEX_LAG = 20_000;
+
 /**
  * The embedded transcript store: one SQLite file (WAL, synchronous=FULL, so an acknowledged write
  * survives kill -9 and power loss). better-sqlite3 is synchronous; the async methods only adapt it
@@ -109,6 +112,8 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   private readonly searchReader: Database.Database;
   /** The search log's rows up to this op are deleted, or their deletion is under way. */
   private trimmedLog = 0;
+  private readonly trims = new Set<Promise<void>>();
+  private closing = false;
   /** Decoded active views (view-cache.ts); the writes that can change stored entries clear it. */
   private readonly views = new ViewCache();
 
@@ -151,12 +156,17 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
 
   /** The indexer applied the log through `applied`: its rows are deleted with the next appends (never in a transaction of their own). */
   private trimLog(applied: number): void {
-    if (applied <= this.trimmedLog) return;
+    if (applied <= this.trimmedLog || this.closing) return;
     this.trimmedLog = applied;
-    this.commits.write(() => this.stmts.trimSearchLog.run(applied)).catch(() => {
-      // Left for the next trim: the rows stay until then, and are never applied twice.
-      this.trimmedLog = Math.min(this.trimmedLog, applied - 1);
-    });
+    const trim = this.commits.write(() => this.stmts.trimSearchLog.run(applied)).then(
+      () => undefined,
+      () => {
+        // Left for the next trim: the rows stay until then, and are never applied twice.
+        this.trimmedLog = Math.min(this.trimmedLog, applied - 1);
+      },
+    );
+    this.trims.add(trim);
+    void trim.finally(() => this.trims.delete(trim));
   }
 
   /** indexed, for a write that commits before it returns. */
@@ -168,12 +178,18 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
     }
   }
 
-  /** Tells the indexer that `write` logged entries, once it has committed. */
+  /**
+   * Tells the indexer that `write` logged entries, once it has committed; and holds the answer while
+   * the index is more than MAX_INDEX_LAG log rows behind, so that the lag a search may wait for stays
+   * bounded when appends outrun the indexer. (Never an error: the write has committed.)
+   */
   private async indexed<T>(write: Promise<T>): Promise<T> {
     try {
       return await write;
     } finally {
       this.indexing.kick();
+      const behind = (this.stmts.lastLogged.get()?.seq ?? 0) - MAX_INDEX_LAG;
+      if (behind > 0 && !this.closing) await this.indexing.caughtUp(behind).catch(() => undefined);
     }
   }
 
@@ -411,7 +427,9 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     await this.indexing.close();
+    await Promise.all(this.trims);
     if (this.searchReader !== this.db && this.searchReader.open) this.searchReader.close();
     await this.walSync?.close();
     if (this.db.open) this.db.close();
