@@ -190,7 +190,14 @@ export class SearchIndexer {
   }
 
   private index(searchId: number, seq: number, payload: Buffer, agent: string): void {
-    const body = entryIndexText(decodeEntry(payload));
+    let body: string;
+    try {
+      body = entryIndexText(decodeEntry(payload));
+    } catch {
+      // A payload that no longer decodes (a damaged file) is skipped rather than holding up every
+      // entry after it: the store's reads report it.
+      return;
+    }
     if (body) this.insert.run(searchId, seq, body, agentToken(agent));
   }
 
