@@ -15,7 +15,7 @@ import type { SessionLabels } from "../../../../src/store/types.js";
 
 // The SQLite store's search index (src/store/sqlite/search-index.ts): a log written in the append's
 // transaction, applied afterwards to an index file of its own, exactly once. From the sources the
-// indexer runs inline (no compiled worker file); test/integration/search-index-crash.test.ts runs
+// indexer runs inline (no compiled worker file); test/reliability/search-index-crash.test.ts runs
 // the thread in a real contextd that is SIGKILLed.
 
 const LABELS: SessionLabels = { sessionKey: "", agentId: "agent-a" };
