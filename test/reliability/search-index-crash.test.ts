@@ -101,7 +101,7 @@ describe("the SQLite search index across SIGKILLs", () => {
 
     // Every stored message, once: the agent's sessions paged through by a word every message holds.
     const hits: string[] = [];
-    for (let pageToken = ""; ; ) {
+    for (let pageToken = ""; ;) {
       const page = await client.searchTranscript({
         session: { sessionId: "crash-0", agentId: AGENT },
         query: "crashword",
@@ -117,8 +117,14 @@ describe("the SQLite search index across SIGKILLs", () => {
     expect(hits.sort()).toEqual([...stored.keys()].sort());
     // And one message by its own words, just appended.
     const last = acked[acked.length - 1];
-    const own = await client.searchTranscript({ session: { sessionId: "crash-0", agentId: AGENT }, query: last.split(" ")[1], scope: SearchScope.SEARCH_SCOPE_AGENT });
+    const own = await client.searchTranscript({
+      session: { sessionId: "crash-0", agentId: AGENT },
+      query: last.split(" ")[1],
+      scope: SearchScope.SEARCH_SCOPE_AGENT,
+    });
     expect(own.hits).toHaveLength(1);
-    console.info(`[search-index-crash] ${KILLS} kills, log rows behind at each: ${lags.join(", ")}; ${stored.size} messages stored, ${acked.length} acknowledged`);
+    console.info(
+      `[search-index-crash] ${KILLS} kills, log rows behind at each: ${lags.join(", ")}; ${stored.size} messages stored, ${acked.length} acknowledged`,
+    );
   });
 });

@@ -205,7 +205,7 @@ export class SearchIndexer {
   private rebuild(): void {
     this.clear.run();
     for (const { search_id } of this.sessions.all()) {
-      for (let after = 0; ; ) {
+      for (let after = 0; ;) {
         const rows = this.sessionEntries.all(search_id, after, 1000);
         if (rows.length === 0) break;
         for (const r of rows) this.index(search_id, r.seq, r.payload, r.agent);

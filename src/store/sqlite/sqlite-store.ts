@@ -158,13 +158,15 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   private trimLog(applied: number): void {
     if (applied <= this.trimmedLog || this.closing) return;
     this.trimmedLog = applied;
-    const trim = this.commits.write(() => this.stmts.trimSearchLog.run(applied)).then(
-      () => undefined,
-      () => {
-        // Left for the next trim: the rows stay until then, and are never applied twice.
-        this.trimmedLog = Math.min(this.trimmedLog, applied - 1);
-      },
-    );
+    const trim = this.commits
+      .write(() => this.stmts.trimSearchLog.run(applied))
+      .then(
+        () => undefined,
+        () => {
+          // Left for the next trim: the rows stay until then, and are never applied twice.
+          this.trimmedLog = Math.min(this.trimmedLog, applied - 1);
+        },
+      );
     this.trims.add(trim);
     void trim.finally(() => this.trims.delete(trim));
   }
@@ -294,7 +296,9 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
     // In the group commit, like appends: its WAL sync runs off the event loop (a compaction per
     // Assemble of a busy tenant synced on the loop every other tenant's calls wait on).
     return this.indexed(
-      this.commits.write(() => writes.commitCompaction(this.db, this.stmts, sessionId, compaction, expectedLatestCompactionId, summaryTokens, compactedThroughSeq)),
+      this.commits.write(() =>
+        writes.commitCompaction(this.db, this.stmts, sessionId, compaction, expectedLatestCompactionId, summaryTokens, compactedThroughSeq),
+      ),
     );
   }
 
