@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import type Database from "better-sqlite3";
 
-import { SearchIndexer } from "./search-index.js";
+import { openIndexFile, SearchIndexer } from "./search-index.js";
 
 // The store's side of the search indexer (search-index.ts): where it runs, and waiting for it.
 //
@@ -64,7 +64,10 @@ class IndexThread implements SearchIndexing {
     });
     worker.on("error", (err) => {
       this.worker = undefined;
-      this.fail(new Error(`the search indexer stopped: ${err.message}`));
+      // A thread that cannot run here (it died before its first step): the store indexes on the
+      // event loop instead, as a search asks (correct, only slower) — never a search that fails for good.
+      if (this.applied < 0 && !this.stopped) this.runInline();
+      else this.fail(new Error(`the search indexer stopped: ${err.message}`));
     });
     worker.on("exit", () => {
       if (this.worker === worker) this.worker = undefined;
@@ -75,13 +78,24 @@ class IndexThread implements SearchIndexing {
     return worker;
   }
 
+  private inline: InlineIndexing | undefined;
+
+  private runInline(): void {
+    this.inline = new InlineIndexing(openIndexFile(this.indexPath, this.storePath), "src", "main", true);
+    this.inline.onApplied = (applied) => this.advance(applied);
+    const waiting = this.waiters;
+    this.waiters = [];
+    for (const w of waiting) this.caughtUp(w.op).then(w.resolve, w.reject);
+  }
+
   kick(): void {
-    if (this.stopped) return;
+    if (this.stopped || this.inline) return;
     (this.worker ?? this.start()).postMessage({ type: "kick" } satisfies ToIndexer);
   }
 
   caughtUp(op: number): Promise<void> {
     if (this.applied >= op) return Promise.resolve();
+    if (this.inline) return this.inline.caughtUp(op);
     if (this.stopped) return Promise.reject(new Error("the store is closed"));
     return new Promise((resolve, reject) => {
       this.waiters.push({ op, resolve, reject });
@@ -110,6 +124,7 @@ class IndexThread implements SearchIndexing {
     this.stopped ??= (async () => {
       const worker = this.worker;
       this.fail(new Error("the store is closed"));
+      await this.inline?.close();
       if (!worker) return;
       const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
       // Held until it has finished its step and closed its connection.
