@@ -154,7 +154,7 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
     return { indexing, reader };
   }
 
-  /** The indexer applied the log through `applied`: its rows are deleted with the next appends (never in a transaction of their own). */
+  /** The indexer applied the log through `applied`: its rows are deleted in the next group commit (with the appends of that turn, its sync off the event loop). */
   private trimLog(applied: number): void {
     if (applied <= this.trimmedLog || this.closing) return;
     this.trimmedLog = applied;
