@@ -31,6 +31,8 @@ export interface CallReuse {
   total: number;
   /** Tokens of its leading part identical to the previous call's (0 on the first call). */
   reused: number;
+  /** Messages of that part. */
+  reusedMessages: number;
 }
 
 export const ANTHROPIC = { read: 0.1, write: 1.25 } as const;
@@ -54,13 +56,15 @@ export class PrefixMeter {
     const additionTokens = prompt.systemPromptAddition ? this.tokenizer.countText(prompt.systemPromptAddition) : 0;
     const total = additionTokens + tokens.reduce((a, b) => a + b, 0);
     let reused = 0;
+    let reusedMessages = 0;
     const prev = this.previous;
     if (prev && prev.addition === prompt.systemPromptAddition) {
       reused = additionTokens;
-      for (let i = 0; i < views.length && i < prev.views.length && views[i] === prev.views[i]; i++) reused += tokens[i];
+      for (; reusedMessages < views.length && reusedMessages < prev.views.length && views[reusedMessages] === prev.views[reusedMessages]; reusedMessages++)
+        reused += tokens[reusedMessages];
     }
     this.previous = { addition: prompt.systemPromptAddition, views };
-    const call = { total, reused };
+    const call = { total, reused, reusedMessages };
     this.calls.push(call);
     return call;
   }

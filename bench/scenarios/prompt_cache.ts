@@ -18,6 +18,9 @@
  * OpenAI's). `cache_hit_ratio_worst_engine` is the lowest engine's, and null when an engine could
  * not be measured (never a best-of-the-rest).
  *
+ * Every call also checks AssembleResponse.stable_prefix_messages — the host's word on where the
+ * cacheable prefix ends — against the measured one (`stable_prefix_hint_mismatches_<engine>`: 0).
+ *
  * Engines: legacy, lossless, window and recall, each through its own contextd the way a user runs
  * it (bench/harness/quality-methods.ts).
  */
@@ -42,6 +45,8 @@ interface Run {
   compactions: number;
   /** Answers from another engine than the method's (a fallback would measure legacy, not it). */
   fallbacks: string[];
+  /** Calls whose AssembleResponse.stable_prefix_messages differs from the measured identical prefix. */
+  hintMismatches: number;
 }
 
 /** A coding session of at least `targetTokens` (whole turns), deterministic for the seed. */
@@ -60,7 +65,7 @@ function codingSession(targetTokens: number, tokenizer: Tokenizer): Message[] {
 async function loop(m: ServedMethod, sessionId: string, messages: Message[], budget: number, tokenizer: Tokenizer): Promise<Run> {
   const session = { sessionId, agentId: "bench" };
   const meter = new PrefixMeter(tokenizer);
-  const run: Run = { calls: meter.calls, compactions: 0, fallbacks: [] };
+  const run: Run = { calls: meter.calls, compactions: 0, fallbacks: [], hintMismatches: 0 };
   let pending: Message[] = [];
   for (const msg of messages) {
     if (msg.role === Role.ROLE_ASSISTANT && pending.length) {
@@ -69,7 +74,8 @@ async function loop(m: ServedMethod, sessionId: string, messages: Message[], bud
       const a = await m.client.assemble({ session, tokenBudget: budget }, m.timeoutMs ? { timeoutMs: m.timeoutMs } : undefined);
       if (a.engineId !== m.engine) run.fallbacks.push(`${sessionId}: call ${meter.calls.length + 1} answered by ${a.engineId} (${a.fallbackReason})`);
       if (a.compaction) run.compactions++;
-      meter.add({ systemPromptAddition: a.systemPromptAddition, messages: a.messages });
+      const measured = meter.add({ systemPromptAddition: a.systemPromptAddition, messages: a.messages });
+      if (a.stablePrefixMessages !== measured.reusedMessages) run.hintMismatches++;
     }
     pending.push(msg);
   }
@@ -105,13 +111,14 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
         ctx.progress.update(done, total, `${m.method}: coding session, ${Math.round(codingTokens / 1000)}k tokens at ${CODING_BUDGET / 1000}k`);
         codingRuns[m.method] = await loop(m, `cache-coding-${m.method}`, coding, CODING_BUDGET, tokenizer);
         done++;
-        const merged: Run = { calls: [], compactions: 0, fallbacks: [] };
+        const merged: Run = { calls: [], compactions: 0, fallbacks: [], hintMismatches: 0 };
         for (const conv of locomo) {
           ctx.progress.update(done, total, `${m.method}: LoCoMo ${conv.id} at ${LOCOMO_BUDGET / 1000}k`);
           const r = await loop(m, `cache-locomo-${m.method}-${conv.id}`, conv.sessions.flat(), LOCOMO_BUDGET, tokenizer);
           merged.calls.push(...r.calls);
           merged.compactions += r.compactions;
           merged.fallbacks.push(...r.fallbacks);
+          merged.hintMismatches += r.hintMismatches;
           done++;
         }
         if (locomo.length) locomoRuns[m.method] = merged;
@@ -139,6 +146,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     metrics[`input_cost_ratio_${m}`] = c ? num(anthropicCostRatio(c.calls)) : null;
     metrics[`input_cost_ratio_openai_${m}`] = c ? num(openaiCostRatio(c.calls)) : null;
     metrics[`compactions_${m}`] = c ? c.compactions : null;
+    metrics[`stable_prefix_hint_mismatches_${m}`] = c ? c.hintMismatches + (l?.hintMismatches ?? 0) : null;
     metrics[`cache_hit_ratio_locomo_${m}`] = l ? num(prefixReuse(l.calls)) : null;
     metrics[`input_cost_ratio_locomo_${m}`] = l ? num(anthropicCostRatio(l.calls)) : null;
     if (!c) {

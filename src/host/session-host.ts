@@ -11,6 +11,7 @@ import type { Tokenizer } from "../tokens/tokenizer.js";
 import { countingFor } from "./counting.js";
 import { viewMessages } from "./active-view.js";
 import { AssemblePlan } from "./assemble-plan.js";
+import { StablePrefixes } from "./stable-prefix.js";
 import { Bootstraps } from "./bootstraps.js";
 import type { Compactions } from "./compactions.js";
 import { checkCompaction } from "./engine-answers.js";
@@ -45,6 +46,7 @@ export class SessionHost {
       compactions,
       tokenizer,
       store,
+      stablePrefixes: new StablePrefixes(),
       readView: (session) => this.readView(session),
       compact: (req, call, session) => this.compact(req, call, this.reread(session)),
     });

@@ -72,7 +72,7 @@ class AssembleRequest(_message.Message):
     def __init__(self, session: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., token_budget: _Optional[int] = ..., prompt: _Optional[str] = ..., available_tools: _Optional[_Iterable[str]] = ..., model: _Optional[str] = ..., auto_compact: bool = ...) -> None: ...
 
 class AssembleResponse(_message.Message):
-    __slots__ = ["compaction", "engine_id", "estimated_tokens", "fallback_reason", "messages", "mode", "prompt_authority", "system_prompt_addition"]
+    __slots__ = ["compaction", "engine_id", "estimated_tokens", "fallback_reason", "messages", "mode", "prompt_authority", "stable_prefix_messages", "stable_prefix_tokens", "system_prompt_addition"]
     COMPACTION_FIELD_NUMBER: _ClassVar[int]
     ENGINE_ID_FIELD_NUMBER: _ClassVar[int]
     ESTIMATED_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -80,6 +80,8 @@ class AssembleResponse(_message.Message):
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     PROMPT_AUTHORITY_FIELD_NUMBER: _ClassVar[int]
+    STABLE_PREFIX_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    STABLE_PREFIX_TOKENS_FIELD_NUMBER: _ClassVar[int]
     SYSTEM_PROMPT_ADDITION_FIELD_NUMBER: _ClassVar[int]
     compaction: _types_pb2.CompactionResult
     engine_id: str
@@ -88,8 +90,10 @@ class AssembleResponse(_message.Message):
     messages: _containers.RepeatedCompositeFieldContainer[_types_pb2.Message]
     mode: _types_pb2.Mode
     prompt_authority: _types_pb2.PromptAuthority
+    stable_prefix_messages: int
+    stable_prefix_tokens: int
     system_prompt_addition: str
-    def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., estimated_tokens: _Optional[int] = ..., system_prompt_addition: _Optional[str] = ..., engine_id: _Optional[str] = ..., mode: _Optional[_Union[_types_pb2.Mode, str]] = ..., fallback_reason: _Optional[str] = ..., compaction: _Optional[_Union[_types_pb2.CompactionResult, _Mapping]] = ..., prompt_authority: _Optional[_Union[_types_pb2.PromptAuthority, str]] = ...) -> None: ...
+    def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., estimated_tokens: _Optional[int] = ..., system_prompt_addition: _Optional[str] = ..., engine_id: _Optional[str] = ..., mode: _Optional[_Union[_types_pb2.Mode, str]] = ..., fallback_reason: _Optional[str] = ..., compaction: _Optional[_Union[_types_pb2.CompactionResult, _Mapping]] = ..., prompt_authority: _Optional[_Union[_types_pb2.PromptAuthority, str]] = ..., stable_prefix_messages: _Optional[int] = ..., stable_prefix_tokens: _Optional[int] = ...) -> None: ...
 
 class CompactRequest(_message.Message):
     __slots__ = ["compaction_target", "current_token_count", "custom_instructions", "force", "session", "token_budget"]

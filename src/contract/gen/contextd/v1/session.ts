@@ -169,6 +169,21 @@ export interface AssembleResponse {
    * runtime may then compact, e.g. OpenClaw's overflow recovery). Never UNSPECIFIED in an answer.
    */
   promptAuthority: PromptAuthority;
+  /**
+   * Where the cacheable prompt prefix ends: how many leading `messages` are identical, as a model
+   * provider sees them (role, content, tool call id and name, error flag — not ids or counts), to
+   * the leading messages of this session's previous Assemble answer from this contextd process,
+   * with `system_prompt_addition` unchanged. Providers cache the longest prompt prefix identical to
+   * an earlier request's, so a runtime can put a cache breakpoint (Anthropic's `cache_control`)
+   * after message `stable_prefix_messages - 1`. 0 on the session's first Assemble here, after a
+   * restart, when `system_prompt_addition` changed (the runtime puts it before its own system
+   * prompt, so the whole cache misses) and when the first message differs. A hint, never a
+   * promise: an Assemble served by another replica in between, or a look with
+   * `contextctl context`, is not told apart from the runtime's own previous call.
+   */
+  stablePrefixMessages: number;
+  /** The host's count of those messages' tokens (`system_prompt_addition` not included). */
+  stablePrefixTokens: number;
 }
 
 /** A compaction a runtime asks for. */
@@ -981,6 +996,8 @@ function createBaseAssembleResponse(): AssembleResponse {
     fallbackReason: "",
     compaction: undefined,
     promptAuthority: 0,
+    stablePrefixMessages: 0,
+    stablePrefixTokens: 0,
   };
 }
 
@@ -1009,6 +1026,12 @@ export const AssembleResponse: MessageFns<AssembleResponse> = {
     }
     if (message.promptAuthority !== 0) {
       writer.uint32(64).int32(message.promptAuthority);
+    }
+    if (message.stablePrefixMessages !== 0) {
+      writer.uint32(72).uint32(message.stablePrefixMessages);
+    }
+    if (message.stablePrefixTokens !== 0) {
+      writer.uint32(80).uint32(message.stablePrefixTokens);
     }
     return writer;
   },
@@ -1090,6 +1113,22 @@ export const AssembleResponse: MessageFns<AssembleResponse> = {
             message.promptAuthority = reader.int32() as any;
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.stablePrefixMessages = reader.uint32();
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.stablePrefixTokens = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1132,6 +1171,16 @@ export const AssembleResponse: MessageFns<AssembleResponse> = {
         : isSet(object.prompt_authority)
         ? promptAuthorityFromJSON(object.prompt_authority)
         : 0,
+      stablePrefixMessages: isSet(object.stablePrefixMessages)
+        ? globalThis.Number(object.stablePrefixMessages)
+        : isSet(object.stable_prefix_messages)
+        ? globalThis.Number(object.stable_prefix_messages)
+        : 0,
+      stablePrefixTokens: isSet(object.stablePrefixTokens)
+        ? globalThis.Number(object.stablePrefixTokens)
+        : isSet(object.stable_prefix_tokens)
+        ? globalThis.Number(object.stable_prefix_tokens)
+        : 0,
     };
   },
 
@@ -1161,6 +1210,12 @@ export const AssembleResponse: MessageFns<AssembleResponse> = {
     if (message.promptAuthority !== 0) {
       obj.promptAuthority = promptAuthorityToJSON(message.promptAuthority);
     }
+    if (message.stablePrefixMessages !== 0) {
+      obj.stablePrefixMessages = Math.round(message.stablePrefixMessages);
+    }
+    if (message.stablePrefixTokens !== 0) {
+      obj.stablePrefixTokens = Math.round(message.stablePrefixTokens);
+    }
     return obj;
   },
 
@@ -1179,6 +1234,8 @@ export const AssembleResponse: MessageFns<AssembleResponse> = {
       ? CompactionResult.fromPartial(object.compaction)
       : undefined;
     message.promptAuthority = object.promptAuthority ?? 0;
+    message.stablePrefixMessages = object.stablePrefixMessages ?? 0;
+    message.stablePrefixTokens = object.stablePrefixTokens ?? 0;
     return message;
   },
 };
