@@ -8,7 +8,7 @@ import type { Tokenizer } from "../tokens/tokenizer.js";
 import { latestUserText, viewMessages } from "./active-view.js";
 import type { Compactions } from "./compactions.js";
 import { countingFor } from "./counting.js";
-import { checkAssembled, resolveKeptEntries } from "./engine-answers.js";
+import { checkAssembled, checkProjection, resolveKeptEntries } from "./engine-answers.js";
 import { runtimeSettings } from "./runtime-settings.js";
 import type { HostCall } from "./host-call.js";
 import type { StablePrefixes } from "./stable-prefix.js";
@@ -138,13 +138,14 @@ export class AssemblePlan {
           availableTools: req.availableTools,
           model: req.model,
           prompt: req.prompt ?? latestUserText(sent),
-          runtimeSettings: runtimeSettings(selection, budget, req.model),
+          runtimeSettings: runtimeSettings(selection, budget, req.model, req.promptCache),
           host: ctx.host,
         },
         ctx,
       );
       if (target.builtin) return { answer, estimatedTokens: answer.estimatedTokens, tokensOf: this.storedCount, from: fitted };
       const count = await this.hostCount(input, answer, sent, { signal: ctx.signal, deadlineMs: ctx.deadlineMs });
+      checkProjection(answer.contextProjection);
       return { answer, estimatedTokens: checkAssembled(answer, budget, count), tokensOf: count, from: fitted };
     });
   }
@@ -217,6 +218,7 @@ export class AssemblePlan {
       promptAuthority: answer.promptAuthority || PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED,
       stablePrefixMessages: stable.messages,
       stablePrefixTokens: stable.tokens,
+      ...(answer.contextProjection ? { contextProjection: answer.contextProjection } : {}),
     };
   }
 }

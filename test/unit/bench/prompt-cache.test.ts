@@ -34,13 +34,13 @@ describe("prompt-cache prefix measure", () => {
 
   it("prices reads at 0.1× and writes at 1.25× (Anthropic); OpenAI caches ≥ 1,024-token prompts in 128-token steps", () => {
     const calls = [
-      { total: 1000, reused: 0 },
-      { total: 2000, reused: 1000 },
+      { total: 1000, reused: 0, reusedMessages: 0 },
+      { total: 2000, reused: 1000, reusedMessages: 1 },
     ];
     expect(prefixReuse(calls)).toBeCloseTo(1000 / 3000);
     expect(anthropicCostRatio(calls)).toBeCloseTo((1000 * 1.25 + 1000 * 0.1 + 1000 * 1.25) / 3000);
     // 1,000 reused tokens are under OpenAI's 1,024 minimum: nothing is cached.
     expect(openaiCostRatio(calls)).toBeCloseTo(1);
-    expect(openaiCostRatio([{ total: 3000, reused: 2000 }])).toBeCloseTo((1920 * 0.1 + 1080) / 3000);
+    expect(openaiCostRatio([{ total: 3000, reused: 2000, reusedMessages: 2 }])).toBeCloseTo((1920 * 0.1 + 1080) / 3000);
   });
 });
