@@ -266,6 +266,7 @@ class EngineServicer(engine_pb2_grpc.ContextEngineServiceServicer):
             if not work.done():
                 scope.terminated()
                 work.cancel()
+                log.debug("call ended by the caller", extra={"code": scope.status()[0].name, "ms": _ms(started)})
             raise
         except Exception as err:  # every failure becomes a status; nothing escapes to grpc.aio
             await context.abort(*self._failure(rpc, err, scope, log, started))
