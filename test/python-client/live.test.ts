@@ -12,7 +12,15 @@ import { createPki, type CertFiles, type Pki } from "../security/helpers/test-pk
 const TOKEN = "py-live-runtime-token-0123456789";
 const AUTH = { auth: { required: true, runtimes: [{ token_env: "PY_LIVE_TOKEN" }] } };
 
-type Refusal = { code: string; method: string; message: string; text: string; reason: string; metadata: Record<string, string>; field_violations: [string, string][] };
+type Refusal = {
+  code: string;
+  method: string;
+  message: string;
+  text: string;
+  reason: string;
+  metadata: Record<string, string>;
+  field_violations: [string, string][];
+};
 
 let sessions = 0;
 
