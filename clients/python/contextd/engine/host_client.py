@@ -172,7 +172,9 @@ class HostClient:
     ) -> list[types_pb2.TranscriptEntry]:
         """Every entry (oldest first), following page tokens to the end. `active_only`: only the
         latest compaction entry and the entries it keeps."""
-        pages = _WholeTranscript(session, active_only, page_size)
+        return self._read_all(_WholeTranscript(session, active_only, page_size), timeout)
+
+    def _read_all(self, pages: _WholeTranscript, timeout: float | None) -> list[types_pb2.TranscriptEntry]:
         while (fields := pages.next()) is not None:
             pages.take(self.read_transcript(timeout=timeout, **fields))
         return pages.entries
@@ -277,20 +279,10 @@ class AsyncHostClient(HostClient):
             except grpc.RpcError as err:
                 raise self._failed(rpc, err, conn) from err
 
-    async def read_whole_transcript(  # type: ignore[override]
-        self,
-        session: types_pb2.SessionRef | None = None,
-        *,
-        active_only: bool = False,
-        page_size: int = 1000,
-        timeout: float | None = None,
-    ) -> list[types_pb2.TranscriptEntry]:
-        pages = _WholeTranscript(session, active_only, page_size)
+    async def _read_all(self, pages: _WholeTranscript, timeout: float | None) -> list[types_pb2.TranscriptEntry]:  # type: ignore[override]
         while (fields := pages.next()) is not None:
             pages.take(await self.read_transcript(timeout=timeout, **fields))
         return pages.entries
-
-    read_whole_transcript.__doc__ = HostClient.read_whole_transcript.__doc__
 
 
 class _WholeTranscript:

@@ -164,13 +164,17 @@ class HostClientTest(EngineTestCase):
                 errors.append(err)
                 raise
 
+        self.cancel_while_the_host_call_hangs(compact, errors)
+        self.assertEqual(errors[0].code, grpc.StatusCode.CANCELLED)
+
+    def cancel_while_the_host_call_hangs(self, compact, outcomes: list) -> None:
+        """Cancels a Compact whose host call hangs; the host call is cancelled, `compact` records how it ended."""
         stub, _ = self.compact_stub(compact)
         call = stub.Compact.future(self.compact_request(), timeout=30)
         self.assertTrue(wait_for(lambda: len(self.host.calls) == 1))
         call.cancel()
         self.assertTrue(self.host.cancelled.wait(3.0), "the host call was not cancelled")
-        self.assertTrue(wait_for(lambda: errors))
-        self.assertEqual(errors[0].code, grpc.StatusCode.CANCELLED)
+        self.assertTrue(wait_for(lambda: outcomes))
 
     def test_every_host_rpc_with_the_session_default(self):
         seen: dict = {}
@@ -223,12 +227,7 @@ class AsyncHostClientTest(HostClientTest):
                 ended.append(ctx.cancel_cause)
                 raise
 
-        stub, _ = self.compact_stub(compact)
-        call = stub.Compact.future(self.compact_request(), timeout=30)
-        self.assertTrue(wait_for(lambda: len(self.host.calls) == 1))
-        call.cancel()
-        self.assertTrue(self.host.cancelled.wait(3.0), "the host call was not cancelled")
-        self.assertTrue(wait_for(lambda: ended))
+        self.cancel_while_the_host_call_hangs(compact, ended)
         self.assertEqual(ended, ["cancelled"])
 
     def test_every_host_rpc_with_the_session_default(self):
