@@ -7,6 +7,14 @@ its coroutines run concurrently there, its plain methods in the worker threads. 
 heartbeats, signals and the drain are the same code for both — the Registrar keeps its thread
 whichever server answers the calls, so an async engine registers, renews, retries refusals and
 deregisters exactly as a sync one does.
+
+Why not grpc.aio for every engine: a sync engine would gain nothing and lose what it relies on.
+grpc.aio runs a plain handler through its `migration_thread_pool` with a context (grpcio 1.51's
+_SyncServicerContext) that has no `is_active()` (Health.Watch needs it) and whose termination
+callback fires only once the handler returns, so a blocking method would not see its caller's
+deadline or cancel as `ctx.cancelled`. So sync engines keep the threaded server unchanged, and on
+grpc.aio every handler is a coroutine: the servicer awaits an `async def` method, and runs a plain
+one in the worker threads itself, setting `ctx.cancelled` when the call ends under it.
 """
 
 from __future__ import annotations
