@@ -18,19 +18,28 @@ from typing import Any, TypeVar
 import grpc
 import grpc.aio
 
+from .logs import EngineLogger
+
 __all__ = ["AioServer"]
 
 T = TypeVar("T")
 
 
 class AioServer:
-    def __init__(self, name: str, options: Sequence[tuple[str, Any]]) -> None:
+    def __init__(self, name: str, options: Sequence[tuple[str, Any]], log: EngineLogger) -> None:
         #: The engine's event loop: its `async def` methods run here.
         self.loop = asyncio.new_event_loop()
+        self._log = log
+        # What asyncio would print as plain text (a task's exception nobody retrieved, a callback
+        # that raised) goes to the engine's JSON log instead.
+        self.loop.set_exception_handler(self._loop_error)
         self._thread = threading.Thread(target=self._run, name=f"{name}-loop", daemon=True)
         self._thread.start()
         # grpc.aio binds a server to the loop it is created in.
         self._server: grpc.aio.Server = self._on_loop(lambda: grpc.aio.server(options=list(options)))
+
+    def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        self._log.error(f"event loop: {context.get('message', 'error')}", exc_info=context.get("exception"))
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)

@@ -111,7 +111,7 @@ class RunningEngine:
         self._aio_host_channels: AsyncHostChannels | None = None
         health_servicer: Any = self._health
         if engine.asynchronous:
-            self._aio = AioServer(info.id, server_options)
+            self._aio = AioServer(info.id, server_options, self.log)
             self._aio_host_channels = AsyncHostChannels(self._aio.loop, options.tls)
             self._servicer = EngineServicer(
                 engine, info, self.log, self._host_channels, executor=self._executor, aio_host_channels=self._aio_host_channels
