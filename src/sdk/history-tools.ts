@@ -6,7 +6,7 @@ import type { TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
 import { isSummaryMessage } from "../contract/messages.js";
 import { previewContext } from "./assembled-context.js";
 import { messageBody, roleName } from "./message-text.js";
-import type { ContextdClient } from "./runtime-client.js";
+import type { CallOptions, ContextdClient } from "./runtime-client.js";
 
 /**
  * The history tools a model calls — `search`, `expand`, `context`, `sessions` — defined once for
@@ -49,6 +49,11 @@ export interface HistoryToolResult {
   data?: Record<string, unknown>;
 }
 
+/** What belongs to one call of a tool rather than to its binding. */
+export interface HistoryToolCall {
+  signal?: AbortSignal;
+}
+
 /** One tool. `Schema` is its input's zod object. */
 export interface HistoryTool<Schema extends z.ZodObject = z.ZodObject> {
   name: string;
@@ -57,8 +62,8 @@ export interface HistoryTool<Schema extends z.ZodObject = z.ZodObject> {
   /** For the model: what the tool is for, when to call it, what its answer means. */
   description: string;
   inputSchema: Schema;
-  /** Never rejects: every failure is an error result. */
-  run(client: ContextdClient, input: unknown, defaults?: HistoryToolDefaults): Promise<HistoryToolResult>;
+  /** Never rejects: every failure is an error result. `call.signal` cancels the contextd calls (the tool call was cancelled). */
+  run(client: ContextdClient, input: unknown, defaults?: HistoryToolDefaults, call?: HistoryToolCall): Promise<HistoryToolResult>;
 }
 
 export const DEFAULT_MAX_CHARS = 20_000;
@@ -156,7 +161,7 @@ export const searchTool: HistoryTool<typeof searchInput> = {
     "and a snippet with the matched words marked «like this». Call expand with a hit's entry id (and its session) to read the entry in full, " +
     "or, for a summary, the original messages it stands for.",
   inputSchema: searchInput,
-  run: (client, input, defaults) => guarded(searchInput, input, (args) => search(client, args, defaults ?? {})),
+  run: (client, input, defaults, call) => guarded(searchInput, input, (args) => search(client, args, { ...defaults, signal: call?.signal })),
 };
 
 export const expandTool: HistoryTool<typeof expandInput> = {
@@ -169,7 +174,7 @@ export const expandTool: HistoryTool<typeof expandInput> = {
     "use this when a summary mentions something you need the details of; an earlier summary it folded in is named so you can expand it too. " +
     "Long answers come in pages: call again with the page_token given.",
   inputSchema: expandInput,
-  run: (client, input, defaults) => guarded(expandInput, input, (args) => expand(client, args, defaults ?? {})),
+  run: (client, input, defaults, call) => guarded(expandInput, input, (args) => expand(client, args, { ...defaults, signal: call?.signal })),
 };
 
 export const contextTool: HistoryTool<typeof contextInput> = {
@@ -181,7 +186,7 @@ export const contextTool: HistoryTool<typeof contextInput> = {
     "and the totals by section. Only looks: it never compacts or changes the conversation. " +
     "Use it to see what was compacted into a summary and what is still verbatim; expand a summary's entry id to read what it replaced.",
   inputSchema: contextInput,
-  run: (client, input, defaults) => guarded(contextInput, input, (args) => context(client, args, defaults ?? {})),
+  run: (client, input, defaults, call) => guarded(contextInput, input, (args) => context(client, args, { ...defaults, signal: call?.signal })),
 };
 
 export const sessionsTool: HistoryTool<typeof sessionsInput> = {
@@ -192,7 +197,7 @@ export const sessionsTool: HistoryTool<typeof sessionsInput> = {
     "its agent, how many messages and compactions it holds and when it was last active. " +
     "Use a session id with search, expand or context to look into that conversation.",
   inputSchema: sessionsInput,
-  run: (client, input, defaults) => guarded(sessionsInput, input, (args) => sessions(client, args, defaults ?? {})),
+  run: (client, input, defaults, call) => guarded(sessionsInput, input, (args) => sessions(client, args, { ...defaults, signal: call?.signal })),
 };
 
 /** Every history tool, in the order a framework should list them. */
@@ -200,7 +205,7 @@ export const historyTools = [searchTool, expandTool, contextTool, sessionsTool] 
 
 // ---- search -----------------------------------------------------------------------------------
 
-async function search(client: ContextdClient, args: SearchInput, d: HistoryToolDefaults): Promise<HistoryToolResult> {
+async function search(client: ContextdClient, args: SearchInput, d: Bound): Promise<HistoryToolResult> {
   const session = requireSession(args.session_id, d);
   if (typeof session !== "string") return session;
   const res = await client.searchTranscript(
@@ -253,7 +258,7 @@ interface ExpandCursor {
   s: number;
 }
 
-async function expand(client: ContextdClient, args: ExpandInput, d: HistoryToolDefaults): Promise<HistoryToolResult> {
+async function expand(client: ContextdClient, args: ExpandInput, d: Bound): Promise<HistoryToolResult> {
   const session = requireSession(args.session_id, d);
   if (typeof session !== "string") return session;
   const cursor = args.page_token ? decodeCursor(args.page_token) : { t: "", s: 0 };
@@ -306,7 +311,7 @@ async function expand(client: ContextdClient, args: ExpandInput, d: HistoryToolD
 }
 
 /** A message entry by id: found by reading the transcript (at most MAX_SCAN_ENTRIES), shown with its neighbours. */
-async function readEntry(client: ContextdClient, session: string, entryId: string, d: HistoryToolDefaults): Promise<HistoryToolResult> {
+async function readEntry(client: ContextdClient, session: string, entryId: string, d: Bound): Promise<HistoryToolResult> {
   const before: TranscriptEntry[] = [];
   let found: TranscriptEntry | undefined;
   const after: TranscriptEntry[] = [];
@@ -388,7 +393,7 @@ function decodeCursor(token: string): ExpandCursor | undefined {
 
 // ---- context ----------------------------------------------------------------------------------
 
-async function context(client: ContextdClient, args: ContextInput, d: HistoryToolDefaults): Promise<HistoryToolResult> {
+async function context(client: ContextdClient, args: ContextInput, d: Bound): Promise<HistoryToolResult> {
   const session = requireSession(args.session_id, d);
   if (typeof session !== "string") return session;
   let from = 0;
@@ -397,7 +402,7 @@ async function context(client: ContextdClient, args: ContextInput, d: HistoryToo
     if (from < 0) return failure("page_token", "page_token is not one an earlier context answered: omit it to start from the first message.");
   }
   const budget = args.token_budget ?? d.tokenBudget ?? DEFAULT_TOKEN_BUDGET;
-  const { ctx, raw } = await previewContext(client, session, { budget, autoCompact: false, prompt: args.prompt, agentId: d.agentId });
+  const { ctx, raw } = await previewContext(client, session, { budget, autoCompact: false, prompt: args.prompt, agentId: d.agentId }, callOptions(d));
   const s = ctx.sections;
   const out = new Bounded(maxChars(d));
   if (from === 0) {
@@ -437,7 +442,7 @@ async function context(client: ContextdClient, args: ContextInput, d: HistoryToo
 
 // ---- sessions ---------------------------------------------------------------------------------
 
-async function sessions(client: ContextdClient, args: SessionsInput, d: HistoryToolDefaults): Promise<HistoryToolResult> {
+async function sessions(client: ContextdClient, args: SessionsInput, d: Bound): Promise<HistoryToolResult> {
   const res = await client.listSessions({ pageSize: args.limit ?? 20, pageToken: args.page_token ?? "" }, callOptions(d));
   // A token may cover several agents; a caller bound to one agent shows that agent's only.
   const list = d.agentId ? res.sessions.filter((s) => s.session?.agentId === d.agentId) : res.sessions;
@@ -537,8 +542,11 @@ function requireSession(given: string | undefined, d: HistoryToolDefaults): stri
   return given ?? d.sessionId ?? failure("session_id", "no current session here: give a session_id (the sessions tool lists them).");
 }
 
-function callOptions(d: HistoryToolDefaults) {
-  return d.timeoutMs ? { timeoutMs: d.timeoutMs } : undefined;
+/** The binding's defaults with the call's signal. */
+type Bound = HistoryToolDefaults & HistoryToolCall;
+
+function callOptions(d: Bound): CallOptions {
+  return { ...(d.timeoutMs ? { timeoutMs: d.timeoutMs } : {}), ...(d.signal ? { signal: d.signal } : {}) };
 }
 
 function maxChars(d: HistoryToolDefaults): number {
