@@ -208,6 +208,8 @@ export const historyTools = [searchTool, expandTool, contextTool, sessionsTool] 
 async function search(client: ContextdClient, args: SearchInput, d: Bound): Promise<HistoryToolResult> {
   const session = requireSession(args.session_id, d);
   if (typeof session !== "string") return session;
+  const cursor = readCursor(args.page_token, "search");
+  if (!cursor.ok) return cursor.failure;
   const res = await client.searchTranscript(
     {
       session: { sessionId: session },
@@ -215,31 +217,23 @@ async function search(client: ContextdClient, args: SearchInput, d: Bound): Prom
       scope: args.all_sessions ? SearchScope.SEARCH_SCOPE_AGENT : SearchScope.SEARCH_SCOPE_SESSION,
       order: args.order === "relevance" ? SearchOrder.SEARCH_ORDER_RELEVANCE : SearchOrder.SEARCH_ORDER_NEWEST,
       pageSize: args.limit ?? 20,
-      pageToken: args.page_token ?? "",
+      pageToken: cursor.at.t,
     },
     callOptions(d),
   );
   const where = args.all_sessions ? `every session of the agent of session ${session}` : `session ${session}`;
-  if (res.hits.length === 0)
+  const hits = res.hits.slice(cursor.at.s);
+  if (hits.length === 0 && !res.nextPageToken)
     return ok(args.page_token ? `No more hits for ${JSON.stringify(args.query)} in ${where}.` : `No hits for ${JSON.stringify(args.query)} in ${where}.`, {
       hits: [],
       next_page_token: "",
     });
   const out = new Bounded(maxChars(d));
-  out.line(
-    `${res.hits.length} hit${res.hits.length === 1 ? "" : "s"} for ${JSON.stringify(args.query)} in ${where}, ${args.order === "relevance" ? "best first" : "newest first"}:`,
-  );
-  let shown = 0;
-  for (const h of res.hits) {
-    if (!out.fits(hitText(h))) break;
-    out.line(hitText(h));
-    shown++;
-  }
-  // A page cut short cannot be resumed inside SearchTranscript's page: the model asks for fewer.
-  if (shown < res.hits.length)
-    out.note(`(${res.hits.length - shown} more hits of this page not shown: the answer is capped at ${maxChars(d)} characters; ask with a smaller limit.)`);
-  if (res.nextPageToken) out.note(`More hits: call search again with the same arguments and page_token ${JSON.stringify(res.nextPageToken)}.`);
-  return ok(out.text(), { hits: res.hits.slice(0, shown).map((h) => SearchHit.toJSON(h)), next_page_token: res.nextPageToken });
+  out.line(`Hits for ${JSON.stringify(args.query)} in ${where}, ${args.order === "relevance" ? "best first" : "newest first"}:`);
+  const shown = out.lines(hits.map(hitText));
+  const next = nextCursor(cursor.at, shown, hits.length, res.nextPageToken);
+  if (next) out.note(`More hits: call search again with the same arguments and page_token ${JSON.stringify(next)}.`);
+  return ok(out.text(), { hits: hits.slice(0, shown).map((h) => SearchHit.toJSON(h)), next_page_token: next });
 }
 
 function hitText(h: SearchHit): string {
@@ -250,19 +244,12 @@ function hitText(h: SearchHit): string {
 
 // ---- expand -----------------------------------------------------------------------------------
 
-/** Our page token: the server's token for the page being read and how many of its entries were shown. */
-interface ExpandCursor {
-  /** The server page token the page was read with ("" for the first). */
-  t: string;
-  /** Entries of that page already shown. */
-  s: number;
-}
-
 async function expand(client: ContextdClient, args: ExpandInput, d: Bound): Promise<HistoryToolResult> {
   const session = requireSession(args.session_id, d);
   if (typeof session !== "string") return session;
-  const cursor = args.page_token ? decodeCursor(args.page_token) : { t: "", s: 0 };
-  if (!cursor) return failure("page_token", "page_token is not one an earlier expand answered: omit it to start from the first page.");
+  const read = readCursor(args.page_token, "expand");
+  if (!read.ok) return read.failure;
+  const cursor = read.at;
   let res;
   try {
     res = await client.expandCompaction(
@@ -287,18 +274,8 @@ async function expand(client: ContextdClient, args: ExpandInput, d: Bound): Prom
   } else {
     out.line(`Compaction summary ${args.entry_id} of session ${session}, continued:`);
   }
-  let shown = 0;
-  for (const e of entries) {
-    const text = entryText(e);
-    if (!out.fits(text)) {
-      if (shown > 0) break;
-      out.line(cut(text, out.room())); // one entry longer than the whole answer: its start
-    } else out.line(text);
-    shown++;
-  }
-  const next: ExpandCursor | undefined =
-    shown < entries.length ? { t: cursor.t, s: cursor.s + shown } : res.nextPageToken ? { t: res.nextPageToken, s: 0 } : undefined;
-  const nextToken = next ? encodeCursor(next) : "";
+  const shown = out.lines(entries.map((e) => entryText(e)));
+  const nextToken = nextCursor(cursor, shown, entries.length, res.nextPageToken);
   if (nextToken) out.note(`More: call expand again with the same entry_id and page_token ${JSON.stringify(nextToken)}.`);
   else if (res.previousCompactionEntryId)
     out.note(`What came before is in the earlier summary ${res.previousCompactionEntryId}: expand it for those messages.`);
@@ -377,18 +354,32 @@ function entryData(e: TranscriptEntry): Record<string, unknown> {
   };
 }
 
-function encodeCursor(c: ExpandCursor): string {
-  return Buffer.from(JSON.stringify(c)).toString("base64url");
+/**
+ * The tools' page token: contextd's page token for the page being read ("" for the first) and how
+ * many of that page's items were shown already. An answer cut short by maxChars resumes inside
+ * contextd's page by asking for the same page again; contextd's own token inside stays sealed to
+ * the caller and the request, so nothing here can be forged into reading more.
+ */
+interface Cursor {
+  t: string;
+  s: number;
 }
 
-function decodeCursor(token: string): ExpandCursor | undefined {
+function readCursor(token: string | undefined, tool: string): { ok: true; at: Cursor } | { ok: false; failure: HistoryToolResult } {
+  if (!token) return { ok: true, at: { t: "", s: 0 } };
   try {
-    const c = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as Partial<ExpandCursor>;
-    if (typeof c.t === "string" && Number.isSafeInteger(c.s) && (c.s as number) >= 0) return { t: c.t, s: c.s as number };
+    const c = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as Partial<Cursor>;
+    if (typeof c.t === "string" && Number.isSafeInteger(c.s) && (c.s as number) >= 0) return { ok: true, at: { t: c.t, s: c.s as number } };
   } catch {
-    // not ours
+    // not ours: said below
   }
-  return undefined;
+  return { ok: false, failure: failure("page_token", `page_token is not one an earlier ${tool} answered: omit it to start from the first page.`) };
+}
+
+/** The token of the page after one that showed `shown` of its `count` remaining items ("" at the end). */
+function nextCursor(at: Cursor, shown: number, count: number, serverNext: string): string {
+  const next = shown < count ? { t: at.t, s: at.s + shown } : serverNext ? { t: serverNext, s: 0 } : undefined;
+  return next ? Buffer.from(JSON.stringify(next)).toString("base64url") : "";
 }
 
 // ---- context ----------------------------------------------------------------------------------
@@ -443,25 +434,24 @@ async function context(client: ContextdClient, args: ContextInput, d: Bound): Pr
 // ---- sessions ---------------------------------------------------------------------------------
 
 async function sessions(client: ContextdClient, args: SessionsInput, d: Bound): Promise<HistoryToolResult> {
-  const res = await client.listSessions({ pageSize: args.limit ?? 20, pageToken: args.page_token ?? "" }, callOptions(d));
+  const cursor = readCursor(args.page_token, "sessions");
+  if (!cursor.ok) return cursor.failure;
+  const res = await client.listSessions({ pageSize: args.limit ?? 20, pageToken: cursor.at.t }, callOptions(d));
   // A token may cover several agents; a caller bound to one agent shows that agent's only.
-  const list = d.agentId ? res.sessions.filter((s) => s.session?.agentId === d.agentId) : res.sessions;
+  const list = (d.agentId ? res.sessions.filter((s) => s.session?.agentId === d.agentId) : res.sessions).slice(cursor.at.s);
   const out = new Bounded(maxChars(d));
-  out.line(
-    list.length ? `${list.length} session${list.length === 1 ? "" : "s"}, most recently active first:` : args.page_token ? "No more sessions." : "No sessions.",
+  out.line(list.length || res.nextPageToken ? "Sessions, most recently active first:" : args.page_token ? "No more sessions." : "No sessions.");
+  const shown = out.lines(
+    list.map((s) => {
+      const ref = s.session;
+      return (
+        `- session ${ref?.sessionId ?? ""}${ref?.agentId ? ` · agent ${ref.agentId}` : ""}${ref?.sessionKey ? ` · key ${ref.sessionKey}` : ""}` +
+        ` · ${s.messageCount} messages, ${s.compactionCount} compactions, ${s.activeTokens} tokens in context of ${s.totalTokens} · last active ${iso(s.updatedAtMs)}`
+      );
+    }),
   );
-  let shown = 0;
-  for (const s of list) {
-    const ref = s.session;
-    const line =
-      `- session ${ref?.sessionId ?? ""}${ref?.agentId ? ` · agent ${ref.agentId}` : ""}${ref?.sessionKey ? ` · key ${ref.sessionKey}` : ""}` +
-      ` · ${s.messageCount} messages, ${s.compactionCount} compactions, ${s.activeTokens} tokens in context of ${s.totalTokens} · last active ${iso(s.updatedAtMs)}`;
-    if (!out.fits(line)) break;
-    out.line(line);
-    shown++;
-  }
-  if (shown < list.length) out.note(`(${list.length - shown} more sessions of this page not shown: ask with a smaller limit.)`);
-  if (res.nextPageToken) out.note(`More sessions: call sessions again with page_token ${JSON.stringify(res.nextPageToken)}.`);
+  const next = nextCursor(cursor.at, shown, list.length, res.nextPageToken);
+  if (next) out.note(`More sessions: call sessions again with page_token ${JSON.stringify(next)}.`);
   return ok(out.text(), {
     sessions: list.slice(0, shown).map((s) => ({
       session_id: s.session?.sessionId ?? "",
@@ -473,7 +463,7 @@ async function sessions(client: ContextdClient, args: SessionsInput, d: Bound): 
       total_tokens: s.totalTokens,
       updated_at_ms: s.updatedAtMs,
     })),
-    next_page_token: res.nextPageToken,
+    next_page_token: next,
   });
 }
 
@@ -566,7 +556,7 @@ function cut(text: string, max: number): string {
 
 /** Lines joined by newlines, never more than `max` characters; a few are kept back for the closing notes. */
 class Bounded {
-  private readonly lines: string[] = [];
+  private readonly written: string[] = [];
   private used = 0;
   private static readonly NOTES = 400;
 
@@ -581,8 +571,24 @@ class Bounded {
   }
 
   line(text: string): void {
-    this.lines.push(text);
+    this.written.push(text);
     this.used += text.length + 1;
+  }
+
+  /**
+   * As many of `items` as fit, in order; at least the first, cut to the room left, so that an item
+   * longer than a whole answer still moves the reader on. Returns how many were written.
+   */
+  lines(items: string[]): number {
+    let shown = 0;
+    for (const item of items) {
+      if (!this.fits(item)) {
+        if (shown > 0) break;
+        this.line(cut(item, this.room()));
+      } else this.line(item);
+      shown++;
+    }
+    return shown;
   }
 
   /** A closing note (page token, truncation): from the kept-back room. */
@@ -591,6 +597,6 @@ class Bounded {
   }
 
   text(): string {
-    return this.lines.join("\n");
+    return this.written.join("\n");
   }
 }
