@@ -400,7 +400,7 @@ async function context(client: ContextdClient, args: ContextInput, d: Bound): Pr
     out.line(
       `What the model would be sent now for session ${session} with a budget of ${budget} tokens ` +
         `(engine ${ctx.engineId || "-"}, mode ${ctx.mode}${ctx.fallbackReason ? `: ${ctx.fallbackReason}` : ""}): ` +
-        `${ctx.messages.length} messages, ${s.totalTokens} tokens — summary ${s.summaryTokens}, messages ${s.messageTokens}, ` +
+        `${plural(ctx.messages.length, "message")}, ${s.totalTokens} tokens — summary ${s.summaryTokens}, messages ${s.messageTokens}, ` +
         `tool results ${s.toolResultTokens}, system prompt addition ${s.systemAdditionTokens}.`,
     );
     if (ctx.mode === "DEGRADED") out.line("It is over the budget: the next real turn would compact first.");
@@ -418,7 +418,7 @@ async function context(client: ContextdClient, args: ContextInput, d: Bound): Pr
     }
     out.line(out.fits(text) ? text : cut(text, out.room()));
   }
-  if (next) out.note(`${ctx.messages.length - next} more messages: call context again with page_token "m${next}".`);
+  if (next) out.note(`${plural(ctx.messages.length - next, "more message")}: call context again with page_token "m${next}".`);
   return ok(out.text(), {
     session_id: session,
     budget,
@@ -446,7 +446,7 @@ async function sessions(client: ContextdClient, args: SessionsInput, d: Bound): 
       const ref = s.session;
       return (
         `- session ${ref?.sessionId ?? ""}${ref?.agentId ? ` · agent ${ref.agentId}` : ""}${ref?.sessionKey ? ` · key ${ref.sessionKey}` : ""}` +
-        ` · ${s.messageCount} messages, ${s.compactionCount} compactions, ${s.activeTokens} tokens in context of ${s.totalTokens} · last active ${iso(s.updatedAtMs)}`
+        ` · ${plural(s.messageCount, "message")}, ${plural(s.compactionCount, "compaction")}, ${s.activeTokens} tokens in context of ${s.totalTokens} · last active ${iso(s.updatedAtMs)}`
       );
     }),
   );
@@ -541,6 +541,10 @@ function callOptions(d: Bound): CallOptions {
 
 function maxChars(d: HistoryToolDefaults): number {
   return Math.max(1_000, d.maxChars ?? DEFAULT_MAX_CHARS);
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
 }
 
 function iso(ms: number): string {

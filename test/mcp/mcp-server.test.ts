@@ -220,6 +220,39 @@ describe("contextctl mcp: the history tools over MCP, against a real contextd wi
     expect(stdioStderr).toMatch(/contextctl mcp: serving MCP on stdio for contextd /);
   });
 
+  it("over stdio, every stdout line is a JSON-RPC message, and closing stdin ends the process with exit 0", async () => {
+    const child = spawn(process.execPath, [CONTEXTCTL, "--address", server.address, "mcp"], {
+      env: cleanEnv({ CONTEXTD_RUNTIME_TOKEN: ALPHA }),
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    let out = "";
+    const answered = new Promise<void>((resolve) =>
+      child.stdout.on("data", (d: Buffer) => {
+        out += d.toString();
+        if (/"id":2\b/.test(out)) resolve();
+      }),
+    );
+    const send = (m: unknown) => child.stdin.write(`${JSON.stringify(m)}\n`);
+    send({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+    });
+    send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    // No current session configured: the tool says how to name one.
+    send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "search", arguments: { query: "OPS-7731" } } });
+    await answered;
+    child.stdin.end();
+    expect(await exited).toBe(0);
+    const lines = out.split("\n").filter(Boolean);
+    for (const line of lines) expect(JSON.parse(line), line).toMatchObject({ jsonrpc: "2.0" });
+    const call = lines.map((l) => JSON.parse(l) as { id?: number; result?: CallResult }).find((m) => m.id === 2)!;
+    expect(call.result!.isError).toBe(true);
+    expect(textOf(call.result)).toMatch(/^Invalid argument session_id: no current session here/);
+  });
+
   describe("over Streamable HTTP", () => {
     let child: ChildProcess;
     let url: URL;

@@ -12,8 +12,8 @@ interface McpOptions {
   agent?: string;
   budget: number;
   maxChars: number;
-  allowedHost: string[];
-  allowedOrigin: string[];
+  allowedHost?: string[];
+  allowedOrigin?: string[];
 }
 
 /** `--transport http` without `--http`. */
@@ -42,8 +42,8 @@ export function registerMcp(program: Command): void {
     .addOption(
       new Option("--max-chars <n>", "the longest answer of a tool, in characters (longer ones are paged)").argParser(maxChars).default(DEFAULT_MAX_CHARS),
     )
-    .option("--allowed-host <name>", "with --http: also accept requests whose Host is this name (repeatable)", collect, [])
-    .option("--allowed-origin <origin>", "with --http: also accept browser requests from this Origin (repeatable)", collect, [])
+    .option("--allowed-host <name>", "with --http: also accept requests whose Host is this name (repeatable)", collect)
+    .option("--allowed-origin <origin>", "with --http: also accept browser requests from this Origin (repeatable)", collect)
     .addHelpText(
       "after",
       "\nTools: search (words and phrases in the whole history, compacted turns included), expand (an entry in full, or the\n" +
@@ -125,6 +125,6 @@ function maxChars(value: string): number {
   return n;
 }
 
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
 }
