@@ -1,8 +1,14 @@
 """The recall engine on the engine SDK: Ingest/IngestBatch index every message (index.py),
-Bootstrap and lazy gap fills read the host's transcript (sync.py), Assemble is the fresh turns plus
-the earlier messages most relevant to the prompt (selection.py, fts_query.py), and Compact is the
-host's own (delegate_compaction_to_host): the index keeps everything, so the host's summary plus
-recall covers what a cut drops."""
+Bootstrap and lazy gap fills read the host's transcript (sync.py), Assemble is the view in order
+with, before each turn's user message, the earlier messages recalled for that turn's request
+(selection.py, fts_query.py), and Compact is the host's own (delegate_compaction_to_host): the index
+keeps everything, so the host's summary plus recall covers what a cut drops.
+
+The answer is laid out for providers' prompt caches (selection.py): a turn's block is chosen once
+(stored in the index, `RecallIndex.set_block`) and kept where it was shown, the system prompt
+addition never changes, and when the next turn's block would not fit the engine has the host
+compact the view at once (`compact_ahead`), so that the prompt's prefix is rewritten once per
+compaction and nowhere else."""
 
 from __future__ import annotations
 
@@ -12,10 +18,10 @@ from contextd.engine import CallContext, Engine, HostCallError, delegate_compact
 from contextd.pinned import split_pinned
 from contextd.turns import pair_tools, total_tokens
 from contextd.v1 import engine_pb2, types_pb2
-from fts_query import fts_query
-from index import RecallIndex
 from contextd.messages import text_of
-from selection import BLOCK_SHARE, STEP_SHARE, UPCOMING, choose_block, complete, plan_layout
+from fts_query import fts_query
+from index import RecallIndex, RecallUnit
+from selection import BLOCK_SHARE, STEP_SHARE, UPCOMING, Assembly, Layout, choose_block, complete, plan_layout
 from sync import bootstrap, fill_gaps
 
 ENGINE_ID = "recall"
@@ -56,14 +62,16 @@ def recall_engine(index: RecallIndex, block_share: float = BLOCK_SHARE, step_sha
         found = [view_by_id.get(i) or indexed.get(i) for i in entry_ids]
         return pair_tools([m for m in found if m is not None])
 
-    def compact_ahead(request: engine_pb2.ContextEngineServiceAssembleRequest, budget: int, assembly, layout, ctx: CallContext) -> None:
-        """Compacts the view through the host now when the next turn's block would not fit next to
-        it: the next call then starts from the compacted view. One rewrite of the prompt's prefix
-        (the new summary), where waiting would cost two: a step of the layout now, the host's own
-        compaction when the view outgrows the budget later."""
-        base = total_tokens(layout.pinned)
-        need = block_share * (budget - base)
-        if budget - assembly.estimated_tokens >= need or not (layout.older or layout.dropped_turns):
+    def compact_ahead(request: engine_pb2.ContextEngineServiceAssembleRequest, budget: int, assembly: Assembly, layout: Layout, older: int, ctx: CallContext) -> None:
+        """Has the host compact the view now (HostService.DelegateCompaction, the host's own
+        compaction at this budget) when what this answer leaves of the budget is less than a block's
+        room: the next call then starts from the compacted view. One rewrite of the prompt's prefix
+        (the new summary), where waiting would cost two: a step of the layout, then the host's own
+        compaction once the view outgrows the budget. `older`: the tokens of the view before its
+        newest turn; when they could not free a block's room, compacting would not help (and would
+        only rewrite the prefix again on every call)."""
+        need = block_share * (budget - total_tokens(layout.pinned))
+        if budget - assembly.estimated_tokens >= need or older < need:
             return
         fields = {"session": request.session.session_id, "budget": budget, "tokens": assembly.estimated_tokens, "headroom": budget - assembly.estimated_tokens}
         try:
@@ -112,29 +120,38 @@ def recall_engine(index: RecallIndex, block_share: float = BLOCK_SHARE, step_sha
             current = pending
         block = stored_block(sid, current[1], view_by_id) if current and current[0] == request.prompt else None
         kept = block is not None and current is stored.get(key)  # stored under this key already
-        layout = plan_layout(view, budget, older_blocks, total_tokens(block or ()), upcoming, block_share, step_share)
+
+        def candidates() -> list[RecallUnit]:
+            """The index's best matches for the prompt, before the newest turn (for an upcoming
+            message: anywhere), as whole units."""
+            if query is None:
+                return []
+            bound = None
+            if not upcoming:
+                bound = index.ords(sid, [newest]).get(newest)
+                if bound is None:
+                    ctx.log.warning("the latest user message is not in the index: assembling without recall", extra={"session": sid})
+                    return []
+            return index.recall_units(sid, query, bound, RECALL_CANDIDATES, check=ctx.raise_if_cancelled)
+
+        units = candidates() if block is None else []
+        # Room is set aside for a block only when something the answer will not show matches: a
+        # message the view lacks, or any match when the view does not fit (part of it will go).
+        over = budget is not None and total_tokens(view) + sum(total_tokens(b) for b in older_blocks.values()) > budget
+        want = block is not None or any(over or i not in view_by_id for u in units for i in u.ids)
+        layout = plan_layout(view, budget, older_blocks, total_tokens(block or ()), upcoming, want, block_share, step_share)
         if block is not None and (not layout.anchor or total_tokens(block) > layout.room or any(m.id in layout.shown_ids() for m in block)):
             block, kept = None, False  # it no longer fits, or the view changed under it: chosen again
-        candidates = 0
+            units = candidates()
         if block is None and layout.anchor:
-            block = []
-            if query is not None and layout.room > 0:
-                bound = None
-                if layout.anchor != UPCOMING:
-                    bound = index.ords(sid, [layout.anchor]).get(layout.anchor)
-                    if bound is None:
-                        ctx.log.warning("the latest user message is not in the index: assembling without recall", extra={"session": sid})
-                if bound is not None or layout.anchor == UPCOMING:
-                    units = index.recall_units(sid, query, bound, RECALL_CANDIDATES, check=ctx.raise_if_cancelled)
-                    candidates = len(units)
-                    max_units = UNBOUNDED_MAX_UNITS if budget is None else None
-                    block = choose_block(units, layout.room, layout.shown_ids(), view_by_id, max_units)
+            max_units = UNBOUNDED_MAX_UNITS if budget is None else None
+            block = choose_block(units, layout.room, layout.shown_ids(), view_by_id, max_units) if layout.room > 0 else []
         if layout.anchor and not kept:
             index.set_block(sid, layout.anchor, epoch, request.prompt, [m.id for m in block or []])
         ctx.raise_if_cancelled()
         assembly = complete(layout, _marked(block or [], layout.anchor))
         if budget is not None and not assembly.overflow and ctx.host is not None:
-            compact_ahead(request, budget, assembly, layout, ctx)
+            compact_ahead(request, budget, assembly, layout, total_tokens(rest) - total_tokens(layout.newest), ctx)
         fields = {
             "session": sid,
             "budget": budget,
@@ -143,7 +160,7 @@ def recall_engine(index: RecallIndex, block_share: float = BLOCK_SHARE, step_sha
             "recalled": len(assembly.block),
             "recalled_shown": len(assembly.recalled),
             "recalled_before_cut": sum(1 for m in assembly.block if m.id not in view_by_id),
-            "candidates": candidates,
+            "candidates": len(units),
             "whole_turns": assembly.whole_turns,
             "dropped_turns": assembly.dropped_turns,
             "partial_turn": assembly.partial_turn,

@@ -117,6 +117,7 @@ def plan_layout(
     blocks: Mapping[str, list[Message]],
     reserve: int = 0,
     upcoming: bool = False,
+    want_block: bool = True,
     block_share: float = BLOCK_SHARE,
     step_share: float = STEP_SHARE,
 ) -> Layout:
@@ -125,7 +126,7 @@ def plan_layout(
     turn's block when one is already stored for this request, else 0; the room set aside for it is
     at least that and at most BLOCK_SHARE of the budget. `upcoming`: the request's prompt is not the
     latest user message's (see UPCOMING): the new block goes after the newest turn, and the newest
-    turn keeps its own stored block before it."""
+    turn keeps its own stored block before it. `want_block` False (no prompt): no room is set aside."""
     head, rest = split_pinned(view)
     base = total_tokens(head)
     limit = math.inf if budget is None else float(budget)
@@ -159,10 +160,10 @@ def plan_layout(
     fixed = total_tokens(newest) + total_tokens(own)
     used = base + fixed + sum(cost)
     free = limit - base - fixed  # what the newest turn leaves, before any older turn
-    room = 0.0 if not anchor else min(free, max(float(reserve), block_share * (limit - base)))
+    room = 0.0 if not (anchor and want_block) else min(free, max(float(reserve), block_share * (limit - base)))
     start = 0
     if math.isinf(limit):
-        return layout(older, newest, anchor, used, math.inf if anchor else 0.0, False, False, 0, own)
+        return layout(older, newest, anchor, used, math.inf if anchor and want_block else 0.0, False, False, 0, own)
     # The room is wanted, not owed: while the view fits, a smaller block is the price of a full
     # layout (the engine compacts ahead, so the next call has room again). Only a view that does
     # not fit at all steps.
