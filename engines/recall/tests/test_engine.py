@@ -169,6 +169,63 @@ class RecallOverGrpc(unittest.TestCase):
         self.assertEqual(got[:-1], history[-8:])
         self.assertEqual((res.system_prompt_addition, res.estimated_tokens), (RECALL_NOTE, 80 + 100))
 
+    def test_a_turns_block_is_chosen_once_and_stays_where_it_was(self):
+        planted = user("the deploy key is kept in vault path kv/walrus-deploy", 20)
+        history = [planted, assistant("noted")] + turn(70) + turn(71)
+        ask = user("where is the walrus deploy key?", 10)
+        self.ingest("stable", history + [ask])
+        s = summary(tokens=30)
+        view = [s] + history[2:] + [ask]  # the host cut the planted message away
+        question = ask.content[0].text.text  # the host's default prompt: the latest user message's text
+        first = self.assembled(self.assemble("stable", view, token_budget=300, prompt=question))
+        self.assertEqual(first, [s.id] + ids(history[2:]) + [planted.id, ask.id])
+        # The turn goes on and more matching messages arrive: the index's statistics drift, the
+        # block does not; the answer only grows at its end.
+        step = [assistant("searching for the walrus deploy key", 10, calls=["k1"]), result("k1", 10, "walrus deploy key: kv/walrus-deploy")]
+        self.ingest("stable", step)
+        view += step
+        second = self.assembled(self.assemble("stable", view, token_budget=300, prompt=question))
+        self.assertEqual(second, first + ids(step))
+        # The next turn: the first turn's block stays where it was, the new one goes before the
+        # new user message.
+        nxt = user("and who rotates the walrus deploy key?", 10)
+        self.ingest("stable", [nxt])
+        view += [nxt]
+        res = self.assemble("stable", view, token_budget=300, prompt=nxt.content[0].text.text)
+        third = self.assembled(res)
+        self.assertEqual(third[: len(second)], second)
+        self.assertEqual(third[-1], nxt.id)
+        self.assertEqual(res.system_prompt_addition, RECALL_NOTE)
+
+    def test_a_block_for_the_message_about_to_be_sent_becomes_its_own(self):
+        planted = user("the deploy key is kept in vault path kv/walrus-deploy", 20)
+        history = [planted, assistant("noted")] + turn(72) + turn(73)
+        self.ingest("upcoming", history)
+        view = [summary(tokens=30)] + history[2:]
+        question = "where is the walrus deploy key?"
+        # The runtime assembles before appending its user message (OpenClaw does): the block goes
+        # after the view, where that message will follow.
+        first = self.assembled(self.assemble("upcoming", view, token_budget=300, prompt=question))
+        self.assertEqual(first, ids(view) + [planted.id])
+        ask = user(question, 10)
+        self.ingest("upcoming", [ask])
+        second = self.assembled(self.assemble("upcoming", view + [ask], token_budget=300, prompt=question))
+        self.assertEqual(second, first + [ask.id])
+
+    def test_compacts_ahead_through_the_host_when_the_next_block_would_not_fit(self):
+        history = turn(80) + turn(81) + turn(82)  # 120 tokens
+        self.ingest("ahead", history)
+        before = len(self.host.compactions)
+        self.assemble("ahead", history, token_budget=130)  # 10 left, less than a block's room (39)
+        self.assertEqual(len(self.host.compactions), before + 1)
+        req, metadata = self.host.compactions[-1]
+        self.assertEqual((req.session.session_id, req.token_budget, req.force), ("ahead", 130, True))
+        self.assertEqual(metadata.get("authorization"), "Bearer host-token")
+        # With room to spare, or nothing before the newest turn to compact, the view is left alone.
+        self.assemble("ahead", history, token_budget=1000)
+        self.assemble("ahead", history[-4:], token_budget=45)
+        self.assertEqual(len(self.host.compactions), before + 1)
+
     def test_bootstrap_imports_an_unknown_session_then_only_checks(self):
         history = [system()] + turn(30, topic="walrus") + turn(31)
         self.host.transcripts["boot"] = entries(history)
