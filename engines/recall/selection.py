@@ -12,12 +12,13 @@ end. So it keeps the view in order and puts what it recalls *after* the stable p
   `contextd.turns.paired_turns`: no result without its call, no call without its result).
 - **A turn's recalled block** sits just before the turn's user message: the messages recalled for
   that turn's request (index.RecallUnit, whole units), chosen once per turn and then kept as they
-  are (`RecallIndex.block`), like a memory tool's result in a transcript. So a turn's tool loop
+  are (`RecallIndex.set_block`), like a memory tool's result in a transcript. So a turn's tool loop
   sees the same block at the same place, and a new turn only appends its own block. The newest
   turn's block may take at most BLOCK_SHARE of the budget (what the pinned messages leave).
-- **The older part slides in steps**: when the layout (with room reserved for the newest turn's
-  block) does not fit, the oldest turns (with their blocks) are dropped until the dropped tokens
-  reach the overflow rounded *up* to a multiple of STEP_SHARE of the budget. The set of dropped
+- **The older part slides in steps**: when the layout does not fit, or leaves the newest turn's
+  block less than MIN_ROOM of the room it wants, the oldest turns (with their blocks) are dropped
+  until the dropped tokens reach the overflow (room included) rounded *up* to a multiple of
+  STEP_SHARE of the budget. The set of dropped
   turns therefore only changes when the overflow crosses a step, and between two steps the prompt
   is append-only. The host's compaction (when the view outgrows the budget) starts a new view, and
   the steps count from its start.
@@ -164,9 +165,8 @@ def plan_layout(
     start = 0
     if math.isinf(limit):
         return layout(older, newest, anchor, used, math.inf if anchor and want_block else 0.0, False, False, 0, own)
-    # The room is wanted, not owed: while the view fits, a smaller block is the price of a full
-    # layout (the engine compacts ahead, so the next call has room again). Only a view that does
-    # not fit at all steps.
+    # The room is wanted, not owed: while at least MIN_ROOM of it is left, a smaller block is the
+    # price of keeping the layout (the engine compacts ahead, so the next call has room again).
     overflow = used + room - limit if limit - used < MIN_ROOM * room else 0
     if overflow > 0:
         step = max(1.0, step_share * (limit - base))
