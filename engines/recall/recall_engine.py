@@ -62,7 +62,9 @@ def recall_engine(index: RecallIndex, block_share: float = BLOCK_SHARE, step_sha
         found = [view_by_id.get(i) or indexed.get(i) for i in entry_ids]
         return pair_tools([m for m in found if m is not None])
 
-    def compact_ahead(request: engine_pb2.ContextEngineServiceAssembleRequest, budget: int, assembly: Assembly, layout: Layout, older: int, ctx: CallContext) -> None:
+    def compact_ahead(
+        request: engine_pb2.ContextEngineServiceAssembleRequest, budget: int, assembly: Assembly, layout: Layout, older: int, ctx: CallContext
+    ) -> None:
         """Has the host compact the view now (HostService.DelegateCompaction, the host's own
         compaction at this budget) when what this answer leaves of the budget is less than a block's
         room: the next call then starts from the compacted view. One rewrite of the prompt's prefix

@@ -134,7 +134,15 @@ def plan_layout(
     summary_kept = any(is_summary(m) for m in head)
 
     def layout(
-        older: list[list[Message]], newest: list[Message], anchor: str, used: int, room: float, overflow: bool, partial: bool, dropped: int, own: list[Message] | None = None
+        older: list[list[Message]],
+        newest: list[Message],
+        anchor: str,
+        used: int,
+        room: float,
+        overflow: bool,
+        partial: bool,
+        dropped: int,
+        own: list[Message] | None = None,
     ) -> Layout:
         shown = {a: blocks[a] for a in (anchor_of(t) for t in older) if a and blocks.get(a)}
         return Layout(head, older, shown, newest, anchor, own or [], used, limit, room, overflow, partial, dropped, summary_kept)
@@ -180,7 +188,9 @@ def plan_layout(
     return layout(older[start:], newest, anchor, used, room, False, False, start, own)
 
 
-def choose_block(units: Iterable, room: float, exclude: set[str], view_by_id: Mapping[str, Message] | None = None, max_units: int | None = None) -> list[Message]:
+def choose_block(
+    units: Iterable, room: float, exclude: set[str], view_by_id: Mapping[str, Message] | None = None, max_units: int | None = None
+) -> list[Message]:
     """The newest turn's block: `units` (index.RecallUnit-like: messages, ids; best first) that fit
     `room`, each whole or not at all, none repeating a message in `exclude` (what the layout shows).
     A message the view also holds is taken as the view holds it (the host's current copy); each

@@ -176,8 +176,11 @@ class RandomizedInvariants(unittest.TestCase):
                 if rng.random() < 0.5 and units:
                     blocks[a] = list(rng.choice(units).messages)
             upcoming = rng.random() < 0.2
-            layout = plan_layout(view, budget, blocks, rng.choice([0, 20]), upcoming, rng.random() < 0.8, rng.choice([0.05, 0.2, 0.5]), rng.choice([0.1, 0.25, 0.5]))
-            block = choose_block(units, layout.room, layout.shown_ids(), {m.id: m for m in view}, 8 if budget is None else None) if layout.anchor else []
+            shares = rng.choice([0.05, 0.2, 0.5]), rng.choice([0.1, 0.25, 0.5])
+            layout = plan_layout(view, budget, blocks, rng.choice([0, 20]), upcoming, rng.random() < 0.8, *shares)
+            block = []
+            if layout.anchor:
+                block = choose_block(units, layout.room, layout.shown_ids(), {m.id: m for m in view}, 8 if budget is None else None)
             a = complete(layout, block)
             where = "case %d" % case
             if budget is not None and not a.overflow:
