@@ -140,7 +140,7 @@ def recall_engine(index: RecallIndex, block_share: float = BLOCK_SHARE, step_sha
         # Room is set aside for a block only when something the answer will not show matches: a
         # message the view lacks, or any match when the view does not fit (part of it will go).
         over = budget is not None and total_tokens(view) + sum(total_tokens(b) for b in older_blocks.values()) > budget
-        want = block is not None or any(over or i not in view_by_id for u in units for i in u.ids)
+        want = bool(block) or any(over or i not in view_by_id for u in units for i in u.ids)
         layout = plan_layout(view, budget, older_blocks, total_tokens(block or ()), upcoming, want, block_share, step_share)
         if block is not None and (not layout.anchor or total_tokens(block) > layout.room or any(m.id in layout.shown_ids() for m in block)):
             block, kept = None, False  # it no longer fits, or the view changed under it: chosen again
