@@ -17,16 +17,17 @@ export interface ContextdToolsOptions extends HistoryToolDefaults {
  */
 export function contextdTools(client: ContextdClient, options: ContextdToolsOptions = {}): FunctionTool[] {
   const { namePrefix = "", ...defaults } = options;
-  return historyTools.map((t) =>
-    tool({
-      name: namePrefix + t.name,
-      description: t.description,
-      parameters: { ...(z.toJSONSchema(t.inputSchema) as Record<string, unknown>), type: "object" } as never,
-      strict: false,
-      execute: async (input: unknown, _context, details) => {
-        const result = await t.run(client, input, defaults, { signal: details?.signal });
-        return result.isError ? `Error: ${result.text}` : result.text;
-      },
-    }) as unknown as FunctionTool,
+  return historyTools.map(
+    (t) =>
+      tool({
+        name: namePrefix + t.name,
+        description: t.description,
+        parameters: { ...(z.toJSONSchema(t.inputSchema) as Record<string, unknown>), type: "object" } as never,
+        strict: false,
+        execute: async (input: unknown, _context, details) => {
+          const result = await t.run(client, input, defaults, { signal: details?.signal });
+          return result.isError ? `Error: ${result.text}` : result.text;
+        },
+      }) as unknown as FunctionTool,
   );
 }

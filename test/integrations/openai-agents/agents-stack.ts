@@ -36,7 +36,13 @@ function toolCall(id: string, name: string, args: string): Reply {
       object: "chat.completion",
       created: 1_700_000_000,
       model: "stand-in",
-      choices: [{ index: 0, message: { role: "assistant", content: null, tool_calls: [{ id, type: "function", function: { name, arguments: args } }] }, finish_reason: "tool_calls" }],
+      choices: [
+        {
+          index: 0,
+          message: { role: "assistant", content: null, tool_calls: [{ id, type: "function", function: { name, arguments: args } }] },
+          finish_reason: "tool_calls",
+        },
+      ],
       usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
     },
   };

@@ -32,7 +32,17 @@ function answer(req: RecordedRequest): Reply {
         object: "chat.completion",
         created: 1,
         model: "stand-in",
-        choices: [{ index: 0, message: { role: "assistant", content: null, tool_calls: [{ id: "call_s", type: "function", function: { name: "search", arguments: '{"query":"invoice"}' } }] }, finish_reason: "tool_calls" }],
+        choices: [
+          {
+            index: 0,
+            message: {
+              role: "assistant",
+              content: null,
+              tool_calls: [{ id: "call_s", type: "function", function: { name: "search", arguments: '{"query":"invoice"}' } }],
+            },
+            finish_reason: "tool_calls",
+          },
+        ],
       },
     };
   if (last?.role === "tool") return completion(`From the history: ${/BILL-\d+/.exec(text)?.[0] ?? "nothing"}`);
@@ -52,7 +62,12 @@ afterAll(async () => {
 
 describe("integrations/openai-agents/README.md", () => {
   it("its example runs as written: two turns kept in contextd, the second answered through the search tool", async () => {
-    Object.assign(process.env, { CONTEXTD_ADDRESS: contextd.address, OPENAI_BASE_URL: model.baseUrl, OPENAI_API_KEY: "test-key", OPENAI_AGENTS_DISABLE_TRACING: "1" });
+    Object.assign(process.env, {
+      CONTEXTD_ADDRESS: contextd.address,
+      OPENAI_BASE_URL: model.baseUrl,
+      OPENAI_API_KEY: "test-key",
+      OPENAI_AGENTS_DISABLE_TRACING: "1",
+    });
     const dir = path.join(REPO_ROOT, "test/.tmp");
     fs.mkdirSync(dir, { recursive: true });
     const file = path.join(dir, `openai-agents-readme-${process.pid}.ts`);

@@ -29,7 +29,15 @@ const ITEMS: Record<string, AgentInputItem> = {
       { type: "refusal", refusal: "I cannot say more." },
     ],
   },
-  functionCall: { type: "function_call", id: "fc_1", callId: "call_1", name: "get_weather", arguments: '{"city":"Paris"}', status: "completed", providerData: { x: 1 } },
+  functionCall: {
+    type: "function_call",
+    id: "fc_1",
+    callId: "call_1",
+    name: "get_weather",
+    arguments: '{"city":"Paris"}',
+    status: "completed",
+    providerData: { x: 1 },
+  },
   functionResultText: { type: "function_call_result", callId: "call_1", name: "get_weather", status: "completed", output: "sunny, 21°C" },
   functionResultObject: { type: "function_call_result", callId: "call_2", name: "lookup", status: "completed", output: { type: "text", text: "found it" } },
   functionResultParts: {
@@ -92,7 +100,11 @@ describe("the Agents SDK item ↔ contextd Message mapping", () => {
   });
 
   it("reads messages contextd made itself (the compaction summary) by their role", () => {
-    const summary = Message.fromPartial({ role: Role.ROLE_USER, content: [textBlock("Summary of earlier turns")], metadata: { "contextd.kind": "compaction_summary" } });
+    const summary = Message.fromPartial({
+      role: Role.ROLE_USER,
+      content: [textBlock("Summary of earlier turns")],
+      metadata: { "contextd.kind": "compaction_summary" },
+    });
     expect(messageToItem(summary)).toEqual({ role: "user", content: "Summary of earlier turns" });
     const assistant = Message.fromPartial({ role: Role.ROLE_ASSISTANT, content: [textBlock("engine note")] });
     expect(messageToItem(assistant)).toEqual({ role: "assistant", status: "completed", content: [{ type: "output_text", text: "engine note" }] });
