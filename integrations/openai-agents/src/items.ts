@@ -29,8 +29,8 @@ type BlockRef = { $b: number; f?: "id" | "name" | "arguments" };
 
 const thinking = (t: string): ContentBlock => thinkingBlock(t);
 
-/** The contextd Message for one item. */
-export function itemToMessage(item: AgentInputItem): Message {
+/** The contextd Message for one item; `timestampMs` is when it was added (0: unset). */
+export function itemToMessage(item: AgentInputItem, timestampMs = 0): Message {
   const skeleton = structuredClone(item) as unknown as Obj;
   const content: ContentBlock[] = [];
   const ref = (block: ContentBlock, f?: BlockRef["f"]): Json => {
@@ -79,7 +79,13 @@ export function itemToMessage(item: AgentInputItem): Message {
     extra.customType = CUSTOM_TYPE_PREFIX + type;
     content.push(text(JSON.stringify(item)));
   }
-  return Message.fromPartial({ role, content, ...extra, extraJson: JSON.stringify({ [SKELETON_KEY]: skeleton }) });
+  if (content.length === 0 && role !== Role.ROLE_ASSISTANT && role !== Role.ROLE_TOOL_RESULT) {
+    // contextd refuses an empty user or system message; a message of only images or files gets a
+    // text naming its parts (what engines and search see). No reference points at it: decoding ignores it.
+    const parts = Array.isArray(skeleton.content) ? skeleton.content.map((p) => (isObj(p) ? String(p.type) : "part")) : [];
+    content.push(text(`[${parts.join(", ") || "empty"}]`));
+  }
+  return Message.fromPartial({ role, content, ...extra, timestampMs, extraJson: JSON.stringify({ [SKELETON_KEY]: skeleton }) });
 }
 
 /** The item a contextd Message stands for: its skeleton with the blocks' text put back, else by role. */

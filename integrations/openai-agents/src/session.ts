@@ -47,6 +47,8 @@ export type AssembleResponse = Awaited<ReturnType<ContextdClient["assemble"]>>;
 interface PendingBatch {
   items: AgentInputItem[];
   keys: string[];
+  /** When the items were added: kept, so that a later delivery stores the same messages. */
+  timestampMs: number;
 }
 
 /**
@@ -111,7 +113,7 @@ export class ContextdSession implements Session {
 
   addItems(items: AgentInputItem[]): Promise<void> {
     if (items.length === 0) return Promise.resolve();
-    const batch: PendingBatch = { items: structuredClone(items), keys: items.map(() => MESSAGE_KEY_PREFIX + randomUUID()) };
+    const batch: PendingBatch = { items: structuredClone(items), keys: items.map(() => MESSAGE_KEY_PREFIX + randomUUID()), timestampMs: Date.now() };
     return this.serial(async () => {
       this.pending.push(batch);
       this.since.push(...batch.items);
@@ -172,12 +174,23 @@ export class ContextdSession implements Session {
   private async deliver(): Promise<void> {
     while (this.pending.length > 0) {
       const batch = this.pending[0];
-      // Chunks within contextd's default limit of messages per append; keys make a resend harmless.
-      for (let i = 0; i < batch.items.length; i += 500) {
-        await this.client.appendMessages(
-          { session: this.ref, messages: batch.items.slice(i, i + 500).map(itemToMessage), messageKeys: batch.keys.slice(i, i + 500) },
-          { timeoutMs: this.timeoutMs },
-        );
+      try {
+        // Chunks within contextd's default limit of messages per append; keys make a resend harmless.
+        for (let i = 0; i < batch.items.length; i += 500) {
+          await this.client.appendMessages(
+            {
+              session: this.ref,
+              messages: batch.items.slice(i, i + 500).map((item) => itemToMessage(item, batch.timestampMs)),
+              messageKeys: batch.keys.slice(i, i + 500),
+            },
+            { timeoutMs: this.timeoutMs },
+          );
+        }
+      } catch (error) {
+        // A refusal that waiting will not heal (INVALID_ARGUMENT, PERMISSION_DENIED, …) is thrown once,
+        // and the batch is dropped rather than blocking every later delivery.
+        if (!isUnreachable(error)) this.pending.shift();
+        throw error;
       }
       this.pending.shift();
     }

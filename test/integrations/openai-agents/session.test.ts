@@ -7,6 +7,7 @@ import { startContextd, type ContextdProcess } from "../../helpers/contextd-proc
 import { getFreePort } from "../../helpers/free-port.js";
 import { startChatServer, type ChatServer } from "../../summarizer/chat-server.js";
 import { requestText, scriptedModel, useStandIn } from "./agents-stack.js";
+import { ITEMS } from "../../fixtures/openai-agents-items.js";
 
 let model: ChatServer;
 let contextd: ContextdProcess;
@@ -151,6 +152,15 @@ describe("ContextdSession with run(agent, input, { session })", () => {
     // Delivering again changes nothing: the keys make a resend harmless.
     await session.flush();
     expect((await storedItems(session.sessionId)).length).toBe(6);
+  });
+
+  it("keeps an item of every type as it was added, in the transcript and in the assembled context", async () => {
+    const session = new ContextdSession({ client: cx, sessionId: "agents-every-item" });
+    const items = Object.values(ITEMS);
+    await session.addItems(items);
+    expect((await storedItems(session.sessionId)).map((s) => s.item)).toEqual(items);
+    expect(await session.getItems()).toEqual(items);
+    expect(await session.getItems(3)).toEqual(items.slice(-3));
   });
 
   it("popItem removes an item contextd does not hold yet, refuses one it holds, and clearSession deletes the session", async () => {
