@@ -163,6 +163,12 @@ describe("ContextdSession with run(agent, input, { session })", () => {
     expect(await session.getItems(3)).toEqual(items.slice(-3));
   });
 
+  it("a refusal that waiting will not heal is thrown, not queued for a catch-up that can never succeed", async () => {
+    const session = new ContextdSession({ client: cx, sessionId: "x".repeat(300) });
+    await expect(session.addItems([{ role: "user", content: "hello" }])).rejects.toMatchObject({ code: status.INVALID_ARGUMENT });
+    expect(session.undelivered).toBe(0);
+  });
+
   it("popItem removes an item contextd does not hold yet, refuses one it holds, and clearSession deletes the session", async () => {
     const session = new ContextdSession({ client: cx, sessionId: "agents-pop", timeoutMs: 3_000 });
     expect(await session.popItem()).toBeUndefined();
