@@ -25,7 +25,7 @@ const layerZones = LAYERS.flatMap((layer) =>
 );
 
 /** The public entry points an engine may import (package.json "exports", and the tokenizer). */
-const PUBLIC = ["src/sdk/engine-sdk.ts", "src/sdk/runtime-client.ts", "src/contract/index.ts", "src/tokens/index.ts", "src/openclaw/index.ts"];
+const PUBLIC = ["src/sdk/engine-sdk.ts", "src/sdk/runtime-client.ts", "src/contract/index.ts", "src/tokens/index.ts", "src/openclaw/index.ts", "src/sdk/history-tools.ts"];
 
 export default tseslint.config(
   { ignores: ["dist/**", "node_modules/**", "src/contract/gen/**", "integrations/openclaw/dist/**", "clients/**", "**/*.d.ts", "**/__pycache__/**"] },
@@ -80,7 +80,7 @@ export default tseslint.config(
         {
           patterns: [
             {
-              regex: String.raw`^(\.\./)+src/(?!sdk/engine-sdk\.js$|sdk/runtime-client\.js$|contract/index\.js$|tokens/index\.js$|openclaw/index\.js$)`,
+              regex: String.raw`^(\.\./)+src/(?!sdk/engine-sdk\.js$|sdk/runtime-client\.js$|contract/index\.js$|tokens/index\.js$|openclaw/index\.js$|sdk/history-tools\.js$)`,
               message: `engines import only the package's public entry points (${PUBLIC.join(", ")}), as an engine outside this repository would`,
             },
           ],

@@ -1,5 +1,4 @@
 import { status as Status, type ServiceError } from "@grpc/grpc-js";
-import { Mode } from "../contract/gen/contextd/v1/types.js";
 import { EngineEventType, EngineHealth, type EngineEvent, type EngineStatus } from "../contract/gen/contextd/v1/registry.js";
 import { bold, tone } from "./style.js";
 import { displayWidth, drawTable, type Align } from "./table.js";
@@ -86,9 +85,7 @@ export function yesNo(b: boolean): string {
   return b ? "yes" : "no";
 }
 
-export function modeName(mode: Mode): string {
-  return Mode[mode]?.replace(/^MODE_/, "") ?? String(mode);
-}
+export { modeName } from "../sdk/message-text.js";
 
 export function healthName(health: EngineHealth): string {
   return EngineHealth[health]?.replace(/^ENGINE_HEALTH_/, "") ?? String(health);

@@ -1,5 +1,6 @@
-import { ROLE_NAMES, isSummaryMessage, summaryOf } from "../contract/messages.js";
-import { Role, type ContentBlock, type Message, type TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
+import { isSummaryMessage, summaryOf } from "../contract/messages.js";
+import { messageBody, roleName } from "../sdk/message-text.js";
+import { type Message, type TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
 import { num } from "./format.js";
 import { terminalText } from "./terminal-text.js";
 
@@ -22,30 +23,7 @@ export function oneLine(text: string, max: number): string {
   return `${terminalText(flat.slice(0, Math.max(0, max - 1)))}…`;
 }
 
-export function roleName(role: Role): string {
-  return ROLE_NAMES[role] ?? String(role);
-}
-
-function blockBody(block: ContentBlock): string {
-  const b = block.block;
-  if (!b) return "";
-  switch (b.$case) {
-    case "text":
-      return b.value.text;
-    case "thinking":
-      return b.value.redacted ? "[redacted thinking]" : `[thinking] ${b.value.thinking}`;
-    case "toolCall":
-      return `[tool call ${b.value.id}] ${b.value.name}(${b.value.argumentsJson})`;
-    case "image":
-      return `[image ${b.value.mimeType || "?"}${b.value.uri ? ` ${b.value.uri}` : `, ${num(b.value.data.length)} bytes`}]`;
-  }
-}
-
-/** Everything in a message the model reads, block by block (the whole summary message included). */
-export function messageBody(m: Message): string {
-  const head = m.role === Role.ROLE_TOOL_RESULT ? `[result of ${m.toolName || "tool"} ${m.toolCallId}${m.isError ? ", error" : ""}] ` : "";
-  return head + m.content.map(blockBody).filter(Boolean).join("\n");
-}
+export { messageBody, roleName } from "../sdk/message-text.js";
 
 /** A message for a table cell: a summary shows the summary itself rather than its preamble. */
 export function messagePreview(m: Message, max: number): string {

@@ -1,8 +1,6 @@
 import type { Command } from "commander";
-import type { Message, SessionRef } from "../../contract/gen/contextd/v1/types.js";
-import type { ContextdClient } from "../../sdk/runtime-client.js";
-import type { Tokenizer } from "../../tokens/tokenizer.js";
-import { accountContext, type AssembledContext, type ContextItem } from "../assembled-context.js";
+import type { Message } from "../../contract/gen/contextd/v1/types.js";
+import { previewContext, type AssembledContext, type ContextItem } from "../../sdk/assembled-context.js";
 import { examples, keyValues, lastColumnWidth, num, pct, printJson, table, type Cell } from "../format.js";
 import { PREVIEW_CHARS, messagePreview, oneLine } from "../preview.js";
 import { accent, bold, dim, tone, warn } from "../style.js";
@@ -65,42 +63,13 @@ export function registerContext(program: Command): void {
       action(async (id: string, opts: ContextOptions, cmd: Command) => {
         const g = globals(cmd);
         const autoCompact = Boolean(opts.compact);
-        const { ctx, raw } = await withSessions(clientOptions(g, autoCompact ? 300_000 : 30_000), (client) => assembleContext(client, id, opts, autoCompact));
+        const { ctx, raw } = await withSessions(clientOptions(g, autoCompact ? 300_000 : 30_000), (client) =>
+          previewContext(client, id, { budget: opts.budget, autoCompact, prompt: opts.prompt, model: opts.model, agentId: opts.agent }),
+        );
         if (g.json) return printJson(ctx);
         writeStdout(`${render(ctx, raw, opts)}\n`);
       }),
     );
-}
-
-interface Assembled {
-  ctx: AssembledContext;
-  /** The messages as they came, for previews (ctx carries them as proto JSON). */
-  raw: Message[];
-}
-
-async function assembleContext(client: ContextdClient, id: string, opts: ContextOptions, autoCompact: boolean): Promise<Assembled> {
-  // The session's own labels: the agent id selects the engine (slots.agents), so the call is routed
-  // as the runtime's is. GetSession also turns an unknown id into NOT_FOUND before anything runs.
-  const info = (await client.getSession({ session: { sessionId: id } })).info;
-  const ref: SessionRef = { sessionId: id, sessionKey: info?.session?.sessionKey ?? "", agentId: opts.agent ?? info?.session?.agentId ?? "" };
-  const res = await client.assemble({ session: ref, tokenBudget: opts.budget, autoCompact, prompt: opts.prompt, model: opts.model ?? "" });
-  let tokenizer: Tokenizer | undefined;
-  const local = async (): Promise<Tokenizer> => {
-    // Loaded only when needed: the BPE tables take a moment to load.
-    const { createTokenizer } = await import("../../tokens/create-tokenizer.js");
-    return (tokenizer ??= createTokenizer("o200k_base"));
-  };
-  if (res.messages.some((m) => !(m.id && m.tokenCount > 0))) await local();
-  let additionTokens = 0;
-  if (res.systemPromptAddition) {
-    // The host counts the addition with its own tokenizer and keeps it as the overview's
-    // system_addition_tokens; read it back rather than guess which tokenizer it has. (0 only if
-    // another Assemble without an addition got in between: then count it here.)
-    additionTokens = (await client.getSession({ session: { sessionId: id } })).info?.overview?.systemAdditionTokens ?? 0;
-    if (!additionTokens) additionTokens = (await local()).countText(res.systemPromptAddition);
-  }
-  const count = (m: Message) => tokenizer?.countMessage(m) ?? 0;
-  return { ctx: accountContext(ref, opts.budget, autoCompact, res, additionTokens, count), raw: res.messages };
 }
 
 function render(ctx: AssembledContext, raw: Message[], opts: ContextOptions): string {

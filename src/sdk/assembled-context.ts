@@ -1,8 +1,15 @@
 import { isSummaryMessage } from "../contract/messages.js";
 import type { AssembleResponse, ContextOverview } from "../contract/gen/contextd/v1/session.js";
 import { CompactionResult, Message, PromptAuthority, Role, type SessionRef } from "../contract/gen/contextd/v1/types.js";
-import { modeName } from "./format.js";
-import { messageBody, roleName } from "./preview.js";
+import type { Tokenizer } from "../tokens/tokenizer.js";
+import { messageBody, modeName, roleName } from "./message-text.js";
+import type { ContextdClient } from "./runtime-client.js";
+
+/**
+ * What the model would be sent on a turn, accounted message by message with tokens and totals by
+ * section: `contextctl context` prints it, the history tools' `context` (history-tools.ts) gives it
+ * to a model. One Assemble, routed as the runtime's own is.
+ */
 
 /** Where an assembled message is accounted, as in GetSession's context overview. */
 export type Section = "summary" | "message" | "tool_result";
@@ -17,11 +24,12 @@ export interface ContextItem {
   tokens: number;
   /**
    * `host`: the count contextd stored at append (or, for the summary, at compaction). `contextctl`:
-   * the message has no stored count (an engine made it), so contextctl counted it with o200k_base —
-   * what the host does too unless its `tokenizer` is configured otherwise.
+   * the message has no stored count (an engine made it), so the client counted it with o200k_base —
+   * what the host does too unless its `tokenizer` is configured otherwise. (The name is kept from
+   * `contextctl context --json`, whose shape this is.)
    */
   tokensCountedBy: "host" | "contextctl";
-  /** Everything the model reads of it, block by block (see preview.ts messageBody). */
+  /** Everything the model reads of it, block by block (message-text.ts messageBody). */
   text: string;
   /** The message itself, proto JSON. */
   message: unknown;
@@ -102,4 +110,55 @@ export function accountContext(
     messages,
     sections,
   };
+}
+
+/** What to preview (AssembleRequest's fields; the session's own agent id and key unless `agentId`). */
+export interface PreviewOptions {
+  /** AssembleRequest.token_budget. */
+  budget: number;
+  /**
+   * false: the Assemble carries `auto_compact: false`, so looking never compacts the session; an
+   * over-budget view is then shown as it is (mode DEGRADED). true: the host compacts first when
+   * the view is over the budget, as a real turn would — that commits a compaction entry.
+   */
+  autoCompact: boolean;
+  /** AssembleRequest.prompt (some engines retrieve by it); undefined: the latest user message. */
+  prompt?: string;
+  model?: string;
+  /** Route as this agent id (default: the session's own). */
+  agentId?: string;
+}
+
+/** An assembly accounted ({@link accountContext}), with the messages as they came. */
+export interface PreviewedContext {
+  ctx: AssembledContext;
+  raw: Message[];
+}
+
+/**
+ * SessionService.Assemble for `sessionId` as the runtime's turn would call it, accounted. The
+ * session's own labels route it: the agent id selects the engine (slots.agents); GetSession also
+ * turns an unknown id into NOT_FOUND before anything runs.
+ */
+export async function previewContext(client: ContextdClient, sessionId: string, opts: PreviewOptions): Promise<PreviewedContext> {
+  const info = (await client.getSession({ session: { sessionId } })).info;
+  const ref: SessionRef = { sessionId, sessionKey: info?.session?.sessionKey ?? "", agentId: opts.agentId ?? info?.session?.agentId ?? "" };
+  const res = await client.assemble({ session: ref, tokenBudget: opts.budget, autoCompact: opts.autoCompact, prompt: opts.prompt, model: opts.model ?? "" });
+  let tokenizer: Tokenizer | undefined;
+  const local = async (): Promise<Tokenizer> => {
+    // Loaded only when needed: the BPE tables take a moment to load.
+    const { createTokenizer } = await import("../tokens/create-tokenizer.js");
+    return (tokenizer ??= createTokenizer("o200k_base"));
+  };
+  if (res.messages.some((m) => !(m.id && m.tokenCount > 0))) await local();
+  let additionTokens = 0;
+  if (res.systemPromptAddition) {
+    // The host counts the addition with its own tokenizer and keeps it as the overview's
+    // system_addition_tokens; read it back rather than guess which tokenizer it has. (0 only if
+    // another Assemble without an addition got in between: then count it here.)
+    additionTokens = (await client.getSession({ session: { sessionId } })).info?.overview?.systemAdditionTokens ?? 0;
+    if (!additionTokens) additionTokens = (await local()).countText(res.systemPromptAddition);
+  }
+  const count = (m: Message) => tokenizer?.countMessage(m) ?? 0;
+  return { ctx: accountContext(ref, opts.budget, opts.autoCompact, res, additionTokens, count), raw: res.messages };
 }
