@@ -21,7 +21,9 @@ import { startOpenClawStack, stopOpenClawStack } from "./helpers/openclaw-stack.
 const FACT = "ZEPHYR-9315 is rounded in ledger_carry.ts";
 /** The same ticket in another session of the same agent: found only with `all_sessions`. */
 const OTHER_FACT = "ZEPHYR-9315 also shows up in payroll_sync.ts";
-const FILLER = "word ".repeat(400);
+const FILLER = "word ".repeat(200);
+/** What OpenClaw appends to a turn's user message, after the tool results of its tool loop. */
+const INTERNAL_CONTEXT = "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>";
 
 describe("OpenClaw's agent looks up what compaction folded away, through the plugin's contextd tools", () => {
   let model: ModelServer;
@@ -47,10 +49,19 @@ describe("OpenClaw's agent looks up what compaction folded away, through the plu
     return { result, sent: model.requests().slice(n) };
   };
   const toolNames = (r: RecordedRequest) => ((r.body.tools ?? []) as { function?: { name?: string } }[]).map((t) => t.function?.name);
-  const toolResults = (r: RecordedRequest) => (r.body.messages ?? []).filter((m) => m.role === "tool").map((m) => contentText(m.content));
+  /** The tool results of the request's turn: those after its prompt (OpenClaw's own context block follows them). */
+  const toolResults = (r: RecordedRequest) => {
+    const messages = r.body.messages ?? [];
+    const prompt = messages.findLastIndex((m) => m.role === "user" && !contentText(m.content).includes(INTERNAL_CONTEXT));
+    return messages
+      .slice(prompt + 1)
+      .filter((m) => m.role === "tool")
+      .map((m) => contentText(m.content));
+  };
 
-  it("the fact of the first turn is compacted away: the model is no longer sent it", async () => {
-    const first = ok(await home.turn("billing", `Turn 1 SAY:reply-1 ${FILLER} Please remember: ${FACT}.`));
+  it("a fact of the first turn is compacted away in contextd", async () => {
+    // Inside a long message, where the extractive summary keeps its identifiers but not the sentence.
+    const first = ok(await home.turn("billing", `Turn 1 SAY:reply-1 ${FILLER} Please remember: ${FACT}. ${FILLER}`));
     sessionId = first.json?.meta?.agentMeta?.sessionId ?? "";
     expect(sessionId).not.toBe("");
     ok(await home.turn("billing", `Turn 2 SAY:reply-2 ${FILLER}`));
@@ -60,16 +71,16 @@ describe("OpenClaw's agent looks up what compaction folded away, through the plu
     expect(compacted).toMatchObject({ ok: true, compacted: true });
     // The same ticket in another session of the same agent (OpenClaw's agent `main`).
     await cx.appendMessages({ session: { sessionId: "billing-elsewhere", agentId: "main" }, messages: [textMessage(Role.ROLE_USER, `${OTHER_FACT}.`)] });
-
-    const { sent } = await turn("billing", "Turn 4 SAY:reply-4");
-    expect(model.textOf(sent[0])).toContain("compacted into the following summary");
-    expect(model.textOf(sent[0])).not.toContain(FACT);
-  });
+    // Three OpenClaw turns under Node 24: ~40 s each on 2 busy cores.
+  }, 300_000);
 
   it("the model calls contextd_search; the tool result OpenClaw sends it holds the planted fact, and the answer uses it", async () => {
     const { result, sent } = await turn("billing", 'Where is ZEPHYR-9315 rounded? CALL:contextd_search:{"query":"ZEPHYR-9315"} ECHO_TOOL_RESULT');
     ok(result);
     expect(sent.map((r) => r.answer)).toEqual(["tool_call", "reply"]);
+    // The model is sent contextd's compacted context, which no longer holds the fact.
+    expect(model.textOf(sent[0])).toContain("compacted into the following summary");
+    expect(model.textOf(sent[0])).not.toContain(FACT);
     // Offered with every request, described as contextd's history tools describe themselves.
     expect(toolNames(sent[0])).toEqual(expect.arrayContaining(["contextd_search", "contextd_expand"]));
     const offered = ((sent[0].body.tools ?? []) as { function: { name: string; description: string; parameters: { properties: object } } }[]).find(
@@ -77,14 +88,13 @@ describe("OpenClaw's agent looks up what compaction folded away, through the plu
     )!;
     expect(offered.function.description).toContain(searchTool.description);
     expect(Object.keys(offered.function.parameters.properties)).toContain("query");
-    expect(model.textOf(sent[0])).not.toContain(FACT);
     // The current session only (no session_id given: the tool is bound to the turn's session).
     const [found] = toolResults(sent[1]);
     expect(found).toContain(FACT);
     expect(found).toContain(`session ${sessionId}`);
     expect(found).not.toContain("payroll_sync");
     expect(result.text).toContain(FACT);
-  });
+  }, 180_000);
 
   it("contextd_expand of the compaction summary gives back the turns it stands for, word for word", async () => {
     let compactionId = "";
@@ -93,10 +103,9 @@ describe("OpenClaw's agent looks up what compaction folded away, through the plu
     const { result, sent } = await turn("billing", `CALL:contextd_expand:{"entry_id":"${compactionId}"} ECHO_TOOL_RESULT`);
     ok(result);
     const [expanded] = toolResults(sent.at(-1)!);
-    expect(expanded).toContain(`Please remember: ${FACT}.`);
-    expect(expanded).toContain("Turn 2 SAY:reply-2");
+    expect(expanded).toContain(`Turn 1 SAY:reply-1 ${FILLER} Please remember: ${FACT}.`);
     expect(result.text).toContain(FACT);
-  });
+  }, 180_000);
 
   it("with all_sessions the search covers every session of the agent", async () => {
     const { result, sent } = await turn("billing", 'CALL:contextd_search:{"query":"ZEPHYR-9315","all_sessions":true} ECHO_TOOL_RESULT');
@@ -105,7 +114,7 @@ describe("OpenClaw's agent looks up what compaction folded away, through the plu
     expect(found).toContain(FACT);
     expect(found).toContain(OTHER_FACT);
     expect(found).toContain("session billing-elsewhere");
-  });
+  }, 180_000);
 
   it("when contextd is unreachable the tool answers the model why, and the turn goes on", async () => {
     const dead = `127.0.0.1:${await getFreePort()}`;
@@ -121,7 +130,7 @@ describe("OpenClaw's agent looks up what compaction folded away, through the plu
     } finally {
       home.writeConfig({ modelBaseUrl: model.baseUrl, plugin: { address: contextd.address } });
     }
-  });
+  }, 180_000);
 
   it("historyTools: false leaves the tools out", async () => {
     home.writeConfig({ modelBaseUrl: model.baseUrl, plugin: { address: contextd.address, historyTools: false } });
@@ -132,8 +141,12 @@ describe("OpenClaw's agent looks up what compaction folded away, through the plu
       expect(toolNames(sent[0]).length).toBeGreaterThan(0);
       expect(toolNames(sent[0])).not.toContain("contextd_search");
       expect(toolNames(sent[0])).not.toContain("contextd_expand");
+      // Nor in Tool Search's directory of deferred tools, in the system prompt.
+      const system = sent[0].body.messages?.[0];
+      expect(system?.role).toBe("system");
+      expect(contentText(system?.content)).not.toContain("contextd_search");
     } finally {
       home.writeConfig({ modelBaseUrl: model.baseUrl, plugin: { address: contextd.address } });
     }
-  });
+  }, 180_000);
 });

@@ -21,6 +21,12 @@ import type { PluginConfig } from "./config.js";
  *   conversation the model is in — the contextd session the context engine keeps under the same id.
  * - Parameters: the input schema as JSON Schema, which OpenClaw validates calls against; `run`
  *   checks the arguments again.
+ * - Always in view: OpenClaw 2026.9 defers plugin tools behind its Tool Search catalog by default
+ *   (the model sees `tool_search` / `tool_describe` / `tool_call` and a directory of names), which
+ *   would cost a model two extra calls to reach what compaction took from it. These two are
+ *   `catalogMode: "direct-only"`: their schemas go with every request (about 800 tokens together;
+ *   budget.ts reserves `toolSchemaTokens` for each, as for any tool), so a model that reads a
+ *   summary can look up its details at once.
  * - Failures: `run` never throws; a failed call (contextd unreachable, an unknown entry, a bad
  *   argument) answers the text that says why. The tool throws that text, which is how an OpenClaw
  *   tool reports a failure (`AgentTool.execute`: "throw on failure"): OpenClaw hands the model
@@ -53,6 +59,7 @@ export function agentToolFactory(config: PluginConfig, client: (ctx: ToolContext
         // The shared description names its sibling tools by their bare names.
         description: `${tool.description} (Here: ${AGENT_TOOL_NAMES.join(", ")}.)`,
         parameters: parametersOf(tool),
+        catalogMode: "direct-only",
         async execute(_toolCallId, params) {
           let cx: ContextdClient;
           try {

@@ -59,6 +59,11 @@ export interface AgentTool {
   label: string;
   description: string;
   parameters: Record<string, unknown>;
+  /**
+   * `direct-only`: always sent to the model with its schema, never deferred behind OpenClaw's Tool
+   * Search catalog (`tool_search` / `tool_call`, the default for plugin tools since 2026.8).
+   */
+  catalogMode?: "direct-only";
   execute(toolCallId: string, params: unknown, signal?: AbortSignal): Promise<{ content: { type: "text"; text: string }[]; details: unknown }>;
 }
 
