@@ -52,7 +52,8 @@ describe("OpenClaw's agent looks up what compaction folded away, through the plu
   /** The tool results of the request's turn: those after its prompt (OpenClaw's own context block follows them). */
   const toolResults = (r: RecordedRequest) => {
     const messages = r.body.messages ?? [];
-    const prompt = messages.findLastIndex((m) => m.role === "user" && !contentText(m.content).includes(INTERNAL_CONTEXT));
+    let prompt = messages.length - 1;
+    while (prompt >= 0 && !(messages[prompt].role === "user" && !contentText(messages[prompt].content).includes(INTERNAL_CONTEXT))) prompt--;
     return messages
       .slice(prompt + 1)
       .filter((m) => m.role === "tool")
