@@ -21,6 +21,8 @@ import { startOpenClawStack, stopOpenClawStack } from "./helpers/openclaw-stack.
 const FACT = "ZEPHYR-9315 is rounded in ledger_carry.ts";
 /** The same ticket in another session of the same agent: found only with `all_sessions`. */
 const OTHER_FACT = "ZEPHYR-9315 also shows up in payroll_sync.ts";
+/** How a search hit's snippet shows a fact found by its ticket: the match marked «like this». */
+const marked = (fact: string) => fact.replace("ZEPHYR-9315", "«ZEPHYR-9315»");
 const FILLER = "word ".repeat(200);
 /** What OpenClaw appends to a turn's user message, after the tool results of its tool loop. */
 const INTERNAL_CONTEXT = "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>";
@@ -91,10 +93,10 @@ describe("OpenClaw's agent looks up what compaction folded away, through the plu
     expect(Object.keys(offered.function.parameters.properties)).toContain("query");
     // The current session only (no session_id given: the tool is bound to the turn's session).
     const [found] = toolResults(sent[1]);
-    expect(found).toContain(FACT);
+    expect(found).toContain(marked(FACT));
     expect(found).toContain(`session ${sessionId}`);
     expect(found).not.toContain("payroll_sync");
-    expect(result.text).toContain(FACT);
+    expect(result.text).toContain(marked(FACT));
   }, 180_000);
 
   it("contextd_expand of the compaction summary gives back the turns it stands for, word for word", async () => {
@@ -112,8 +114,8 @@ describe("OpenClaw's agent looks up what compaction folded away, through the plu
     const { result, sent } = await turn("billing", 'CALL:contextd_search:{"query":"ZEPHYR-9315","all_sessions":true} ECHO_TOOL_RESULT');
     ok(result);
     const [found] = toolResults(sent.at(-1)!);
-    expect(found).toContain(FACT);
-    expect(found).toContain(OTHER_FACT);
+    expect(found).toContain(marked(FACT));
+    expect(found).toContain(marked(OTHER_FACT));
     expect(found).toContain("session billing-elsewhere");
   }, 180_000);
 
