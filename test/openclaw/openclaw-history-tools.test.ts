@@ -127,9 +127,10 @@ describe("OpenClaw's agent looks up what compaction folded away, through the plu
       expect(result.code, result.stderr).toBe(0);
       expect(result.text).toBe("after-error");
       expect(sent.map((r) => r.answer)).toEqual(["tool_call", "reply"]);
+      // The tool threw the shared tool's error text; OpenClaw hands the model its error result.
       const [failed] = toolResults(sent[1]);
-      expect(failed).toContain("contextd is unreachable");
-      expect(failed).not.toContain(FACT);
+      expect(JSON.parse(failed)).toMatchObject({ status: "error", tool: "contextd_search", error: expect.stringContaining("contextd is unreachable") });
+      expect(result.stderr).toMatch(/contextd_search failed: Error: contextd is unreachable/);
     } finally {
       home.writeConfig({ modelBaseUrl: model.baseUrl, plugin: { address: contextd.address } });
     }

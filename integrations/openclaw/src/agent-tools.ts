@@ -57,7 +57,7 @@ export function agentToolFactory(config: PluginConfig, client: (ctx: ToolContext
         name,
         label: tool.title,
         // The shared description names its sibling tools by their bare names.
-        description: `${tool.description} (Here: ${AGENT_TOOL_NAMES.join(", ")}.)`,
+        description: `${tool.description} (Here the history tools are named ${AGENT_TOOL_NAMES.join(" and ")}.)`,
         parameters: parametersOf(tool),
         catalogMode: "direct-only",
         async execute(_toolCallId, params) {
