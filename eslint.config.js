@@ -2,7 +2,8 @@
 // layer boundaries docs/development.md ("Repository layout") describes — checked, not just written down.
 //
 //   contract ← tokens, store ← llm ← compaction ← registry ← host ← server ← cli
-//   (sdk and openclaw are public entry points built on contract, tokens and each other)
+//   (sdk, openclaw and mcp are public entry points built on contract, tokens and each other:
+//   they import no other layer, as PUBLIC_ZONES checks)
 //
 // A layer may import the ones to its left, never those to its right. Engines (engines/*) import
 // only the package's public entry points, the files package.json "exports" maps (plus src/tokens,
@@ -24,8 +25,25 @@ const layerZones = LAYERS.flatMap((layer) =>
   })),
 );
 
+/** The public entry points' directories import only contract, tokens and each other. */
+const PUBLIC_ZONES = ["sdk", "openclaw", "mcp"].flatMap((dir) =>
+  ["store", "llm", "compaction", "registry", "host", "server", "cli"].map((internal) => ({
+    target: `./src/${dir}`,
+    from: `./src/${internal}`,
+    message: `src/${dir} is a public entry point: it is built on contract, tokens, sdk, openclaw and mcp only`,
+  })),
+);
+
 /** The public entry points an engine may import (package.json "exports", and the tokenizer). */
-const PUBLIC = ["src/sdk/engine-sdk.ts", "src/sdk/runtime-client.ts", "src/contract/index.ts", "src/tokens/index.ts", "src/openclaw/index.ts", "src/sdk/history-tools.ts"];
+const PUBLIC = [
+  "src/sdk/engine-sdk.ts",
+  "src/sdk/runtime-client.ts",
+  "src/contract/index.ts",
+  "src/tokens/index.ts",
+  "src/openclaw/index.ts",
+  "src/sdk/history-tools.ts",
+  "src/mcp/index.ts",
+];
 
 export default tseslint.config(
   { ignores: ["dist/**", "node_modules/**", "src/contract/gen/**", "integrations/openclaw/dist/**", "clients/**", "**/*.d.ts", "**/__pycache__/**"] },
@@ -51,7 +69,7 @@ export default tseslint.config(
       "@typescript-eslint/no-require-imports": "error",
       "no-fallthrough": "error",
       "import-x/no-cycle": ["error", { ignoreExternal: true }],
-      "import-x/no-restricted-paths": ["error", { zones: layerZones }],
+      "import-x/no-restricted-paths": ["error", { zones: [...layerZones, ...PUBLIC_ZONES] }],
     },
   },
   {
@@ -80,7 +98,7 @@ export default tseslint.config(
         {
           patterns: [
             {
-              regex: String.raw`^(\.\./)+src/(?!sdk/engine-sdk\.js$|sdk/runtime-client\.js$|contract/index\.js$|tokens/index\.js$|openclaw/index\.js$|sdk/history-tools\.js$)`,
+              regex: String.raw`^(\.\./)+src/(?!sdk/engine-sdk\.js$|sdk/runtime-client\.js$|contract/index\.js$|tokens/index\.js$|openclaw/index\.js$|sdk/history-tools\.js$|mcp/index\.js$)`,
               message: `engines import only the package's public entry points (${PUBLIC.join(", ")}), as an engine outside this repository would`,
             },
           ],

@@ -105,6 +105,11 @@ export const DESCRIPTIONS = {
   "compaction.summarizer.max_output_tokens": "Per request, at most half the window; also caps `HostService.Complete`.",
   "compaction.summarizer.max_tokens_param": "The request field that carries it (`max_completion_tokens` for OpenAI's reasoning models).",
   "compaction.summarizer.temperature": "0..2; unset, none is sent (the server's own default).",
+  "compaction.summarizer.limits.calls_per_hour":
+    "Model requests (retries included) each agent may make in any hour, model summaries and HostService.Complete together; 0 or unset: no limit. Over it (or over `tokens_per_hour`), a compaction's summary is extractive (`summarizer_spend_limited` in its details) and Complete is RESOURCE_EXHAUSTED `MODEL_SPEND_LIMITED`, counted in `contextd_model_spend_limited_total`. Kept per process.",
+  "compaction.summarizer.limits.tokens_per_hour": "Model tokens (input + output, as the model reports them) per agent per hour; 0 or unset: no limit.",
+  "compaction.summarizer.limits.agents.<agent>.calls_per_hour": "A named agent's own limit, in place of the one above; 0 or unset: no limit.",
+  "compaction.summarizer.limits.agents.<agent>.tokens_per_hour": "That agent's model tokens per hour; 0 or unset: no limit.",
 
   // health
   "health.store_ping_interval": "contextd pings its store this often: a failed ping sets its own grpc.health.v1 NOT_SERVING until one succeeds.",
@@ -145,7 +150,7 @@ export const DESCRIPTIONS = {
 };
 
 /** Names of the keys of maps whose values are sections (a map of plain values is one key). */
-const MAP_KEYS = { "auth.owners": "<owner>", "engines.overrides": "<engine>" };
+const MAP_KEYS = { "auth.owners": "<owner>", "engines.overrides": "<engine>", "compaction.summarizer.limits.agents": "<agent>" };
 
 /** Sections shown as one row: their keys say the same thing for different operations. */
 const COLLAPSED = new Set(["engines.timeouts", "engines.overrides.<engine>.timeouts"]);

@@ -13,6 +13,7 @@ import { tokenizer } from "./tokenizer.js";
 import { gatewayOverhead } from "./gateway_overhead.js";
 import { observabilityOverhead } from "./observability_overhead.js";
 import { search } from "./search.js";
+import { promptCache } from "./prompt_cache.js";
 
 export const SCENARIOS: Scenario[] = [
   gatewayOverhead,
@@ -26,6 +27,7 @@ export const SCENARIOS: Scenario[] = [
   compactionDeadline,
   compactionQuality,
   budgetUtilization,
+  promptCache,
   memory,
   tokenizer,
 ];

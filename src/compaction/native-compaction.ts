@@ -84,6 +84,8 @@ export interface NativeCompactionInput {
   /** Compact even when the view already fits (there must still be something to summarize). */
   force: boolean;
   customInstructions?: string;
+  /** The session's agent, whose spend limit a summarizer model's requests count against. */
+  agentId?: string;
   /** The runtime's own count of the view; 0/undefined → the sum of the messages' tokenCount. */
   currentTokenCount?: number;
   signal?: AbortSignal;
@@ -198,6 +200,7 @@ export async function compactNative(input: NativeCompactionInput, deps: NativeCo
         messages: foldable(rest, cutIndex),
         maxChars: chars - quote.length,
         customInstructions: input.customInstructions,
+        agentId: input.agentId,
         signal,
         away: input.away,
         priorAttempt: reported,

@@ -8,9 +8,10 @@ import type { Tokenizer } from "../tokens/tokenizer.js";
 import { latestUserText, viewMessages } from "./active-view.js";
 import type { Compactions } from "./compactions.js";
 import { countingFor } from "./counting.js";
-import { checkAssembled, resolveKeptEntries } from "./engine-answers.js";
+import { checkAssembled, checkProjection, resolveKeptEntries } from "./engine-answers.js";
 import { runtimeSettings } from "./runtime-settings.js";
 import type { HostCall } from "./host-call.js";
+import type { StablePrefixes } from "./stable-prefix.js";
 import type { AdmittedSession } from "./session-visibility.js";
 
 /**
@@ -28,7 +29,7 @@ import type { AdmittedSession } from "./session-visibility.js";
  *    budget gets its own Compact, then is asked again (steps 2–3), at most MAX_OVERFLOW_COMPACTIONS
  *    times; still over, the answer is DEGRADED and says why.
  * 5. **answer** — the system prompt addition counted (and its count stored when it changed), the
- *    response built.
+ *    stable prompt prefix measured against the session's previous answer, the response built.
  *
  * Each step takes the state it works on and returns the next one ({@link Fitted}, {@link Assembled});
  * nothing is kept between steps but what they return.
@@ -59,6 +60,8 @@ export interface Assembled {
   answer: ContextEngineServiceAssembleResponse;
   /** The host's count of the answer's messages (for legacy, the engine's own, which is the host's). */
   estimatedTokens: number;
+  /** The host's count of one of the answer's messages. */
+  tokensOf: (m: Message) => number;
   from: Fitted;
 }
 
@@ -67,6 +70,8 @@ export interface AssemblePlanDeps {
   compactions: Compactions;
   tokenizer: Tokenizer;
   store: Pick<TranscriptStore, "setSystemAdditionTokens">;
+  /** Each session's previous answer, for AssembleResponse.stable_prefix_messages. */
+  stablePrefixes: StablePrefixes;
   /** Re-reads the session's active view (after a compaction). */
   readView(session: SessionRef): Promise<ActiveView>;
   /**
@@ -133,14 +138,15 @@ export class AssemblePlan {
           availableTools: req.availableTools,
           model: req.model,
           prompt: req.prompt ?? latestUserText(sent),
-          runtimeSettings: runtimeSettings(selection, budget, req.model),
+          runtimeSettings: runtimeSettings(selection, budget, req.model, req.promptCache),
           host: ctx.host,
         },
         ctx,
       );
-      if (target.builtin) return { answer, estimatedTokens: answer.estimatedTokens, from: fitted };
+      if (target.builtin) return { answer, estimatedTokens: answer.estimatedTokens, tokensOf: this.storedCount, from: fitted };
       const count = await this.hostCount(input, answer, sent, { signal: ctx.signal, deadlineMs: ctx.deadlineMs });
-      return { answer, estimatedTokens: checkAssembled(answer, budget, count), from: fitted };
+      checkProjection(answer.contextProjection);
+      return { answer, estimatedTokens: checkAssembled(answer, budget, count), tokensOf: count, from: fitted };
     });
   }
 
@@ -163,6 +169,9 @@ export class AssemblePlan {
     return (m) => (m.id && stored.get(m.id)) || (counted.get(m) ?? this.deps.tokenizer.countMessage(m));
   }
 
+  /** Legacy answers with the view's messages, which carry the host's stored counts. */
+  private readonly storedCount = (m: Message): number => m.tokenCount || this.deps.tokenizer.countMessage(m);
+
   /** Step 4: the engine's own Compact; the re-read view it leaves, or undefined when nothing was compacted. */
   async recoverOverflow(input: AssembleInput): Promise<Fitted | undefined> {
     const compacted = await this.deps.compact(
@@ -184,7 +193,7 @@ export class AssemblePlan {
   /** Step 5: the response, DEGRADED when the answer is still over the budget. */
   async answer(input: AssembleInput, routed: Routed<Assembled>, autoCompact: boolean): Promise<S.AssembleResponse> {
     const { session, budget, call } = input;
-    const { answer, estimatedTokens, from } = routed.value;
+    const { answer, estimatedTokens, tokensOf, from } = routed.value;
     let mode = routed.mode;
     let fallbackReason = routed.fallbackReason;
     if (overBudget(routed.value, budget)) {
@@ -197,6 +206,7 @@ export class AssemblePlan {
       ? await this.deps.tokenizer.countTextAsync(answer.systemPromptAddition, countingFor(call, session.agentId))
       : 0;
     if (additionTokens !== from.view.session.systemAdditionTokens) await this.deps.store.setSystemAdditionTokens(session.sessionId, additionTokens);
+    const stable = this.deps.stablePrefixes.measure(session.sessionId, answer.systemPromptAddition, answer.messages, tokensOf);
     return {
       messages: answer.messages,
       estimatedTokens,
@@ -206,6 +216,9 @@ export class AssemblePlan {
       fallbackReason,
       compaction: from.compaction,
       promptAuthority: answer.promptAuthority || PromptAuthority.PROMPT_AUTHORITY_ASSEMBLED,
+      stablePrefixMessages: stable.messages,
+      stablePrefixTokens: stable.tokens,
+      ...(answer.contextProjection ? { contextProjection: answer.contextProjection } : {}),
     };
   }
 }

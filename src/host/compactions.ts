@@ -110,7 +110,7 @@ export class Compactions {
     const { mayCommit, ...input } = req;
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
-    const outcome = await compactNative({ ...input, messages: viewMessages(view) }, this.native);
+    const outcome = await compactNative({ ...input, agentId: view.session.agentId, messages: viewMessages(view) }, this.native);
     if (!outcome.compacted || !outcome.result) {
       this.observer.compaction(engineId, "nothing", view.tokens, view.tokens, seconds());
       return { ...outcome, committed: false, conflict: false };

@@ -1,8 +1,9 @@
 import { isSummaryMessage } from "../contract/messages.js";
 import { type ContextEngineServiceAssembleResponse, type ContextEngineServiceCompactResponse } from "../contract/gen/contextd/v1/engine.js";
-import { PromptAuthority, Role, type Message } from "../contract/gen/contextd/v1/types.js";
+import { ContextProjection_Mode, PromptAuthority, Role, type ContextProjection, type Message } from "../contract/gen/contextd/v1/types.js";
 import { ContractViolation } from "../contract/errors.js";
 import { quote } from "../contract/quote.js";
+import { hasUnsafeCharacters } from "../contract/unsafe-characters.js";
 
 /**
  * Contract checks on engine answers. A violation is the engine's fault: the router counts it,
@@ -24,6 +25,27 @@ export function checkAssembled(answer: ContextEngineServiceAssembleResponse, bud
     throw new ContractViolation(`assembled ${tokens} tokens, over the token_budget of ${budget} it was given`);
   }
   return tokens;
+}
+
+/** An epoch or fingerprint is a short, printable token: it reaches runtimes and their logs. */
+const MAX_PROJECTION_TEXT = 128;
+
+/** ContextEngineServiceAssembleResponse.context_projection, as engine.proto states it. */
+export function checkProjection(projection: ContextProjection | undefined): void {
+  if (!projection) return;
+  if (ContextProjection_Mode[projection.mode] === undefined || projection.mode === ContextProjection_Mode.UNRECOGNIZED) {
+    throw new ContractViolation(`context_projection.mode ${projection.mode} is not a known value`);
+  }
+  if (projection.mode === ContextProjection_Mode.MODE_THREAD_BOOTSTRAP && !projection.epoch) {
+    throw new ContractViolation("context_projection is THREAD_BOOTSTRAP without an epoch");
+  }
+  for (const [field, text] of [
+    ["epoch", projection.epoch],
+    ["fingerprint", projection.fingerprint],
+  ] as const) {
+    if (text.length > MAX_PROJECTION_TEXT) throw new ContractViolation(`context_projection.${field} is longer than ${MAX_PROJECTION_TEXT} characters`);
+    if (hasUnsafeCharacters(text)) throw new ContractViolation(`context_projection.${field} holds control or invisible characters`);
+  }
 }
 
 export function checkCompaction(answer: ContextEngineServiceCompactResponse, view: Message[]): void {

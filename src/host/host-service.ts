@@ -171,12 +171,15 @@ export function hostService(
       const signal = Number.isFinite(ctx.deadlineMs)
         ? AbortSignal.any([grantSignal(grant, ctx.signal), AbortSignal.timeout(Math.max(0, ctx.deadlineMs - Date.now()))])
         : grantSignal(grant, ctx.signal);
+      // The same hour of the model as the agent's model summaries: one model, one bill.
+      model.spend.check(grant.agentId, "complete");
       try {
         const c = await model.client.complete({
           messages: chatMessages(req.system, req.messages),
           maxTokens: req.maxTokens > 0 ? Math.min(req.maxTokens, model.maxOutputTokens) : model.maxOutputTokens,
           signal,
         });
+        model.spend.record(grant.agentId, "complete", c.attempts, c.usage.input + c.usage.output);
         return { text: c.text, usage: Usage.fromPartial({ input: c.usage.input, output: c.usage.output, total: c.usage.total }) };
       } catch (err) {
         if (err instanceof Error && err.name === "AbortError") {

@@ -11,6 +11,7 @@ import type { Tokenizer } from "../tokens/tokenizer.js";
 import { countingFor } from "./counting.js";
 import { viewMessages } from "./active-view.js";
 import { AssemblePlan } from "./assemble-plan.js";
+import { StablePrefixes } from "./stable-prefix.js";
 import { Bootstraps } from "./bootstraps.js";
 import type { Compactions } from "./compactions.js";
 import { checkCompaction } from "./engine-answers.js";
@@ -18,7 +19,7 @@ import { runtimeSettings } from "./runtime-settings.js";
 import { sessionNotFound, type AdmittedSession, type SessionView } from "./session-visibility.js";
 import { appendDigest } from "./append-digest.js";
 import { NO_OBSERVER, type HostObserver } from "./host-observer.js";
-import { checkIdempotencyKey, checkMessageKeys, requireBudget, requireEnum, validateAppend, type AppendLimits } from "./validate.js";
+import { checkIdempotencyKey, checkMessageKeys, checkPromptCache, requireBudget, requireEnum, validateAppend, type AppendLimits } from "./validate.js";
 
 /** Time kept back from the runtime's deadline to answer an append after the engine's ingest. */
 const INGEST_ANSWER_MARGIN_MS = 250;
@@ -45,6 +46,7 @@ export class SessionHost {
       compactions,
       tokenizer,
       store,
+      stablePrefixes: new StablePrefixes(),
       readView: (session) => this.readView(session),
       compact: (req, call, session) => this.compact(req, call, this.reread(session)),
     });
@@ -148,6 +150,7 @@ export class SessionHost {
   /** Fit the view, call the engine, validate, recover from overflow: the steps are in assemble-plan.ts. */
   async assemble(req: S.AssembleRequest, call: HostCall, viewed: SessionView): Promise<S.AssembleResponse> {
     const budget = requireBudget(req.tokenBudget);
+    checkPromptCache(req.promptCache);
     const { session, view } = await viewed.read();
     const selection = this.router.select(session);
     await this.bootstraps.ensure(selection, session, call);
@@ -207,6 +210,7 @@ export class SessionHost {
   }
 
   async afterTurn(req: S.AfterTurnRequest, call: HostCall, viewed: SessionView): Promise<S.AfterTurnResponse> {
+    checkPromptCache(req.promptCache);
     const { session, view } = await viewed.read();
     const selection = this.router.select(session);
     const routed = await this.router.call(selection, "after_turn", call, async (engine, ctx) => {
@@ -218,7 +222,7 @@ export class SessionHost {
           prePromptMessageCount: req.prePromptMessageCount,
           autoCompactionSummary: req.autoCompactionSummary,
           tokenBudget: req.tokenBudget,
-          runtimeSettings: runtimeSettings(selection, req.tokenBudget),
+          runtimeSettings: runtimeSettings(selection, req.tokenBudget, "", req.promptCache),
           host: ctx.host,
         },
         ctx,

@@ -1,4 +1,4 @@
-import { Role, type Message, type SessionRef } from "../contract/gen/contextd/v1/types.js";
+import { PromptCacheRetention, Role, type Message, type PromptCache, type SessionRef } from "../contract/gen/contextd/v1/types.js";
 import { encodedSize } from "../contract/received-messages.js";
 import { fieldError, LimitExceededError } from "../contract/errors.js";
 import { ROLE_NAMES } from "../contract/messages.js";
@@ -143,4 +143,19 @@ function isJson(text: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * A runtime's prompt-cache telemetry (AssembleRequest / AfterTurnRequest.prompt_cache): passed to
+ * engines as it came, so only what an engine could misread is checked — a known retention, and
+ * times a JavaScript Date can hold.
+ */
+export function checkPromptCache(cache: PromptCache | undefined): void {
+  if (!cache) return;
+  requireEnum(cache.retention, PromptCacheRetention, "prompt_cache.retention");
+  for (const [field, ms] of [
+    ["prompt_cache.last_touch_ms", cache.lastTouchMs],
+    ["prompt_cache.expires_at_ms", cache.expiresAtMs],
+  ] as const)
+    if (!Number.isSafeInteger(ms) || Math.abs(ms) > MAX_DATE_MS) throw fieldError(field, `is not a time in Unix milliseconds (${ms})`);
 }

@@ -96,7 +96,8 @@ const EXCERPT_CHARS = 300;
 
 /** One failed attempt, before deciding whether to retry it. */
 interface Failure {
-  failure: ModelFailure;
+  /** What an HTTP exchange can end in (a spend limit is decided before any request: model-spend.ts). */
+  failure: Exclude<ModelFailure, "spend_limited">;
   /** What went wrong, for the message (already scrubbed). */
   why: string;
   httpStatus?: number;

@@ -9,7 +9,7 @@ import { ErrorReason } from "../contract/gen/contextd/v1/errors.js";
  * extractive) from a cancellation (stop). Messages never contain the API key: every text that
  * came from the upstream is scrubbed of it before it reaches one.
  */
-export type ModelFailure = "rejected" | "rate_limited" | "unavailable" | "timeout" | "bad_response";
+export type ModelFailure = "rejected" | "rate_limited" | "unavailable" | "timeout" | "bad_response" | "spend_limited";
 
 export abstract class ModelError extends ContextdError {
   abstract readonly failure: ModelFailure;
@@ -20,8 +20,10 @@ export abstract class ModelError extends ContextdError {
     readonly attempts: number,
     /** The last HTTP status, when the endpoint answered. */
     readonly httpStatus?: number,
+    /** More ErrorInfo metadata (the reason's comment in errors.proto lists the keys). */
+    more: Readonly<Record<string, string | number>> = {},
   ) {
-    super(code, message, { metadata: { attempts, http_status: httpStatus } });
+    super(code, message, { metadata: { attempts, http_status: httpStatus, ...more } });
   }
 }
 

@@ -74,7 +74,7 @@ export class EngineDispatch {
     const configuredMs = now + this.timeouts(target.id, op);
     const shareMs = caller.deadlineMs - Math.min(reserveMs, Math.max(0, (caller.deadlineMs - now) / 2));
     const deadlineMs = Math.min(configuredMs, shareMs);
-    const issued = target.builtin ? undefined : this.grants.issue(target, session.sessionId, deadlineMs);
+    const issued = target.builtin ? undefined : this.grants.issue(target, session, deadlineMs);
     // Revoking the grant (the engine quarantined or deregistered meanwhile) ends the call at once.
     const revoked = issued ? new AbortController() : undefined;
     if (issued) {

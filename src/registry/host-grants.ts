@@ -43,6 +43,8 @@ export interface HostGrant {
   /** The engine's owner: a client certificate on a callback must name it. */
   owner: string;
   sessionId: string;
+  /** The session's agent, as the call that made the grant resolved it: Complete's spend is charged to it. */
+  agentId: string;
   expiresAtMs: number;
   /** EngineInfo.host_requirements when the call was made. */
   hostRequirements: ReadonlySet<string>;
@@ -115,7 +117,7 @@ export class HostGrants {
 
   constructor(public endpoint: string) {}
 
-  issue(engine: GrantedEngine, sessionId: string, expiresAtMs: number): { host: HostContext; grant: HostGrant } {
+  issue(engine: GrantedEngine, session: { sessionId: string; agentId?: string }, expiresAtMs: number): { host: HostContext; grant: HostGrant } {
     this.sweep();
     // randomUUID draws from a cached CSPRNG pool: 122 random bits, cheaper than randomBytes per call.
     const token = `${this.tokenPrefix()}${randomUUID()}`;
@@ -123,7 +125,8 @@ export class HostGrants {
       engineId: engine.id,
       instanceId: engine.instanceId ?? "",
       owner: engine.owner,
-      sessionId,
+      sessionId: session.sessionId,
+      agentId: session.agentId ?? "",
       expiresAtMs,
       hostRequirements: new Set(engine.info.hostRequirements),
       binding: callerBinding(engine.endpoint),

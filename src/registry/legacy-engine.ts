@@ -67,6 +67,7 @@ export class LegacyEngine implements ContextEngine {
         force: req.force,
         customInstructions: req.customInstructions,
         currentTokenCount: req.currentTokenCount,
+        agentId: req.session?.agentId,
         signal: ctx.signal,
         away: ctx.away,
       },

@@ -3,7 +3,7 @@ import type { AssembleResponse, ContextOverview } from "../contract/gen/contextd
 import { CompactionResult, Message, PromptAuthority, Role, type SessionRef } from "../contract/gen/contextd/v1/types.js";
 import type { Tokenizer } from "../tokens/tokenizer.js";
 import { messageBody, modeName, roleName } from "./message-text.js";
-import type { ContextdClient } from "./runtime-client.js";
+import type { CallOptions, ContextdClient } from "./runtime-client.js";
 
 /**
  * What the model would be sent on a turn, accounted message by message with tokens and totals by
@@ -140,10 +140,13 @@ export interface PreviewedContext {
  * session's own labels route it: the agent id selects the engine (slots.agents); GetSession also
  * turns an unknown id into NOT_FOUND before anything runs.
  */
-export async function previewContext(client: ContextdClient, sessionId: string, opts: PreviewOptions): Promise<PreviewedContext> {
-  const info = (await client.getSession({ session: { sessionId } })).info;
+export async function previewContext(client: ContextdClient, sessionId: string, opts: PreviewOptions, call?: CallOptions): Promise<PreviewedContext> {
+  const info = (await client.getSession({ session: { sessionId } }, call)).info;
   const ref: SessionRef = { sessionId, sessionKey: info?.session?.sessionKey ?? "", agentId: opts.agentId ?? info?.session?.agentId ?? "" };
-  const res = await client.assemble({ session: ref, tokenBudget: opts.budget, autoCompact: opts.autoCompact, prompt: opts.prompt, model: opts.model ?? "" });
+  const res = await client.assemble(
+    { session: ref, tokenBudget: opts.budget, autoCompact: opts.autoCompact, prompt: opts.prompt, model: opts.model ?? "" },
+    call,
+  );
   let tokenizer: Tokenizer | undefined;
   const local = async (): Promise<Tokenizer> => {
     // Loaded only when needed: the BPE tables take a moment to load.
@@ -156,7 +159,7 @@ export async function previewContext(client: ContextdClient, sessionId: string, 
     // The host counts the addition with its own tokenizer and keeps it as the overview's
     // system_addition_tokens; read it back rather than guess which tokenizer it has. (0 only if
     // another Assemble without an addition got in between: then count it here.)
-    additionTokens = (await client.getSession({ session: { sessionId } })).info?.overview?.systemAdditionTokens ?? 0;
+    additionTokens = (await client.getSession({ session: { sessionId } }, call)).info?.overview?.systemAdditionTokens ?? 0;
     if (!additionTokens) additionTokens = (await local()).countText(res.systemPromptAddition);
   }
   const count = (m: Message) => tokenizer?.countMessage(m) ?? 0;

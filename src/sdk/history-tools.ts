@@ -6,7 +6,7 @@ import type { TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
 import { isSummaryMessage } from "../contract/messages.js";
 import { previewContext } from "./assembled-context.js";
 import { messageBody, roleName } from "./message-text.js";
-import type { ContextdClient } from "./runtime-client.js";
+import type { CallOptions, ContextdClient } from "./runtime-client.js";
 
 /**
  * The history tools a model calls — `search`, `expand`, `context`, `sessions` — defined once for
@@ -49,6 +49,11 @@ export interface HistoryToolResult {
   data?: Record<string, unknown>;
 }
 
+/** What belongs to one call of a tool rather than to its binding. */
+export interface HistoryToolCall {
+  signal?: AbortSignal;
+}
+
 /** One tool. `Schema` is its input's zod object. */
 export interface HistoryTool<Schema extends z.ZodObject = z.ZodObject> {
   name: string;
@@ -57,8 +62,8 @@ export interface HistoryTool<Schema extends z.ZodObject = z.ZodObject> {
   /** For the model: what the tool is for, when to call it, what its answer means. */
   description: string;
   inputSchema: Schema;
-  /** Never rejects: every failure is an error result. */
-  run(client: ContextdClient, input: unknown, defaults?: HistoryToolDefaults): Promise<HistoryToolResult>;
+  /** Never rejects: every failure is an error result. `call.signal` cancels the contextd calls (the tool call was cancelled). */
+  run(client: ContextdClient, input: unknown, defaults?: HistoryToolDefaults, call?: HistoryToolCall): Promise<HistoryToolResult>;
 }
 
 export const DEFAULT_MAX_CHARS = 20_000;
@@ -156,7 +161,7 @@ export const searchTool: HistoryTool<typeof searchInput> = {
     "and a snippet with the matched words marked «like this». Call expand with a hit's entry id (and its session) to read the entry in full, " +
     "or, for a summary, the original messages it stands for.",
   inputSchema: searchInput,
-  run: (client, input, defaults) => guarded(searchInput, input, (args) => search(client, args, defaults ?? {})),
+  run: (client, input, defaults, call) => guarded(searchInput, input, (args) => search(client, args, { ...defaults, signal: call?.signal })),
 };
 
 export const expandTool: HistoryTool<typeof expandInput> = {
@@ -169,7 +174,7 @@ export const expandTool: HistoryTool<typeof expandInput> = {
     "use this when a summary mentions something you need the details of; an earlier summary it folded in is named so you can expand it too. " +
     "Long answers come in pages: call again with the page_token given.",
   inputSchema: expandInput,
-  run: (client, input, defaults) => guarded(expandInput, input, (args) => expand(client, args, defaults ?? {})),
+  run: (client, input, defaults, call) => guarded(expandInput, input, (args) => expand(client, args, { ...defaults, signal: call?.signal })),
 };
 
 export const contextTool: HistoryTool<typeof contextInput> = {
@@ -181,7 +186,7 @@ export const contextTool: HistoryTool<typeof contextInput> = {
     "and the totals by section. Only looks: it never compacts or changes the conversation. " +
     "Use it to see what was compacted into a summary and what is still verbatim; expand a summary's entry id to read what it replaced.",
   inputSchema: contextInput,
-  run: (client, input, defaults) => guarded(contextInput, input, (args) => context(client, args, defaults ?? {})),
+  run: (client, input, defaults, call) => guarded(contextInput, input, (args) => context(client, args, { ...defaults, signal: call?.signal })),
 };
 
 export const sessionsTool: HistoryTool<typeof sessionsInput> = {
@@ -192,7 +197,7 @@ export const sessionsTool: HistoryTool<typeof sessionsInput> = {
     "its agent, how many messages and compactions it holds and when it was last active. " +
     "Use a session id with search, expand or context to look into that conversation.",
   inputSchema: sessionsInput,
-  run: (client, input, defaults) => guarded(sessionsInput, input, (args) => sessions(client, args, defaults ?? {})),
+  run: (client, input, defaults, call) => guarded(sessionsInput, input, (args) => sessions(client, args, { ...defaults, signal: call?.signal })),
 };
 
 /** Every history tool, in the order a framework should list them. */
@@ -200,9 +205,11 @@ export const historyTools = [searchTool, expandTool, contextTool, sessionsTool] 
 
 // ---- search -----------------------------------------------------------------------------------
 
-async function search(client: ContextdClient, args: SearchInput, d: HistoryToolDefaults): Promise<HistoryToolResult> {
+async function search(client: ContextdClient, args: SearchInput, d: Bound): Promise<HistoryToolResult> {
   const session = requireSession(args.session_id, d);
   if (typeof session !== "string") return session;
+  const cursor = readCursor(args.page_token, "search");
+  if (!cursor.ok) return cursor.failure;
   const res = await client.searchTranscript(
     {
       session: { sessionId: session },
@@ -210,31 +217,23 @@ async function search(client: ContextdClient, args: SearchInput, d: HistoryToolD
       scope: args.all_sessions ? SearchScope.SEARCH_SCOPE_AGENT : SearchScope.SEARCH_SCOPE_SESSION,
       order: args.order === "relevance" ? SearchOrder.SEARCH_ORDER_RELEVANCE : SearchOrder.SEARCH_ORDER_NEWEST,
       pageSize: args.limit ?? 20,
-      pageToken: args.page_token ?? "",
+      pageToken: cursor.at.t,
     },
     callOptions(d),
   );
   const where = args.all_sessions ? `every session of the agent of session ${session}` : `session ${session}`;
-  if (res.hits.length === 0)
+  const hits = res.hits.slice(cursor.at.s);
+  if (hits.length === 0 && !res.nextPageToken)
     return ok(args.page_token ? `No more hits for ${JSON.stringify(args.query)} in ${where}.` : `No hits for ${JSON.stringify(args.query)} in ${where}.`, {
       hits: [],
       next_page_token: "",
     });
   const out = new Bounded(maxChars(d));
-  out.line(
-    `${res.hits.length} hit${res.hits.length === 1 ? "" : "s"} for ${JSON.stringify(args.query)} in ${where}, ${args.order === "relevance" ? "best first" : "newest first"}:`,
-  );
-  let shown = 0;
-  for (const h of res.hits) {
-    if (!out.fits(hitText(h))) break;
-    out.line(hitText(h));
-    shown++;
-  }
-  // A page cut short cannot be resumed inside SearchTranscript's page: the model asks for fewer.
-  if (shown < res.hits.length)
-    out.note(`(${res.hits.length - shown} more hits of this page not shown: the answer is capped at ${maxChars(d)} characters; ask with a smaller limit.)`);
-  if (res.nextPageToken) out.note(`More hits: call search again with the same arguments and page_token ${JSON.stringify(res.nextPageToken)}.`);
-  return ok(out.text(), { hits: res.hits.slice(0, shown).map((h) => SearchHit.toJSON(h)), next_page_token: res.nextPageToken });
+  out.line(`Hits for ${JSON.stringify(args.query)} in ${where}, ${args.order === "relevance" ? "best first" : "newest first"}:`);
+  const shown = out.lines(hits.map(hitText));
+  const next = nextCursor(cursor.at, shown, hits.length, res.nextPageToken);
+  if (next) out.note(`More hits: call search again with the same arguments and page_token ${JSON.stringify(next)}.`);
+  return ok(out.text(), { hits: hits.slice(0, shown).map((h) => SearchHit.toJSON(h)), next_page_token: next });
 }
 
 function hitText(h: SearchHit): string {
@@ -245,19 +244,12 @@ function hitText(h: SearchHit): string {
 
 // ---- expand -----------------------------------------------------------------------------------
 
-/** Our page token: the server's token for the page being read and how many of its entries were shown. */
-interface ExpandCursor {
-  /** The server page token the page was read with ("" for the first). */
-  t: string;
-  /** Entries of that page already shown. */
-  s: number;
-}
-
-async function expand(client: ContextdClient, args: ExpandInput, d: HistoryToolDefaults): Promise<HistoryToolResult> {
+async function expand(client: ContextdClient, args: ExpandInput, d: Bound): Promise<HistoryToolResult> {
   const session = requireSession(args.session_id, d);
   if (typeof session !== "string") return session;
-  const cursor = args.page_token ? decodeCursor(args.page_token) : { t: "", s: 0 };
-  if (!cursor) return failure("page_token", "page_token is not one an earlier expand answered: omit it to start from the first page.");
+  const read = readCursor(args.page_token, "expand");
+  if (!read.ok) return read.failure;
+  const cursor = read.at;
   let res;
   try {
     res = await client.expandCompaction(
@@ -282,18 +274,8 @@ async function expand(client: ContextdClient, args: ExpandInput, d: HistoryToolD
   } else {
     out.line(`Compaction summary ${args.entry_id} of session ${session}, continued:`);
   }
-  let shown = 0;
-  for (const e of entries) {
-    const text = entryText(e);
-    if (!out.fits(text)) {
-      if (shown > 0) break;
-      out.line(cut(text, out.room())); // one entry longer than the whole answer: its start
-    } else out.line(text);
-    shown++;
-  }
-  const next: ExpandCursor | undefined =
-    shown < entries.length ? { t: cursor.t, s: cursor.s + shown } : res.nextPageToken ? { t: res.nextPageToken, s: 0 } : undefined;
-  const nextToken = next ? encodeCursor(next) : "";
+  const shown = out.lines(entries.map((e) => entryText(e)));
+  const nextToken = nextCursor(cursor, shown, entries.length, res.nextPageToken);
   if (nextToken) out.note(`More: call expand again with the same entry_id and page_token ${JSON.stringify(nextToken)}.`);
   else if (res.previousCompactionEntryId)
     out.note(`What came before is in the earlier summary ${res.previousCompactionEntryId}: expand it for those messages.`);
@@ -306,7 +288,7 @@ async function expand(client: ContextdClient, args: ExpandInput, d: HistoryToolD
 }
 
 /** A message entry by id: found by reading the transcript (at most MAX_SCAN_ENTRIES), shown with its neighbours. */
-async function readEntry(client: ContextdClient, session: string, entryId: string, d: HistoryToolDefaults): Promise<HistoryToolResult> {
+async function readEntry(client: ContextdClient, session: string, entryId: string, d: Bound): Promise<HistoryToolResult> {
   const before: TranscriptEntry[] = [];
   let found: TranscriptEntry | undefined;
   const after: TranscriptEntry[] = [];
@@ -372,23 +354,37 @@ function entryData(e: TranscriptEntry): Record<string, unknown> {
   };
 }
 
-function encodeCursor(c: ExpandCursor): string {
-  return Buffer.from(JSON.stringify(c)).toString("base64url");
+/**
+ * The tools' page token: contextd's page token for the page being read ("" for the first) and how
+ * many of that page's items were shown already. An answer cut short by maxChars resumes inside
+ * contextd's page by asking for the same page again; contextd's own token inside stays sealed to
+ * the caller and the request, so nothing here can be forged into reading more.
+ */
+interface Cursor {
+  t: string;
+  s: number;
 }
 
-function decodeCursor(token: string): ExpandCursor | undefined {
+function readCursor(token: string | undefined, tool: string): { ok: true; at: Cursor } | { ok: false; failure: HistoryToolResult } {
+  if (!token) return { ok: true, at: { t: "", s: 0 } };
   try {
-    const c = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as Partial<ExpandCursor>;
-    if (typeof c.t === "string" && Number.isSafeInteger(c.s) && (c.s as number) >= 0) return { t: c.t, s: c.s as number };
+    const c = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as Partial<Cursor>;
+    if (typeof c.t === "string" && Number.isSafeInteger(c.s) && (c.s as number) >= 0) return { ok: true, at: { t: c.t, s: c.s as number } };
   } catch {
-    // not ours
+    // not ours: said below
   }
-  return undefined;
+  return { ok: false, failure: failure("page_token", `page_token is not one an earlier ${tool} answered: omit it to start from the first page.`) };
+}
+
+/** The token of the page after one that showed `shown` of its `count` remaining items ("" at the end). */
+function nextCursor(at: Cursor, shown: number, count: number, serverNext: string): string {
+  const next = shown < count ? { t: at.t, s: at.s + shown } : serverNext ? { t: serverNext, s: 0 } : undefined;
+  return next ? Buffer.from(JSON.stringify(next)).toString("base64url") : "";
 }
 
 // ---- context ----------------------------------------------------------------------------------
 
-async function context(client: ContextdClient, args: ContextInput, d: HistoryToolDefaults): Promise<HistoryToolResult> {
+async function context(client: ContextdClient, args: ContextInput, d: Bound): Promise<HistoryToolResult> {
   const session = requireSession(args.session_id, d);
   if (typeof session !== "string") return session;
   let from = 0;
@@ -397,14 +393,14 @@ async function context(client: ContextdClient, args: ContextInput, d: HistoryToo
     if (from < 0) return failure("page_token", "page_token is not one an earlier context answered: omit it to start from the first message.");
   }
   const budget = args.token_budget ?? d.tokenBudget ?? DEFAULT_TOKEN_BUDGET;
-  const { ctx, raw } = await previewContext(client, session, { budget, autoCompact: false, prompt: args.prompt, agentId: d.agentId });
+  const { ctx, raw } = await previewContext(client, session, { budget, autoCompact: false, prompt: args.prompt, agentId: d.agentId }, callOptions(d));
   const s = ctx.sections;
   const out = new Bounded(maxChars(d));
   if (from === 0) {
     out.line(
       `What the model would be sent now for session ${session} with a budget of ${budget} tokens ` +
         `(engine ${ctx.engineId || "-"}, mode ${ctx.mode}${ctx.fallbackReason ? `: ${ctx.fallbackReason}` : ""}): ` +
-        `${ctx.messages.length} messages, ${s.totalTokens} tokens — summary ${s.summaryTokens}, messages ${s.messageTokens}, ` +
+        `${plural(ctx.messages.length, "message")}, ${s.totalTokens} tokens — summary ${s.summaryTokens}, messages ${s.messageTokens}, ` +
         `tool results ${s.toolResultTokens}, system prompt addition ${s.systemAdditionTokens}.`,
     );
     if (ctx.mode === "DEGRADED") out.line("It is over the budget: the next real turn would compact first.");
@@ -422,7 +418,7 @@ async function context(client: ContextdClient, args: ContextInput, d: HistoryToo
     }
     out.line(out.fits(text) ? text : cut(text, out.room()));
   }
-  if (next) out.note(`${ctx.messages.length - next} more messages: call context again with page_token "m${next}".`);
+  if (next) out.note(`${plural(ctx.messages.length - next, "more message")}: call context again with page_token "m${next}".`);
   return ok(out.text(), {
     session_id: session,
     budget,
@@ -437,26 +433,25 @@ async function context(client: ContextdClient, args: ContextInput, d: HistoryToo
 
 // ---- sessions ---------------------------------------------------------------------------------
 
-async function sessions(client: ContextdClient, args: SessionsInput, d: HistoryToolDefaults): Promise<HistoryToolResult> {
-  const res = await client.listSessions({ pageSize: args.limit ?? 20, pageToken: args.page_token ?? "" }, callOptions(d));
+async function sessions(client: ContextdClient, args: SessionsInput, d: Bound): Promise<HistoryToolResult> {
+  const cursor = readCursor(args.page_token, "sessions");
+  if (!cursor.ok) return cursor.failure;
+  const res = await client.listSessions({ pageSize: args.limit ?? 20, pageToken: cursor.at.t }, callOptions(d));
   // A token may cover several agents; a caller bound to one agent shows that agent's only.
-  const list = d.agentId ? res.sessions.filter((s) => s.session?.agentId === d.agentId) : res.sessions;
+  const list = (d.agentId ? res.sessions.filter((s) => s.session?.agentId === d.agentId) : res.sessions).slice(cursor.at.s);
   const out = new Bounded(maxChars(d));
-  out.line(
-    list.length ? `${list.length} session${list.length === 1 ? "" : "s"}, most recently active first:` : args.page_token ? "No more sessions." : "No sessions.",
+  out.line(list.length || res.nextPageToken ? "Sessions, most recently active first:" : args.page_token ? "No more sessions." : "No sessions.");
+  const shown = out.lines(
+    list.map((s) => {
+      const ref = s.session;
+      return (
+        `- session ${ref?.sessionId ?? ""}${ref?.agentId ? ` · agent ${ref.agentId}` : ""}${ref?.sessionKey ? ` · key ${ref.sessionKey}` : ""}` +
+        ` · ${plural(s.messageCount, "message")}, ${plural(s.compactionCount, "compaction")}, ${s.activeTokens} tokens in context of ${s.totalTokens} · last active ${iso(s.updatedAtMs)}`
+      );
+    }),
   );
-  let shown = 0;
-  for (const s of list) {
-    const ref = s.session;
-    const line =
-      `- session ${ref?.sessionId ?? ""}${ref?.agentId ? ` · agent ${ref.agentId}` : ""}${ref?.sessionKey ? ` · key ${ref.sessionKey}` : ""}` +
-      ` · ${s.messageCount} messages, ${s.compactionCount} compactions, ${s.activeTokens} tokens in context of ${s.totalTokens} · last active ${iso(s.updatedAtMs)}`;
-    if (!out.fits(line)) break;
-    out.line(line);
-    shown++;
-  }
-  if (shown < list.length) out.note(`(${list.length - shown} more sessions of this page not shown: ask with a smaller limit.)`);
-  if (res.nextPageToken) out.note(`More sessions: call sessions again with page_token ${JSON.stringify(res.nextPageToken)}.`);
+  const next = nextCursor(cursor.at, shown, list.length, res.nextPageToken);
+  if (next) out.note(`More sessions: call sessions again with page_token ${JSON.stringify(next)}.`);
   return ok(out.text(), {
     sessions: list.slice(0, shown).map((s) => ({
       session_id: s.session?.sessionId ?? "",
@@ -468,7 +463,7 @@ async function sessions(client: ContextdClient, args: SessionsInput, d: HistoryT
       total_tokens: s.totalTokens,
       updated_at_ms: s.updatedAtMs,
     })),
-    next_page_token: res.nextPageToken,
+    next_page_token: next,
   });
 }
 
@@ -537,12 +532,19 @@ function requireSession(given: string | undefined, d: HistoryToolDefaults): stri
   return given ?? d.sessionId ?? failure("session_id", "no current session here: give a session_id (the sessions tool lists them).");
 }
 
-function callOptions(d: HistoryToolDefaults) {
-  return d.timeoutMs ? { timeoutMs: d.timeoutMs } : undefined;
+/** The binding's defaults with the call's signal. */
+type Bound = HistoryToolDefaults & HistoryToolCall;
+
+function callOptions(d: Bound): CallOptions {
+  return { ...(d.timeoutMs ? { timeoutMs: d.timeoutMs } : {}), ...(d.signal ? { signal: d.signal } : {}) };
 }
 
 function maxChars(d: HistoryToolDefaults): number {
   return Math.max(1_000, d.maxChars ?? DEFAULT_MAX_CHARS);
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
 }
 
 function iso(ms: number): string {
@@ -558,7 +560,7 @@ function cut(text: string, max: number): string {
 
 /** Lines joined by newlines, never more than `max` characters; a few are kept back for the closing notes. */
 class Bounded {
-  private readonly lines: string[] = [];
+  private readonly written: string[] = [];
   private used = 0;
   private static readonly NOTES = 400;
 
@@ -573,8 +575,24 @@ class Bounded {
   }
 
   line(text: string): void {
-    this.lines.push(text);
+    this.written.push(text);
     this.used += text.length + 1;
+  }
+
+  /**
+   * As many of `items` as fit, in order; at least the first, cut to the room left, so that an item
+   * longer than a whole answer still moves the reader on. Returns how many were written.
+   */
+  lines(items: string[]): number {
+    let shown = 0;
+    for (const item of items) {
+      if (!this.fits(item)) {
+        if (shown > 0) break;
+        this.line(cut(item, this.room()));
+      } else this.line(item);
+      shown++;
+    }
+    return shown;
   }
 
   /** A closing note (page token, truncation): from the kept-back room. */
@@ -583,6 +601,6 @@ class Bounded {
   }
 
   text(): string {
-    return this.lines.join("\n");
+    return this.written.join("\n");
   }
 }

@@ -83,6 +83,9 @@ const auth = z.strictObject({
     .prefault([]),
 });
 
+/** One agent's hour of the summarizer model (0 or unset: no limit). */
+const spendLimit = { calls_per_hour: int(0).optional(), tokens_per_hour: int(0).optional() };
+
 /** `compaction.summarizer` kind openai; unset keys take OPENAI_DEFAULTS (src/compaction/summarizer/create-summarizer.ts). */
 const openaiSummarizer = z
   .strictObject({
@@ -101,6 +104,7 @@ const openaiSummarizer = z
     max_output_tokens: int(1).optional(),
     max_tokens_param: oneOf(["max_tokens", "max_completion_tokens"]).optional(),
     temperature: number(0, 2).optional(),
+    limits: z.strictObject({ ...spendLimit, agents: z.record(z.string().min(1), z.strictObject(spendLimit)).optional() }).optional(),
   })
   .superRefine((v, ctx) => {
     const window = v.context_window_tokens ?? OPENAI_DEFAULTS.context_window_tokens;

@@ -178,6 +178,7 @@ export class Contextd {
 
     // Host: sessions and engine callbacks.
     const observer = bare ? undefined : metrics.hostObserver();
+    if (!bare) model?.spend.observe(metrics.spendObserver());
     const compactions = new Compactions(store, compactionDeps, observer);
     const host = new SessionHost(store, tokenizer, router, compactions, limits, observer, undefined, logger.child({ component: "background-maintenance" }));
     const sweeper = new SubagentSweeper(store, router, { intervalMs: settings.subagentSweepIntervalMs }, logger.child({ component: "subagent-sweeper" }));

@@ -61,6 +61,9 @@
  * - "hostile_text" (TS engine only): text of `hostile_bytes` (1 MB) characters of terminal escapes,
  *   bells and right-to-left overrides — Assemble as the one kept_entry_id (unknown to the view),
  *   Compact as the reason of ok=false; every other RPC fails with it as its error text.
+ * - "projection" (TS engine only): Assemble answers as "ok" with context_projection THREAD_BOOTSTRAP,
+ *   epoch "epoch-1", fingerprint "fp-1"; "projection_bad" the same without the epoch (a contract
+ *   violation). Other RPCs answer as "ok".
  * - `get_info` (GetInfo): "ok", "hang" (logs `cancelled` when the call ends), "throw", "crash",
  *   "garbage_bytes", "slow" / "ignore_cancel" / "late" (answer after the wait, logging `answered`
  *   or `answered_late`). GetInfo is logged (`call`) only when told to misbehave.
@@ -96,7 +99,9 @@ export type EngineMode =
   | "reference_twice"
   | "reference_order"
   | "huge"
-  | "hostile_text";
+  | "hostile_text"
+  | "projection"
+  | "projection_bad";
 
 /** What the control file can make an RPC do (each key is read on every call of that RPC). */
 export type EngineOp = "assemble" | "compact" | "ingest" | "bootstrap" | "after_turn" | "maintain" | "subagent" | "get_info";

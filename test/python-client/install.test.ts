@@ -17,13 +17,17 @@ const run = promisify(execFile);
 const TOKEN = "py-install-runtime-token-0123456789";
 
 const PROBE = `
-import importlib.metadata as md, json, os, sys
+import asyncio, importlib.metadata as md, json, os, sys
 import contextd
 from contextd import messages as m
 with contextd.Client(sys.argv[1], token=os.environ["CONTEXTD_RUNTIME_TOKEN"], timeout=30) as cx:
     appended = cx.append_messages(session=("installed", "pip"), messages=[m.user("hello from a venv")])
     ctx = cx.assemble(session=("installed", "pip"), token_budget=1000)
+async def on_asyncio():
+    async with contextd.AsyncClient(sys.argv[1], token=os.environ["CONTEXTD_RUNTIME_TOKEN"], timeout=30) as cx:
+        return (await cx.get_session(session=("installed", "pip"))).info.message_count
 print(json.dumps({
+    "async_message_count": asyncio.run(on_asyncio()),
     "file": os.path.realpath(contextd.__file__),
     "version": md.version("contextd"),
     "requires": md.requires("contextd"),
@@ -92,6 +96,13 @@ describe("pip install ./clients/python (offline, into a venv)", () => {
     const r = lastJsonLine(probe.stdout)!;
     expect(r.file as string).toMatch(new RegExp(`^${venv.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}/lib/python3[.0-9]*/site-packages/contextd/__init__\\.py$`));
     expect((r.file as string).startsWith(REPO_ROOT)).toBe(false);
-    expect(r).toMatchObject({ version: "0.1.0", requires: ["grpcio>=1.51", "protobuf>=4.21"], appended: 1, mode: "MODE_NORMAL", text: "hello from a venv" });
+    expect(r).toMatchObject({
+      version: "0.1.0",
+      requires: ["grpcio>=1.51", "protobuf>=4.21"],
+      appended: 1,
+      mode: "MODE_NORMAL",
+      text: "hello from a venv",
+      async_message_count: 1,
+    });
   });
 });

@@ -27,12 +27,14 @@ import { readmeBlocks, type ReadmeBlock } from "./readme-blocks.js";
 const SOURCES: Array<[string, string[]]> = [
   ["README.md", ["Quick start", "Use it from a runtime"]],
   ["docs/engines.md", ["Write your own engine"]],
+  // Where the Python section sends an asyncio runtime: AsyncClient, and an engine of `async def` methods.
+  ["clients/python/README.md", ["On asyncio", "An async engine"]],
 ];
 const blocks = SOURCES.flatMap(([file, scopes]) => readmeBlocks(path.join(REPO_ROOT, file), scopes));
 /** Where a block is, for messages: `docs/engines.md line 120`. */
 const at = (b: ReadmeBlock) => `${path.relative(REPO_ROOT, b.source)} line ${b.line}`;
 /** Entries of this checkout the scratch one does not link: state a run of the README creates. */
-const NOT_LINKED = new Set([".git", "data", ".venv", "chat.mjs", "chat.py", "newest_first.py"]);
+const NOT_LINKED = new Set([".git", "data", ".venv", "chat.mjs", "chat.py", "newest_first.py", "async_chat.py", "async_engine.py"]);
 
 // Instead of reinstalling: npm ci has run when its hidden lockfile is at least as new as the lockfile.
 const PRELUDE = `set -e

@@ -1,4 +1,5 @@
-"""contextd for Python: a typed SessionService client (contextd.Client), message helpers, the
+"""contextd for Python: a typed SessionService client (contextd.Client, and contextd.AsyncClient for
+asyncio), message helpers, the
 generated stubs (contextd.v1, contextd.health.v1) and an engine SDK (contextd.engine, imported on
 its own so that a runtime never loads server code).
 
@@ -19,7 +20,8 @@ from __future__ import annotations
 import grpc
 
 from contextd import messages
-from contextd.channels import CHANNEL_OPTIONS, TlsConfig, bearer, open_channel
+from contextd.async_client import AsyncClient
+from contextd.channels import CHANNEL_OPTIONS, TlsConfig, bearer, open_aio_channel, open_channel
 from contextd.client import DEFAULT_ADDRESS, DEFAULT_TIMEOUT_S, Client
 from contextd.errors import ContextdError, FieldViolation
 from contextd.messages import (
@@ -69,6 +71,7 @@ __all__ = [
     "DEFAULT_TIMEOUT_S",
     "SUMMARY_METADATA_KEY",
     "SUMMARY_METADATA_VALUE",
+    "AsyncClient",
     "Client",
     "CompactionTarget",
     "ContentBlock",
@@ -95,6 +98,7 @@ __all__ = [
     "bearer",
     "is_compaction_summary",
     "messages",
+    "open_aio_channel",
     "open_channel",
     "session_pb2",
     "session_ref",

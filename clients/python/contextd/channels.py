@@ -1,7 +1,8 @@
 """The one path of every outgoing gRPC call the Python package makes.
 
-The runtime client (contextd.Client) and the engine SDK (contextd.engine: registration, HostService
-callbacks) both dial through `open_channel`, so they share one set of channel options, one way to
+The runtime clients (contextd.Client, contextd.AsyncClient) and the engine SDK (contextd.engine:
+registration, HostService callbacks) all dial through `open_channel` (or `open_aio_channel`, its
+asyncio twin), so they share one set of channel options, one way to
 configure TLS and one spelling of the bearer credential — the same as the TypeScript side
 (src/contract/client-call.ts, src/contract/metadata.ts).
 """
@@ -15,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import grpc.aio
 
-__all__ = ["CHANNEL_OPTIONS", "Metadata", "TlsConfig", "bearer", "open_channel"]
+__all__ = ["CHANNEL_OPTIONS", "Metadata", "TlsConfig", "bearer", "open_aio_channel", "open_channel"]
 
 #: gRPC metadata as grpcio takes it: (key, value) pairs.
 Metadata = tuple[tuple[str, str], ...]
@@ -90,16 +92,37 @@ def open_channel(
 
     `options` are added to CHANNEL_OPTIONS; an option given in both takes the caller's value.
     """
+    credentials, channel_options = _settings(address, tls, options)
+    if credentials is None:
+        return grpc.insecure_channel(address, options=channel_options)
+    return grpc.secure_channel(address, credentials, options=channel_options)
+
+
+def open_aio_channel(
+    address: str,
+    *,
+    tls: TlsConfig | None = None,
+    options: Iterable[tuple[str, Any]] = (),
+) -> grpc.aio.Channel:
+    """`open_channel` for asyncio (grpc.aio): the same options and credentials. Create it inside the
+    event loop that will use it (grpc.aio binds a channel to the loop it was created in)."""
+    credentials, channel_options = _settings(address, tls, options)
+    if credentials is None:
+        return grpc.aio.insecure_channel(address, options=channel_options)
+    return grpc.aio.secure_channel(address, credentials, options=channel_options)
+
+
+def _settings(
+    address: str, tls: TlsConfig | None, options: Iterable[tuple[str, Any]]
+) -> tuple[grpc.ChannelCredentials | None, list[tuple[str, Any]]]:
+    """What both kinds of channel are opened with: credentials (None: plaintext) and options."""
     if not isinstance(address, str) or not address.strip():
         raise ValueError("address is required (host:port or unix:/path)")
     merged: dict[str, Any] = dict(CHANNEL_OPTIONS)
     if tls is not None:
         merged.update(tls.channel_options())
     merged.update(options)
-    channel_options = list(merged.items())
-    if tls is None:
-        return grpc.insecure_channel(address, options=channel_options)
-    return grpc.secure_channel(address, tls.credentials(), options=channel_options)
+    return (tls.credentials() if tls is not None else None), list(merged.items())
 
 
 def bearer(token: str | None) -> Metadata:

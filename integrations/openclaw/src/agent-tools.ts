@@ -60,14 +60,15 @@ export function agentToolFactory(config: PluginConfig, client: (ctx: ToolContext
         description: `${tool.description} (Here the history tools are named ${AGENT_TOOL_NAMES.join(" and ")}.)`,
         parameters: parametersOf(tool),
         catalogMode: "direct-only",
-        async execute(_toolCallId, params) {
+        async execute(_toolCallId, params, signal) {
           let cx: ContextdClient;
           try {
             cx = await client(ctx);
           } catch (err) {
             throw new Error(`Error: the contextd plugin cannot connect: ${err instanceof Error ? err.message : String(err)}`);
           }
-          const res = await tool.run(cx, params, defaults);
+          // OpenClaw's signal (the run aborted, the tool call cancelled) cancels the contextd calls.
+          const res = await tool.run(cx, params, defaults, { signal });
           if (res.isError) throw new Error(res.text);
           return { content: [{ type: "text", text: res.text }], details: res.data ?? {} };
         },

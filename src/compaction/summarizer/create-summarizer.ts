@@ -3,7 +3,8 @@ import { ChatCompletionsClient } from "../../llm/chat-completions.js";
 import { createExtractiveSummarizer } from "./extractive.js";
 import { createOpenAISummarizer } from "./openai-summarizer.js";
 import type { Summarizer, TextSummarizer } from "./summarizer.js";
-import { OPENAI_DEFAULTS, type SummarizerConfig } from "./summarizer-config.js";
+import { OPENAI_DEFAULTS, type OpenAISummarizerConfig, type SpendLimitConfig, type SummarizerConfig } from "./summarizer-config.js";
+import { ModelSpend, type SpendLimits } from "../../llm/model-spend.js";
 
 export { OPENAI_DEFAULTS, type OpenAISummarizerConfig, type SummarizerConfig } from "./summarizer-config.js";
 
@@ -14,6 +15,8 @@ export interface ChatModel {
   maxOutputTokens: number;
   /** The per-request timeout, for start-up checks against the engine deadlines. */
   timeoutMs: number;
+  /** Each agent's spend on this model (`limits`), checked and counted by every caller of `client`. */
+  spend: ModelSpend;
 }
 
 export interface SummarizerDeps {
@@ -59,6 +62,16 @@ export function createChatModel(config: SummarizerConfig, deps: SummarizerDeps =
     contextWindowTokens: config.context_window_tokens ?? d.context_window_tokens,
     maxOutputTokens: config.max_output_tokens ?? d.max_output_tokens,
     timeoutMs: config.timeout ?? d.timeout,
+    spend: new ModelSpend(spendLimits(config)),
+  };
+}
+
+/** `limits` as ModelSpend takes it. */
+export function spendLimits(config: OpenAISummarizerConfig): SpendLimits {
+  const limit = (l: SpendLimitConfig | undefined) => ({ callsPerHour: l?.calls_per_hour ?? 0, tokensPerHour: l?.tokens_per_hour ?? 0 });
+  return {
+    default: limit(config.limits),
+    agents: new Map(Object.entries(config.limits?.agents ?? {}).map(([agent, l]) => [agent, limit(l)])),
   };
 }
 
@@ -71,6 +84,7 @@ export function createSummarizer(config: SummarizerConfig, deps: SummarizerDeps 
     contextWindowTokens: model.contextWindowTokens,
     maxOutputTokens: model.maxOutputTokens,
     countTokens: deps.countTokens ?? ((text) => Math.ceil(text.length / 4)),
+    spend: model.spend,
     fallback: deps.extractive,
     onFallback:
       deps.log &&

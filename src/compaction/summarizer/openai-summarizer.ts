@@ -27,6 +27,7 @@ import { createExtractiveSummarizer, DEFAULT_MAX_CHARS } from "./extractive.js";
 import { COMPACT_BELOW_CHARS } from "./extract-format.js";
 import { clipHeadTail } from "./extract-text.js";
 import { isAbortError, ModelError, ModelResponseError } from "../../llm/model-errors.js";
+import { ModelSpendLimitedError, type ModelSpend } from "../../llm/model-spend.js";
 import { cleanSummary, renderMessage, SUMMARY_SYSTEM_PROMPT, summaryInstructions, summaryPrompt } from "./summary-prompt.js";
 
 export const OPENAI_KIND = "openai";
@@ -39,6 +40,8 @@ export interface OpenAISummarizerOptions {
   maxOutputTokens: number;
   /** Counts tokens of prompt text (the host's tokenizer; the model's own is unknown). */
   countTokens: (text: string) => number;
+  /** Each agent's hour of the model: checked before every request, charged after (model-spend.ts). */
+  spend?: ModelSpend;
   /** Used when the model fails; default the extractive summarizer. */
   fallback?: TextSummarizer;
   /** Told about every fallback (for a warning in the log). */
@@ -91,7 +94,11 @@ export function createOpenAISummarizer(options: OpenAISummarizerOptions): Summar
         return fallBack(
           input,
           String(prior.summarizer_fallback_reason ?? "the model failed"),
-          { summarizer_requests: Number(prior.summarizer_requests ?? 0), summarizer_model_skipped: true },
+          {
+            summarizer_requests: Number(prior.summarizer_requests ?? 0),
+            summarizer_model_skipped: true,
+            ...(prior.summarizer_spend_limited ? { summarizer_spend_limited: true } : {}),
+          },
           false,
         );
       }
@@ -100,7 +107,10 @@ export function createOpenAISummarizer(options: OpenAISummarizerOptions): Summar
         return await summarizeWithModel(input, options, progress);
       } catch (err) {
         if (isAbortError(err) || input.signal?.aborted || !(err instanceof ModelError)) throw err;
-        return fallBack(input, err.message, { summarizer_requests: progress.requests + err.attempts });
+        return fallBack(input, err.message, {
+          summarizer_requests: progress.requests + err.attempts,
+          ...(err instanceof ModelSpendLimitedError ? { summarizer_spend_limited: true } : {}),
+        });
       }
     },
   };
@@ -135,7 +145,10 @@ async function summarizeWithModel(input: SummarizeInput, o: OpenAISummarizerOpti
       maxTokens,
       signal: input.signal,
     };
+    // Checked before each request: a compaction of many chunks stops at the limit, not after it.
+    o.spend?.check(input.agentId ?? "", "summary");
     const completion = await (input.away ? input.away(() => o.client.complete(request)) : o.client.complete(request));
+    o.spend?.record(input.agentId ?? "", "summary", completion.attempts, completion.usage.input + completion.usage.output);
     progress.requests += completion.attempts;
     inputTokens += completion.usage.input;
     outputTokens += completion.usage.output;

@@ -18,6 +18,14 @@ export interface OpenAISummarizerConfig {
   max_output_tokens?: number;
   max_tokens_param?: "max_tokens" | "max_completion_tokens";
   temperature?: number;
+  /** What each agent may spend on the model per hour (unset or 0: no limit), `agents` by agent id. */
+  limits?: SpendLimitConfig & { agents?: Record<string, SpendLimitConfig> };
+}
+
+/** One agent's hour of the model: requests and tokens (input + output); 0 or unset is no limit. */
+export interface SpendLimitConfig {
+  calls_per_hour?: number;
+  tokens_per_hour?: number;
 }
 
 export type SummarizerConfig = { kind: "extractive" } | OpenAISummarizerConfig;

@@ -7,6 +7,8 @@ export interface SummarizeInput {
   messages: Message[];
   /** Hard cap on the summary's length in characters. */
   maxChars: number;
+  /** The session's agent: a model's requests count against its spend limit (model-spend.ts). */
+  agentId?: string;
   /** The runtime's instructions for this compaction (e.g. "focus on the database migration"). */
   customInstructions?: string;
   signal?: AbortSignal;

@@ -3,6 +3,7 @@ import { EngineHealth, type EngineStatus } from "../../contract/gen/contextd/v1/
 import type { HostObserver } from "../../host/host-observer.js";
 import { isDegraded } from "../../registry/engine-call-observer.js";
 import type { CountPoolStats } from "../../tokens/tokenizer.js";
+import type { SpendObserver } from "../../llm/model-spend.js";
 
 /**
  * Series per instance are kept for at most this many instances of one engine (the first by instance
@@ -189,6 +190,24 @@ export class ContextdMetrics {
     labelNames: ["engine", "instance"] as const,
     registers: [this.registry],
   });
+  readonly modelRequests = new Counter({
+    name: "contextd_model_requests_total",
+    help: "HTTP requests to the summarizer model (retries included), by purpose (summary: a compaction's model summary; complete: HostService.Complete).",
+    labelNames: ["purpose"] as const,
+    registers: [this.registry],
+  });
+  readonly modelTokens = new Counter({
+    name: "contextd_model_tokens_total",
+    help: "Tokens the summarizer model reported (input + output), by purpose.",
+    labelNames: ["purpose"] as const,
+    registers: [this.registry],
+  });
+  readonly modelSpendLimited = new Counter({
+    name: "contextd_model_spend_limited_total",
+    help: "Model calls refused by an agent's compaction.summarizer.limits, by purpose (a summary then falls back to extractive).",
+    labelNames: ["purpose"] as const,
+    registers: [this.registry],
+  });
   readonly compactions = new Counter({
     name: "contextd_compactions_total",
     help: "Compactions by the engine that produced them and outcome (committed, nothing, conflict, failed, discarded).",
@@ -279,6 +298,17 @@ export class ContextdMetrics {
         this.set(cached.value);
       },
     });
+  }
+
+  /** The summarizer model's spend (src/llm/model-spend.ts). */
+  spendObserver(): SpendObserver {
+    return {
+      spent: (purpose, requests, tokens) => {
+        this.child(this.modelRequests, { purpose }).inc(requests);
+        this.child(this.modelTokens, { purpose }).inc(tokens);
+      },
+      limited: (purpose) => this.child(this.modelSpendLimited, { purpose }).inc(),
+    };
   }
 
   /** The host's observer: appends and compactions (src/host/host-observer.ts). */

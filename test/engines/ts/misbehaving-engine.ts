@@ -27,7 +27,7 @@ import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { Server, status, type sendUnaryData, type ServerUnaryCall, type ServiceDefinition, type UntypedServiceImplementation } from "@grpc/grpc-js";
 import { refusalToJSON } from "../../../src/contract/gen/contextd/v1/registry.js";
-import { subagentEndReasonToJSON } from "../../../src/contract/gen/contextd/v1/types.js";
+import { ContextProjection_Mode, subagentEndReasonToJSON } from "../../../src/contract/gen/contextd/v1/types.js";
 import {
   delegateCompactionToHost,
   isSummaryMessage,
@@ -70,6 +70,8 @@ const MODE_NAMES = [
   "reference_order",
   "huge",
   "hostile_text",
+  "projection",
+  "projection_bad",
 ] as const;
 type Mode = (typeof MODE_NAMES)[number];
 const MODES = new Set<string>(MODE_NAMES);
@@ -190,7 +192,17 @@ function untilCancelled(op: Op, ctx: EngineCallContext, ms?: number): Promise<bo
  * ("garbage_bytes" never gets here: the wire wrapper below answers it.)
  */
 type GarbageMode =
-  "garbage" | "over_budget" | "unknown_entry" | "by_reference" | "reference_unknown" | "reference_twice" | "reference_order" | "huge" | "hostile_text";
+  | "garbage"
+  | "over_budget"
+  | "unknown_entry"
+  | "by_reference"
+  | "reference_unknown"
+  | "reference_twice"
+  | "reference_order"
+  | "huge"
+  | "hostile_text"
+  | "projection"
+  | "projection_bad";
 
 /** `hostile_bytes` characters (default 1 MB) of terminal escapes, a bell and a right-to-left override. */
 function hostileText(control: { hostile_bytes?: unknown }): string {
@@ -241,6 +253,8 @@ async function misbehave<T>(
     case "reference_unknown":
     case "reference_twice":
     case "reference_order":
+    case "projection":
+    case "projection_bad":
       return (await garbage?.(mode)) ?? ok();
     case "late": {
       // Ignores cancellation and answers after the call's deadline: the answer goes nowhere.
@@ -518,7 +532,10 @@ if (capabilities.has("ingest_batch")) {
     );
 }
 if (capabilities.has("after_turn")) {
-  optional.afterTurn = (_req, ctx) => misbehave("after_turn", ctx, () => ({}));
+  optional.afterTurn = (req, ctx) => {
+    emit({ event: "after_turn_request", prompt_cache: req.runtimeSettings?.promptCache ?? null });
+    return misbehave("after_turn", ctx, () => ({}));
+  };
 }
 if (capabilities.has("maintain")) {
   optional.maintain = (req, ctx) =>
@@ -572,7 +589,7 @@ const engine = await serveEngine(
 
     assemble(req: ContextEngineServiceAssembleRequest, ctx) {
       leakHost("assemble", req);
-      emit({ event: "assemble_request", prompt: req.prompt, messages: req.messages.length });
+      emit({ event: "assemble_request", prompt: req.prompt, messages: req.messages.length, prompt_cache: req.runtimeSettings?.promptCache ?? null });
       const budget = req.tokenBudget;
       const ok = () => {
         const kept = newestThatFit(req.messages, budget);
@@ -584,6 +601,11 @@ const engine = await serveEngine(
           const n = msSetting(readControl().huge_bytes, 40_000_000);
           const huge = textMessage(Role.ROLE_USER, "a".repeat(n), { tokenCount: 1 });
           return { ...ok(), messages: [...ok().messages, huge] };
+        }
+        if (mode === "projection" || mode === "projection_bad") {
+          // "ok"'s answer for a runtime with a backend thread; "projection_bad" leaves out the required epoch.
+          const projection = { mode: ContextProjection_Mode.MODE_THREAD_BOOTSTRAP, epoch: mode === "projection" ? "epoch-1" : "", fingerprint: "fp-1" };
+          return { ...ok(), contextProjection: projection };
         }
         if (mode === "hostile_text") {
           // Answered by reference, naming an id of `hostile_bytes` terminal escapes the view does not have.

@@ -21,6 +21,7 @@ import { Mode, PromptAuthority, Role } from "../../../src/contract/gen/contextd/
 import { isSummaryMessage, messageText, textMessage } from "../../../src/contract/messages.js";
 import { AssemblePlan, MAX_OVERFLOW_COMPACTIONS } from "../../../src/host/assemble-plan.js";
 import type { SessionHost } from "../../../src/host/session-host.js";
+import { StablePrefixes } from "../../../src/host/stable-prefix.js";
 import { SqliteStore } from "../../../src/store/sqlite/sqlite-store.js";
 import { inProcessHost, resolved, runtimeCall } from "../../host/held-compaction-host.js";
 
@@ -86,6 +87,7 @@ function wire(selected: "legacy" | typeof ENGINE, engine: ScriptedAssembler) {
     compactions,
     tokenizer,
     store,
+    stablePrefixes: new StablePrefixes(),
     readView: (s) => host.readView(s),
     compact: (r, c, s) => host.compact(r, c, { claimed: s, read: async () => ({ session: s, view: await host.readView(s) }) }),
   });

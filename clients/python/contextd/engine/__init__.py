@@ -9,20 +9,24 @@
                         compact=delegate_compaction_to_host))
 
 - `Engine` (a dataclass): `id`, `name`, `assemble`, `compact` and optional methods; which optional
-  methods are set decides EngineInfo.capabilities. Each method is `fn(request, ctx)` and returns the
-  response proto, a dict of its fields or None; Assemble's `estimated_tokens` defaults to the sum
+  methods are set decides EngineInfo.capabilities. Each method is `fn(request, ctx)` — a plain `def`
+  or an `async def` — and returns the response proto, a dict of its fields or None; Assemble's `estimated_tokens` defaults to the sum
   of the returned messages' token counts. `keep_messages(request, chosen)` answers the request's
   messages an engine keeps by id (kept_entry_ids) instead of sending them back.
 - `CallContext` (`ctx`): `deadline`, `time_remaining()`, `cancelled` (a threading.Event set when the
   caller cancels or the deadline passes), `cancel_cause`, `on_cancel(fn)`, `raise_if_cancelled()`,
-  `host` (a `HostClient` for HostService, bounded by the call and cancelled with it), `log`
+  `host` (a `HostClient` for HostService, bounded by the call and cancelled with it; an
+  `AsyncHostClient` to await in an `async def` method), `log`
   (a logging adapter: `ctx.log.info("msg", extra={...})`), `method`, `metadata`, `request_id`.
 - Errors: raise `EngineError(grpc.StatusCode.X, "why")` to answer that status; a `HostCallError`
   passes on the host's; anything else answers INTERNAL with its message.
 - `serve_engine(engine, **options)` (see `ServeOptions`): serves contextd.v1.ContextEngineService
   and grpc.health.v1, registers with contextd's registry (CONTEXTD_REGISTRY, CONTEXTD_OWNER,
   CONTEXTD_OWNER_TOKEN), registers again after a contextd restart, and on SIGTERM goes NOT_SERVING,
-  deregisters, drains and exits 0 — as the TypeScript SDK (src/sdk/engine) does. Logs are JSON lines
+  deregisters, drains and exits 0 — as the TypeScript SDK (src/sdk/engine) does. An engine with an
+  `async def` method is served on grpc.aio, on an event loop of its own (`RunningEngine.loop`): its
+  coroutines run concurrently there, and a call that ends under one cancels it at its `await`
+  (asyncio.CancelledError; `ctx.cancel_cause` says why); its plain methods run in worker threads. Logs are JSON lines
   on stderr. A bad start prints one line and exits 2 (or raises EngineStartError with block=False).
 """
 
@@ -47,7 +51,7 @@ from .errors import (  # noqa: E402
     RegistrationError,
     ServeOptionsError,
 )
-from .host_client import HostClient  # noqa: E402
+from .host_client import AsyncHostClient, HostClient  # noqa: E402
 from .kept import keep_messages  # noqa: E402
 from .logs import EngineLogger, JsonFormatter  # noqa: E402
 from .options import ServeOptions  # noqa: E402
@@ -56,6 +60,7 @@ from .serve import RunningEngine, serve_engine  # noqa: E402
 
 __all__ = [
     "PROTOCOL_VERSIONS",
+    "AsyncHostClient",
     "CallContext",
     "Engine",
     "EngineDefinitionError",

@@ -28,7 +28,8 @@ class CallContext:
     whatever the method returns afterwards goes nowhere. Long loops check `ctx.cancelled.is_set()`
     (or call `ctx.raise_if_cancelled()`); blocking waits use `ctx.cancelled.wait(seconds)`; other
     work can be hooked with `ctx.on_cancel(fn)`. Host calls made through `ctx.host` are cancelled
-    with the call by themselves.
+    with the call by themselves. An `async def` method is cancelled at its `await` instead
+    (asyncio.CancelledError), with `cancelled` and `cancel_cause` already set when it hears of it.
     """
 
     #: The RPC being served, e.g. "Assemble".

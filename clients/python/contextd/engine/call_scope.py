@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Literal
 
 import grpc
+import grpc.aio
 
 from .errors import EngineError
 
@@ -48,12 +49,24 @@ class CallScope:
         remaining = context.time_remaining()
         deadline = None if remaining is None or remaining > _NO_DEADLINE_S else time.time() + remaining
         scope = cls(deadline)
-        if not context.add_callback(scope._terminated) or (deadline is not None and remaining <= 0):
+        if not context.add_callback(scope.terminated) or (deadline is not None and remaining <= 0):
             # The call had already ended (or its deadline passed) when it reached us.
             scope.cancel("deadline" if deadline is not None and remaining <= 0 else "cancelled")
         return scope
 
-    def _terminated(self) -> None:
+    @classmethod
+    def of_aio(cls, context: grpc.aio.ServicerContext) -> CallScope:
+        """The scope of a call on grpc.aio, which ends a call by cancelling its handler: the handler
+        calls `terminated()` then (servicer.py), not a termination callback."""
+        remaining = context.time_remaining()
+        deadline = None if remaining is None or remaining > _NO_DEADLINE_S else time.time() + remaining
+        scope = cls(deadline)
+        if deadline is not None and remaining <= 0:
+            scope.cancel("deadline")
+        return scope
+
+    def terminated(self) -> None:
+        """The call ended while the method was working: by its deadline, or by its caller."""
         late = self.deadline is not None and time.time() >= self.deadline - _DEADLINE_SLACK_S
         self.cancel("deadline" if late else "cancelled")
 

@@ -69,7 +69,8 @@ class Engine:
     An optional RPC that is not set answers UNIMPLEMENTED, except: Ingest answers `ingested=true`
     (the host has stored the message already), and within `subagents` a missing one of the three
     answers its empty response. Every method is `fn(request, ctx: CallContext)` and returns the
-    response proto, a dict of its fields, or None.
+    response proto, a dict of its fields, or None; it may be an `async def` (then the engine is
+    served on grpc.aio, and its plain `def` methods run in worker threads as before).
 
     `host_requirements` lists the HostService capabilities the engine calls ("transcript-rewrite",
     "host-compaction", "llm-complete"), which contextd refuses to an engine that did not declare
@@ -125,9 +126,15 @@ class Engine:
             if value is not None and not callable(value):
                 _fail(f"`{name}` must be a function or None (it is {_describe(value)})")
         for name in REQUIRED_METHODS + OPTIONAL_METHODS:
-            # Methods run in the server's worker threads; a coroutine would never be awaited.
-            if inspect.iscoroutinefunction(getattr(self, name)):
-                _fail(f"`{name}` is an async function: engine methods are called in worker threads, make it a plain def")
+            value = getattr(self, name)
+            # An object whose __call__ is a coroutine, or a function returning one, would never be awaited.
+            if value is not None and not inspect.iscoroutinefunction(value) and inspect.iscoroutinefunction(getattr(value, "__call__", None)):
+                _fail(f"`{name}` is an object with an async __call__: pass an `async def` function (or its bound method)")
+
+    @property
+    def asynchronous(self) -> bool:
+        """True when a method is an `async def`: serve_engine then serves the engine on grpc.aio."""
+        return any(inspect.iscoroutinefunction(getattr(self, name)) for name in REQUIRED_METHODS + OPTIONAL_METHODS)
 
     def capabilities(self) -> engine_pb2.EngineCapabilities:
         return engine_pb2.EngineCapabilities(

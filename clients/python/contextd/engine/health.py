@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import grpc
+import grpc.aio
 
 from contextd.health.v1 import health_pb2, health_pb2_grpc
 
-__all__ = ["ENGINE_SERVICE", "Health"]
+__all__ = ["ENGINE_SERVICE", "AsyncHealth", "Health"]
 
 ENGINE_SERVICE = "contextd.v1.ContextEngineService"
 
@@ -30,6 +32,8 @@ class Health(health_pb2_grpc.HealthServicer):
         self._cond = threading.Condition()
         self._status = {"": NOT_SERVING, ENGINE_SERVICE: NOT_SERVING}
         self._version = 0
+        #: AsyncHealth's Watch streams waiting for a change: (their loop, their event).
+        self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
 
     def set_serving(self, serving: bool) -> None:
         with self._cond:
@@ -37,6 +41,14 @@ class Health(health_pb2_grpc.HealthServicer):
                 self._status[name] = SERVING if serving else NOT_SERVING
             self._version += 1
             self._cond.notify_all()
+            waiters = list(self._waiters)
+        for loop, event in waiters:
+            loop.call_soon_threadsafe(event.set)
+
+    def current(self, service: str) -> tuple[int | None, int]:
+        """The status of `service` (None: unknown) and the version it was set at."""
+        with self._cond:
+            return self._status.get(service), self._version
 
     def Check(self, request: health_pb2.HealthCheckRequest, context: grpc.ServicerContext) -> health_pb2.HealthCheckResponse:
         with self._cond:
@@ -65,3 +77,36 @@ class Health(health_pb2_grpc.HealthServicer):
         for name, status in statuses.items():
             res.statuses[name].status = status
         return res
+
+
+class AsyncHealth(health_pb2_grpc.HealthServicer):
+    """grpc.health.v1 on grpc.aio (an engine with `async def` methods), over the same Health state."""
+
+    def __init__(self, health: Health) -> None:
+        self._health = health
+
+    async def Check(self, request: health_pb2.HealthCheckRequest, context: grpc.aio.ServicerContext) -> health_pb2.HealthCheckResponse:
+        status, _ = self._health.current(request.service)
+        if status is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"unknown service {request.service!r}")
+        return health_pb2.HealthCheckResponse(status=status)
+
+    async def Watch(self, request: health_pb2.HealthCheckRequest, context: grpc.aio.ServicerContext) -> AsyncIterator[health_pb2.HealthCheckResponse]:
+        # Ends when the caller goes away: grpc.aio cancels the stream's task.
+        waiter = (asyncio.get_running_loop(), asyncio.Event())
+        self._health._waiters.add(waiter)
+        try:
+            last = None
+            while True:
+                waiter[1].clear()
+                status, _ = self._health.current(request.service)
+                status = SERVICE_UNKNOWN if status is None else status
+                if status != last:
+                    yield health_pb2.HealthCheckResponse(status=status)
+                    last = status
+                await waiter[1].wait()
+        finally:
+            self._health._waiters.discard(waiter)
+
+    async def List(self, request: health_pb2.HealthListRequest, context: grpc.aio.ServicerContext) -> health_pb2.HealthListResponse:
+        return self._health.List(request, context)  # type: ignore[arg-type]

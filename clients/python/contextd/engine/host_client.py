@@ -1,25 +1,33 @@
 """HostService, called back by an engine during one of its calls (ReadTranscript,
-RewriteTranscriptEntries, DelegateCompaction, Complete)."""
+RewriteTranscriptEntries, DelegateCompaction, Complete).
+
+HostClient blocks (a plain `def` engine method's `ctx.host`); AsyncHostClient is the same client
+whose calls are awaited on grpc.aio (an `async def` method's `ctx.host`). Everything but the call
+itself — the request, the deadline, the credentials, the error — is HostClient's, for both.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
+import grpc.aio
 from google.protobuf.message import Message
 
-from contextd.channels import TlsConfig, bearer, open_channel
+from contextd.channels import TlsConfig, bearer, open_aio_channel, open_channel
 from contextd.v1 import host_pb2, host_pb2_grpc, types_pb2
 
 from .call_scope import CallScope
 from .errors import HostCallError
 
-__all__ = ["HostChannels", "HostClient"]
+__all__ = ["AsyncHostChannels", "AsyncHostClient", "HostChannels", "HostClient"]
 
 Req = TypeVar("Req", bound=Message)
 
@@ -36,7 +44,7 @@ HOST_CHANNEL_OPTIONS = (("grpc.use_local_subchannel_pool", 1),)
 
 @dataclass
 class _Connection:
-    channel: grpc.Channel
+    channel: Any  # grpc.Channel, or grpc.aio.Channel for AsyncHostChannels
     stub: host_pb2_grpc.HostServiceStub
     inflight: int = 0
     retired: bool = False
@@ -60,7 +68,7 @@ class HostChannels:
         with self._lock:
             conn = self._current.get(endpoint)
             if conn is None:
-                channel = open_channel(endpoint, tls=self._tls, options=HOST_CHANNEL_OPTIONS)
+                channel = self._open(endpoint)
                 conn = _Connection(channel, host_pb2_grpc.HostServiceStub(channel))
                 self._current[endpoint] = conn
             conn.inflight += 1
@@ -71,7 +79,7 @@ class HostChannels:
                 conn.inflight -= 1
                 close = conn.retired and conn.inflight == 0
             if close:
-                conn.channel.close()
+                self._close(conn.channel)
 
     def retire(self, endpoint: str, conn: _Connection) -> None:
         with self._lock:
@@ -80,13 +88,45 @@ class HostChannels:
                 conn.retired = True
             close = conn.retired and conn.inflight == 0
         if close:
-            conn.channel.close()
+            self._close(conn.channel)
 
     def close(self) -> None:
         with self._lock:
             conns, self._current = list(self._current.values()), {}
         for conn in conns:
-            conn.channel.close()
+            self._close(conn.channel)
+
+    def _open(self, endpoint: str) -> Any:
+        return open_channel(endpoint, tls=self._tls, options=HOST_CHANNEL_OPTIONS)
+
+    def _close(self, channel: Any) -> None:
+        channel.close()
+
+
+class AsyncHostChannels(HostChannels):
+    """HostChannels of grpc.aio channels, for the `async def` methods of an engine served on `loop`."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, tls: TlsConfig | None = None) -> None:
+        super().__init__(tls)
+        self._loop = loop
+        self._closing: list[Future[None]] = []
+
+    def _open(self, endpoint: str) -> Any:
+        return open_aio_channel(endpoint, tls=self._tls, options=HOST_CHANNEL_OPTIONS)
+
+    def _close(self, channel: Any) -> None:
+        # grpc.aio closes on its loop; this may be called from the thread that stops the engine.
+        self._closing.append(asyncio.run_coroutine_threadsafe(channel.close(), self._loop))
+
+    def close(self) -> None:
+        """Closes every channel; from a thread other than the loop's, waits (briefly) for it."""
+        super().close()
+        closing, self._closing = self._closing, []
+        for done in closing:
+            try:
+                done.result(timeout=2.0)
+            except Exception:  # a channel that will not close is not worth failing the stop for
+                pass
 
 
 class HostClient:
@@ -132,21 +172,12 @@ class HostClient:
     ) -> list[types_pb2.TranscriptEntry]:
         """Every entry (oldest first), following page tokens to the end. `active_only`: only the
         latest compaction entry and the entries it keeps."""
-        entries: list[types_pb2.TranscriptEntry] = []
-        seen: set[str] = set()
-        token = ""
-        while True:
-            fields: dict[str, Any] = {"page_size": page_size, "page_token": token, "active_only": active_only}
-            if session is not None:
-                fields["session"] = session
-            page = self.read_transcript(timeout=timeout, **fields)
-            entries.extend(page.entries)
-            token = page.next_page_token
-            if not token:
-                return entries
-            if token in seen:
-                raise HostCallError(grpc.StatusCode.INTERNAL, "ReadTranscript", f"the host returned page token {token!r} twice")
-            seen.add(token)
+        return self._read_all(_WholeTranscript(session, active_only, page_size), timeout)
+
+    def _read_all(self, pages: _WholeTranscript, timeout: float | None) -> list[types_pb2.TranscriptEntry]:
+        while (fields := pages.next()) is not None:
+            pages.take(self.read_transcript(timeout=timeout, **fields))
+        return pages.entries
 
     def rewrite_transcript_entries(
         self, request: host_pb2.RewriteTranscriptEntriesRequest | None = None, *, timeout: float | None = None, **fields: Any
@@ -194,6 +225,22 @@ class HostClient:
         return built
 
     def _invoke(self, rpc: str, request: Message, timeout: float | None) -> Any:
+        remaining, metadata = self._ready(rpc, timeout)
+        with self._channels.connection(self.endpoint) as conn:
+            future = getattr(conn.stub, rpc).future(request, timeout=remaining, metadata=metadata)
+            # The engine call's caller gave up (deadline or cancellation): so does the host call.
+            unhook = self._scope.on_cancel(future.cancel)
+            try:
+                return future.result()
+            except grpc.FutureCancelledError:
+                raise self._cancelled(rpc) from None
+            except grpc.RpcError as err:
+                raise self._failed(rpc, err, conn) from err
+            finally:
+                unhook()
+
+    def _ready(self, rpc: str, timeout: float | None) -> tuple[float, tuple[tuple[str, str], ...]]:
+        """The host call's time left and metadata; HostCallError when it must not be sent at all."""
         scope = self._scope
         if scope.cancelled.is_set():
             code = grpc.StatusCode.DEADLINE_EXCEEDED if scope.cause == "deadline" else grpc.StatusCode.CANCELLED
@@ -203,22 +250,59 @@ class HostClient:
             expired = 0 < self.expires_at_ms <= time.time() * 1000
             why = "the HostContext has expired" if expired else "no time left before the deadline"
             raise HostCallError(grpc.StatusCode.DEADLINE_EXCEEDED, rpc, f"not sent: {why}")
-        metadata = bearer(self._token) + self._trace
+        return remaining, bearer(self._token) + self._trace
+
+    def _cancelled(self, rpc: str) -> HostCallError:
+        code = grpc.StatusCode.DEADLINE_EXCEEDED if self._scope.cause == "deadline" else grpc.StatusCode.CANCELLED
+        return HostCallError(code, rpc, "cancelled with the engine call")
+
+    def _failed(self, rpc: str, err: grpc.RpcError, conn: _Connection) -> HostCallError:
+        code = err.code() if callable(getattr(err, "code", None)) else grpc.StatusCode.UNKNOWN
+        details = err.details() if callable(getattr(err, "details", None)) else str(err)
+        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+            # No answer in time: the host may be busy, or the connection dead (HOST_CHANNEL_OPTIONS).
+            self._channels.retire(self.endpoint, conn)
+        return HostCallError(code, rpc, details or "failed")
+
+
+class AsyncHostClient(HostClient):
+    """HostClient for an `async def` engine method: `await ctx.host.read_transcript(...)`. Each
+    method (read_transcript, read_whole_transcript, rewrite_transcript_entries, delegate_compaction,
+    complete) returns an awaitable of what HostClient's returns. A host call awaited when the engine
+    call ends is cancelled with the method's task (asyncio.CancelledError)."""
+
+    async def _invoke(self, rpc: str, request: Message, timeout: float | None) -> Any:  # type: ignore[override]
+        remaining, metadata = self._ready(rpc, timeout)
         with self._channels.connection(self.endpoint) as conn:
-            future = getattr(conn.stub, rpc).future(request, timeout=remaining, metadata=metadata)
-            # The engine call's caller gave up (deadline or cancellation): so does the host call.
-            unhook = scope.on_cancel(future.cancel)
             try:
-                return future.result()
-            except grpc.FutureCancelledError:
-                code = grpc.StatusCode.DEADLINE_EXCEEDED if scope.cause == "deadline" else grpc.StatusCode.CANCELLED
-                raise HostCallError(code, rpc, "cancelled with the engine call") from None
+                return await getattr(conn.stub, rpc)(request, timeout=remaining, metadata=metadata)
             except grpc.RpcError as err:
-                code = err.code() if callable(getattr(err, "code", None)) else grpc.StatusCode.UNKNOWN
-                details = err.details() if callable(getattr(err, "details", None)) else str(err)
-                if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-                    # No answer in time: the host may be busy, or the connection dead (HOST_CHANNEL_OPTIONS).
-                    self._channels.retire(self.endpoint, conn)
-                raise HostCallError(code, rpc, details or "failed") from err
-            finally:
-                unhook()
+                raise self._failed(rpc, err, conn) from err
+
+    async def _read_all(self, pages: _WholeTranscript, timeout: float | None) -> list[types_pb2.TranscriptEntry]:  # type: ignore[override]
+        while (fields := pages.next()) is not None:
+            pages.take(await self.read_transcript(timeout=timeout, **fields))
+        return pages.entries
+
+
+class _WholeTranscript:
+    """The pages of ReadTranscript to the end, without the I/O (both clients' read_whole_transcript)."""
+
+    def __init__(self, session: types_pb2.SessionRef | None, active_only: bool, page_size: int) -> None:
+        self._base: dict[str, Any] = {"page_size": page_size, "active_only": active_only}
+        if session is not None:
+            self._base["session"] = session
+        self.entries: list[types_pb2.TranscriptEntry] = []
+        self._seen: set[str] = set()
+        self._token: str | None = ""
+
+    def next(self) -> dict[str, Any] | None:
+        return None if self._token is None else {**self._base, "page_token": self._token}
+
+    def take(self, page: host_pb2.ReadTranscriptResponse) -> None:
+        self.entries.extend(page.entries)
+        token = page.next_page_token
+        if token and token in self._seen:
+            raise HostCallError(grpc.StatusCode.INTERNAL, "ReadTranscript", f"the host returned page token {token!r} twice")
+        self._seen.add(token)
+        self._token = token or None

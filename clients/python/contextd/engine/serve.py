@@ -1,8 +1,25 @@
 """serve_engine: an Engine as a sidecar — ContextEngineService and grpc.health.v1 on `listen`,
-registered with contextd's registry when one is configured, stopped gracefully on SIGTERM."""
+registered with contextd's registry when one is configured, stopped gracefully on SIGTERM.
+
+An engine of plain `def` methods is served on grpcio's threaded server, as it always was. An engine
+with an `async def` method is served on grpc.aio, on an event loop of the engine's own (aio_server.py):
+its coroutines run concurrently there, its plain methods in the worker threads. Registration,
+heartbeats, signals and the drain are the same code for both — the Registrar keeps its thread
+whichever server answers the calls, so an async engine registers, renews, retries refusals and
+deregisters exactly as a sync one does.
+
+Why not grpc.aio for every engine: a sync engine would gain nothing and lose what it relies on.
+grpc.aio runs a plain handler through its `migration_thread_pool` with a context (grpcio 1.51's
+_SyncServicerContext) that has no `is_active()` (Health.Watch needs it) and whose termination
+callback fires only once the handler returns, so a blocking method would not see its caller's
+deadline or cancel as `ctx.cancelled`. So sync engines keep the threaded server unchanged, and on
+grpc.aio every handler is a coroutine: the servicer awaits an `async def` method, and runs a plain
+one in the worker threads itself, setting `ctx.cancelled` when the call ends under it.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import signal
@@ -20,8 +37,9 @@ from contextd.v1 import engine_pb2, engine_pb2_grpc, registry_pb2
 from .definition import Engine
 from .engine_id import engine_id_problem
 from .errors import EngineDefinitionError, EngineStartError
-from .health import Health
-from .host_client import HostChannels
+from .aio_server import AioServer
+from .health import AsyncHealth, Health
+from .host_client import AsyncHostChannels, HostChannels
 from .logs import EngineLogger, engine_logger, parse_level
 from .listen import bind
 from .options import ServeOptions, resolve_options
@@ -81,20 +99,30 @@ class RunningEngine:
         self._previous_handlers: dict[int, Any] = {}
 
         self._executor = futures.ThreadPoolExecutor(max_workers=options.max_workers, thread_name_prefix=f"{info.id}-rpc")
-        self._server = grpc.server(
-            self._executor,
-            options=[
-                ("grpc.max_receive_message_length", options.max_message_bytes),
-                ("grpc.max_send_message_length", options.max_message_bytes),
-                # A port in use must fail the bind, not be shared with another process.
-                ("grpc.so_reuseport", 0),
-            ],
-        )
+        server_options = [
+            ("grpc.max_receive_message_length", options.max_message_bytes),
+            ("grpc.max_send_message_length", options.max_message_bytes),
+            # A port in use must fail the bind, not be shared with another process.
+            ("grpc.so_reuseport", 0),
+        ]
         self._host_channels = HostChannels(options.tls)
-        self._servicer = EngineServicer(engine, info, self.log, self._host_channels)
-        engine_pb2_grpc.add_ContextEngineServiceServicer_to_server(self._servicer, self._server)
         self._health = Health()
-        health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
+        self._aio: AioServer | None = None
+        self._aio_host_channels: AsyncHostChannels | None = None
+        health_servicer: Any = self._health
+        if engine.asynchronous:
+            self._aio = AioServer(info.id, server_options, self.log)
+            self._aio_host_channels = AsyncHostChannels(self._aio.loop, options.tls)
+            self._servicer = EngineServicer(
+                engine, info, self.log, self._host_channels, executor=self._executor, aio_host_channels=self._aio_host_channels
+            )
+            self._server: Any = self._aio
+            health_servicer = AsyncHealth(self._health)
+        else:
+            self._server = grpc.server(self._executor, options=server_options)
+            self._servicer = EngineServicer(engine, info, self.log, self._host_channels)
+        engine_pb2_grpc.add_ContextEngineServiceServicer_to_server(self._servicer, self._server)
+        health_pb2_grpc.add_HealthServicer_to_server(health_servicer, self._server)
         try:
             #: The bound address (host:port with the real port, or unix:/path).
             self.address, self.endpoint = bind(
@@ -107,6 +135,8 @@ class RunningEngine:
             )
         except EngineStartError:
             self._executor.shutdown(wait=False)
+            if self._aio is not None:
+                self._aio.close()
             raise
         self._server.start()
         self._health.set_serving(True)
@@ -142,6 +172,7 @@ class RunningEngine:
                 "endpoint": self.endpoint,
                 "registry": options.registry,
                 "pid": os.getpid(),
+                "server": "grpc.aio" if self._aio is not None else "grpc",
                 "capabilities": {f.name: getattr(caps, f.name) for f in caps.DESCRIPTOR.fields},
             },
         )
@@ -151,6 +182,13 @@ class RunningEngine:
             self.log.info("no registry configured (CONTEXTD_REGISTRY): serving without registering")
 
     # ------------------------------------------------------------------------------------ public
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop the engine's `async def` methods run on (None for an engine of plain
+        methods): `asyncio.run_coroutine_threadsafe(open_pool(), running.loop)` prepares something
+        they share."""
+        return self._aio.loop if self._aio is not None else None
 
     @property
     def registration(self) -> RegistrationStatus | None:
@@ -185,13 +223,20 @@ class RunningEngine:
             # Leave the registry first, so contextd stops routing here; then NOT_SERVING, then drain.
             self._registrar.stop(deregister)
         self._health.set_serving(False)
-        self._server.stop(self.options.drain_timeout).wait()
+        if self._aio is not None:
+            self._aio.stop(self.options.drain_timeout, tuple(self._servicer.tasks)).wait()
+        else:
+            self._server.stop(self.options.drain_timeout).wait()
         if self._servicer.inflight:
             self.log.warning(
                 "in-flight calls did not finish in time; they were cancelled",
                 extra={"inflight": self._servicer.inflight, "drain_timeout_ms": round(self.options.drain_timeout * 1000)},
             )
         self._host_channels.close()
+        if self._aio is not None:
+            assert self._aio_host_channels is not None
+            self._aio_host_channels.close()
+            self._aio.close()
         self._executor.shutdown(wait=False)
         if self.options.on_shutdown is not None:
             try:

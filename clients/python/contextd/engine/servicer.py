@@ -1,18 +1,30 @@
 """contextd.v1.ContextEngineService over an Engine: each RPC gets a CallContext, answers are
-converted to the response type, errors mapped to gRPC statuses."""
+converted to the response type, errors mapped to gRPC statuses.
+
+One servicer serves both kinds of server. On grpcio's threaded server (an engine of plain `def`
+methods) each handler runs the method in the server's worker thread. On grpc.aio (an engine with an
+`async def` method, serve.py) each handler is a coroutine: an `async def` method is awaited on the
+engine's event loop, a plain one runs in the worker threads (as on the threaded server, with a
+blocking HostClient). What a call is — its CallContext, its answer, its failure, its end by the
+caller — is decided by the same code for both (`_begin`, `_answer`, `_failure`, `_ended`).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import itertools
 import os
 import re
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
 import grpc
+import grpc.aio
 from google.protobuf.message import Message
 
 from contextd.v1 import engine_pb2, engine_pb2_grpc, types_pb2
@@ -21,7 +33,7 @@ from .call_context import CallContext
 from .call_scope import CallScope
 from .definition import Engine
 from .errors import EngineError
-from .host_client import HostChannels, HostClient
+from .host_client import AsyncHostChannels, AsyncHostClient, HostChannels, HostClient
 from .logs import EngineLogger
 
 __all__ = ["EngineServicer", "status_of"]
@@ -111,15 +123,30 @@ def _finish_assemble(req: Any, value: Any, res: Any, log: EngineLogger) -> None:
 
 
 class EngineServicer(engine_pb2_grpc.ContextEngineServiceServicer):
-    """One handler per RPC, made from the Engine's methods at construction."""
+    """One handler per RPC, made from the Engine's methods at construction: blocking handlers for
+    grpcio's threaded server, or coroutines for grpc.aio when `executor` is given (it runs the
+    engine's plain `def` methods; `aio_host_channels` serves the `async def` ones' HostService calls)."""
 
-    def __init__(self, engine: Engine, info: engine_pb2.EngineInfo, log: EngineLogger, host_channels: HostChannels) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        info: engine_pb2.EngineInfo,
+        log: EngineLogger,
+        host_channels: HostChannels,
+        *,
+        executor: Executor | None = None,
+        aio_host_channels: AsyncHostChannels | None = None,
+    ) -> None:
         self._engine = engine
         self._info = info
         self._log = log
         self._host_channels = host_channels
+        self._aio_host_channels = aio_host_channels
+        self._executor = executor
         self._inflight = 0
         self._inflight_lock = threading.Lock()
+        #: The async calls' method tasks still running (aio only), for the drain on stop.
+        self.tasks: set[asyncio.Future[Any]] = set()
         subagents = info.capabilities.subagents
         empty = (lambda kind: (lambda: kind())) if subagents else (lambda kind: None)
         rpcs = [
@@ -150,7 +177,9 @@ class EngineServicer(engine_pb2_grpc.ContextEngineServiceServicer):
         ]
         for rpc in rpcs:
             # add_ContextEngineServiceServicer_to_server looks the handlers up by RPC name.
-            setattr(self, rpc.name, self._handler(rpc))
+            setattr(self, rpc.name, self._handler(rpc) if executor is None else self._async_handler(rpc))
+        if executor is not None:
+            self.GetInfo = self._get_info_async  # type: ignore[method-assign]
 
     @property
     def inflight(self) -> int:
@@ -161,6 +190,11 @@ class EngineServicer(engine_pb2_grpc.ContextEngineServiceServicer):
     def GetInfo(self, request: engine_pb2.GetInfoRequest, context: grpc.ServicerContext) -> engine_pb2.GetInfoResponse:
         return engine_pb2.GetInfoResponse(info=self._info)
 
+    async def _get_info_async(self, request: engine_pb2.GetInfoRequest, context: grpc.aio.ServicerContext) -> engine_pb2.GetInfoResponse:
+        return engine_pb2.GetInfoResponse(info=self._info)
+
+    # ------------------------------------------------------------------ the threaded server's
+
     def _handler(self, rpc: _Rpc) -> Callable[[Any, grpc.ServicerContext], Message]:
         impl = getattr(self._engine, rpc.attr)
         rpc_log = self._log.child(rpc=rpc.name)
@@ -169,7 +203,7 @@ class EngineServicer(engine_pb2_grpc.ContextEngineServiceServicer):
             if impl is None:
                 if rpc.fallback is not None:
                     return rpc.fallback()
-                context.abort(grpc.StatusCode.UNIMPLEMENTED, f'engine "{self._info.id}" does not implement {rpc.name}')
+                context.abort(*self._unimplemented(rpc))
             return self._serve(rpc, impl, rpc_log, request, context)
 
         handle.__name__ = rpc.name
@@ -177,20 +211,98 @@ class EngineServicer(engine_pb2_grpc.ContextEngineServiceServicer):
 
     def _serve(self, rpc: _Rpc, impl: Callable[..., Any], rpc_log: EngineLogger, request: Any, context: grpc.ServicerContext) -> Message:
         scope = CallScope.of(context)
+        ctx, log = self._begin(rpc, rpc_log, request, context, scope, asynchronous=False)
+        if scope.cancelled.is_set():
+            # The deadline had passed when the call arrived: do not start the work at all.
+            context.abort(*scope.status())
+        started = self._enter()
+        try:
+            response = self._answer(rpc, request, impl(request, ctx), log)
+        except Exception as err:  # every failure becomes a status; nothing escapes to grpcio
+            context.abort(*self._failure(rpc, err, scope, log, started))
+        finally:
+            self._leave()
+        ended = self._ended(scope, log, started)
+        if ended is not None:
+            context.abort(*ended)
+        return response
+
+    # ------------------------------------------------------------------------- grpc.aio's
+
+    def _async_handler(self, rpc: _Rpc) -> Callable[[Any, grpc.aio.ServicerContext], Any]:
+        impl = getattr(self._engine, rpc.attr)
+        rpc_log = self._log.child(rpc=rpc.name)
+
+        async def handle(request: Any, context: grpc.aio.ServicerContext) -> Message:
+            if impl is None:
+                if rpc.fallback is not None:
+                    return rpc.fallback()
+                await context.abort(*self._unimplemented(rpc))
+            return await self._serve_async(rpc, impl, rpc_log, request, context)
+
+        handle.__name__ = rpc.name
+        return handle
+
+    async def _serve_async(self, rpc: _Rpc, impl: Callable[..., Any], rpc_log: EngineLogger, request: Any, context: grpc.aio.ServicerContext) -> Message:
+        scope = CallScope.of_aio(context)
+        is_async = inspect.iscoroutinefunction(impl)
+        ctx, log = self._begin(rpc, rpc_log, request, context, scope, asynchronous=is_async)
+        if scope.cancelled.is_set():
+            await context.abort(*scope.status())
+        started = self._enter()
+        # The method runs as a task (or in a worker thread) of its own, so that when the call ends
+        # under it the scope says why *before* the method hears of it (CancelledError, ctx.cancelled).
+        if is_async:
+            work: asyncio.Future[Any] = asyncio.ensure_future(impl(request, ctx))
+        else:
+            work = asyncio.get_running_loop().run_in_executor(self._executor, impl, request, ctx)
+        self.tasks.add(work)
+        work.add_done_callback(self._work_done)
+        try:
+            value = await asyncio.shield(work)
+            response = self._answer(rpc, request, value, log)
+        except asyncio.CancelledError:
+            # grpc.aio cancels the handler when the caller cancels or the deadline passes.
+            if not work.done():
+                scope.terminated()
+                work.cancel()
+                log.debug("call ended by the caller", extra={"code": scope.status()[0].name, "ms": _ms(started)})
+            raise
+        except Exception as err:  # every failure becomes a status; nothing escapes to grpc.aio
+            await context.abort(*self._failure(rpc, err, scope, log, started))
+        ended = self._ended(scope, log, started)
+        if ended is not None:
+            await context.abort(*ended)
+        return response
+
+    def _work_done(self, work: asyncio.Future[Any]) -> None:
+        self.tasks.discard(work)
+        self._leave()
+        if not work.cancelled() and work.exception() is not None:
+            work.exception()  # retrieved: the handler has mapped it (or the call had ended)
+
+    # ------------------------------------------------------------------------------ both
+
+    def _unimplemented(self, rpc: _Rpc) -> tuple[grpc.StatusCode, str]:
+        return grpc.StatusCode.UNIMPLEMENTED, f'engine "{self._info.id}" does not implement {rpc.name}'
+
+    def _begin(
+        self, rpc: _Rpc, rpc_log: EngineLogger, request: Any, context: Any, scope: CallScope, *, asynchronous: bool
+    ) -> tuple[CallContext, EngineLogger]:
+        """The CallContext of one call (its host client blocking or awaitable, as the method is)."""
         metadata: dict[str, Any] = {}
         for key, value in context.invocation_metadata() or ():
             metadata.setdefault(key, value)
         request_id = _request_id(metadata)
         log = rpc_log.child(request_id=request_id)
-        if scope.cancelled.is_set():
-            # The deadline had passed when the call arrived: do not start the work at all.
-            code, details = scope.status()
-            context.abort(code, details)
         session = rpc.session(request) if rpc.session else None
-        host = None
+        host: HostClient | None = None
         if rpc.host and request.HasField("host") and request.host.endpoint:
             trace = tuple((k, metadata[k]) for k in TRACE_KEYS if isinstance(metadata.get(k), str) and metadata[k])
-            host = HostClient(self._host_channels, request.host, scope, session, trace)
+            if asynchronous and self._aio_host_channels is not None:
+                host = AsyncHostClient(self._aio_host_channels, request.host, scope, session, trace)
+            else:
+                host = HostClient(self._host_channels, request.host, scope, session, trace)
         ctx = CallContext(
             method=rpc.name,
             metadata=metadata,
@@ -201,34 +313,45 @@ class EngineServicer(engine_pb2_grpc.ContextEngineServiceServicer):
             request_id=request_id,
             _scope=scope,
         )
-        started = time.monotonic()
+        return ctx, log
+
+    def _enter(self) -> float:
         with self._inflight_lock:
             self._inflight += 1
-        try:
-            value = impl(request, ctx)
-            response = self._convert(rpc, value)
-            if rpc.name == "Assemble":
-                _finish_assemble(request, value, response, log)
-        except Exception as err:  # every failure becomes a status; nothing escapes to grpcio
-            code, details = status_of(err, scope)
-            scope.finish()
-            if scope.cancelled.is_set():
-                log.debug("call ended by the caller", extra={"code": code.name, "ms": _ms(started)})
-            elif code == grpc.StatusCode.INTERNAL:
-                log.error(f"{rpc.attr}() failed", exc_info=err)
-            else:
-                log.warning(f"{rpc.attr}() answered an error", extra={"code": code.name, "reason": details})
-            context.abort(code, details)
-        finally:
-            with self._inflight_lock:
-                self._inflight -= 1
+        return time.monotonic()
+
+    def _leave(self) -> None:
+        with self._inflight_lock:
+            self._inflight -= 1
+
+    def _answer(self, rpc: _Rpc, request: Any, value: Any, log: EngineLogger) -> Message:
+        response = self._convert(rpc, value)
+        if rpc.name == "Assemble":
+            _finish_assemble(request, value, response, log)
+        return response
+
+    def _failure(self, rpc: _Rpc, err: Exception, scope: CallScope, log: EngineLogger, started: float) -> tuple[grpc.StatusCode, str]:
+        """The status a method's exception answers, logged as what it was."""
+        code, details = status_of(err, scope)
+        scope.finish()
+        if scope.cancelled.is_set():
+            log.debug("call ended by the caller", extra={"code": code.name, "ms": _ms(started)})
+        elif code == grpc.StatusCode.INTERNAL:
+            log.error(f"{rpc.attr}() failed", exc_info=err)
+        else:
+            log.warning(f"{rpc.attr}() answered an error", extra={"code": code.name, "reason": details})
+        return code, details
+
+    @staticmethod
+    def _ended(scope: CallScope, log: EngineLogger, started: float) -> tuple[grpc.StatusCode, str] | None:
+        """After an answer: the status to end with when the call had ended meanwhile, else None."""
         scope.finish()
         if scope.cancelled.is_set():
             code, details = scope.status()
             log.debug("answer dropped: the call had already ended", extra={"code": code.name, "ms": _ms(started)})
-            context.abort(code, details)
+            return code, details
         log.debug("ok", extra={"ms": _ms(started)})
-        return response
+        return None
 
     @staticmethod
     def _convert(rpc: _Rpc, value: Any) -> Message:

@@ -73,18 +73,20 @@ class ContextEngineServiceAssembleRequest(_message.Message):
     def __init__(self, session: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., token_budget: _Optional[int] = ..., available_tools: _Optional[_Iterable[str]] = ..., model: _Optional[str] = ..., prompt: _Optional[str] = ..., runtime_settings: _Optional[_Union[_types_pb2.RuntimeSettings, _Mapping]] = ..., host: _Optional[_Union[_types_pb2.HostContext, _Mapping]] = ...) -> None: ...
 
 class ContextEngineServiceAssembleResponse(_message.Message):
-    __slots__ = ["estimated_tokens", "kept_entry_ids", "messages", "prompt_authority", "system_prompt_addition"]
+    __slots__ = ["context_projection", "estimated_tokens", "kept_entry_ids", "messages", "prompt_authority", "system_prompt_addition"]
+    CONTEXT_PROJECTION_FIELD_NUMBER: _ClassVar[int]
     ESTIMATED_TOKENS_FIELD_NUMBER: _ClassVar[int]
     KEPT_ENTRY_IDS_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     PROMPT_AUTHORITY_FIELD_NUMBER: _ClassVar[int]
     SYSTEM_PROMPT_ADDITION_FIELD_NUMBER: _ClassVar[int]
+    context_projection: _types_pb2.ContextProjection
     estimated_tokens: int
     kept_entry_ids: _containers.RepeatedScalarFieldContainer[str]
     messages: _containers.RepeatedCompositeFieldContainer[_types_pb2.Message]
     prompt_authority: _types_pb2.PromptAuthority
     system_prompt_addition: str
-    def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., estimated_tokens: _Optional[int] = ..., system_prompt_addition: _Optional[str] = ..., prompt_authority: _Optional[_Union[_types_pb2.PromptAuthority, str]] = ..., kept_entry_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., estimated_tokens: _Optional[int] = ..., system_prompt_addition: _Optional[str] = ..., prompt_authority: _Optional[_Union[_types_pb2.PromptAuthority, str]] = ..., kept_entry_ids: _Optional[_Iterable[str]] = ..., context_projection: _Optional[_Union[_types_pb2.ContextProjection, _Mapping]] = ...) -> None: ...
 
 class ContextEngineServiceCompactRequest(_message.Message):
     __slots__ = ["compaction_target", "current_token_count", "custom_instructions", "force", "host", "messages", "runtime_settings", "session", "token_budget"]

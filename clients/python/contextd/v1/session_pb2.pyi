@@ -8,16 +8,18 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class AfterTurnRequest(_message.Message):
-    __slots__ = ["auto_compaction_summary", "pre_prompt_message_count", "session", "token_budget"]
+    __slots__ = ["auto_compaction_summary", "pre_prompt_message_count", "prompt_cache", "session", "token_budget"]
     AUTO_COMPACTION_SUMMARY_FIELD_NUMBER: _ClassVar[int]
     PRE_PROMPT_MESSAGE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_CACHE_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
     TOKEN_BUDGET_FIELD_NUMBER: _ClassVar[int]
     auto_compaction_summary: str
     pre_prompt_message_count: int
+    prompt_cache: _types_pb2.PromptCache
     session: _types_pb2.SessionRef
     token_budget: int
-    def __init__(self, session: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., pre_prompt_message_count: _Optional[int] = ..., auto_compaction_summary: _Optional[str] = ..., token_budget: _Optional[int] = ...) -> None: ...
+    def __init__(self, session: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., pre_prompt_message_count: _Optional[int] = ..., auto_compaction_summary: _Optional[str] = ..., token_budget: _Optional[int] = ..., prompt_cache: _Optional[_Union[_types_pb2.PromptCache, _Mapping]] = ...) -> None: ...
 
 class AfterTurnResponse(_message.Message):
     __slots__ = ["engine_id", "fallback_reason", "mode"]
@@ -56,10 +58,11 @@ class AppendMessagesResponse(_message.Message):
     def __init__(self, entry_ids: _Optional[_Iterable[str]] = ..., token_counts: _Optional[_Iterable[int]] = ..., replayed: bool = ..., held_indexes: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class AssembleRequest(_message.Message):
-    __slots__ = ["auto_compact", "available_tools", "model", "prompt", "session", "token_budget"]
+    __slots__ = ["auto_compact", "available_tools", "model", "prompt", "prompt_cache", "session", "token_budget"]
     AUTO_COMPACT_FIELD_NUMBER: _ClassVar[int]
     AVAILABLE_TOOLS_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_CACHE_FIELD_NUMBER: _ClassVar[int]
     PROMPT_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
     TOKEN_BUDGET_FIELD_NUMBER: _ClassVar[int]
@@ -67,29 +70,36 @@ class AssembleRequest(_message.Message):
     available_tools: _containers.RepeatedScalarFieldContainer[str]
     model: str
     prompt: str
+    prompt_cache: _types_pb2.PromptCache
     session: _types_pb2.SessionRef
     token_budget: int
-    def __init__(self, session: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., token_budget: _Optional[int] = ..., prompt: _Optional[str] = ..., available_tools: _Optional[_Iterable[str]] = ..., model: _Optional[str] = ..., auto_compact: bool = ...) -> None: ...
+    def __init__(self, session: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., token_budget: _Optional[int] = ..., prompt: _Optional[str] = ..., available_tools: _Optional[_Iterable[str]] = ..., model: _Optional[str] = ..., auto_compact: bool = ..., prompt_cache: _Optional[_Union[_types_pb2.PromptCache, _Mapping]] = ...) -> None: ...
 
 class AssembleResponse(_message.Message):
-    __slots__ = ["compaction", "engine_id", "estimated_tokens", "fallback_reason", "messages", "mode", "prompt_authority", "system_prompt_addition"]
+    __slots__ = ["compaction", "context_projection", "engine_id", "estimated_tokens", "fallback_reason", "messages", "mode", "prompt_authority", "stable_prefix_messages", "stable_prefix_tokens", "system_prompt_addition"]
     COMPACTION_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_PROJECTION_FIELD_NUMBER: _ClassVar[int]
     ENGINE_ID_FIELD_NUMBER: _ClassVar[int]
     ESTIMATED_TOKENS_FIELD_NUMBER: _ClassVar[int]
     FALLBACK_REASON_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     PROMPT_AUTHORITY_FIELD_NUMBER: _ClassVar[int]
+    STABLE_PREFIX_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    STABLE_PREFIX_TOKENS_FIELD_NUMBER: _ClassVar[int]
     SYSTEM_PROMPT_ADDITION_FIELD_NUMBER: _ClassVar[int]
     compaction: _types_pb2.CompactionResult
+    context_projection: _types_pb2.ContextProjection
     engine_id: str
     estimated_tokens: int
     fallback_reason: str
     messages: _containers.RepeatedCompositeFieldContainer[_types_pb2.Message]
     mode: _types_pb2.Mode
     prompt_authority: _types_pb2.PromptAuthority
+    stable_prefix_messages: int
+    stable_prefix_tokens: int
     system_prompt_addition: str
-    def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., estimated_tokens: _Optional[int] = ..., system_prompt_addition: _Optional[str] = ..., engine_id: _Optional[str] = ..., mode: _Optional[_Union[_types_pb2.Mode, str]] = ..., fallback_reason: _Optional[str] = ..., compaction: _Optional[_Union[_types_pb2.CompactionResult, _Mapping]] = ..., prompt_authority: _Optional[_Union[_types_pb2.PromptAuthority, str]] = ...) -> None: ...
+    def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., estimated_tokens: _Optional[int] = ..., system_prompt_addition: _Optional[str] = ..., engine_id: _Optional[str] = ..., mode: _Optional[_Union[_types_pb2.Mode, str]] = ..., fallback_reason: _Optional[str] = ..., compaction: _Optional[_Union[_types_pb2.CompactionResult, _Mapping]] = ..., prompt_authority: _Optional[_Union[_types_pb2.PromptAuthority, str]] = ..., stable_prefix_messages: _Optional[int] = ..., stable_prefix_tokens: _Optional[int] = ..., context_projection: _Optional[_Union[_types_pb2.ContextProjection, _Mapping]] = ...) -> None: ...
 
 class CompactRequest(_message.Message):
     __slots__ = ["compaction_target", "current_token_count", "custom_instructions", "force", "session", "token_budget"]

@@ -16,6 +16,12 @@ MODE_UNSPECIFIED: Mode
 PROMPT_AUTHORITY_ASSEMBLED: PromptAuthority
 PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW: PromptAuthority
 PROMPT_AUTHORITY_UNSPECIFIED: PromptAuthority
+PROMPT_CACHE_RETENTION_24H: PromptCacheRetention
+PROMPT_CACHE_RETENTION_IN_MEMORY: PromptCacheRetention
+PROMPT_CACHE_RETENTION_LONG: PromptCacheRetention
+PROMPT_CACHE_RETENTION_NONE: PromptCacheRetention
+PROMPT_CACHE_RETENTION_SHORT: PromptCacheRetention
+PROMPT_CACHE_RETENTION_UNSPECIFIED: PromptCacheRetention
 ROLE_ASSISTANT: Role
 ROLE_BASH_EXECUTION: Role
 ROLE_BRANCH_SUMMARY: Role
@@ -79,6 +85,21 @@ class ContentBlock(_message.Message):
     thinking: ThinkingBlock
     tool_call: ToolCallBlock
     def __init__(self, text: _Optional[_Union[TextBlock, _Mapping]] = ..., image: _Optional[_Union[ImageBlock, _Mapping]] = ..., thinking: _Optional[_Union[ThinkingBlock, _Mapping]] = ..., tool_call: _Optional[_Union[ToolCallBlock, _Mapping]] = ...) -> None: ...
+
+class ContextProjection(_message.Message):
+    __slots__ = ["epoch", "fingerprint", "mode"]
+    class Mode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = []
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    MODE_PER_TURN: ContextProjection.Mode
+    MODE_THREAD_BOOTSTRAP: ContextProjection.Mode
+    MODE_UNSPECIFIED: ContextProjection.Mode
+    epoch: str
+    fingerprint: str
+    mode: ContextProjection.Mode
+    def __init__(self, mode: _Optional[_Union[ContextProjection.Mode, str]] = ..., epoch: _Optional[str] = ..., fingerprint: _Optional[str] = ...) -> None: ...
 
 class Cost(_message.Message):
     __slots__ = ["cache_read", "cache_write", "input", "output", "total"]
@@ -177,6 +198,26 @@ class Message(_message.Message):
     usage: Usage
     def __init__(self, id: _Optional[str] = ..., role: _Optional[_Union[Role, str]] = ..., content: _Optional[_Iterable[_Union[ContentBlock, _Mapping]]] = ..., timestamp_ms: _Optional[int] = ..., tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., is_error: bool = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., custom_type: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., token_count: _Optional[int] = ..., api: _Optional[str] = ..., provider: _Optional[str] = ..., model: _Optional[str] = ..., stop_reason: _Optional[str] = ..., response_id: _Optional[str] = ..., error_message: _Optional[str] = ..., details_json: _Optional[str] = ..., content_is_text: bool = ..., exclude_from_context: bool = ..., extra_json: _Optional[str] = ...) -> None: ...
 
+class PromptCache(_message.Message):
+    __slots__ = ["broke", "expires_at_ms", "last_call_cache_read_tokens", "last_call_cache_write_tokens", "last_call_input_tokens", "last_call_output_tokens", "last_touch_ms", "retention"]
+    BROKE_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    LAST_CALL_CACHE_READ_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    LAST_CALL_CACHE_WRITE_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    LAST_CALL_INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    LAST_CALL_OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    LAST_TOUCH_MS_FIELD_NUMBER: _ClassVar[int]
+    RETENTION_FIELD_NUMBER: _ClassVar[int]
+    broke: bool
+    expires_at_ms: int
+    last_call_cache_read_tokens: int
+    last_call_cache_write_tokens: int
+    last_call_input_tokens: int
+    last_call_output_tokens: int
+    last_touch_ms: int
+    retention: PromptCacheRetention
+    def __init__(self, retention: _Optional[_Union[PromptCacheRetention, str]] = ..., last_call_input_tokens: _Optional[int] = ..., last_call_cache_read_tokens: _Optional[int] = ..., last_call_cache_write_tokens: _Optional[int] = ..., last_call_output_tokens: _Optional[int] = ..., broke: bool = ..., last_touch_ms: _Optional[int] = ..., expires_at_ms: _Optional[int] = ...) -> None: ...
+
 class RuntimeEntry(_message.Message):
     __slots__ = ["type"]
     TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -184,7 +225,7 @@ class RuntimeEntry(_message.Message):
     def __init__(self, type: _Optional[str] = ...) -> None: ...
 
 class RuntimeSettings(_message.Message):
-    __slots__ = ["diagnostics", "engine_selection", "limits", "model", "runtime", "schema_version"]
+    __slots__ = ["diagnostics", "engine_selection", "limits", "model", "prompt_cache", "runtime", "schema_version"]
     class Diagnostics(_message.Message):
         __slots__ = ["degraded_reason", "fallback_reason"]
         DEGRADED_REASON_FIELD_NUMBER: _ClassVar[int]
@@ -232,15 +273,17 @@ class RuntimeSettings(_message.Message):
     ENGINE_SELECTION_FIELD_NUMBER: _ClassVar[int]
     LIMITS_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_CACHE_FIELD_NUMBER: _ClassVar[int]
     RUNTIME_FIELD_NUMBER: _ClassVar[int]
     SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
     diagnostics: RuntimeSettings.Diagnostics
     engine_selection: RuntimeSettings.EngineSelection
     limits: RuntimeSettings.Limits
     model: RuntimeSettings.Model
+    prompt_cache: PromptCache
     runtime: RuntimeSettings.Runtime
     schema_version: int
-    def __init__(self, schema_version: _Optional[int] = ..., runtime: _Optional[_Union[RuntimeSettings.Runtime, _Mapping]] = ..., engine_selection: _Optional[_Union[RuntimeSettings.EngineSelection, _Mapping]] = ..., model: _Optional[_Union[RuntimeSettings.Model, _Mapping]] = ..., limits: _Optional[_Union[RuntimeSettings.Limits, _Mapping]] = ..., diagnostics: _Optional[_Union[RuntimeSettings.Diagnostics, _Mapping]] = ...) -> None: ...
+    def __init__(self, schema_version: _Optional[int] = ..., runtime: _Optional[_Union[RuntimeSettings.Runtime, _Mapping]] = ..., engine_selection: _Optional[_Union[RuntimeSettings.EngineSelection, _Mapping]] = ..., model: _Optional[_Union[RuntimeSettings.Model, _Mapping]] = ..., limits: _Optional[_Union[RuntimeSettings.Limits, _Mapping]] = ..., diagnostics: _Optional[_Union[RuntimeSettings.Diagnostics, _Mapping]] = ..., prompt_cache: _Optional[_Union[PromptCache, _Mapping]] = ...) -> None: ...
 
 class SessionRef(_message.Message):
     __slots__ = ["agent_id", "session_id", "session_key"]
@@ -341,6 +384,9 @@ class Mode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class SelectionSource(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class PromptCacheRetention(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class CompactionTarget(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):

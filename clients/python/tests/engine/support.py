@@ -3,6 +3,8 @@ builders, and waiting for conditions without sleeping for a fixed time."""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
 import logging
 import threading
@@ -14,7 +16,8 @@ from typing import Any
 
 import grpc
 
-from contextd.engine import Engine, RunningEngine, serve_engine
+from contextd.engine import Engine, RunningEngine, delegate_compaction_to_host, serve_engine
+from contextd.engine.definition import OPTIONAL_METHODS, REQUIRED_METHODS
 from contextd.engine.logs import JsonFormatter
 from contextd.v1 import types_pb2
 
@@ -89,10 +92,36 @@ def minimal(**overrides: Any) -> Engine:
     return Engine(**fields)
 
 
+def asynced(engine: Engine) -> Engine:
+    """`engine` with each plain method made an `async def` that awaits it in a worker thread
+    (asyncio.to_thread), so that a scenario written for a sync engine runs on grpc.aio: the method's
+    task is what the call's end cancels, and the blocking body still sees ctx.cancelled. The SDK's
+    own delegate_compaction_to_host stays a plain def (a mixed engine: it runs in the worker threads)."""
+    changes: dict[str, Any] = {}
+    for name in REQUIRED_METHODS + OPTIONAL_METHODS:
+        fn = getattr(engine, name)
+        if fn is None or fn is delegate_compaction_to_host or inspect.iscoroutinefunction(fn):
+            continue
+
+        async def method(req: Any, ctx: Any, fn: Any = fn) -> Any:
+            return await asyncio.to_thread(fn, req, ctx)
+
+        changes[name] = method
+    copy = Engine(**{**{f: getattr(engine, f) for f in engine.__dataclass_fields__}, **changes})
+    assert copy.asynchronous
+    return copy
+
+
 class EngineTestCase(unittest.TestCase):
-    """Serves engines in process (no registry, no signal handling) and stops them after each test."""
+    """Serves engines in process (no registry, no signal handling) and stops them after each test.
+    A subclass with `asynchronous = True` serves every engine with `async def` methods (`asynced`),
+    on grpc.aio: the same scenarios, against the other server."""
+
+    asynchronous = False
 
     def serve(self, engine: Engine, **options: Any) -> tuple[RunningEngine, LogCapture]:
+        if self.asynchronous and not engine.asynchronous:
+            engine = asynced(engine)
         logs = LogCapture()
         settings: dict[str, Any] = {"block": False, "registry": "", "handle_signals": False, "drain_timeout": 1.0, "logger": logs.logger}
         settings.update(options)

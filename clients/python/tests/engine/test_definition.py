@@ -62,11 +62,18 @@ class ValidationTest(unittest.TestCase):
     def test_optional_methods(self):
         self.assertIn("`after_turn` must be a function or None (it is a int)", self.invalid(after_turn=3))
 
-    def test_async_methods(self):
+    def test_async_methods_make_an_async_engine(self):
         async def assemble(req, ctx):
             return {}
 
-        self.assertIn("`assemble` is an async function", self.invalid(assemble=assemble))
+        self.assertTrue(minimal(assemble=assemble).asynchronous)
+        self.assertFalse(minimal().asynchronous)
+
+        class AsyncCallable:
+            async def __call__(self, req, ctx):
+                return {}
+
+        self.assertIn("`assemble` is an object with an async __call__", self.invalid(assemble=AsyncCallable()))
 
     def test_other_fields(self):
         self.assertIn("`version`", self.invalid(version=1))

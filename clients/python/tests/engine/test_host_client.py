@@ -4,6 +4,7 @@ cancellation with the engine call, errors passed on with the host's status."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 import unittest
@@ -11,6 +12,7 @@ import unittest
 import grpc
 
 from contextd.engine import CallContext, EngineError, delegate_compaction_to_host
+from contextd.engine.host_client import AsyncHostClient
 from contextd.v1 import engine_pb2, engine_pb2_grpc, host_pb2, host_pb2_grpc, types_pb2
 
 from .support import EngineTestCase, minimal, serve_in_process, wait_for
@@ -162,13 +164,17 @@ class HostClientTest(EngineTestCase):
                 errors.append(err)
                 raise
 
+        self.cancel_while_the_host_call_hangs(compact, errors)
+        self.assertEqual(errors[0].code, grpc.StatusCode.CANCELLED)
+
+    def cancel_while_the_host_call_hangs(self, compact, outcomes: list) -> None:
+        """Cancels a Compact whose host call hangs; the host call is cancelled, `compact` records how it ended."""
         stub, _ = self.compact_stub(compact)
         call = stub.Compact.future(self.compact_request(), timeout=30)
         self.assertTrue(wait_for(lambda: len(self.host.calls) == 1))
         call.cancel()
         self.assertTrue(self.host.cancelled.wait(3.0), "the host call was not cancelled")
-        self.assertTrue(wait_for(lambda: errors))
-        self.assertEqual(errors[0].code, grpc.StatusCode.CANCELLED)
+        self.assertTrue(wait_for(lambda: outcomes))
 
     def test_every_host_rpc_with_the_session_default(self):
         seen: dict = {}
@@ -183,6 +189,9 @@ class HostClientTest(EngineTestCase):
             seen["completion"] = host.complete(system="summarize", messages=[types_pb2.Message(id="m")], max_tokens=5, timeout=3).text
             return {}
 
+        self.check_every_host_rpc(assemble, seen)
+
+    def check_every_host_rpc(self, assemble, seen: dict) -> None:
         running, _ = self.serve(minimal(assemble=assemble))
         stub = engine_pb2_grpc.ContextEngineServiceStub(self.channel(running.address))
         session = types_pb2.SessionRef(session_id="s9", agent_id="coder")
@@ -197,6 +206,44 @@ class HostClientTest(EngineTestCase):
             self.assertEqual(metadata["authorization"], "Bearer host-token")
         self.assertTrue(self.host.calls[3][1].active_only)
         self.assertLessEqual(self.host.calls[-1][3], 3.5)  # timeout=3 bounds it below the call's 10 s
+
+
+class AsyncHostClientTest(HostClientTest):
+    """The scenarios above with the engine served on grpc.aio: delegate_compaction_to_host (a plain
+    def) in a worker thread beside `async def` methods, and the methods that call ctx.host
+    themselves as `async def`s awaiting an AsyncHostClient."""
+
+    asynchronous = True
+
+    def test_cancellation_cancels_the_host_call(self):
+        self.host.mode = "hang"
+        ended: list[str] = []
+
+        async def compact(req, ctx):
+            self.assertIsInstance(ctx.host, AsyncHostClient)
+            try:
+                return await ctx.host.delegate_compaction(session=req.session, token_budget=req.token_budget)
+            except asyncio.CancelledError:
+                ended.append(ctx.cancel_cause)
+                raise
+
+        self.cancel_while_the_host_call_hangs(compact, ended)
+        self.assertEqual(ended, ["cancelled"])
+
+    def test_every_host_rpc_with_the_session_default(self):
+        seen: dict = {}
+
+        async def assemble(req, ctx: CallContext):
+            host = ctx.host
+            seen["endpoint"] = host.endpoint
+            seen["entries"] = [e.id for e in await host.read_whole_transcript(page_size=2)]
+            seen["page"] = (await host.read_transcript(page_token="2", active_only=True)).next_page_token
+            rewrite = host_pb2.RewriteTranscriptEntriesRequest(rewrites=[host_pb2.EntryRewrite(entry_id="e1")], reason="shorter")
+            seen["rewritten"] = (await host.rewrite_transcript_entries(rewrite)).rewritten_entries
+            seen["completion"] = (await host.complete(system="summarize", messages=[types_pb2.Message(id="m")], max_tokens=5, timeout=3)).text
+            return {}
+
+        self.check_every_host_rpc(assemble, seen)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ class Probe:
     """The probe engine as a child process, its stderr JSON lines collected as they come."""
 
     def __init__(self, test: unittest.TestCase, **env: str) -> None:
+        env = {**getattr(test, "probe_env", {}), **env}
         self.proc = subprocess.Popen([sys.executable, str(PROBE)], env=probe_env(**env), stderr=subprocess.PIPE, text=True)
         test.addCleanup(self.kill)
         self.lines: list[dict[str, Any]] = []
@@ -70,7 +71,11 @@ class Probe:
 
 
 class ProcessTest(unittest.TestCase):
+    #: Extra environment of every probe this class runs.
+    probe_env: dict[str, str] = {}
+
     def run_until_exit(self, **env: str) -> subprocess.CompletedProcess[str]:
+        env = {**self.probe_env, **env}
         return subprocess.run([sys.executable, str(PROBE)], env=probe_env(**env), capture_output=True, text=True, timeout=30)
 
     def test_an_invalid_engine_exits_2_with_one_line(self):
@@ -112,6 +117,16 @@ class ProcessTest(unittest.TestCase):
         gone = probe.wait_for(lambda line: line["msg"] == "contextd (parent process) is gone; stopping")
         self.assertEqual((gone["level"], gone["parent_pid"]), ("warn", parent.pid))
         self.assertEqual(probe.lines[-1]["msg"], "engine stopped")
+
+
+class AsyncProcessTest(ProcessTest):
+    """The same with the probe's Assemble an `async def`: the engine served on grpc.aio."""
+
+    probe_env = {"PROBE_ASYNC": "1"}
+
+    def test_it_is_served_on_grpc_aio(self):
+        probe = Probe(self)
+        self.assertEqual(probe.wait_for(lambda line: line["msg"] == "engine listening")["server"], "grpc.aio")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ CallContext (method, metadata, deadline, cancellation)."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 import unittest
@@ -14,7 +15,7 @@ from contextd.engine import CallContext, EngineError
 from contextd.health.v1 import health_pb2, health_pb2_grpc
 from contextd.v1 import engine_pb2, engine_pb2_grpc, types_pb2
 
-from .support import EngineTestCase, message, minimal
+from .support import EngineTestCase, message, minimal, wait_for
 
 USER, ASSISTANT = types_pb2.ROLE_USER, types_pb2.ROLE_ASSISTANT
 
@@ -177,6 +178,8 @@ class ServicerTest(EngineTestCase):
         err = self.error(stub.Assemble, engine_pb2.ContextEngineServiceAssembleRequest(), timeout=0.4)
         self.assertEqual(err.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
         logs.wait_for(lambda line: line["msg"] == "call ended by the caller" and line["code"] == "DEADLINE_EXCEEDED")
+        # On grpc.aio the call's end is logged as it happens, before the method has seen it.
+        self.assertTrue(wait_for(lambda: "remaining" in seen))
         self.assertTrue(seen["cancelled"])
         self.assertEqual(seen["remaining"], 0.0)
         self.assertLess(time.monotonic() - began, 3.0)
@@ -191,6 +194,7 @@ class ServicerTest(EngineTestCase):
         call.cancel()
         self.assertTrue(hooked.wait(5), "on_cancel hook did not run")
         logs.wait_for(lambda line: line["msg"] == "call ended by the caller" and line["code"] == "CANCELLED")
+        self.assertTrue(wait_for(lambda: "remaining" in seen))
         self.assertTrue(seen["cancelled"])
         self.assertGreater(seen["remaining"], 1.0)
 
@@ -213,6 +217,70 @@ class ServicerTest(EngineTestCase):
             self.assertEqual(next(stream).status, health_pb2.HealthCheckResponse.SERVING)
         finally:
             stream.cancel()
+
+
+class AsyncServicerTest(ServicerTest):
+    """Every scenario above against the engine's methods as `async def`, served on grpc.aio."""
+
+    asynchronous = True
+
+    def test_the_engine_is_served_on_grpc_aio(self):
+        _, running, logs = self.stub(minimal())
+        self.assertIsNotNone(running.loop)
+        self.assertEqual(logs.wait_for(lambda line: line["msg"] == "engine listening")["server"], "grpc.aio")
+
+    def test_an_async_method_is_cancelled_at_its_await_and_the_cause_is_known_by_then(self):
+        seen: dict = {}
+
+        async def assemble(req, ctx: CallContext):
+            try:
+                await asyncio.Event().wait()  # never set: only the call's end stops it
+            except asyncio.CancelledError:
+                seen["cause"], seen["cancelled"], seen["remaining"] = ctx.cancel_cause, ctx.cancelled.is_set(), ctx.time_remaining()
+                raise
+
+        stub, running, logs = self.stub(minimal(assemble=assemble))
+        err = self.error(stub.Assemble, engine_pb2.ContextEngineServiceAssembleRequest(), timeout=0.4)
+        self.assertEqual(err.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+        self.assertTrue(wait_for(lambda: seen))
+        self.assertEqual(seen, {"cause": "deadline", "cancelled": True, "remaining": 0.0})
+        self.assertTrue(wait_for(lambda: running._servicer.inflight == 0))
+
+    def test_one_loop_serves_many_calls_while_one_method_awaits(self):
+        # A method that waits until 20 others have been answered: served one at a time, it never would.
+        answered, release = 0, asyncio.Event()
+
+        async def assemble(req, ctx: CallContext):
+            nonlocal answered
+            if req.session.session_id == "waiter":
+                await release.wait()
+                return {"system_prompt_addition": f"released after {answered}"}
+            answered += 1
+            if answered == 20:
+                release.set()
+            return {}
+
+        stub, _, _ = self.stub(minimal(assemble=assemble), max_workers=1)
+        waiter = stub.Assemble.future(engine_pb2.ContextEngineServiceAssembleRequest(session=types_pb2.SessionRef(session_id="waiter")), timeout=10)
+        others = [stub.Assemble.future(engine_pb2.ContextEngineServiceAssembleRequest(), timeout=10) for _ in range(20)]
+        self.assertEqual([o.result().estimated_tokens for o in others], [0] * 20)
+        self.assertEqual(waiter.result().system_prompt_addition, "released after 20")
+
+    def test_a_mixed_engine_runs_its_plain_methods_in_worker_threads(self):
+        loop_threads: list = []
+
+        async def assemble(req, ctx):
+            loop_threads.append(threading.current_thread().name)
+            return {}
+
+        def compact(req, ctx):
+            return {"ok": True, "reason": threading.current_thread().name}
+
+        engine = minimal(assemble=assemble, compact=compact)
+        stub, _, _ = self.stub(engine)
+        stub.Assemble(engine_pb2.ContextEngineServiceAssembleRequest(), timeout=5)
+        self.assertEqual(loop_threads, ["test-engine-loop"])
+        self.assertRegex(stub.Compact(engine_pb2.ContextEngineServiceCompactRequest(), timeout=5).reason, r"^test-engine-rpc")
 
 
 if __name__ == "__main__":

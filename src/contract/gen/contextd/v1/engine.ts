@@ -23,6 +23,7 @@ import {
   CompactionTarget,
   compactionTargetFromJSON,
   compactionTargetToJSON,
+  ContextProjection,
   HostContext,
   Message,
   PromptAuthority,
@@ -332,6 +333,14 @@ export interface ContextEngineServiceAssembleResponse {
    * interleaving of added and kept messages).
    */
   keptEntryIds: string[];
+  /**
+   * For runtimes that hold a backend thread: THREAD_BOOTSTRAP with an `epoch` that stays the same
+   * while this engine's answers for the session only grow by appends, so the runtime injects the
+   * context once per epoch; unset is PER_TURN. An unknown mode, THREAD_BOOTSTRAP without an epoch, or
+   * an epoch or fingerprint over 128 characters or with control characters is a contract violation
+   * (the host falls back to `legacy`). Passed to the runtime as AssembleResponse.context_projection.
+   */
+  contextProjection?: ContextProjection | undefined;
 }
 
 /** A compaction the host (or a runtime, through it) asks for. */
@@ -1816,7 +1825,14 @@ export const ContextEngineServiceAssembleRequest: MessageFns<ContextEngineServic
 };
 
 function createBaseContextEngineServiceAssembleResponse(): ContextEngineServiceAssembleResponse {
-  return { messages: [], estimatedTokens: 0, systemPromptAddition: "", promptAuthority: 0, keptEntryIds: [] };
+  return {
+    messages: [],
+    estimatedTokens: 0,
+    systemPromptAddition: "",
+    promptAuthority: 0,
+    keptEntryIds: [],
+    contextProjection: undefined,
+  };
 }
 
 export const ContextEngineServiceAssembleResponse: MessageFns<ContextEngineServiceAssembleResponse> = {
@@ -1835,6 +1851,9 @@ export const ContextEngineServiceAssembleResponse: MessageFns<ContextEngineServi
     }
     for (const v of message.keptEntryIds) {
       writer.uint32(42).string(v!);
+    }
+    if (message.contextProjection !== undefined) {
+      ContextProjection.encode(message.contextProjection, writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -1892,6 +1911,14 @@ export const ContextEngineServiceAssembleResponse: MessageFns<ContextEngineServi
             message.keptEntryIds.push(reader.string());
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.contextProjection = ContextProjection.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1927,6 +1954,11 @@ export const ContextEngineServiceAssembleResponse: MessageFns<ContextEngineServi
         : globalThis.Array.isArray(object?.kept_entry_ids)
         ? object.kept_entry_ids.map((e: any) => globalThis.String(e))
         : [],
+      contextProjection: isSet(object.contextProjection)
+        ? ContextProjection.fromJSON(object.contextProjection)
+        : isSet(object.context_projection)
+        ? ContextProjection.fromJSON(object.context_projection)
+        : undefined,
     };
   },
 
@@ -1947,6 +1979,9 @@ export const ContextEngineServiceAssembleResponse: MessageFns<ContextEngineServi
     if (message.keptEntryIds?.length) {
       obj.keptEntryIds = message.keptEntryIds;
     }
+    if (message.contextProjection !== undefined) {
+      obj.contextProjection = ContextProjection.toJSON(message.contextProjection);
+    }
     return obj;
   },
 
@@ -1964,6 +1999,9 @@ export const ContextEngineServiceAssembleResponse: MessageFns<ContextEngineServi
     message.systemPromptAddition = object.systemPromptAddition ?? "";
     message.promptAuthority = object.promptAuthority ?? 0;
     message.keptEntryIds = object.keptEntryIds?.map((e) => e) || [];
+    message.contextProjection = (object.contextProjection !== undefined && object.contextProjection !== null)
+      ? ContextProjection.fromPartial(object.contextProjection)
+      : undefined;
     return message;
   },
 };

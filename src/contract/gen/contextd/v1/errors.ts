@@ -197,6 +197,13 @@ export enum ErrorReason {
    * engine built with it answers when it lets such an error through). Metadata: `rpc`.
    */
   HOST_CALL_FAILED = 116,
+  /**
+   * MODEL_SPEND_LIMITED - RESOURCE_EXHAUSTED: the session's agent has used its hour of the summarizer model
+   * (`compaction.summarizer.limits`: model calls or tokens per hour) — HostService.Complete is
+   * refused; a compaction's model summary falls back to the extractive summarizer instead. Metadata:
+   * `limit` (the key), `limit_value`, `used` (in the last hour), `attempts` (0).
+   */
+  MODEL_SPEND_LIMITED = 117,
   UNRECOGNIZED = -1,
 }
 
@@ -304,6 +311,9 @@ export function errorReasonFromJSON(object: any): ErrorReason {
     case 116:
     case "HOST_CALL_FAILED":
       return ErrorReason.HOST_CALL_FAILED;
+    case 117:
+    case "MODEL_SPEND_LIMITED":
+      return ErrorReason.MODEL_SPEND_LIMITED;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -381,6 +391,8 @@ export function errorReasonToJSON(object: ErrorReason): string {
       return "MODEL_BAD_RESPONSE";
     case ErrorReason.HOST_CALL_FAILED:
       return "HOST_CALL_FAILED";
+    case ErrorReason.MODEL_SPEND_LIMITED:
+      return "MODEL_SPEND_LIMITED";
     case ErrorReason.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";

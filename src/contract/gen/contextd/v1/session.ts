@@ -29,6 +29,7 @@ import {
   CompactionTarget,
   compactionTargetFromJSON,
   compactionTargetToJSON,
+  ContextProjection,
   Message,
   Mode,
   modeFromJSON,
@@ -36,6 +37,7 @@ import {
   PromptAuthority,
   promptAuthorityFromJSON,
   promptAuthorityToJSON,
+  PromptCache,
   SessionRef,
   SubagentContextMode,
   subagentContextModeFromJSON,
@@ -135,7 +137,14 @@ export interface AssembleRequest {
   /** The model the context is for; passed to the engine (and in RuntimeSettings.model). */
   model: string;
   /** Compact before assembling when the active view is over the budget. Default on. */
-  autoCompact?: boolean | undefined;
+  autoCompact?:
+    | boolean
+    | undefined;
+  /**
+   * The runtime's prompt-cache figures of its previous model call for the session, when it has
+   * them: passed to the engine in RuntimeSettings.prompt_cache.
+   */
+  promptCache?: PromptCache | undefined;
 }
 
 /** The context for the model, and who made it. */
@@ -169,6 +178,27 @@ export interface AssembleResponse {
    * runtime may then compact, e.g. OpenClaw's overflow recovery). Never UNSPECIFIED in an answer.
    */
   promptAuthority: PromptAuthority;
+  /**
+   * Where the cacheable prompt prefix ends: how many leading `messages` are identical, as a model
+   * provider sees them (role, content, tool call id and name, error flag — not ids or counts), to
+   * the leading messages of this session's previous Assemble answer from this contextd process,
+   * with `system_prompt_addition` unchanged. Providers cache the longest prompt prefix identical to
+   * an earlier request's, so a runtime can put a cache breakpoint (Anthropic's `cache_control`)
+   * after message `stable_prefix_messages - 1`. 0 on the session's first Assemble here, after a
+   * restart, when `system_prompt_addition` changed (the runtime puts it before its own system
+   * prompt, so the whole cache misses) and when the first message differs. A hint, never a
+   * promise: an Assemble served by another replica in between, or a look with
+   * `contextctl context`, is not told apart from the runtime's own previous call.
+   */
+  stablePrefixMessages: number;
+  /** The host's count of those messages' tokens (`system_prompt_addition` not included). */
+  stablePrefixTokens: number;
+  /**
+   * The serving engine's projection of this context for runtimes that hold a backend thread
+   * (unset: PER_TURN), passed through as the engine answered it. Every answer from `legacy`,
+   * also as a fallback, is PER_TURN: a runtime re-injects the context on the next call.
+   */
+  contextProjection?: ContextProjection | undefined;
 }
 
 /** A compaction a runtime asks for. */
@@ -239,6 +269,11 @@ export interface AfterTurnRequest {
   autoCompactionSummary: string;
   /** The turn's budget, passed to the engine; 0 when the runtime has none. */
   tokenBudget: number;
+  /**
+   * The runtime's prompt-cache figures of the turn's last model call, when it has them: passed to
+   * the engine in RuntimeSettings.prompt_cache.
+   */
+  promptCache?: PromptCache | undefined;
 }
 
 /** Who heard of the turn's end. */
@@ -809,6 +844,7 @@ function createBaseAssembleRequest(): AssembleRequest {
     availableTools: [],
     model: "",
     autoCompact: undefined,
+    promptCache: undefined,
   };
 }
 
@@ -831,6 +867,9 @@ export const AssembleRequest: MessageFns<AssembleRequest> = {
     }
     if (message.autoCompact !== undefined) {
       writer.uint32(48).bool(message.autoCompact);
+    }
+    if (message.promptCache !== undefined) {
+      PromptCache.encode(message.promptCache, writer.uint32(58).fork()).join();
     }
     return writer;
   },
@@ -896,6 +935,14 @@ export const AssembleRequest: MessageFns<AssembleRequest> = {
             message.autoCompact = reader.bool();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.promptCache = PromptCache.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -928,6 +975,11 @@ export const AssembleRequest: MessageFns<AssembleRequest> = {
         : isSet(object.auto_compact)
         ? globalThis.Boolean(object.auto_compact)
         : undefined,
+      promptCache: isSet(object.promptCache)
+        ? PromptCache.fromJSON(object.promptCache)
+        : isSet(object.prompt_cache)
+        ? PromptCache.fromJSON(object.prompt_cache)
+        : undefined,
     };
   },
 
@@ -951,6 +1003,9 @@ export const AssembleRequest: MessageFns<AssembleRequest> = {
     if (message.autoCompact !== undefined) {
       obj.autoCompact = message.autoCompact;
     }
+    if (message.promptCache !== undefined) {
+      obj.promptCache = PromptCache.toJSON(message.promptCache);
+    }
     return obj;
   },
 
@@ -967,6 +1022,9 @@ export const AssembleRequest: MessageFns<AssembleRequest> = {
     message.availableTools = object.availableTools?.map((e) => e) || [];
     message.model = object.model ?? "";
     message.autoCompact = object.autoCompact ?? undefined;
+    message.promptCache = (object.promptCache !== undefined && object.promptCache !== null)
+      ? PromptCache.fromPartial(object.promptCache)
+      : undefined;
     return message;
   },
 };
@@ -981,6 +1039,9 @@ function createBaseAssembleResponse(): AssembleResponse {
     fallbackReason: "",
     compaction: undefined,
     promptAuthority: 0,
+    stablePrefixMessages: 0,
+    stablePrefixTokens: 0,
+    contextProjection: undefined,
   };
 }
 
@@ -1009,6 +1070,15 @@ export const AssembleResponse: MessageFns<AssembleResponse> = {
     }
     if (message.promptAuthority !== 0) {
       writer.uint32(64).int32(message.promptAuthority);
+    }
+    if (message.stablePrefixMessages !== 0) {
+      writer.uint32(72).uint32(message.stablePrefixMessages);
+    }
+    if (message.stablePrefixTokens !== 0) {
+      writer.uint32(80).uint32(message.stablePrefixTokens);
+    }
+    if (message.contextProjection !== undefined) {
+      ContextProjection.encode(message.contextProjection, writer.uint32(90).fork()).join();
     }
     return writer;
   },
@@ -1090,6 +1160,30 @@ export const AssembleResponse: MessageFns<AssembleResponse> = {
             message.promptAuthority = reader.int32() as any;
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.stablePrefixMessages = reader.uint32();
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.stablePrefixTokens = reader.uint32();
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.contextProjection = ContextProjection.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1132,6 +1226,21 @@ export const AssembleResponse: MessageFns<AssembleResponse> = {
         : isSet(object.prompt_authority)
         ? promptAuthorityFromJSON(object.prompt_authority)
         : 0,
+      stablePrefixMessages: isSet(object.stablePrefixMessages)
+        ? globalThis.Number(object.stablePrefixMessages)
+        : isSet(object.stable_prefix_messages)
+        ? globalThis.Number(object.stable_prefix_messages)
+        : 0,
+      stablePrefixTokens: isSet(object.stablePrefixTokens)
+        ? globalThis.Number(object.stablePrefixTokens)
+        : isSet(object.stable_prefix_tokens)
+        ? globalThis.Number(object.stable_prefix_tokens)
+        : 0,
+      contextProjection: isSet(object.contextProjection)
+        ? ContextProjection.fromJSON(object.contextProjection)
+        : isSet(object.context_projection)
+        ? ContextProjection.fromJSON(object.context_projection)
+        : undefined,
     };
   },
 
@@ -1161,6 +1270,15 @@ export const AssembleResponse: MessageFns<AssembleResponse> = {
     if (message.promptAuthority !== 0) {
       obj.promptAuthority = promptAuthorityToJSON(message.promptAuthority);
     }
+    if (message.stablePrefixMessages !== 0) {
+      obj.stablePrefixMessages = Math.round(message.stablePrefixMessages);
+    }
+    if (message.stablePrefixTokens !== 0) {
+      obj.stablePrefixTokens = Math.round(message.stablePrefixTokens);
+    }
+    if (message.contextProjection !== undefined) {
+      obj.contextProjection = ContextProjection.toJSON(message.contextProjection);
+    }
     return obj;
   },
 
@@ -1179,6 +1297,11 @@ export const AssembleResponse: MessageFns<AssembleResponse> = {
       ? CompactionResult.fromPartial(object.compaction)
       : undefined;
     message.promptAuthority = object.promptAuthority ?? 0;
+    message.stablePrefixMessages = object.stablePrefixMessages ?? 0;
+    message.stablePrefixTokens = object.stablePrefixTokens ?? 0;
+    message.contextProjection = (object.contextProjection !== undefined && object.contextProjection !== null)
+      ? ContextProjection.fromPartial(object.contextProjection)
+      : undefined;
     return message;
   },
 };
@@ -1533,7 +1656,13 @@ export const CompactResponse: MessageFns<CompactResponse> = {
 };
 
 function createBaseAfterTurnRequest(): AfterTurnRequest {
-  return { session: undefined, prePromptMessageCount: 0, autoCompactionSummary: "", tokenBudget: 0 };
+  return {
+    session: undefined,
+    prePromptMessageCount: 0,
+    autoCompactionSummary: "",
+    tokenBudget: 0,
+    promptCache: undefined,
+  };
 }
 
 export const AfterTurnRequest: MessageFns<AfterTurnRequest> = {
@@ -1549,6 +1678,9 @@ export const AfterTurnRequest: MessageFns<AfterTurnRequest> = {
     }
     if (message.tokenBudget !== 0) {
       writer.uint32(32).uint32(message.tokenBudget);
+    }
+    if (message.promptCache !== undefined) {
+      PromptCache.encode(message.promptCache, writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -1598,6 +1730,14 @@ export const AfterTurnRequest: MessageFns<AfterTurnRequest> = {
             message.tokenBudget = reader.uint32();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.promptCache = PromptCache.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1628,6 +1768,11 @@ export const AfterTurnRequest: MessageFns<AfterTurnRequest> = {
         : isSet(object.token_budget)
         ? globalThis.Number(object.token_budget)
         : 0,
+      promptCache: isSet(object.promptCache)
+        ? PromptCache.fromJSON(object.promptCache)
+        : isSet(object.prompt_cache)
+        ? PromptCache.fromJSON(object.prompt_cache)
+        : undefined,
     };
   },
 
@@ -1645,6 +1790,9 @@ export const AfterTurnRequest: MessageFns<AfterTurnRequest> = {
     if (message.tokenBudget !== 0) {
       obj.tokenBudget = Math.round(message.tokenBudget);
     }
+    if (message.promptCache !== undefined) {
+      obj.promptCache = PromptCache.toJSON(message.promptCache);
+    }
     return obj;
   },
 
@@ -1659,6 +1807,9 @@ export const AfterTurnRequest: MessageFns<AfterTurnRequest> = {
     message.prePromptMessageCount = object.prePromptMessageCount ?? 0;
     message.autoCompactionSummary = object.autoCompactionSummary ?? "";
     message.tokenBudget = object.tokenBudget ?? 0;
+    message.promptCache = (object.promptCache !== undefined && object.promptCache !== null)
+      ? PromptCache.fromPartial(object.promptCache)
+      : undefined;
     return message;
   },
 };

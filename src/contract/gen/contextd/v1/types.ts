@@ -234,6 +234,70 @@ export function selectionSourceToJSON(object: SelectionSource): string {
   }
 }
 
+/** How long a provider keeps a cached prompt prefix, as the runtime resolved it for its model. */
+export enum PromptCacheRetention {
+  /** PROMPT_CACHE_RETENTION_UNSPECIFIED - The runtime did not say. */
+  PROMPT_CACHE_RETENTION_UNSPECIFIED = 0,
+  /** PROMPT_CACHE_RETENTION_NONE - No caching. */
+  PROMPT_CACHE_RETENTION_NONE = 1,
+  /** PROMPT_CACHE_RETENTION_SHORT - The provider's short lifetime (Anthropic's 5 minutes). */
+  PROMPT_CACHE_RETENTION_SHORT = 2,
+  /** PROMPT_CACHE_RETENTION_LONG - The provider's long lifetime (Anthropic's 1 hour). */
+  PROMPT_CACHE_RETENTION_LONG = 3,
+  /** PROMPT_CACHE_RETENTION_IN_MEMORY - Kept in memory while the provider can (OpenAI's default). */
+  PROMPT_CACHE_RETENTION_IN_MEMORY = 4,
+  /** PROMPT_CACHE_RETENTION_24H - 24 hours (OpenAI's extended retention). */
+  PROMPT_CACHE_RETENTION_24H = 5,
+  UNRECOGNIZED = -1,
+}
+
+export function promptCacheRetentionFromJSON(object: any): PromptCacheRetention {
+  switch (object) {
+    case 0:
+    case "PROMPT_CACHE_RETENTION_UNSPECIFIED":
+      return PromptCacheRetention.PROMPT_CACHE_RETENTION_UNSPECIFIED;
+    case 1:
+    case "PROMPT_CACHE_RETENTION_NONE":
+      return PromptCacheRetention.PROMPT_CACHE_RETENTION_NONE;
+    case 2:
+    case "PROMPT_CACHE_RETENTION_SHORT":
+      return PromptCacheRetention.PROMPT_CACHE_RETENTION_SHORT;
+    case 3:
+    case "PROMPT_CACHE_RETENTION_LONG":
+      return PromptCacheRetention.PROMPT_CACHE_RETENTION_LONG;
+    case 4:
+    case "PROMPT_CACHE_RETENTION_IN_MEMORY":
+      return PromptCacheRetention.PROMPT_CACHE_RETENTION_IN_MEMORY;
+    case 5:
+    case "PROMPT_CACHE_RETENTION_24H":
+      return PromptCacheRetention.PROMPT_CACHE_RETENTION_24H;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return PromptCacheRetention.UNRECOGNIZED;
+  }
+}
+
+export function promptCacheRetentionToJSON(object: PromptCacheRetention): string {
+  switch (object) {
+    case PromptCacheRetention.PROMPT_CACHE_RETENTION_UNSPECIFIED:
+      return "PROMPT_CACHE_RETENTION_UNSPECIFIED";
+    case PromptCacheRetention.PROMPT_CACHE_RETENTION_NONE:
+      return "PROMPT_CACHE_RETENTION_NONE";
+    case PromptCacheRetention.PROMPT_CACHE_RETENTION_SHORT:
+      return "PROMPT_CACHE_RETENTION_SHORT";
+    case PromptCacheRetention.PROMPT_CACHE_RETENTION_LONG:
+      return "PROMPT_CACHE_RETENTION_LONG";
+    case PromptCacheRetention.PROMPT_CACHE_RETENTION_IN_MEMORY:
+      return "PROMPT_CACHE_RETENTION_IN_MEMORY";
+    case PromptCacheRetention.PROMPT_CACHE_RETENTION_24H:
+      return "PROMPT_CACHE_RETENTION_24H";
+    case PromptCacheRetention.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** Which compaction goal applies. */
 export enum CompactionTarget {
   /** COMPACTION_TARGET_UNSPECIFIED - Treated as BUDGET. */
@@ -802,7 +866,15 @@ export interface RuntimeSettings {
     | RuntimeSettings_Limits
     | undefined;
   /** Why the call is not served as selected. */
-  diagnostics?: RuntimeSettings_Diagnostics | undefined;
+  diagnostics?:
+    | RuntimeSettings_Diagnostics
+    | undefined;
+  /**
+   * The runtime's prompt-cache figures, as it reported them with this call (Assemble, AfterTurn);
+   * unset when it reported none. A cache-aware engine may, for example, rewrite its prefix while
+   * the cache is cold (expired, or nothing was read from it) rather than on a warm cache.
+   */
+  promptCache?: PromptCache | undefined;
 }
 
 /** Who is calling. */
@@ -861,6 +933,102 @@ export interface RuntimeSettings_Diagnostics {
   fallbackReason: string;
   /** Empty in protocol version 1. */
   degradedReason: string;
+}
+
+/**
+ * A runtime's prompt-cache telemetry (OpenClaw's `runtimeContext.promptCache`): figures of its
+ * most recent model call for the session, passed to engines in RuntimeSettings.prompt_cache. The
+ * host stores none of it and checks only that the enum is known; the figures are the runtime's word.
+ */
+export interface PromptCache {
+  /**
+   * How long the provider keeps the cache for this model and request path.
+   * (protovalidate: `enum.defined_only = true`.)
+   */
+  retention: PromptCacheRetention;
+  /** Input tokens of the most recent model call (not accumulated over retries or a tool loop). */
+  lastCallInputTokens: number;
+  /** Of them, read from the cache. */
+  lastCallCacheReadTokens: number;
+  /** Of them, written to the cache. */
+  lastCallCacheWriteTokens: number;
+  /** Output tokens of that call. */
+  lastCallOutputTokens: number;
+  /**
+   * The runtime's own heuristic judged that the last call broke the cache (it read much less than
+   * the call before).
+   */
+  broke: boolean;
+  /** When the cache was last touched (read or written), Unix milliseconds; 0 when unknown. */
+  lastTouchMs: number;
+  /** When the cached prefix expires, Unix milliseconds; 0 when unknown. */
+  expiresAtMs: number;
+}
+
+/**
+ * How a runtime with a persistent backend thread (OpenAI Responses' `previous_response_id`, a
+ * Codex app-server thread) projects the assembled context into it (OpenClaw's
+ * `contextProjection`).
+ */
+export interface ContextProjection {
+  /** (protovalidate: `enum.defined_only = true`.) */
+  mode: ContextProjection_Mode;
+  /**
+   * THREAD_BOOTSTRAP: the context's epoch, stable while the engine's context only grows by
+   * appends; required then. At most 128 characters, no control characters.
+   */
+  epoch: string;
+  /** A diagnostic fingerprint of the projected context; at most 128 characters, no control characters. */
+  fingerprint: string;
+}
+
+/** How the context reaches the model. */
+export enum ContextProjection_Mode {
+  /** MODE_UNSPECIFIED - PER_TURN. */
+  MODE_UNSPECIFIED = 0,
+  /**
+   * MODE_PER_TURN - The assembled context is the prompt of every model call (what every runtime without a
+   * backend thread does anyway).
+   */
+  MODE_PER_TURN = 1,
+  /**
+   * MODE_THREAD_BOOTSTRAP - Inject the assembled context into a new backend thread once for `epoch`, then keep using that
+   * thread while the epoch stays the same; a new epoch means a new thread with the new context.
+   */
+  MODE_THREAD_BOOTSTRAP = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function contextProjection_ModeFromJSON(object: any): ContextProjection_Mode {
+  switch (object) {
+    case 0:
+    case "MODE_UNSPECIFIED":
+      return ContextProjection_Mode.MODE_UNSPECIFIED;
+    case 1:
+    case "MODE_PER_TURN":
+      return ContextProjection_Mode.MODE_PER_TURN;
+    case 2:
+    case "MODE_THREAD_BOOTSTRAP":
+      return ContextProjection_Mode.MODE_THREAD_BOOTSTRAP;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return ContextProjection_Mode.UNRECOGNIZED;
+  }
+}
+
+export function contextProjection_ModeToJSON(object: ContextProjection_Mode): string {
+  switch (object) {
+    case ContextProjection_Mode.MODE_UNSPECIFIED:
+      return "MODE_UNSPECIFIED";
+    case ContextProjection_Mode.MODE_PER_TURN:
+      return "MODE_PER_TURN";
+    case ContextProjection_Mode.MODE_THREAD_BOOTSTRAP:
+      return "MODE_THREAD_BOOTSTRAP";
+    case ContextProjection_Mode.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
 }
 
 /**
@@ -3312,6 +3480,7 @@ function createBaseRuntimeSettings(): RuntimeSettings {
     model: undefined,
     limits: undefined,
     diagnostics: undefined,
+    promptCache: undefined,
   };
 }
 
@@ -3334,6 +3503,9 @@ export const RuntimeSettings: MessageFns<RuntimeSettings> = {
     }
     if (message.diagnostics !== undefined) {
       RuntimeSettings_Diagnostics.encode(message.diagnostics, writer.uint32(50).fork()).join();
+    }
+    if (message.promptCache !== undefined) {
+      PromptCache.encode(message.promptCache, writer.uint32(58).fork()).join();
     }
     return writer;
   },
@@ -3399,6 +3571,14 @@ export const RuntimeSettings: MessageFns<RuntimeSettings> = {
             message.diagnostics = RuntimeSettings_Diagnostics.decode(reader, reader.uint32());
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.promptCache = PromptCache.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3427,6 +3607,11 @@ export const RuntimeSettings: MessageFns<RuntimeSettings> = {
       model: isSet(object.model) ? RuntimeSettings_Model.fromJSON(object.model) : undefined,
       limits: isSet(object.limits) ? RuntimeSettings_Limits.fromJSON(object.limits) : undefined,
       diagnostics: isSet(object.diagnostics) ? RuntimeSettings_Diagnostics.fromJSON(object.diagnostics) : undefined,
+      promptCache: isSet(object.promptCache)
+        ? PromptCache.fromJSON(object.promptCache)
+        : isSet(object.prompt_cache)
+        ? PromptCache.fromJSON(object.prompt_cache)
+        : undefined,
     };
   },
 
@@ -3449,6 +3634,9 @@ export const RuntimeSettings: MessageFns<RuntimeSettings> = {
     }
     if (message.diagnostics !== undefined) {
       obj.diagnostics = RuntimeSettings_Diagnostics.toJSON(message.diagnostics);
+    }
+    if (message.promptCache !== undefined) {
+      obj.promptCache = PromptCache.toJSON(message.promptCache);
     }
     return obj;
   },
@@ -3473,6 +3661,9 @@ export const RuntimeSettings: MessageFns<RuntimeSettings> = {
       : undefined;
     message.diagnostics = (object.diagnostics !== undefined && object.diagnostics !== null)
       ? RuntimeSettings_Diagnostics.fromPartial(object.diagnostics)
+      : undefined;
+    message.promptCache = (object.promptCache !== undefined && object.promptCache !== null)
+      ? PromptCache.fromPartial(object.promptCache)
       : undefined;
     return message;
   },
@@ -3993,6 +4184,321 @@ export const RuntimeSettings_Diagnostics: MessageFns<RuntimeSettings_Diagnostics
     const message = createBaseRuntimeSettings_Diagnostics();
     message.fallbackReason = object.fallbackReason ?? "";
     message.degradedReason = object.degradedReason ?? "";
+    return message;
+  },
+};
+
+function createBasePromptCache(): PromptCache {
+  return {
+    retention: 0,
+    lastCallInputTokens: 0,
+    lastCallCacheReadTokens: 0,
+    lastCallCacheWriteTokens: 0,
+    lastCallOutputTokens: 0,
+    broke: false,
+    lastTouchMs: 0,
+    expiresAtMs: 0,
+  };
+}
+
+export const PromptCache: MessageFns<PromptCache> = {
+  encode(message: PromptCache, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.retention !== 0) {
+      writer.uint32(8).int32(message.retention);
+    }
+    if (message.lastCallInputTokens !== 0) {
+      writer.uint32(16).uint32(message.lastCallInputTokens);
+    }
+    if (message.lastCallCacheReadTokens !== 0) {
+      writer.uint32(24).uint32(message.lastCallCacheReadTokens);
+    }
+    if (message.lastCallCacheWriteTokens !== 0) {
+      writer.uint32(32).uint32(message.lastCallCacheWriteTokens);
+    }
+    if (message.lastCallOutputTokens !== 0) {
+      writer.uint32(40).uint32(message.lastCallOutputTokens);
+    }
+    if (message.broke !== false) {
+      writer.uint32(48).bool(message.broke);
+    }
+    if (message.lastTouchMs !== 0) {
+      writer.uint32(56).int64(message.lastTouchMs);
+    }
+    if (message.expiresAtMs !== 0) {
+      writer.uint32(64).int64(message.expiresAtMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PromptCache {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePromptCache();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.retention = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.lastCallInputTokens = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.lastCallCacheReadTokens = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.lastCallCacheWriteTokens = reader.uint32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.lastCallOutputTokens = reader.uint32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.broke = reader.bool();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.lastTouchMs = longToNumber(reader.int64());
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.expiresAtMs = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PromptCache {
+    return {
+      retention: isSet(object.retention) ? promptCacheRetentionFromJSON(object.retention) : 0,
+      lastCallInputTokens: isSet(object.lastCallInputTokens)
+        ? globalThis.Number(object.lastCallInputTokens)
+        : isSet(object.last_call_input_tokens)
+        ? globalThis.Number(object.last_call_input_tokens)
+        : 0,
+      lastCallCacheReadTokens: isSet(object.lastCallCacheReadTokens)
+        ? globalThis.Number(object.lastCallCacheReadTokens)
+        : isSet(object.last_call_cache_read_tokens)
+        ? globalThis.Number(object.last_call_cache_read_tokens)
+        : 0,
+      lastCallCacheWriteTokens: isSet(object.lastCallCacheWriteTokens)
+        ? globalThis.Number(object.lastCallCacheWriteTokens)
+        : isSet(object.last_call_cache_write_tokens)
+        ? globalThis.Number(object.last_call_cache_write_tokens)
+        : 0,
+      lastCallOutputTokens: isSet(object.lastCallOutputTokens)
+        ? globalThis.Number(object.lastCallOutputTokens)
+        : isSet(object.last_call_output_tokens)
+        ? globalThis.Number(object.last_call_output_tokens)
+        : 0,
+      broke: isSet(object.broke) ? globalThis.Boolean(object.broke) : false,
+      lastTouchMs: isSet(object.lastTouchMs)
+        ? globalThis.Number(object.lastTouchMs)
+        : isSet(object.last_touch_ms)
+        ? globalThis.Number(object.last_touch_ms)
+        : 0,
+      expiresAtMs: isSet(object.expiresAtMs)
+        ? globalThis.Number(object.expiresAtMs)
+        : isSet(object.expires_at_ms)
+        ? globalThis.Number(object.expires_at_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: PromptCache): unknown {
+    const obj: any = {};
+    if (message.retention !== 0) {
+      obj.retention = promptCacheRetentionToJSON(message.retention);
+    }
+    if (message.lastCallInputTokens !== 0) {
+      obj.lastCallInputTokens = Math.round(message.lastCallInputTokens);
+    }
+    if (message.lastCallCacheReadTokens !== 0) {
+      obj.lastCallCacheReadTokens = Math.round(message.lastCallCacheReadTokens);
+    }
+    if (message.lastCallCacheWriteTokens !== 0) {
+      obj.lastCallCacheWriteTokens = Math.round(message.lastCallCacheWriteTokens);
+    }
+    if (message.lastCallOutputTokens !== 0) {
+      obj.lastCallOutputTokens = Math.round(message.lastCallOutputTokens);
+    }
+    if (message.broke !== false) {
+      obj.broke = message.broke;
+    }
+    if (message.lastTouchMs !== 0) {
+      obj.lastTouchMs = Math.round(message.lastTouchMs);
+    }
+    if (message.expiresAtMs !== 0) {
+      obj.expiresAtMs = Math.round(message.expiresAtMs);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PromptCache>, I>>(base?: I): PromptCache {
+    return PromptCache.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PromptCache>, I>>(object: I): PromptCache {
+    const message = createBasePromptCache();
+    message.retention = object.retention ?? 0;
+    message.lastCallInputTokens = object.lastCallInputTokens ?? 0;
+    message.lastCallCacheReadTokens = object.lastCallCacheReadTokens ?? 0;
+    message.lastCallCacheWriteTokens = object.lastCallCacheWriteTokens ?? 0;
+    message.lastCallOutputTokens = object.lastCallOutputTokens ?? 0;
+    message.broke = object.broke ?? false;
+    message.lastTouchMs = object.lastTouchMs ?? 0;
+    message.expiresAtMs = object.expiresAtMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseContextProjection(): ContextProjection {
+  return { mode: 0, epoch: "", fingerprint: "" };
+}
+
+export const ContextProjection: MessageFns<ContextProjection> = {
+  encode(message: ContextProjection, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.mode !== 0) {
+      writer.uint32(8).int32(message.mode);
+    }
+    if (message.epoch !== "") {
+      writer.uint32(18).string(message.epoch);
+    }
+    if (message.fingerprint !== "") {
+      writer.uint32(26).string(message.fingerprint);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ContextProjection {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseContextProjection();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.mode = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.epoch = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.fingerprint = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ContextProjection {
+    return {
+      mode: isSet(object.mode) ? contextProjection_ModeFromJSON(object.mode) : 0,
+      epoch: isSet(object.epoch) ? globalThis.String(object.epoch) : "",
+      fingerprint: isSet(object.fingerprint) ? globalThis.String(object.fingerprint) : "",
+    };
+  },
+
+  toJSON(message: ContextProjection): unknown {
+    const obj: any = {};
+    if (message.mode !== 0) {
+      obj.mode = contextProjection_ModeToJSON(message.mode);
+    }
+    if (message.epoch !== "") {
+      obj.epoch = message.epoch;
+    }
+    if (message.fingerprint !== "") {
+      obj.fingerprint = message.fingerprint;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ContextProjection>, I>>(base?: I): ContextProjection {
+    return ContextProjection.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ContextProjection>, I>>(object: I): ContextProjection {
+    const message = createBaseContextProjection();
+    message.mode = object.mode ?? 0;
+    message.epoch = object.epoch ?? "";
+    message.fingerprint = object.fingerprint ?? "";
     return message;
   },
 };
