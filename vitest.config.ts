@@ -17,6 +17,7 @@ export default defineConfig({
     alias: {
       "contextd/client": fileURLToPath(new URL("./src/sdk/runtime-client.ts", import.meta.url)),
       "contextd/openclaw": fileURLToPath(new URL("./src/openclaw/index.ts", import.meta.url)),
+      "contextd/tools": fileURLToPath(new URL("./src/sdk/history-tools.ts", import.meta.url)),
       "contextd/engine-sdk": fileURLToPath(new URL("./src/sdk/engine-sdk.ts", import.meta.url)),
       "contextd/summarizer": fileURLToPath(new URL("./src/compaction/summarizer/extractive.ts", import.meta.url)),
       "contextd/tools": fileURLToPath(new URL("./src/sdk/history-tools.ts", import.meta.url)),

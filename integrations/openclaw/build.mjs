@@ -21,6 +21,7 @@ await build({
   alias: {
     "contextd/client": path.join(repo, "src/sdk/runtime-client.ts"),
     "contextd/openclaw": path.join(repo, "src/openclaw/index.ts"),
+    "contextd/tools": path.join(repo, "src/sdk/history-tools.ts"),
   },
   logLevel: "warning",
 });

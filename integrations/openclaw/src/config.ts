@@ -35,6 +35,8 @@ export interface PluginConfig {
   toolSchemaTokens: number;
   /** How often the Gateway's service checks that contextd answers (health-service.ts). */
   healthCheckIntervalMs: number;
+  /** Whether the agent gets the history tools `contextd_search` and `contextd_expand` (history-tools.ts). */
+  historyTools: boolean;
 }
 
 const DEFAULTS = {
@@ -57,6 +59,12 @@ export function parseConfig(raw: Record<string, unknown> | undefined): PluginCon
     }
     return v;
   };
+  const bool = (key: string, fallback: boolean) => {
+    const v = c[key];
+    if (v === undefined) return fallback;
+    if (typeof v !== "boolean") throw new Error(`contextd plugin config: ${key} must be true or false`);
+    return v;
+  };
   const tls = c.tls as PluginConfig["tls"] | boolean | undefined;
   return {
     address: typeof c.address === "string" && c.address ? c.address : DEFAULTS.address,
@@ -68,6 +76,7 @@ export function parseConfig(raw: Record<string, unknown> | undefined): PluginCon
     compactTimeoutMs: num("compactTimeoutMs", DEFAULTS.compactTimeoutMs),
     toolSchemaTokens: num("toolSchemaTokens", DEFAULTS.toolSchemaTokens, 0),
     healthCheckIntervalMs: num("healthCheckIntervalMs", DEFAULTS.healthCheckIntervalMs, 100),
+    historyTools: bool("historyTools", true),
   };
 }
 

@@ -13,6 +13,11 @@
  * underscores are what OpenClaw rewrites in the copy it sends providers — and only then with the
  * reply. `OVERFLOW_AFTER_TOOLS:<tag>` answers the request after the last tool result, once, with the
  * overflow error (overflow recovery in the middle of a tool loop).
+ *
+ * Any tool: each `CALL:<tool>:<json>` of a prompt (the arguments one JSON object without spaces,
+ * `CALL:contextd_search:{"query":"BILL-4821"}`) is answered, in order, with one call to that tool,
+ * then the reply. With `ECHO_TOOL_RESULT` the reply is the text of the last tool result the model
+ * was sent: the model answers from what the tool found.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -20,6 +25,10 @@ import type { AddressInfo } from "node:net";
 export interface ChatMessage {
   role: string;
   content: unknown;
+  /** An assistant message's tool calls, as the client sent them back. */
+  tool_calls?: { id: string; type: string; function: { name: string; arguments: string } }[];
+  /** A tool result's call id (role "tool"). */
+  tool_call_id?: string;
 }
 
 export interface RecordedRequest {
@@ -79,10 +88,12 @@ export async function startModelServer(): Promise<ModelServer> {
       const overflow = /OVERFLOW_ONCE:(\w+)/.exec(prompt);
       const tools = /TOOLS:(\d+):(\w+)/.exec(prompt);
       const afterTools = /OVERFLOW_AFTER_TOOLS:(\w+)/.exec(prompt);
+      const calls = [...prompt.matchAll(/CALL:(\w+):(\{\S*\})/g)].map((m) => ({ name: m[1], arguments: m[2] }));
       // Tool results since the prompt's own user message: how far its tool loop has come.
       let promptAt = messages.length - 1;
       while (promptAt >= 0 && !(messages[promptAt].role === "user" && contentText(messages[promptAt].content).includes(prompt))) promptAt--;
-      const results = messages.slice(promptAt + 1).filter((m) => m.role === "tool").length;
+      const toolResults = messages.slice(promptAt + 1).filter((m) => m.role === "tool");
+      const results = toolResults.length;
       const n = recorded.length + 1;
       const overflowNow =
         (overflow && !overflowed.has(overflow[1]) && overflow[1]) ||
@@ -106,7 +117,17 @@ export async function startModelServer(): Promise<ModelServer> {
       }
       if (tools && results < Number(tools[1])) {
         recorded.push({ n, path, body, answer: "tool_call" });
-        toolCall(res, body, `call_${tools[2]}_${results + 1}`, n);
+        toolCall(res, body, `call_${tools[2]}_${results + 1}`, n, { name: "read", arguments: JSON.stringify({ path: "probe.txt" }) });
+        return;
+      }
+      if (results < calls.length) {
+        recorded.push({ n, path, body, answer: "tool_call" });
+        toolCall(res, body, `call_${n}_${results + 1}`, n, calls[results]);
+        return;
+      }
+      if (prompt.includes("ECHO_TOOL_RESULT") && results > 0) {
+        recorded.push({ n, path, body, answer: "reply" });
+        answer(res, body, contentText(toolResults[results - 1].content), n);
         return;
       }
       recorded.push({ n, path, body, answer: "reply" });
@@ -154,15 +175,15 @@ function stream(res: http.ServerResponse, body: RecordedRequest["body"], n: numb
   res.end();
 }
 
-/** An answer that calls OpenClaw's `read` tool on `probe.txt`. */
-function toolCall(res: http.ServerResponse, body: RecordedRequest["body"], callId: string, n: number): void {
+/** An answer that calls one tool, its arguments (JSON text) streamed after its name, as providers do. */
+function toolCall(res: http.ServerResponse, body: RecordedRequest["body"], callId: string, n: number, call: { name: string; arguments: string }): void {
   stream(
     res,
     body,
     n,
     [
-      { role: "assistant", content: null, tool_calls: [{ index: 0, id: callId, type: "function", function: { name: "read", arguments: "" } }] },
-      { tool_calls: [{ index: 0, function: { arguments: JSON.stringify({ path: "probe.txt" }) } }] },
+      { role: "assistant", content: null, tool_calls: [{ index: 0, id: callId, type: "function", function: { name: call.name, arguments: "" } }] },
+      { tool_calls: [{ index: 0, function: { arguments: call.arguments } }] },
     ],
     "tool_calls",
   );
