@@ -13,6 +13,7 @@ import type { Budgets } from "./budget.js";
 import { keyFor, missingFromContextd, turnKey, turnMessageKeys } from "./catch-up.js";
 import type { PluginConfig } from "./config.js";
 import { agentOf, readStoredMessages, readTranscript, type StoredMessage } from "./openclaw-runtime.js";
+import { contextProjectionOf, promptCacheOf } from "./prompt-cache.js";
 import type { ServingLog } from "./serving-log.js";
 import type { CompactParams, CompactResult, ContextEngine, PluginLogger, SessionParams, SessionTarget } from "./openclaw-api.js";
 
@@ -132,6 +133,8 @@ export function createEngine(cx: ContextdClient, config: PluginConfig, log: Plug
         ...(prompt !== undefined ? { prompt } : {}),
         model: p.model ?? "",
         availableTools: p.availableTools ? [...p.availableTools] : [],
+        // OpenClaw's cache figures of the last model call, for cache-aware engines (prompt-cache.ts).
+        ...(turnStart ? { promptCache: promptCacheOf(p.runtimeContext) } : {}),
       };
       try {
         if (turnStart) {
@@ -141,11 +144,13 @@ export function createEngine(cx: ContextdClient, config: PluginConfig, log: Plug
         const res = await assembleOrNothing(cx, request);
         if (!res) return { messages: p.messages, estimatedTokens: 0 };
         shared.serving.served(p.sessionId, res);
+        const projection = contextProjectionOf(res.contextProjection);
         return {
           messages: res.messages.map(fromContextdMessage),
           estimatedTokens: res.estimatedTokens,
           systemPromptAddition: res.systemPromptAddition || undefined,
           promptAuthority: res.promptAuthority === PromptAuthority.PROMPT_AUTHORITY_PREASSEMBLY_MAY_OVERFLOW ? "preassembly_may_overflow" : "assembled",
+          ...(projection ? { contextProjection: projection } : {}),
         };
       } catch (err) {
         shared.serving.unreachable(p.sessionId, `assemble failed, the model gets OpenClaw's own history of session ${p.sessionId}`, describe(err));
@@ -194,6 +199,7 @@ export function createEngine(cx: ContextdClient, config: PluginConfig, log: Plug
         prePromptMessageCount: p.prePromptMessageCount,
         autoCompactionSummary: p.autoCompactionSummary ?? "",
         tokenBudget: p.tokenBudget ?? 0,
+        promptCache: promptCacheOf(p.runtimeContext),
       });
     },
 

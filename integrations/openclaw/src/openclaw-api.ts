@@ -5,6 +5,7 @@
  * shapes at run time (non-empty `info.id`/`info.name`; `ingest`, `assemble`, `compact` functions).
  */
 import type { AgentMessage } from "contextd/openclaw";
+import type { OpenClawContextProjection } from "./prompt-cache.js";
 
 export type { AgentMessage };
 
@@ -177,7 +178,14 @@ export interface ContextEngine {
     prompt?: string;
     runtimeSettings?: RuntimeSettings;
     runtimeContext?: Record<string, unknown>;
-  }): Promise<{ messages: AgentMessage[]; estimatedTokens: number; systemPromptAddition?: string; promptAuthority?: "assembled" | "preassembly_may_overflow" }>;
+  }): Promise<{
+    messages: AgentMessage[];
+    estimatedTokens: number;
+    systemPromptAddition?: string;
+    promptAuthority?: "assembled" | "preassembly_may_overflow";
+    /** For hosts with a persistent backend thread (OpenClaw's ContextEngineProjection). */
+    contextProjection?: OpenClawContextProjection;
+  }>;
   compact(params: CompactParams): Promise<CompactResult>;
   prepareSubagentSpawn(params: {
     parentSessionKey: string;
