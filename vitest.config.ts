@@ -20,7 +20,6 @@ export default defineConfig({
       "contextd/tools": fileURLToPath(new URL("./src/sdk/history-tools.ts", import.meta.url)),
       "contextd/engine-sdk": fileURLToPath(new URL("./src/sdk/engine-sdk.ts", import.meta.url)),
       "contextd/summarizer": fileURLToPath(new URL("./src/compaction/summarizer/extractive.ts", import.meta.url)),
-      "contextd/tools": fileURLToPath(new URL("./src/sdk/history-tools.ts", import.meta.url)),
       // The Agents SDK integration (its own package, integrations/openai-agents): tests and its README example run its sources.
       "@contextd/openai-agents": fileURLToPath(new URL("./integrations/openai-agents/src/index.ts", import.meta.url)),
     },
