@@ -19,6 +19,9 @@ export default defineConfig({
       "contextd/openclaw": fileURLToPath(new URL("./src/openclaw/index.ts", import.meta.url)),
       "contextd/engine-sdk": fileURLToPath(new URL("./src/sdk/engine-sdk.ts", import.meta.url)),
       "contextd/summarizer": fileURLToPath(new URL("./src/compaction/summarizer/extractive.ts", import.meta.url)),
+      // The AI SDK integration (its own package, integrations/ai-sdk) is tested from its sources.
+      "contextd/tools": fileURLToPath(new URL("./src/sdk/history-tools.ts", import.meta.url)),
+      "@contextd/ai-sdk": fileURLToPath(new URL("./integrations/ai-sdk/src/index.ts", import.meta.url)),
     },
   },
   test: {

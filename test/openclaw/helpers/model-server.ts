@@ -13,6 +13,13 @@
  * underscores are what OpenClaw rewrites in the copy it sends providers — and only then with the
  * reply. `OVERFLOW_AFTER_TOOLS:<tag>` answers the request after the last tool result, once, with the
  * overflow error (overflow recovery in the middle of a tool loop).
+ *
+ * For runtimes whose prompt the test does not write whole (the AI SDK integration, where contextd
+ * replaces the prompt and may compact the `TOOLS:` message away): a request with the header
+ * `x-tool-loop: <n>:<tag>` is answered with a tool call to `read` (id `call_<tag>_<k>`) for its first
+ * n requests under that tag, counted by the server, then with the reply. `FAIL_ONCE:<tag>` in the
+ * newest user text is answered the first time only with a 503 (a provider hiccup a client retries).
+ * Tool calls are streamed when the client asks for a stream, else one JSON response.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -26,8 +33,8 @@ export interface RecordedRequest {
   n: number;
   path: string;
   body: { model?: string; stream?: boolean; messages?: ChatMessage[]; [k: string]: unknown };
-  /** How it was answered: "reply", "overflow" or "tool_call". */
-  answer: "reply" | "overflow" | "tool_call";
+  /** How it was answered: "reply", "overflow", "tool_call" or "failure" (FAIL_ONCE). */
+  answer: "reply" | "overflow" | "tool_call" | "failure";
 }
 
 export interface ModelServer {
@@ -50,6 +57,8 @@ export function contentText(c: unknown): string {
 export async function startModelServer(): Promise<ModelServer> {
   const recorded: RecordedRequest[] = [];
   const overflowed = new Set<string>();
+  const loops = new Map<string, number>();
+  const failed = new Set<string>();
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -84,6 +93,24 @@ export async function startModelServer(): Promise<ModelServer> {
       while (promptAt >= 0 && !(messages[promptAt].role === "user" && contentText(messages[promptAt].content).includes(prompt))) promptAt--;
       const results = messages.slice(promptAt + 1).filter((m) => m.role === "tool").length;
       const n = recorded.length + 1;
+      const failOnce = /FAIL_ONCE:(\w+)/.exec(prompt);
+      if (failOnce && !failed.has(failOnce[1])) {
+        failed.add(failOnce[1]);
+        recorded.push({ n, path, body, answer: "failure" });
+        res.writeHead(503, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { message: "overloaded, try again", type: "server_error" } }));
+        return;
+      }
+      const loop = /^(\d+):(\w+)$/.exec(String(req.headers["x-tool-loop"] ?? ""));
+      if (loop) {
+        const done = loops.get(loop[2]) ?? 0;
+        if (done < Number(loop[1])) {
+          loops.set(loop[2], done + 1);
+          recorded.push({ n, path, body, answer: "tool_call" });
+          toolCall(res, body, `call_${loop[2]}_${done + 1}`, n);
+          return;
+        }
+      }
       const overflowNow =
         (overflow && !overflowed.has(overflow[1]) && overflow[1]) ||
         (afterTools && tools && results >= Number(tools[1]) && !overflowed.has(afterTools[1]) && afterTools[1]);
@@ -156,6 +183,10 @@ function stream(res: http.ServerResponse, body: RecordedRequest["body"], n: numb
 
 /** An answer that calls OpenClaw's `read` tool on `probe.txt`. */
 function toolCall(res: http.ServerResponse, body: RecordedRequest["body"], callId: string, n: number): void {
+  if (!body.stream) {
+    const call = { id: callId, type: "function", function: { name: "read", arguments: JSON.stringify({ path: "probe.txt" }) } };
+    return json(res, body, n, { role: "assistant", content: null, tool_calls: [call] }, "tool_calls");
+  }
   stream(
     res,
     body,
@@ -170,6 +201,11 @@ function toolCall(res: http.ServerResponse, body: RecordedRequest["body"], callI
 
 function answer(res: http.ServerResponse, body: RecordedRequest["body"], text: string, n: number): void {
   if (body.stream) return stream(res, body, n, [{ role: "assistant", content: "" }, { content: text }], "stop");
+  json(res, body, n, { role: "assistant", content: text }, "stop");
+}
+
+/** A chat.completion as one JSON response (the client did not ask for a stream). */
+function json(res: http.ServerResponse, body: RecordedRequest["body"], n: number, message: unknown, finish: string): void {
   res.writeHead(200, { "content-type": "application/json" });
   res.end(
     JSON.stringify({
@@ -177,7 +213,7 @@ function answer(res: http.ServerResponse, body: RecordedRequest["body"], text: s
       object: "chat.completion",
       created: Math.floor(Date.now() / 1000),
       model: body.model ?? "fake-model",
-      choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }],
+      choices: [{ index: 0, message, finish_reason: finish }],
       usage: USAGE,
     }),
   );
