@@ -1,7 +1,7 @@
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { generateText, stepCountIs, streamText, tool, wrapLanguageModel, type ModelMessage } from "ai";
-import { ContextdClient, Role, type Message } from "contextd/client";
-import { contextdMiddleware, type ContextdMiddlewareOptions } from "@contextd/ai-sdk";
+import { ContextdClient, Role, textMessage, type Message } from "contextd/client";
+import { contextdMiddleware, contextdTools, type ContextdMiddlewareOptions } from "@contextd/ai-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { startContextd, type ContextdProcess } from "../../helpers/contextd-process.js";
@@ -165,5 +165,20 @@ describe("AI SDK middleware on contextd", () => {
 
     const rows = await stored("outage");
     expect(rows.map((m) => text(m.message))).toEqual(["SAY:one", "one", "SAY:two", "two", "SAY:three", "three"]);
+  });
+
+  it("gives the model contextd's history tools in the SDK's own tool format, bound to the session", async () => {
+    await client.appendMessages({ session: { sessionId: "tools" }, messages: [textMessage(Role.ROLE_USER, "The invoice_rounding.ts bug is BILL-4821")] });
+    const tools = contextdTools(client, { sessionId: "tools" });
+    await generateText({ model: provider()("fake-model"), tools, prompt: "SAY:listed" });
+    const sent = (model.requests().at(-1)?.body.tools ?? []) as { function: { name: string; parameters: { properties: object } } }[];
+    expect(sent.map((t) => t.function.name)).toEqual(["search", "expand", "context", "sessions"]);
+    expect(Object.keys(sent[0].function.parameters.properties)).toContain("query");
+
+    const call = { toolCallId: "t1", messages: [] };
+    const found = await tools.search.execute?.({ query: "BILL-4821" }, call);
+    expect(found).toMatch(/invoice_rounding\.ts/);
+    // A refusal is the tool's error (the SDK hands it to the model), naming what to fix.
+    await expect(tools.expand.execute?.({ entry_id: "no-such-entry" }, call)).rejects.toThrow(/entry/i);
   });
 });
