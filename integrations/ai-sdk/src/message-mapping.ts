@@ -160,10 +160,7 @@ function toolPartToMessage(part: ToolPart, first: boolean, messageOptions: unkno
   // text/json outputs are restored from the block's text; the rest is kept whole.
   const fromText = output.type === "text" || output.type === "error-text" || output.type === "json" || output.type === "error-json";
   const { value: _v, ...outputRest } = output as { value?: unknown };
-  const content =
-    output.type === "content"
-      ? output.value.map((v) => (v.type === "text" ? text(v.text) : text(`[${v.type}]`)))
-      : [text(outputText(output))];
+  const content = output.type === "content" ? output.value.map((v) => (v.type === "text" ? text(v.text) : text(`[${v.type}]`))) : [text(outputText(output))];
   return message(Role.ROLE_TOOL_RESULT, content, {
     toolCallId: part.toolCallId,
     toolName: part.toolName,
@@ -240,8 +237,7 @@ function blockToPart(block: ContentBlock): Part {
     }
     case "image": {
       const { stringData, ...x } = readExtra(b.value.extraJson);
-      const data: LanguageModelV3DataContent =
-        typeof stringData === "string" ? stringData : b.value.uri ? new URL(b.value.uri) : new Uint8Array(b.value.data);
+      const data: LanguageModelV3DataContent = typeof stringData === "string" ? stringData : b.value.uri ? new URL(b.value.uri) : new Uint8Array(b.value.data);
       return { type: "file", mediaType: b.value.mimeType, data, ...x } as Part;
     }
   }
@@ -309,7 +305,12 @@ function partText(p: Part): string {
 
 function canonical(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(canonical);
-  if (v && typeof v === "object") return Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Json)[k])]));
+  if (v && typeof v === "object")
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, canonical((v as Json)[k])]),
+    );
   return v;
 }
 
