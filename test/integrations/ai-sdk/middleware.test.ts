@@ -181,4 +181,15 @@ describe("AI SDK middleware on contextd", () => {
     // A refusal is the tool's error (the SDK hands it to the model), naming what to fix.
     await expect(tools.expand.execute?.({ entry_id: "no-such-entry" }, call)).rejects.toThrow(/entry/i);
   });
+
+  it("routes each call to the session its providerOptions name, and passes a call with no session through untouched", async () => {
+    const shared = wrapLanguageModel({ model: provider()("fake-model"), middleware: contextdMiddleware({ client }) });
+    await generateText({ model: shared, prompt: "SAY:a", providerOptions: { contextd: { sessionId: "per-call-a" } } });
+    await generateText({ model: shared, prompt: "SAY:b", providerOptions: { contextd: { sessionId: "per-call-b" } } });
+    expect((await stored("per-call-a")).map((m) => text(m.message))).toEqual(["SAY:a", "a"]);
+    expect((await stored("per-call-b")).map((m) => text(m.message))).toEqual(["SAY:b", "b"]);
+    const before = (await client.listSessions({})).sessions.length;
+    expect((await generateText({ model: shared, prompt: "SAY:untracked" })).text).toBe("untracked");
+    expect((await client.listSessions({})).sessions.length).toBe(before);
+  });
 });
