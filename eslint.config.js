@@ -46,9 +46,29 @@ const PUBLIC = [
 ];
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", "src/contract/gen/**", "integrations/openclaw/dist/**", "clients/**", "**/*.d.ts", "**/__pycache__/**"] },
   {
-    files: ["src/**/*.ts", "engines/**/*.ts", "bench/**/*.ts", "test/**/*.ts", "integrations/openclaw/src/**/*.ts"],
+    ignores: [
+      "dist/**",
+      "node_modules/**",
+      "src/contract/gen/**",
+      "integrations/openclaw/dist/**",
+      "integrations/openai-agents/dist/**",
+      "integrations/ai-sdk/dist/**",
+      "clients/**",
+      "**/*.d.ts",
+      "**/__pycache__/**",
+    ],
+  },
+  {
+    files: [
+      "src/**/*.ts",
+      "engines/**/*.ts",
+      "bench/**/*.ts",
+      "test/**/*.ts",
+      "integrations/openclaw/src/**/*.ts",
+      "integrations/openai-agents/src/**/*.ts",
+      "integrations/ai-sdk/src/**/*.ts",
+    ],
     extends: [tseslint.configs.base],
     // tsconfig.test.json covers every file (tsconfig.json leaves the tests out).
     languageOptions: { parserOptions: { project: "./tsconfig.test.json", tsconfigRootDir: import.meta.dirname } },

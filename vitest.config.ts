@@ -19,8 +19,10 @@ export default defineConfig({
       "contextd/openclaw": fileURLToPath(new URL("./src/openclaw/index.ts", import.meta.url)),
       "contextd/engine-sdk": fileURLToPath(new URL("./src/sdk/engine-sdk.ts", import.meta.url)),
       "contextd/summarizer": fileURLToPath(new URL("./src/compaction/summarizer/extractive.ts", import.meta.url)),
-      // The AI SDK integration (its own package, integrations/ai-sdk) is tested from its sources.
       "contextd/tools": fileURLToPath(new URL("./src/sdk/history-tools.ts", import.meta.url)),
+      // The Agents SDK integration (its own package, integrations/openai-agents): tests and its README example run its sources.
+      "@contextd/openai-agents": fileURLToPath(new URL("./integrations/openai-agents/src/index.ts", import.meta.url)),
+      // The AI SDK integration (its own package, integrations/ai-sdk) is tested from its sources.
       "@contextd/ai-sdk": fileURLToPath(new URL("./integrations/ai-sdk/src/index.ts", import.meta.url)),
     },
   },

@@ -19,6 +19,7 @@ transaction, which also makes `max(ord) + 1` safe between concurrent Ingests.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
@@ -330,6 +331,44 @@ class RecallIndex:
             return None  # written or moved by another thread since the search (or since the turn was cached)
         members = unit_members(rows, hit, answer)
         return None if members is None else [rows[i] for i in members]
+
+    # -- recalled blocks -------------------------------------------------------------------------
+
+    def set_block(self, session_id: str, anchor_id: str, epoch: str, prompt: str, entry_ids: Sequence[str]) -> None:
+        """Stores the block recalled for the turn of user message `anchor_id`, in the view `epoch`, for
+        `prompt` (replacing the turn's previous one)."""
+        conn = self._conn()
+        with self._write(conn):
+            conn.execute(
+                "INSERT OR REPLACE INTO blocks(session_id, anchor_id, epoch, prompt, entry_ids) VALUES (?, ?, ?, ?, ?)",
+                (session_id, anchor_id, epoch, prompt, json.dumps(list(entry_ids))),
+            )
+
+    def blocks(self, session_id: str, anchor_ids: Iterable[str], epoch: str) -> dict[str, tuple[str, list[str]]]:
+        """anchor id -> (prompt, entry ids) for the anchors that have a block stored in view `epoch`."""
+        out: dict[str, tuple[str, list[str]]] = {}
+        ids = [i for i in anchor_ids if i]
+        conn = self._conn()
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for anchor, prompt, entry_ids in conn.execute(
+                f"SELECT anchor_id, prompt, entry_ids FROM blocks WHERE session_id = ? AND epoch = ? AND anchor_id IN ({marks})",
+                (session_id, epoch, *chunk),
+            ):
+                out[anchor] = (prompt, list(json.loads(entry_ids)))
+        return out
+
+    def messages(self, session_id: str, entry_ids: Sequence[str]) -> dict[str, types_pb2.Message]:
+        """entry id -> the indexed message, for the ids the index holds."""
+        out: dict[str, types_pb2.Message] = {}
+        ids = list(dict.fromkeys(i for i in entry_ids if i))
+        for start in range(0, len(ids), 500):
+            for entry_id, body in self._bodies(session_id, ids[start : start + 500]).items():
+                message = types_pb2.Message()
+                message.ParseFromString(body)
+                out[entry_id] = message
+        return out
 
     def _bodies(self, session_id: str, entry_ids: list[str]) -> dict[str, bytes]:
         marks = ",".join("?" * len(entry_ids))

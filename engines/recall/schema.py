@@ -48,4 +48,17 @@ CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5 (
   body,
   tokenize = 'porter unicode61 remove_diacritics 2'
 );
+
+-- The recalled block of a turn (selection.py): the entry ids recalled for the turn whose user
+-- message is `anchor_id`, for `prompt`, best first. Kept so that the block stays the same while the
+-- turn goes on (the index's BM25 statistics drift as messages arrive) and stays where it was shown.
+-- Added in place to version 1 (an older engine ignores it).
+CREATE TABLE IF NOT EXISTS blocks (
+  session_id TEXT NOT NULL,
+  anchor_id  TEXT NOT NULL,
+  epoch      TEXT NOT NULL,               -- the view it was chosen in: its first message after the pinned ones
+  prompt     TEXT NOT NULL,
+  entry_ids  TEXT NOT NULL,               -- a JSON array
+  PRIMARY KEY (session_id, anchor_id)
+) WITHOUT ROWID;
 """

@@ -1,39 +1,40 @@
-"""What the model sees: the budgeted selection of `recall`. Pure (no SQLite, no gRPC).
+"""What the model sees: the budgeted layout of `recall`. Pure (no SQLite, no gRPC).
 
-Two steps, because the second needs the index and the first decides what to ask it for:
+The layout is made for providers' prompt caches, which serve the longest prefix of a prompt
+identical to the previous request's: between two model calls the answer should only grow at its
+end. So it keeps the view in order and puts what it recalls *after* the stable part:
 
-1. `plan_fresh(view, budget)`: the pinned messages (system messages and the host's compaction
-   summary, `contextd.pinned.split_pinned`), the latest user message, and the freshest whole turns
-   of the view that fit FRESH_SHARE of what the pinned messages leave of the budget. The newest
-   turn is kept whole whenever it fits the whole budget; when it does not, it is cut to the latest
-   user message plus the longest tail that fits and cuts no tool pair
-   (contextd.turns.longest_fitting_tail).
-   When the pinned messages and the latest user message alone do not fit, that is the answer,
-   flagged `overflow`. Turns are repaired first (contextd.turns.paired_turns: no result without
-   its call, no call without its result); when no turn is left (e.g. the view is only tool results
-   whose calls were compacted away), the plan is that of an empty history: the pinned messages.
-2. `complete(plan, units)`: the recalled units (index.RecallUnit, best first: a message, or a tool
-   call with all its results) that fit what is left, each whole or not at all; then whatever is
-   still left goes to older whole turns of the view, newest first, contiguous with the fresh tail
-   (as a window engine would), absorbing recalled messages they contain; the first turn that does
-   not fit gives the longest tail of it that does and cuts no tool pair, so the budget is used
-   even when turns are large. A recalled unit that reaches into what the tail grew to leaves the
-   recalled section whole (the tail keeps what it holds of it): a unit is never split between the
-   two. Without units (no prompt, nothing matched) step 2 is a sliding window over the budget.
+    pinned · [block₁] turn₁ · [block₂] turn₂ · … · [block of the newest turn] newest turn
 
-The answer is in conversation order: pinned, recalled (by index order), then the tail. Recalled
-messages always lie before the tail (the engine asks the index only for messages before the fresh
-turns, and step 2 drops units reaching into the turns it adds), so that order is the
-conversation's. Recalled units are paired as the view is (index.py, tool_units.py) and repaired
-again once the view's copies replace the indexed ones (pair_tools): no call without its result. Tokens are the host's: the view's `token_count`s, and for a
-message recalled from the index the count it had when ingested. Never over the budget, except for
-the flagged overflow.
+- **Pinned messages** first (system messages and the host's compaction summary,
+  `contextd.pinned.split_pinned`).
+- **The view's turns**, oldest first, each as the view holds it (turns repaired by
+  `contextd.turns.paired_turns`: no result without its call, no call without its result).
+- **A turn's recalled block** sits just before the turn's user message: the messages recalled for
+  that turn's request (index.RecallUnit, whole units), chosen once per turn and then kept as they
+  are (`RecallIndex.set_block`), like a memory tool's result in a transcript. So a turn's tool loop
+  sees the same block at the same place, and a new turn only appends its own block. The newest
+  turn's block may take at most BLOCK_SHARE of the budget (what the pinned messages leave).
+- **The older part slides in steps**: when the layout does not fit, or leaves the newest turn's
+  block less than MIN_ROOM of the room it wants, the oldest turns (with their blocks) are dropped
+  until the dropped tokens reach the overflow (room included) rounded *up* to a multiple of
+  STEP_SHARE of the budget. The set of dropped
+  turns therefore only changes when the overflow crosses a step, and between two steps the prompt
+  is append-only. The host's compaction (when the view outgrows the budget) starts a new view, and
+  the steps count from its start.
+
+When the pinned messages and the latest user message alone do not fit, that is the answer, flagged
+`overflow`. When the newest turn alone does not fit next to the pinned messages, it is cut to the
+latest user message plus the longest tail that fits and cuts no tool pair
+(contextd.turns.longest_fitting_tail), and nothing else is shown. Tokens are the host's: the view's
+`token_count`s, and for a message recalled from the index the count it had when ingested. Never
+over the budget, except for the flagged overflow.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from contextd.pinned import is_system, split_pinned
@@ -42,27 +43,55 @@ from contextd.v1 import types_pb2
 
 Message = types_pb2.Message
 
-#: The share of the budget (after the pinned messages) that the freshest whole turns may take
-#: before recall; the rest goes to recalled messages, then to more fresh turns. See README.md.
-FRESH_SHARE = 0.55
+#: The most the newest turn's recalled block may take, as a share of the budget the pinned messages
+#: leave. Every block stays in the prompt as long as its turn does, so this also bounds what recall
+#: costs the cache per turn. See README.md, Decisions.
+BLOCK_SHARE = 0.05
+#: The older part of the view is dropped in steps of this share of the budget (hysteresis): between
+#: steps the prompt only grows at its end. See README.md, Decisions.
+STEP_SHARE = 0.25
+#: A new block is given at least this share of its room before the older part steps to make more:
+#: less, and a block is chosen smaller instead (the engine compacts ahead, so the next one has room).
+MIN_ROOM = 0.5
+
+
+#: The anchor of a block recalled for a prompt that is not the latest user message's text: the user
+#: message the runtime is about to send (OpenClaw assembles before appending it). Such a block goes
+#: after the newest turn, where that message will follow it.
+UPCOMING = "upcoming"
+
+
+def anchor_of(turn: Sequence[Message]) -> str:
+    """The id a turn's recalled block is stored under: its user message's (empty: a leading fragment)."""
+    return turn[0].id if turn and turn[0].role == types_pb2.ROLE_USER else ""
 
 
 @dataclass
-class FreshPlan:
-    pinned: list[Message]
-    tail: list[Message]  # the fresh turns, view order; starts at a user message (or the leading fragment)
-    older_turns: list[list[Message]]  # the view's turns before the tail, oldest first
-    used: int  # tokens of pinned + tail
-    limit: float  # the budget (inf: none)
-    overflow: bool
-    partial_turn: bool  # the newest turn was cut
-    whole_turns: int
-    summary_kept: bool
-    positions: dict[str, int] = field(default_factory=dict)  # view message id -> its index in the view
+class Layout:
+    """Step 1: what the view contributes, and the room left for the newest turn's block."""
 
-    @property
-    def remaining(self) -> float:
-        return self.limit - self.used
+    pinned: list[Message]
+    older: list[list[Message]]  # the kept older turns, oldest first
+    blocks: dict[str, list[Message]]  # anchor id -> the stored block shown before that kept older turn
+    newest: list[Message]  # the newest turn (cut when `partial_turn`); [] for an empty history
+    anchor: str  # what the new block is for: the newest turn's anchor, or UPCOMING ("": no block)
+    newest_block: list[Message]  # UPCOMING: the newest turn's own stored block, shown before it
+    used: int  # tokens of everything above
+    limit: float  # the budget (inf: none)
+    room: float  # what the newest turn's block may take
+    overflow: bool
+    partial_turn: bool
+    dropped_turns: int  # older turns of the view left out
+    summary_kept: bool
+
+    def shown_ids(self) -> set[str]:
+        """Ids of every message the layout shows (a new block must not repeat them)."""
+        out = {m.id for m in self.pinned if m.id} | {m.id for m in self.newest if m.id} | {m.id for m in self.newest_block if m.id}
+        for turn in self.older:
+            out.update(m.id for m in turn if m.id)
+        for block in self.blocks.values():
+            out.update(m.id for m in block if m.id)
+        return out
 
 
 @dataclass
@@ -70,10 +99,12 @@ class Assembly:
     messages: list[Message]  # what the model sees, in order
     estimated_tokens: int
     overflow: bool
-    recalled: list[Message] = field(default_factory=list)  # the recalled section, in order
+    recalled: list[Message] = field(default_factory=list)  # every recalled message shown (all blocks)
+    block: list[Message] = field(default_factory=list)  # the newest turn's block
     whole_turns: int = 0
     partial_turn: bool = False
     summary_kept: bool = False
+    dropped_turns: int = 0
 
 
 def is_summary(message: Message) -> bool:
@@ -81,108 +112,128 @@ def is_summary(message: Message) -> bool:
     return not is_system(message) and message.metadata.get("contextd.kind") == "compaction_summary"
 
 
-def plan_fresh(view: Sequence[Message], budget: int | None, share: float = FRESH_SHARE) -> FreshPlan:
-    """Step 1 (see the module doc). `budget` None: no limit."""
+def plan_layout(
+    view: Sequence[Message],
+    budget: int | None,
+    blocks: Mapping[str, list[Message]],
+    reserve: int = 0,
+    upcoming: bool = False,
+    want_block: bool = True,
+    block_share: float = BLOCK_SHARE,
+    step_share: float = STEP_SHARE,
+) -> Layout:
+    """Step 1 (see the module doc). `budget` None: no limit. `blocks`: stored blocks by anchor id
+    (those of turns the view no longer holds are ignored). `reserve`: the tokens of the newest
+    turn's block when one is already stored for this request, else 0; the room set aside for it is
+    at least that and at most BLOCK_SHARE of the budget. `upcoming`: the request's prompt is not the
+    latest user message's (see UPCOMING): the new block goes after the newest turn, and the newest
+    turn keeps its own stored block before it. `want_block` False (no prompt): no room is set aside."""
     head, rest = split_pinned(view)
     base = total_tokens(head)
     limit = math.inf if budget is None else float(budget)
     summary_kept = any(is_summary(m) for m in head)
-    positions = {m.id: i for i, m in enumerate(view) if m.id}
 
-    def plan(tail: list[Message], older: list[list[Message]], used: int, overflow: bool, partial: bool, whole: int) -> FreshPlan:
-        return FreshPlan(head, tail, older, used, limit, overflow, partial, whole, summary_kept, positions)
+    def layout(
+        older: list[list[Message]],
+        newest: list[Message],
+        anchor: str,
+        used: int,
+        room: float,
+        overflow: bool,
+        partial: bool,
+        dropped: int,
+        own: list[Message] | None = None,
+    ) -> Layout:
+        shown = {a: blocks[a] for a in (anchor_of(t) for t in older) if a and blocks.get(a)}
+        return Layout(head, older, shown, newest, anchor, own or [], used, limit, room, overflow, partial, dropped, summary_kept)
 
     turns = paired_turns(rest)  # without the turns the tool-pair repair leaves empty
     if not turns:
-        return plan([], [], base, base > limit, False, 0)
+        return layout([], [], "", base, 0, base > limit, False, 0)
     newest = turns[-1]
     latest_user = [newest[0]] if newest[0].role == types_pb2.ROLE_USER else []
     body = newest[len(latest_user) :]
     required = base + total_tokens(latest_user)
     if required > limit:
-        return plan(latest_user, [], required, True, bool(body), 0)
-
+        return layout([], latest_user, "", required, 0, True, bool(body), len(turns) - 1)
     if base + total_tokens(newest) > limit:
         tail = latest_user + longest_fitting_tail(body, int(limit - required))
-        return plan(tail, turns[:-1], required + total_tokens(tail) - total_tokens(latest_user), False, True, 0)
+        return layout([], tail, "", base + total_tokens(tail), 0, False, True, len(turns) - 1)
 
-    fresh_limit = base + share * (limit - base)
-    used = base + total_tokens(newest)
-    start = len(turns) - 1
-    while start > 0:
-        t = total_tokens(turns[start - 1])
-        if used + t > fresh_limit:
-            break
-        used += t
-        start -= 1
-    tail = [m for turn in turns[start:] for m in turn]
-    return plan(tail, turns[:start], used, False, False, len(turns) - start)
+    own = list(blocks.get(anchor_of(newest)) or ()) if upcoming else []
+    anchor = UPCOMING if upcoming else anchor_of(newest)
+    if base + total_tokens(newest) + total_tokens(own) > limit:
+        own = []
+    older = turns[:-1]
+    cost = [total_tokens(t) + total_tokens(blocks.get(anchor_of(t)) or ()) for t in older]
+    fixed = total_tokens(newest) + total_tokens(own)
+    used = base + fixed + sum(cost)
+    free = limit - base - fixed  # what the newest turn leaves, before any older turn
+    room = 0.0 if not (anchor and want_block) else min(free, max(float(reserve), block_share * (limit - base)))
+    start = 0
+    if math.isinf(limit):
+        return layout(older, newest, anchor, used, math.inf if anchor and want_block else 0.0, False, False, 0, own)
+    # The room is wanted, not owed: while at least MIN_ROOM of it is left, a smaller block is the
+    # price of keeping the layout (the engine compacts ahead, so the next call has room again).
+    overflow = used + room - limit if limit - used < MIN_ROOM * room else 0
+    if overflow > 0:
+        step = max(1.0, step_share * (limit - base))
+        target = math.ceil(overflow / step) * step
+        dropped = 0
+        while start < len(older) and dropped < target:
+            dropped += cost[start]
+            start += 1
+        used -= dropped
+    room = min(room, limit - used) if anchor else 0.0
+    return layout(older[start:], newest, anchor, used, room, False, False, start, own)
 
 
-def complete(plan: FreshPlan, units: Sequence, view_by_id: Mapping[str, Message] | None = None, max_units: int | None = None) -> Assembly:
-    """Step 2 (see the module doc). `units`: index.RecallUnit-like (messages, ords, ids), best
-    first. A recalled message that is also in the view is answered as the view holds it (the
-    host's current copy). `max_units` caps the recalled units (for a call without a budget)."""
-    if plan.overflow:
-        return Assembly(plan.pinned + plan.tail, plan.used, True, [], 0, plan.partial_turn, plan.summary_kept)
+def choose_block(
+    units: Iterable, room: float, exclude: set[str], view_by_id: Mapping[str, Message] | None = None, max_units: int | None = None
+) -> list[Message]:
+    """The newest turn's block: `units` (index.RecallUnit-like: messages, ids; best first) that fit
+    `room`, each whole or not at all, none repeating a message in `exclude` (what the layout shows).
+    A message the view also holds is taken as the view holds it (the host's current copy); each
+    unit is repaired again (pair_tools) so that no call comes without its result. Best first."""
     view_by_id = view_by_id or {}
-    remaining = plan.remaining
-    taken = {m.id for m in plan.pinned if m.id} | {m.id for m in plan.tail if m.id}
-    recalled: dict[str, tuple[int, Message]] = {}  # id -> (ord, message)
-    chosen: list[list[str]] = []  # the ids of each recalled unit
+    out: list[Message] = []
+    taken = set(exclude)
+    left = room
+    count = 0
     for unit in units:
-        if max_units is not None and len(chosen) >= max_units:
-            break
-        if remaining <= 0:
+        if left <= 0 or (max_units is not None and count >= max_units):
             break
         if any(i in taken for i in unit.ids):
             continue
-        ord_of = dict(zip((m.id for m in unit.messages), unit.ords))
-        # The view's copy may differ from the indexed one (a rewrite, or a call the index's unit
-        # stripped as unanswered): repaired again, so that no call comes without its result.
         messages = pair_tools([view_by_id.get(m.id, m) for m in unit.messages])
         cost = total_tokens(messages)
-        if not messages or cost > remaining:
+        if not messages or cost > left:
             continue
-        remaining -= cost
+        left -= cost
         taken.update(unit.ids)
-        chosen.append([m.id for m in messages])
-        for m in messages:
-            recalled[m.id] = (ord_of[m.id], m)
+        out.extend(messages)
+        count += 1
+    return out
 
-    tail = list(plan.tail)
-    whole = plan.whole_turns
-    if not plan.partial_turn:
-        # What recall left goes to more fresh turns, contiguous with the tail.
-        for turn in reversed(plan.older_turns):
-            cost = total_tokens(m for m in turn if m.id not in recalled)
-            if cost > remaining:
-                # The first turn that does not fit gives its longest tail that does (cut at a
-                # tool-pair boundary, never starting with a tool result), then the tail is complete.
-                # Counted whole, recalled messages in it included: an upper bound.
-                part = longest_fitting_tail(turn, int(remaining))
-                for m in part:
-                    recalled.pop(m.id, None)
-                tail = part + tail
-                break
-            remaining -= cost
-            for m in turn:
-                recalled.pop(m.id, None)
-            tail = turn + tail
-            whole += 1
 
-    # A unit reaching into the view at or after the tail's first message would be split from the
-    # part of it the tail holds, or shown out of order (a call from before the view's start whose
-    # result the view's repair dropped): its messages leave the recalled section (their tokens
-    # stay unused). The index pairs within a turn as the view does, so this only happens for a
-    # unit straddling the view's start, or a view copy that disagrees with the indexed one.
-    start = plan.positions.get(tail[0].id) if tail else None
-    if start is not None:
-        for unit_ids in chosen:
-            if any(plan.positions.get(i, -1) >= start for i in unit_ids):
-                for i in unit_ids:
-                    recalled.pop(i, None)
-
-    section = [m for _, m in sorted(recalled.values(), key=lambda pair: pair[0])]
-    out = plan.pinned + section + tail
-    return Assembly(out, total_tokens(out), False, section, whole, plan.partial_turn, plan.summary_kept)
+def complete(layout: Layout, block: Sequence[Message]) -> Assembly:
+    """Step 2: the answer, with `block` (which must fit `layout.room`) before the newest turn, or
+    after it for an UPCOMING message."""
+    if layout.overflow:
+        return Assembly(layout.pinned + layout.newest, layout.used, True, [], [], 0, layout.partial_turn, layout.summary_kept, layout.dropped_turns)
+    block = list(block) if layout.anchor else []
+    out = list(layout.pinned)
+    recalled: list[Message] = []
+    for turn in layout.older:
+        shown = layout.blocks.get(anchor_of(turn)) or []
+        out += shown
+        recalled += shown
+        out += turn
+    recalled += layout.newest_block
+    if layout.anchor == UPCOMING:
+        out += layout.newest_block + layout.newest + block
+    else:
+        out += block + layout.newest
+    recalled += block
+    whole = 0 if layout.partial_turn or not layout.newest else len(layout.older) + 1
+    return Assembly(out, total_tokens(out), False, recalled, block, whole, layout.partial_turn, layout.summary_kept, layout.dropped_turns)

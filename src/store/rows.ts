@@ -5,7 +5,6 @@ import { InvalidArgumentError } from "../contract/errors.js";
 import { entryPayloadWithBody } from "../contract/received-messages.js";
 import { CompactionEntry, Message, TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
 import type { SessionLabels, SessionRecord, ViewMessage } from "./types.js";
-import { entryIndexText } from "./search-text.js";
 
 // The transcript rows of the SQLite store (sessions, entries, entry revisions) and their mapping to
 // and from the contract's entries. Registry rows are in registry-rows.ts, rewrite rows in
@@ -92,8 +91,12 @@ export interface EntryRow {
   /** AppendMessagesRequest.message_keys (migration 6); null for an entry without one. */
   message_key: string | null;
   payload: Uint8Array;
-  /** What the search index holds for the entry (search-text.ts indexText; "" for nothing): not a column of entries. */
-  index_text: string;
+  /**
+   * The entry itself (not a column): what the PostgreSQL store's search column is made of
+   * (search-text.ts entryIndexText, cut in the append's transaction there; the SQLite store's indexer
+   * reads the payload afterwards, search-index.ts).
+   */
+  entry: TranscriptEntry;
 }
 
 /** Advances the session's newest-message columns past a message entry it now holds (in memory). */
@@ -242,7 +245,7 @@ function entryRow(pos: Position, entry: TranscriptEntry, kind: EntryKind, role: 
 
 function entryRowFields(pos: Position, entry: TranscriptEntry, kind: EntryKind, role: number | null, tokenCount: number): Omit<EntryRow, "payload"> {
   return {
-    index_text: entryIndexText(entry),
+    entry,
     session_id: pos.sessionId,
     seq: pos.seq,
     id: entry.id,

@@ -5,10 +5,10 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { credentials, Metadata, status, type ServiceError } from "@grpc/grpc-js";
+import { status, type ServiceError } from "@grpc/grpc-js";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import * as H from "../../src/contract/gen/contextd/v1/host.js";
+import type * as H from "../../src/contract/gen/contextd/v1/host.js";
 import { CompactionTarget } from "../../src/contract/gen/contextd/v1/types.js";
 import { SUMMARY_METADATA_KEY } from "../../src/contract/messages.js";
 import { ContextdClient } from "../../src/sdk/runtime-client.js";
@@ -16,8 +16,8 @@ import { ConfigError, loadConfig } from "../../src/server/config.js";
 import { PLANTED_FACTS } from "../fixtures/coding-session.js";
 import { assistant, system, textOf, user } from "../fixtures/messages.js";
 import { runContextdUntilExit, startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
-import { readLeakedHostContext, startTsEngine, type EngineProcess } from "../helpers/engine-process.js";
 import { completion, HANG, promptOf, startChatServer, type ChatServer } from "./chat-server.js";
+import { completeCaller, type CompleteCaller } from "./complete-caller.js";
 
 const KEY = "sk-contextd-test-9f8e7d6c5b4a";
 const MODEL_TIMEOUT_MS = 3_000;
@@ -207,45 +207,15 @@ describe("contextd with the openai summarizer", () => {
   });
 
   describe("HostService.Complete, called by a sidecar engine during its call", () => {
-    let engine: EngineProcess;
-    let host: H.HostServiceClient;
-    let token: string;
+    let caller: CompleteCaller;
     const session = { sessionId: "complete-session", agentId: "engine-agent" };
 
     beforeAll(async () => {
-      const leak = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "contextd-complete-")), "host.json");
-      // A host token lives while its engine call does: keep one Assemble in flight (the engine is
-      // told to take a minute) and call Complete with the token it carries.
-      engine = await startTsEngine({
-        engineId: "complete-engine",
-        registry: contextd.address,
-        owner: "team",
-        control: { assemble: "slow", slow_ms: 60_000, leak_host_token_to: leak },
-      });
-      expect((await engine.registered).ok).toBe(true);
-      await cx.appendMessages({ session, messages: [user("hello")] });
-      void cx.assemble({ session, tokenBudget: 100_000 }, { timeoutMs: 90_000 }).catch(() => undefined);
-      await engine.waitForEvent((e) => e.event === "call" && e.op === "assemble");
-      token = readLeakedHostContext(leak)!.token;
-      host = new H.HostServiceClient(contextd.address, credentials.createInsecure());
+      caller = await completeCaller(contextd, cx, session, "complete-engine");
     });
-    afterAll(async () => {
-      host?.close();
-      await engine?.stop().catch(() => undefined);
-    });
+    afterAll(() => caller?.close());
 
-    function complete(req: H.DeepPartial<H.CompleteRequest>, timeoutMs = 20_000): { done: Promise<H.CompleteResponse>; cancel(): void } {
-      const md = new Metadata();
-      md.set("authorization", `Bearer ${token}`);
-      let cancel = () => {};
-      const done = new Promise<H.CompleteResponse>((resolve, reject) => {
-        const call = host.complete(H.CompleteRequest.fromPartial({ session, ...req }), md, { deadline: new Date(Date.now() + timeoutMs) }, (e, r) =>
-          e ? reject(e) : resolve(r),
-        );
-        cancel = () => call.cancel();
-      });
-      return { done, cancel };
-    }
+    const complete = (req: H.DeepPartial<H.CompleteRequest>, timeoutMs?: number) => caller.complete(req, timeoutMs);
     const refused = (req: H.DeepPartial<H.CompleteRequest>, timeoutMs?: number) =>
       complete(req, timeoutMs).done.then(
         () => Promise.reject(new Error("expected an error")),

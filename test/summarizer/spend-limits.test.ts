@@ -4,21 +4,17 @@
  * engines' HostService.Complete is refused RESOURCE_EXHAUSTED — with no request reaching the model —
  * while another agent, whose own limit is higher, is not affected; every request and refusal is counted.
  */
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { credentials, Metadata, status, type ServiceError } from "@grpc/grpc-js";
+import { status, type ServiceError } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import * as H from "../../src/contract/gen/contextd/v1/host.js";
 import { ErrorReason } from "../../src/contract/gen/contextd/v1/errors.js";
 import { CompactionTarget } from "../../src/contract/gen/contextd/v1/types.js";
 import { errorDetails } from "../../src/contract/error-details.js";
 import { ContextdClient } from "../../src/sdk/runtime-client.js";
 import { assistant, user } from "../fixtures/messages.js";
 import { startContextd, type ContextdProcess } from "../helpers/contextd-process.js";
-import { readLeakedHostContext, startTsEngine, type EngineProcess } from "../helpers/engine-process.js";
 import { parsePrometheus, sampleValue } from "../observability/prometheus-text.js";
 import { completion, startChatServer, type ChatServer } from "./chat-server.js";
+import { completeCaller, type CompleteCaller } from "./complete-caller.js";
 
 /** ~9k tokens of short turns (150 of them): one model request per compaction. */
 function history() {
@@ -94,40 +90,15 @@ describe("per-agent spend limits on the summarizer model", () => {
   });
 
   describe("HostService.Complete shares the agent's hour", () => {
-    let engine: EngineProcess;
-    let host: H.HostServiceClient;
-    let token = "";
+    let caller: CompleteCaller;
     const session = { sessionId: "spend-complete", agentId: "engine-agent" };
 
     beforeAll(async () => {
-      const leak = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "contextd-spend-")), "host.json");
-      // A host token lives while its engine call does: one Assemble held in flight.
-      engine = await startTsEngine({
-        engineId: "complete-engine",
-        registry: contextd.address,
-        owner: "team",
-        control: { assemble: "slow", slow_ms: 60_000, leak_host_token_to: leak },
-      });
-      expect((await engine.registered).ok).toBe(true);
-      await cx.appendMessages({ session, messages: [user("hello")] });
-      void cx.assemble({ session, tokenBudget: 100_000 }, { timeoutMs: 90_000 }).catch(() => undefined);
-      await engine.waitForEvent((e) => e.event === "call" && e.op === "assemble");
-      token = readLeakedHostContext(leak)!.token;
-      host = new H.HostServiceClient(contextd.address, credentials.createInsecure());
+      caller = await completeCaller(contextd, cx, session, "complete-engine");
     }, 60_000);
-    afterAll(async () => {
-      host?.close();
-      await engine?.stop().catch(() => undefined);
-    });
+    afterAll(() => caller?.close());
 
-    const complete = () =>
-      new Promise<H.CompleteResponse>((resolve, reject) => {
-        const md = new Metadata();
-        md.set("authorization", `Bearer ${token}`);
-        host.complete(H.CompleteRequest.fromPartial({ session, system: "Answer briefly.", messages: [user("2 + 2?")] }), md, (e, r) =>
-          e ? reject(e) : resolve(r),
-        );
-      });
+    const complete = () => caller.complete({ system: "Answer briefly.", messages: [user("2 + 2?")] }).done;
 
     it("the first call of the hour is answered; the next is RESOURCE_EXHAUSTED MODEL_SPEND_LIMITED naming the limit, without a request", async () => {
       expect((await complete()).text).toContain("reconcile");

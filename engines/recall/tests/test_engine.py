@@ -21,7 +21,8 @@ import grpc  # noqa: E402
 
 from contextd.engine import serve_engine  # noqa: E402
 from contextd.v1 import engine_pb2, engine_pb2_grpc, host_pb2, host_pb2_grpc  # noqa: E402
-from recall_engine import recall_engine, recall_note  # noqa: E402
+from recall_engine import RECALL_NOTE, RECALLED_FOR, recall_engine  # noqa: E402
+from selection import UPCOMING  # noqa: E402
 
 MAIN = os.path.join(ENGINE_DIR, "main.py")
 
@@ -73,7 +74,8 @@ class RecallOverGrpc(unittest.TestCase):
         cls.host_address = "127.0.0.1:%d" % cls.host_server.add_insecure_port("127.0.0.1:0")
         cls.host_server.start()
         cls.temp = TempIndex()
-        cls.running = serve_engine(recall_engine(cls.temp.index), block=False, registry="", handle_signals=False, logger=quiet_logger())
+        # A block share large enough for the tests' small budgets.
+        cls.running = serve_engine(recall_engine(cls.temp.index, block_share=0.3), block=False, registry="", handle_signals=False, logger=quiet_logger())
         cls.channel = grpc.insecure_channel(cls.running.address)
         cls.stub = engine_pb2_grpc.ContextEngineServiceStub(cls.channel)
 
@@ -114,10 +116,14 @@ class RecallOverGrpc(unittest.TestCase):
         s = summary(tokens=30)
         view = [s] + history[-8:]  # the host compacted turns 0..2 away
         res = self.assemble("cut", view, token_budget=200, prompt="What is the staging database password?")
-        self.assertEqual(self.assembled(res), [s.id, planted.id] + ids(view[1:]))
-        # Recalled messages after a pinned one: the echo form, the recalled message whole.
-        self.assertEqual(res.messages[1], planted)
-        self.assertEqual(res.system_prompt_addition, recall_note(1))
+        # A prompt that is not the latest user message's text is the message about to be sent: its
+        # block goes after the newest turn, where that message will follow.
+        self.assertEqual(self.assembled(res), ids(view) + [planted.id])
+        # The echo form, the recalled message whole, marked as recalled.
+        recalled = res.messages[-1]
+        self.assertEqual(recalled.metadata.pop(RECALLED_FOR), UPCOMING)
+        self.assertEqual(recalled, planted)
+        self.assertEqual(res.system_prompt_addition, RECALL_NOTE)
         self.assertEqual(res.estimated_tokens, 30 + 20 + 80)
         self.assertEqual(res.prompt_authority, types_pb2.PROMPT_AUTHORITY_ASSEMBLED)
 
@@ -127,10 +133,11 @@ class RecallOverGrpc(unittest.TestCase):
         res = self.assemble("window", history[4:], token_budget=85)
         self.assertEqual(list(res.kept_entry_ids), ids(history[4:]))
         self.assertEqual(len(res.messages), 0)
-        self.assertEqual(res.system_prompt_addition, "")
+        # The same system prompt addition on every answer, recall or not: it heads the prompt.
+        self.assertEqual(res.system_prompt_addition, RECALL_NOTE)
         # A prompt that matches nothing recalls nothing either.
         res = self.assemble("window", history[4:], token_budget=85, prompt="zebra")
-        self.assertEqual((list(res.kept_entry_ids), res.system_prompt_addition), (ids(history[4:]), ""))
+        self.assertEqual((list(res.kept_entry_ids), res.system_prompt_addition), (ids(history[4:]), RECALL_NOTE))
 
     def test_tool_pairs_recalled_whole(self):
         history = turn(20, tool_calls=2, topic="start") + turn(21) + turn(22)
@@ -140,7 +147,7 @@ class RecallOverGrpc(unittest.TestCase):
         res = self.assemble("tools", view, token_budget=200, prompt="ledger reconciliation")
         got = list(res.messages)
         self.assertEqual(tool_pair_violations(got), [])
-        self.assertEqual(ids(got[:2]), ids(history[1:3]))  # the call, then its result
+        self.assertEqual(ids(got[-2:]), ids(history[1:3]))  # the call, then its result, after the newest turn
         self.assertLessEqual(res.estimated_tokens, 200)
 
     def test_an_aborted_call_is_recalled_without_it_not_with_a_later_calls_result(self):
@@ -152,14 +159,72 @@ class RecallOverGrpc(unittest.TestCase):
         history = [user("start", 500), aborted] + second + turn(3) + turn(4)
         self.ingest("aborted", history)
         res = self.assemble("aborted", history, token_budget=450, prompt="walrus plan")
-        # The echo form: the recalled message is the view's, repaired (its call stripped).
+        # The view (920) does not fit: the older part steps out (the first two turns), and the
+        # block recalls the aborted call's message from it, repaired (its call stripped).
         self.assertEqual(list(res.kept_entry_ids), [])
         got = list(res.messages)
         self.assertEqual(tool_pair_violations(got), [])
-        self.assertEqual(ids(got), [aborted.id] + ids(history[2:]))
-        self.assertEqual((tool_call_ids(got[0]), got[0].content[0].text.text), ([], "walrus plan"))
-        self.assertEqual(got[1:], history[2:])
-        self.assertEqual((res.system_prompt_addition, res.estimated_tokens), (recall_note(1), 100 + 230 + 80))
+        self.assertEqual(ids(got), ids(history[-8:]) + [aborted.id])
+        self.assertEqual((tool_call_ids(got[-1]), got[-1].content[0].text.text), ([], "walrus plan"))
+        self.assertEqual(got[:-1], history[-8:])
+        self.assertEqual((res.system_prompt_addition, res.estimated_tokens), (RECALL_NOTE, 80 + 100))
+
+    def test_a_turns_block_is_chosen_once_and_stays_where_it_was(self):
+        planted = user("the deploy key is kept in vault path kv/walrus-deploy", 20)
+        history = [planted, assistant("noted")] + turn(70) + turn(71)
+        ask = user("where is the walrus deploy key?", 10)
+        self.ingest("stable", history + [ask])
+        s = summary(tokens=30)
+        view = [s] + history[2:] + [ask]  # the host cut the planted message away
+        question = ask.content[0].text.text  # the host's default prompt: the latest user message's text
+        first = self.assembled(self.assemble("stable", view, token_budget=300, prompt=question))
+        self.assertEqual(first, [s.id] + ids(history[2:]) + [planted.id, ask.id])
+        # The turn goes on and more matching messages arrive: the index's statistics drift, the
+        # block does not; the answer only grows at its end.
+        step = [assistant("searching for the walrus deploy key", 10, calls=["k1"]), result("k1", 10, "walrus deploy key: kv/walrus-deploy")]
+        self.ingest("stable", step)
+        view += step
+        second = self.assembled(self.assemble("stable", view, token_budget=300, prompt=question))
+        self.assertEqual(second, first + ids(step))
+        # The next turn: the first turn's block stays where it was, the new one goes before the
+        # new user message.
+        nxt = user("and who rotates the walrus deploy key?", 10)
+        self.ingest("stable", [nxt])
+        view += [nxt]
+        res = self.assemble("stable", view, token_budget=300, prompt=nxt.content[0].text.text)
+        third = self.assembled(res)
+        self.assertEqual(third[: len(second)], second)
+        self.assertEqual(third[-1], nxt.id)
+        self.assertEqual(res.system_prompt_addition, RECALL_NOTE)
+
+    def test_a_block_for_the_message_about_to_be_sent_becomes_its_own(self):
+        planted = user("the deploy key is kept in vault path kv/walrus-deploy", 20)
+        history = [planted, assistant("noted")] + turn(72) + turn(73)
+        self.ingest("upcoming", history)
+        view = [summary(tokens=30)] + history[2:]
+        question = "where is the walrus deploy key?"
+        # The runtime assembles before appending its user message (OpenClaw does): the block goes
+        # after the view, where that message will follow.
+        first = self.assembled(self.assemble("upcoming", view, token_budget=300, prompt=question))
+        self.assertEqual(first, ids(view) + [planted.id])
+        ask = user(question, 10)
+        self.ingest("upcoming", [ask])
+        second = self.assembled(self.assemble("upcoming", view + [ask], token_budget=300, prompt=question))
+        self.assertEqual(second, first + [ask.id])
+
+    def test_compacts_ahead_through_the_host_when_the_next_block_would_not_fit(self):
+        history = turn(80) + turn(81) + turn(82)  # 120 tokens
+        self.ingest("ahead", history)
+        before = len(self.host.compactions)
+        self.assemble("ahead", history, token_budget=130)  # 10 left, less than a block's room (39)
+        self.assertEqual(len(self.host.compactions), before + 1)
+        req, metadata = self.host.compactions[-1]
+        self.assertEqual((req.session.session_id, req.token_budget, req.force), ("ahead", 130, True))
+        self.assertEqual(metadata.get("authorization"), "Bearer host-token")
+        # With room to spare, or nothing before the newest turn to compact, the view is left alone.
+        self.assemble("ahead", history, token_budget=1000)
+        self.assemble("ahead", history[-4:], token_budget=45)
+        self.assertEqual(len(self.host.compactions), before + 1)
 
     def test_bootstrap_imports_an_unknown_session_then_only_checks(self):
         history = [system()] + turn(30, topic="walrus") + turn(31)
@@ -184,8 +249,7 @@ class RecallOverGrpc(unittest.TestCase):
         view = history[4:]
         res = self.assemble("gaps", view, token_budget=100, prompt="walrus")
         self.assertEqual(self.host.reads[0], ("gaps", False))
-        self.assertEqual(self.assembled(res)[0], history[0].id)
-        self.assertEqual(res.system_prompt_addition, recall_note(1))
+        self.assertEqual(self.assembled(res)[-1], history[0].id)
         self.host.reads.clear()
         self.assemble("gaps", view, token_budget=100, prompt="walrus")
         self.assertEqual(self.host.reads, [])  # nothing missing any more
@@ -222,7 +286,7 @@ class RecallOverGrpc(unittest.TestCase):
         finally:
             self.host.stalled.set()
         self.assertEqual(list(res.kept_entry_ids), ids(history))
-        self.assertEqual(res.system_prompt_addition, "")
+        self.assertEqual(res.system_prompt_addition, RECALL_NOTE)
 
 
 class MainTest(unittest.TestCase):

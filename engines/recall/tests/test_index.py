@@ -21,6 +21,19 @@ class IndexTest(unittest.TestCase):
     def tearDown(self):
         self.t.cleanup()
 
+    def test_a_turns_block_is_stored_per_session_turn_and_view_and_replaced_whole(self):
+        msgs = [user("walrus one"), assistant("walrus two")]
+        self.index.ingest("s", msgs)
+        self.index.set_block("s", "u1", "v1", "the prompt", [msgs[1].id, msgs[0].id])
+        self.assertEqual(self.index.blocks("s", ["u1", "u2"], "v1"), {"u1": ("the prompt", [msgs[1].id, msgs[0].id])})
+        # Another view (the host compacted since) or another session: none.
+        self.assertEqual(self.index.blocks("s", ["u1"], "v2"), {})
+        self.assertEqual(self.index.blocks("other", ["u1"], "v1"), {})
+        self.index.set_block("s", "u1", "v1", "another prompt", [])
+        self.assertEqual(self.index.blocks("s", ["u1"], "v1"), {"u1": ("another prompt", [])})
+        # The stored messages, decoded, by entry id.
+        self.assertEqual(self.index.messages("s", [msgs[0].id, "missing"]), {msgs[0].id: msgs[0]})
+
     def units(self, prompt, before=None, session="s"):
         return self.index.recall_units(session, fts_query(prompt), before)
 

@@ -1,189 +1,141 @@
-"""The budgeted selection (selection.py), pure: pinned first, the latest user message, fresh whole
-turns within their share, recalled units whole and in conversation order, the rest of the budget
-to more fresh turns, never over the budget, tool pairs intact; randomized invariants."""
+"""The budgeted layout (selection.py), pure: pinned first, the view's turns in order, each turn's
+recalled block just before its user message (an upcoming message's after the newest turn), the
+older part dropped in steps, never over the budget, tool pairs intact; randomized invariants."""
 
 import random
 import unittest
 
-from .helpers import TempIndex, agentic_turn, assistant, ids, result, summary, system, tool_call_ids, tool_pair_violations, turn, types_pb2, user
+from .helpers import TempIndex, agentic_turn, ids, result, summary, system, tool_pair_violations, turn, types_pb2, user
 
 from contextd.turns import paired_turns  # noqa: E402
 
 from index import RecallUnit  # noqa: E402
-from selection import complete, plan_fresh  # noqa: E402
+from selection import UPCOMING, choose_block, complete, plan_layout  # noqa: E402
 
 
-def unit(messages, ords):
-    return RecallUnit(list(messages), list(ords), sum(m.token_count for m in messages), -1.0, frozenset(m.id for m in messages))
+def unit(messages, score=-1.0):
+    return RecallUnit(list(messages), list(range(len(messages))), sum(m.token_count for m in messages), score, frozenset(m.id for m in messages))
 
 
-def select(view, budget, units=(), share=0.55):
-    return complete(plan_fresh(view, budget, share), units, {m.id: m for m in view})
+def select(view, budget, blocks=None, units=(), reserve=0, upcoming=False, block_share=0.2, step_share=0.25):
+    layout = plan_layout(view, budget, blocks or {}, reserve, upcoming, True, block_share, step_share)
+    block = choose_block(units, layout.room, layout.shown_ids(), {m.id: m for m in view}) if layout.anchor else []
+    return layout, complete(layout, block)
 
 
-class WindowBehaviour(unittest.TestCase):
-    """Without recalled units: a sliding window that uses the budget."""
-
-    def test_newest_whole_turns_fill_the_budget(self):
-        view = turn(0) + turn(1) + turn(2)  # 4 messages x 10 tokens each turn
-        a = select(view, 85)
-        self.assertEqual(ids(a.messages), ids(view[-8:]))
-        self.assertEqual((a.estimated_tokens, a.whole_turns, a.overflow, a.recalled), (80, 2, False, []))
-
-    def test_pinned_first_and_counted(self):
-        s, sy = summary(tokens=50), system(tokens=20)
-        view = [sy, s] + turn(0) + turn(1)
-        a = select(view, 115)
-        self.assertEqual(ids(a.messages), [sy.id, s.id] + ids(view[-4:]))
+class Layout(unittest.TestCase):
+    def test_the_whole_view_in_order_when_it_fits(self):
+        sy, s = system(tokens=20), summary(tokens=50)
+        view = [sy, s] + turn(0) + turn(1) + turn(2)
+        layout, a = select(view, 1000)
+        self.assertEqual(ids(a.messages), ids(view))
+        self.assertEqual((a.estimated_tokens, a.whole_turns, a.overflow, a.recalled, a.dropped_turns), (190, 3, False, [], 0))
         self.assertTrue(a.summary_kept)
 
     def test_everything_without_a_budget(self):
         view = [summary()] + turn(0) + turn(1)
-        self.assertEqual(ids(select(view, None).messages), ids(view))
+        layout, a = select(view, None, units=[unit([user("walrus", 5)])])
+        self.assertEqual(ids(a.messages)[-4:], ids(view[-4:]))
+        self.assertEqual(len(a.block), 1)
 
-    def test_an_oversized_newest_turn_is_cut_at_a_tool_pair_boundary(self):
+    def test_a_turns_block_sits_just_before_its_user_message(self):
+        old = user("planted fact walrus", 30)
+        view = turn(0) + turn(1)
+        layout, a = select(view, 1000, units=[unit([old])])
+        self.assertEqual(layout.anchor, view[4].id)
+        self.assertEqual(ids(a.messages), ids(view[:4]) + [old.id] + ids(view[4:]))
+        self.assertEqual(ids(a.block), [old.id])
+
+    def test_stored_blocks_of_older_turns_stay_where_they_were(self):
+        a0, a1 = user("fact one", 7), user("fact two", 9)
+        view = turn(0) + turn(1) + turn(2)
+        blocks = {view[0].id: [a0], view[4].id: [a1]}
+        layout, a = select(view, 1000, blocks)
+        self.assertEqual(ids(a.messages), [a0.id] + ids(view[:4]) + [a1.id] + ids(view[4:]))
+        self.assertEqual(ids(a.recalled), [a0.id, a1.id])
+        self.assertEqual(a.estimated_tokens, 120 + 16)
+
+    def test_an_upcoming_messages_block_goes_after_the_newest_turn_which_keeps_its_own(self):
+        own, new = user("fact one", 7), user("fact two", 9)
+        view = turn(0) + turn(1)
+        layout, a = select(view, 1000, {view[4].id: [own]}, units=[unit([new])], upcoming=True)
+        self.assertEqual(layout.anchor, UPCOMING)
+        self.assertEqual(ids(a.messages), ids(view[:4]) + [own.id] + ids(view[4:]) + [new.id])
+
+    def test_the_block_takes_at_most_its_share_whole_units_best_first_none_repeated(self):
+        view = turn(0) + turn(1)  # 80 tokens
+        big, small, shown = user("big", 30), user("small", 15), view[1]
+        layout, a = select(view, 200, units=[unit([big]), unit([shown]), unit([small])], block_share=0.2)
+        self.assertEqual(layout.room, 40)
+        self.assertEqual(ids(a.block), [big.id])  # small does not fit what big leaves; the shown one is never repeated
+        layout, a = select(view, 200, units=[unit([small]), unit([big])], block_share=0.2)
+        self.assertEqual(ids(a.block), [small.id])
+
+    def test_the_older_part_is_dropped_in_steps_and_stays_put_between_them(self):
+        view = [summary(tokens=40)]
+        for n in range(6):
+            view += turn(n)  # 40 tokens each
+        # budget 300: room wanted 0.2 * 260 = 52; the view (280) leaves 20 < half of it, so the
+        # oldest turns go until at least one step (0.25 * 260 = 65) is dropped: two turns (80).
+        layout, a = select(view, 300, block_share=0.2)
+        self.assertEqual((a.dropped_turns, layout.room, a.estimated_tokens), (2, 52, 200))
+        self.assertEqual(ids(a.messages), [view[0].id] + ids(view[9:]))
+        # A few more tokens: the overflow within the same step, the same start, append-only.
+        layout, c = select(view + [user("short", 5)], 300, block_share=0.2)
+        self.assertEqual(ids(c.messages)[: len(a.messages)], ids(a.messages))
+        # A whole turn more: 320 + 52 - 300 = 72 crosses the step, two steps (130) take four turns.
+        layout, b = select(view + turn(6), 300, block_share=0.2)
+        self.assertEqual(b.dropped_turns, 4)
+
+    def test_a_smaller_room_rather_than_a_step_while_half_of_it_is_left(self):
+        view = turn(0) + turn(1) + turn(2)  # 120
+        layout, a = select(view, 150, block_share=0.4)  # wants 60, 30 left: half, enough
+        self.assertEqual((layout.room, a.dropped_turns), (30, 0))
+
+    def test_an_oversized_newest_turn_is_cut_at_a_tool_pair_boundary_without_a_block(self):
         view = turn(0) + turn(1, tool_calls=3, result_tokens=100)
         newest = view[4:]
-        a = select(view, 140)
-        # user (10) + last pair (10 + 100) + wrap-up (10) = 130; the pair before it does not fit.
+        layout, a = select(view, 140, units=[unit([user("walrus", 1)])])
         self.assertEqual(ids(a.messages), [newest[0].id] + ids(newest[-3:]))
         self.assertTrue(a.partial_turn)
+        self.assertEqual((layout.anchor, a.block), ("", []))
         self.assertEqual(tool_pair_violations(a.messages), [])
-        self.assertNotEqual(a.messages[1].role, types_pb2.ROLE_TOOL_RESULT)
-
-    def test_the_budget_left_takes_a_tool_safe_tail_of_the_next_older_turn(self):
-        older = turn(0, tool_calls=2, result_tokens=100)  # user, call, result(100), call, result(100), wrap-up
-        view = older + turn(1)
-        a = select(view, 40 + 130)
-        # turn 1 (40), then of turn 0 what fits 130: the last pair and the wrap-up (120).
-        self.assertEqual(ids(a.messages), ids(older[3:]) + ids(view[6:]))
-        self.assertEqual(tool_pair_violations(a.messages), [])
-        self.assertEqual(a.estimated_tokens, 160)
 
     def test_overflow_only_when_pinned_and_latest_user_do_not_fit(self):
         s = summary(tokens=80)
         latest = user("big", 50)
-        a = select([s] + turn(0) + [latest], 100)
+        layout, a = select([s] + turn(0) + [latest], 100)
         self.assertTrue(a.overflow)
         self.assertEqual(ids(a.messages), [s.id, latest.id])
         self.assertEqual(a.estimated_tokens, 130)
-        self.assertFalse(select([s] + turn(0) + [latest], 130).overflow)
+        self.assertFalse(select([s] + turn(0) + [latest], 130)[1].overflow)
 
-
-class Recall(unittest.TestCase):
-    def test_fresh_turns_take_their_share_then_recall_then_more_turns(self):
-        old = [user("planted fact walrus", 30)]  # before the cut: not in the view
-        view = turn(0) + turn(1) + turn(2) + turn(3)  # 40 tokens each
-        plan = plan_fresh(view, 200, share=0.5)
-        self.assertEqual(ids(plan.tail), ids(view[-8:]))  # 80 of the 100 the share allows
-        a = complete(plan, [unit(old, [1])], {m.id: m for m in view})
-        # 80 fresh + 30 recalled; the 90 left take two more turns (one of 40 does not fit a third time).
-        self.assertEqual(ids(a.messages), [old[0].id] + ids(view[-16:]))
-        self.assertEqual(ids(a.recalled), [old[0].id])
-        self.assertEqual(a.estimated_tokens, 190)
-
-    def test_recalled_units_in_conversation_order_after_pinned(self):
-        sy, s = system(tokens=5), summary(tokens=5)
-        u1 = [assistant("look", 5, calls=["c1"]), result("c1", 5, "walrus")]
-        u2 = [user("penguin", 5)]
-        view = [sy, s] + turn(7)
-        # Ranked u2 first, but u1 comes first in the conversation.
-        a = select(view, 1000, [unit(u2, [20]), unit(u1, [3, 4])])
-        self.assertEqual(ids(a.messages), [sy.id, s.id] + ids(u1) + ids(u2) + ids(view[2:]))
-        self.assertEqual(tool_pair_violations(a.messages), [])
-
-    def test_a_unit_that_does_not_fit_is_skipped_whole_and_smaller_ones_still_come(self):
-        big = [assistant("look", 10, calls=["c1"]), result("c1", 500, "walrus")]
-        small = [user("walrus too", 10)]
-        view = turn(5)
-        a = select(view, 100, [unit(big, [1, 2]), unit(small, [3])])
-        self.assertEqual(ids(a.recalled), ids(small))
-        self.assertLessEqual(a.estimated_tokens, 100)
-
-    def test_a_recalled_message_of_the_view_is_absorbed_by_the_fresh_turns(self):
-        view = turn(0, topic="walrus") + turn(1) + turn(2)
-        # The walrus turn's user message is recalled; then the budget reaches its whole turn.
-        a = select(view, 120, [unit([view[0]], [1])], share=0.3)
-        self.assertEqual(ids(a.messages), ids(view))
-        self.assertEqual(a.recalled, [])
-
-    def test_a_view_copy_is_preferred_to_the_indexed_one(self):
-        current = user("walrus, rewritten", 12)
-        stale = types_pb2.Message()
-        stale.CopyFrom(current)
-        stale.content[0].text.text = "walrus"
-        view = [current] + turn(1) + turn(2)
-        a = select(view, 90, [unit([stale], [1])], share=0.5)
-        self.assertIs(a.messages[0], current)
-
-    def test_the_view_copy_of_a_message_whose_call_the_index_stripped_is_repaired_again(self):
-        # Turn 1's call was aborted: the index recalls its message without the call, and the
-        # view's copy (with the call) must not bring it back, alone before turn 2 which the budget
-        # left after recall then takes whole.
-        aborted = assistant("walrus plan", 100, calls=["x"])
-        stripped = types_pb2.Message()
-        stripped.CopyFrom(aborted)
-        del stripped.content[1:]
-        second = [user("second"), assistant("go", calls=["x"]), result("x", 200), assistant("done")]
-        view = [user("start", 500), aborted] + second + turn(3) + turn(4)
-        a = select(view, 450, [unit([stripped], [2])])
-        self.assertEqual(ids(a.messages), [aborted.id] + ids(view[2:]))
-        self.assertEqual(tool_call_ids(a.messages[0]), [])
-        self.assertEqual(tool_pair_violations(a.messages), [])
-        self.assertEqual((ids(a.recalled), a.estimated_tokens), ([aborted.id], 100 + 230 + 80))
-
-    def test_a_unit_reaching_into_the_turns_added_after_recall_leaves_the_recalled_section(self):
-        # The view starts mid-turn: the call before it (x) is answered by the fragment's second
-        # result (the first answers the fragment's own call of x), which the view's repair drops.
-        before = assistant("outer", calls=["x"])
-        fragment = [assistant("inner", calls=["x"]), result("x"), result("x", text="walrus"), assistant("done")]
-        view = fragment + turn(1) + turn(2)
-        plan = plan_fresh(view, 200, share=0.5)
-        self.assertEqual(ids(plan.tail), ids(view[4:]))
-        # Recalled, then the fragment is taken: shown before it, the result would be out of order.
-        a = complete(plan, [unit([before, fragment[2]], [1, 4])], {m.id: m for m in view})
-        self.assertEqual(ids(a.messages), ids(fragment[:2] + fragment[3:] + view[4:]))
-        self.assertEqual((a.recalled, a.estimated_tokens), ([], 110))
-        self.assertEqual(tool_pair_violations(a.messages), [])
-
-    def test_no_units_no_recall_and_the_overflow_ignores_them(self):
-        s = summary(tokens=80)
-        a = select([s, user("big", 50)], 100, [unit([user("x", 1)], [1])])
-        self.assertTrue(a.overflow)
-        self.assertEqual(a.recalled, [])
+    def test_a_view_copy_is_preferred_and_repaired_again(self):
+        view = turn(0) + turn(1)
+        indexed = user("walrus old", 5)
+        newer = user("walrus rewritten", 6)
+        newer.id = indexed.id
+        layout = plan_layout(view + [], 1000, {}, 0)
+        block = choose_block([unit([indexed])], layout.room, layout.shown_ids(), {indexed.id: newer})
+        self.assertEqual(block[0].content[0].text.text, "walrus rewritten")
 
 
 class NothingLeftAfterTheRepair(unittest.TestCase):
-    """No user message, and every other message an orphan: once raised IndexError (newest[0])."""
-
-    def test_a_view_of_one_orphan_result_plans_an_empty_tail(self):
-        plan = plan_fresh([result("x", 10)], 100)
-        self.assertEqual((plan.tail, plan.older_turns, plan.used, plan.overflow, plan.partial_turn, plan.whole_turns), ([], [], 0, False, False, 0))
-        # With no tail there is no bound to recall before: the engine asks the index for no units.
-        a = complete(plan, [])
-        self.assertEqual((a.messages, a.estimated_tokens, a.overflow), ([], 0, False))
-        self.assertEqual(select([result("x", 10)], None).messages, [])
+    def test_a_view_of_one_orphan_result_is_an_empty_history(self):
+        layout, a = select([result("x", 10)], 100)
+        self.assertEqual((a.messages, a.estimated_tokens, a.overflow, layout.anchor), ([], 0, False, ""))
 
     def test_only_the_pinned_messages_are_kept(self):
         sy, s = system(tokens=20), summary(tokens=30)
         view = [sy, s, result("a", 10), result("b", 500)]
-        a = select(view, 100)
-        self.assertEqual(ids(a.messages), [sy.id, s.id])
-        self.assertEqual((a.estimated_tokens, a.overflow, a.summary_kept), (50, False, True))
-        # As for an empty history: pinned messages over the budget are the answer, flagged.
-        a = select(view, 40)
+        self.assertEqual(ids(select(view, 100)[1].messages), [sy.id, s.id])
+        layout, a = select(view, 40)
         self.assertEqual((ids(a.messages), a.overflow), ([sy.id, s.id], True))
-
-    def test_a_repaired_fragment_before_a_turn_is_left_out(self):
-        view = [result("gone", 10)] + turn(0)
-        plan = plan_fresh(view, 1000)
-        self.assertEqual((ids(plan.tail), plan.older_turns, plan.whole_turns), (ids(view[1:]), [], 1))
-        self.assertEqual(ids(complete(plan, []).messages), ids(view[1:]))
 
 
 class RandomizedInvariants(unittest.TestCase):
     """Views of random sessions (plain turns, and agents reusing tool-call ids, aborting and nesting
-    calls), units from a real index of the whole session, random budgets and shares."""
+    calls), units from a real index of the whole session, stored blocks, random budgets and shares."""
 
     def setUp(self):
         self.t = TempIndex()
@@ -210,35 +162,42 @@ class RandomizedInvariants(unittest.TestCase):
             if mode < 0.6:
                 while cut > 0 and history[cut].role != types_pb2.ROLE_USER:
                     cut -= 1
-            # Otherwise the view starts mid-turn, maybe at a result whose call is cut away; and
-            # sometimes it holds no user message at all, only results whose calls are gone.
             kept = history[cut:]
             if mode >= 0.9:
                 kept = [m for m in kept if m.role == types_pb2.ROLE_TOOL_RESULT][:3]
             view += kept
             ords = {m.id: i for i, m in enumerate(history)}
             budget = rng.choice([None, rng.randint(10, 2000)])
-            plan = plan_fresh(view, budget, rng.choice([0.3, 0.55, 0.8]))
-            units = []
-            if plan.tail and not plan.overflow:
-                # As the engine asks: units before the fresh tail, best first (or any order).
-                bound = self.t.index.ords(session, [plan.tail[0].id])[plan.tail[0].id]
-                units = self.t.index.recall_units(session, '"walrus" OR "ok"', bound, limit=rng.choice([5, 64, 10_000]))
-                if rng.random() < 0.5:
-                    rng.shuffle(units)
-            a = complete(plan, units, {m.id: m for m in view}, max_units=8 if budget is None else None)
+            units = self.t.index.recall_units(session, '"walrus" OR "ok"', None, limit=rng.choice([5, 64, 10_000]))
+            # Stored blocks of older turns: units recalled earlier, each before its turn.
+            anchors = [m.id for m in kept if m.role == types_pb2.ROLE_USER]
+            blocks = {}
+            for a in anchors[:-1]:
+                if rng.random() < 0.5 and units:
+                    blocks[a] = list(rng.choice(units).messages)
+            upcoming = rng.random() < 0.2
+            shares = rng.choice([0.05, 0.2, 0.5]), rng.choice([0.1, 0.25, 0.5])
+            layout = plan_layout(view, budget, blocks, rng.choice([0, 20]), upcoming, rng.random() < 0.8, *shares)
+            block = []
+            if layout.anchor:
+                block = choose_block(units, layout.room, layout.shown_ids(), {m.id: m for m in view}, 8 if budget is None else None)
+            a = complete(layout, block)
             where = "case %d" % case
             if budget is not None and not a.overflow:
                 self.assertLessEqual(a.estimated_tokens, budget, where)
             self.assertEqual(a.estimated_tokens, sum(m.token_count for m in a.messages), where)
-            self.assertEqual(tool_pair_violations(a.messages), [], where)
-            rest = [m for m in a.messages if m.role != types_pb2.ROLE_SYSTEM and m.metadata.get("contextd.kind") != "compaction_summary"]
+            recalled = {id(m) for m in a.recalled}
+            # Tool pairs intact in the conversation part and in each block (blocks are whole units).
+            conversation = [m for m in a.messages if id(m) not in recalled]
+            self.assertEqual(tool_pair_violations(conversation), [], where)
+            self.assertEqual(tool_pair_violations(a.block), [], where)
+            rest = [m for m in conversation if m.role != types_pb2.ROLE_SYSTEM and m.metadata.get("contextd.kind") != "compaction_summary"]
             order = [ords[m.id] for m in rest]
             self.assertEqual(order, sorted(order), where)
-            self.assertEqual(len(set(ids(a.messages))), len(a.messages), where)
+            self.assertEqual(len(set(ids(a.block))), len(a.block), where)
+            self.assertFalse(set(ids(a.block)) & set(ids(conversation)), where)
             turns = paired_turns(kept)
             if not turns:
-                # Nothing but orphans: answered as an empty history, the pinned messages.
                 self.assertEqual(rest, [], where)
                 continue
             if not a.partial_turn and not a.overflow:
@@ -247,6 +206,7 @@ class RandomizedInvariants(unittest.TestCase):
             self.assertTrue(set(ids(latest_user)) <= set(ids(a.messages)), where)
             if rest:
                 self.assertNotEqual(rest[0].role, types_pb2.ROLE_TOOL_RESULT, where)
+
 
 if __name__ == "__main__":
     unittest.main()

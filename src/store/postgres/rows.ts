@@ -1,4 +1,5 @@
 import type { EntryRow, SessionRow } from "../rows.js";
+import { entryIndexText } from "../search-text.js";
 
 // The rows of the PostgreSQL store. They have the same columns as the SQLite store's, so the stored
 // forms of sessions and entries are built by the same functions (../rows.ts and
@@ -45,7 +46,7 @@ export function entryArrays(rows: readonly EntryRow[]): unknown[] {
     rows.map((r) => r.hidden === 1),
     rows.map((r) => r.message_key),
     rows.map((r) => bytea(r.payload)),
-    rows.map((r) => r.index_text),
+    rows.map((r) => entryIndexText(r.entry)),
   ];
 }
 

@@ -233,6 +233,29 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
     backfill: backfillSearchIndex,
   },
+  {
+    version: 9,
+    description: "history search indexed after the append: a log of what to index, the index in a file of its own",
+    sql: `
+      -- The index moves to <store>-search, kept by an indexer beside the event loop
+      -- (src/store/sqlite/search-index.ts says why and how): it is rebuilt there from the entries.
+      DROP TABLE entry_search;
+      -- What the indexer is to apply, in order: kind 0 index the entry (search_id, seq), 1 index it
+      -- again (rewritten), 2 delete the session's rows (search_id). Written in the transaction of
+      -- every write of entries; deleted once the index has applied it. AUTOINCREMENT: an op number
+      -- is never reused, so the index's mark of the last op it applied stays meaningful.
+      CREATE TABLE search_log (
+        op        INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind      INTEGER NOT NULL,
+        search_id INTEGER NOT NULL,
+        seq       INTEGER NOT NULL
+      );
+      -- This store's identity, recorded in its index file too: an index file of another store
+      -- (a copied file, a restored backup) is rebuilt rather than trusted.
+      CREATE TABLE store_identity (id TEXT NOT NULL);
+      INSERT INTO store_identity (id) VALUES (lower(hex(randomblob(16))));
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

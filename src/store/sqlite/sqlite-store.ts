@@ -47,6 +47,8 @@ import { checkTokenCount, toSessionRecord } from "../rows.js";
 import { prepareStatements, type Statements } from "./statements.js";
 import { SqliteStoreCopy } from "./store-copy.js";
 import { SqliteSearch } from "./search.js";
+import { attachMemoryIndex, LOG_DELETE_SESSION, openIndexFile, searchIndexPath } from "./search-index.js";
+import { InlineIndexing, startIndexThread, type SearchIndexing } from "./search-index-thread.js";
 import { listPage, listPageSize, parseListCursor } from "../paging.js";
 import { ViewCache } from "../view-cache.js";
 import * as subagents from "./subagent-records.js";
@@ -57,6 +59,9 @@ import { checkAppend } from "../write-checks.js";
 export { newEntryId } from "../rows.js";
 
 const BUSY_TIMEOUT_MS = 5_000;
+
+/** Log rows the search index may be behind before appends wait for it (~1.5 s of the indexer's work here). */
+export const MAX_INDEX_LAG = 20_000;
 
 /**
  * The embedded transcript store: one SQLite file (WAL, synchronous=FULL, so an acknowledged write
@@ -102,18 +107,92 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   private readonly walSync: WalSync | undefined;
   private readonly copy: SqliteStoreCopy;
   private readonly search: SqliteSearch;
+  /** The search indexer (search-index.ts) and what the searches read with. */
+  private readonly indexing: SearchIndexing;
+  private readonly searchReader: Database.Database;
+  /** The search log's rows up to this op are deleted, or their deletion is under way. */
+  private trimmedLog = 0;
+  private readonly trims = new Set<Promise<void>>();
+  private closing = false;
   /** Decoded active views (view-cache.ts); the writes that can change stored entries clear it. */
   private readonly views = new ViewCache();
 
   private constructor(private readonly db: Database.Database) {
     this.stmts = prepareStatements(db);
     this.copy = new SqliteStoreCopy(db);
-    this.search = new SqliteSearch(db, this.stmts);
     // Only a file in WAL mode has a -wal to sync (in memory, or where SQLite kept another journal
     // mode, the group's COMMIT stays at FULL).
     const wal = !db.memory && db.pragma("journal_mode", { simple: true }) === "wal";
     this.walSync = wal ? new WalSync(`${db.name}-wal`) : undefined;
     this.commits = new GroupCommit(db, this.walSync);
+    ({ indexing: this.indexing, reader: this.searchReader } = SqliteStore.searchIndex(db));
+    this.indexing.onApplied = (applied) => this.trimLog(applied);
+    this.search = new SqliteSearch(db, this.searchReader, this.stmts, this.indexing);
+  }
+
+  /**
+   * The search index: in the file beside the store, kept by a thread of its own (search-index.ts),
+   * searched through a read-only connection; in memory, attached to the store's own connection.
+   */
+  private static searchIndex(db: Database.Database): { indexing: SearchIndexing; reader: Database.Database } {
+    if (db.memory) {
+      attachMemoryIndex(db);
+      return { indexing: new InlineIndexing(db, "main", "ix", false), reader: db };
+    }
+    const indexPath = searchIndexPath(db.name);
+    // Created here, before anything reads it; the indexer opens its own connection.
+    const own = openIndexFile(indexPath, db.name);
+    const thread = startIndexThread(db.name, indexPath);
+    let indexing: SearchIndexing;
+    if (thread) {
+      own.close();
+      indexing = thread;
+    } else indexing = new InlineIndexing(own, "src", "main", true);
+    const reader = new Database(db.name, { readonly: true });
+    reader.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    reader.prepare("ATTACH DATABASE ? AS ix").run(indexPath);
+    return { indexing, reader };
+  }
+
+  /** The indexer applied the log through `applied`: its rows are deleted in the next group commit (with the appends of that turn, its sync off the event loop). */
+  private trimLog(applied: number): void {
+    if (applied <= this.trimmedLog || this.closing) return;
+    this.trimmedLog = applied;
+    const trim = this.commits
+      .write(() => this.stmts.trimSearchLog.run(applied))
+      .then(
+        () => undefined,
+        () => {
+          // Left for the next trim: the rows stay until then, and are never applied twice.
+          this.trimmedLog = Math.min(this.trimmedLog, applied - 1);
+        },
+      );
+    this.trims.add(trim);
+    void trim.finally(() => this.trims.delete(trim));
+  }
+
+  /** indexed, for a write that commits before it returns. */
+  private indexedNow<T>(write: () => T): T {
+    try {
+      return write();
+    } finally {
+      this.indexing.kick();
+    }
+  }
+
+  /**
+   * Tells the indexer that `write` logged entries, once it has committed; and holds the answer while
+   * the index is more than MAX_INDEX_LAG log rows behind, so that the lag a search may wait for stays
+   * bounded when appends outrun the indexer. (Never an error: the write has committed.)
+   */
+  private async indexed<T>(write: Promise<T>): Promise<T> {
+    try {
+      return await write;
+    } finally {
+      this.indexing.kick();
+      const behind = (this.stmts.lastLogged.get()?.seq ?? 0) - MAX_INDEX_LAG;
+      if (behind > 0 && !this.closing) await this.indexing.caughtUp(behind).catch(() => undefined);
+    }
   }
 
   /** Opens (creating when missing) the database file at `path` and migrates it. */
@@ -140,7 +219,7 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   /** Grouped with the other appends of this turn of the event loop into one transaction (group-commit.ts). */
   async appendMessages(sessionId: string, messages: NewMessage[], create: SessionLabels, maxEntries = Number.POSITIVE_INFINITY): Promise<TranscriptEntry[]> {
     checkAppend(sessionId, messages);
-    return this.commits.write(() => writes.appendInTransaction(this.stmts, sessionId, messages, create, maxEntries));
+    return this.indexed(this.commits.write(() => writes.appendInTransaction(this.stmts, sessionId, messages, create, maxEntries)));
   }
 
   async appendIdempotent(
@@ -152,21 +231,21 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   ): Promise<IdempotentAppend> {
     checkAppend(sessionId, messages);
     checkIdempotencyKey(key);
-    return this.commits.write(() => appendIdempotentInTransaction(this.stmts, sessionId, messages, create, key, maxEntries));
+    return this.indexed(this.commits.write(() => appendIdempotentInTransaction(this.stmts, sessionId, messages, create, key, maxEntries)));
   }
 
   async appendKeyed(sessionId: string, messages: NewMessage[], create: SessionLabels, key?: IdempotencyKey, maxEntries?: number): Promise<KeyedAppend> {
     checkAppend(sessionId, messages);
     if (key) checkIdempotencyKey(key);
-    return this.commits.write(() => appendKeyedInTransaction(this.stmts, sessionId, messages, create, key, maxEntries));
+    return this.indexed(this.commits.write(() => appendKeyedInTransaction(this.stmts, sessionId, messages, create, key, maxEntries)));
   }
 
   async importSession(sessionId: string, labels: SessionLabels, transcript: ImportedTranscript): Promise<SessionRecord> {
-    return this.clearingViews(() => importSession(this.db, this.stmts, sessionId, labels, transcript));
+    return this.indexedNow(() => this.clearingViews(() => importSession(this.db, this.stmts, sessionId, labels, transcript)));
   }
 
   async createSession(sessionId: string, labels: SessionLabels, seed: SeedEntry[], options: { expiresAtMs?: number } = {}): Promise<SessionRecord> {
-    return this.clearingViews(() => writes.createSession(this.db, this.stmts, sessionId, labels, seed, options.expiresAtMs ?? 0));
+    return this.indexedNow(() => this.clearingViews(() => writes.createSession(this.db, this.stmts, sessionId, labels, seed, options.expiresAtMs ?? 0)));
   }
 
   async getSession(sessionId: string): Promise<SessionRecord | undefined> {
@@ -216,25 +295,27 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   ): Promise<TranscriptEntry> {
     // In the group commit, like appends: its WAL sync runs off the event loop (a compaction per
     // Assemble of a busy tenant synced on the loop every other tenant's calls wait on).
-    return this.commits.write(() =>
-      writes.commitCompaction(this.db, this.stmts, sessionId, compaction, expectedLatestCompactionId, summaryTokens, compactedThroughSeq),
+    return this.indexed(
+      this.commits.write(() =>
+        writes.commitCompaction(this.db, this.stmts, sessionId, compaction, expectedLatestCompactionId, summaryTokens, compactedThroughSeq),
+      ),
     );
   }
 
   async deleteSession(sessionId: string): Promise<boolean> {
     const run = this.db.transaction((): boolean => {
       const searchId = this.stmts.session.get(sessionId)?.search_id;
-      if (typeof searchId === "number") this.stmts.unindexSession.run(searchId, searchId);
+      if (typeof searchId === "number") this.stmts.logSearch.run(LOG_DELETE_SESSION, searchId, 0);
       this.stmts.deleteRevisions.run(sessionId);
       this.stmts.deleteIdempotencyKeys.run(sessionId);
       this.stmts.deleteEntries.run(sessionId);
       return this.stmts.deleteSession.run(sessionId).changes > 0;
     });
-    return this.clearingViews(() => run.immediate());
+    return this.indexedNow(() => this.clearingViews(() => run.immediate()));
   }
 
   async rewriteEntries(sessionId: string, rewrites: EntryRewriteInput[], reason: string): Promise<RewriteOutcome> {
-    return this.clearingViews(() => writes.rewriteEntries(this.db, this.stmts, sessionId, rewrites, reason));
+    return this.indexedNow(() => this.clearingViews(() => writes.rewriteEntries(this.db, this.stmts, sessionId, rewrites, reason)));
   }
 
   async readEntryRevisions(sessionId: string, entryId: string): Promise<EntryRevision[]> {
@@ -350,6 +431,10 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
+    await this.indexing.close();
+    await Promise.all(this.trims);
+    if (this.searchReader !== this.db && this.searchReader.open) this.searchReader.close();
     await this.walSync?.close();
     if (this.db.open) this.db.close();
   }

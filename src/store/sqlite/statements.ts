@@ -17,10 +17,10 @@ export interface Statements {
   insertSession: Stmt<[SessionRow], { search_id: number }>;
   saveSession: Stmt<[SessionRow], void>;
   insertEntry: Stmt<[EntryRow], void>;
-  // the search index (migration 8, search.ts): rowid (search_id << 32) | seq
-  indexEntry: Stmt<[number, number, string, string], void>;
-  unindexEntry: Stmt<[number, number], void>;
-  unindexSession: Stmt<[number, number], void>;
+  // the search log (migration 9, search-index.ts): what the indexer is to apply, in order
+  logSearch: Stmt<[number, number, number], void>;
+  lastLogged: Stmt<[], { seq: number }>;
+  trimSearchLog: Stmt<[number], void>;
   sessionEntryById: Stmt<[string, string], { payload: Buffer }>;
   previousCompaction: Stmt<[string, number], { payload: Buffer }>;
   /** The entry that holds a message key in a session (AppendMessagesRequest.message_keys). */
@@ -91,9 +91,9 @@ export function prepareStatements(db: Database.Database): Statements {
                (SELECT coalesce(max(search_id), 0) + 1 FROM sessions))
        RETURNING search_id`,
     ),
-    indexEntry: db.prepare<[number, number, string, string], void>("INSERT INTO entry_search (rowid, body, agent) VALUES ((? << 32) | ?, ?, ?)"),
-    unindexEntry: db.prepare<[number, number], void>("DELETE FROM entry_search WHERE rowid = ((? << 32) | ?)"),
-    unindexSession: db.prepare<[number, number], void>("DELETE FROM entry_search WHERE rowid BETWEEN (? << 32) AND ((? << 32) | 4294967295)"),
+    logSearch: db.prepare<[number, number, number], void>("INSERT INTO search_log (kind, search_id, seq) VALUES (?, ?, ?)"),
+    lastLogged: db.prepare<[], { seq: number }>("SELECT seq FROM sqlite_sequence WHERE name = 'search_log'"),
+    trimSearchLog: db.prepare<[number], void>("DELETE FROM search_log WHERE op <= ?"),
     sessionEntryById: db.prepare<[string, string], { payload: Buffer }>("SELECT payload FROM entries WHERE session_id = ? AND id = ?"),
     // Compaction entries are few: the scan back from beforeSeq stops at the first one.
     previousCompaction: db.prepare<[string, number], { payload: Buffer }>(

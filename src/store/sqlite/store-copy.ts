@@ -15,8 +15,7 @@ import type {
   StoreRowCounts,
 } from "../types.js";
 import { SESSION_COLUMNS } from "../session-columns.js";
-import { decodeEntry } from "../rows.js";
-import { agentToken, entryIndexText } from "../search-text.js";
+import { LOG_INDEX } from "./search-index.js";
 
 // SqliteStore's StoreCopy half (contextctl migrate-store): rows read and written as they are,
 // column for column, so a copy keeps ids, seqs, payloads and the derived active-view pointers.
@@ -146,10 +145,10 @@ class SqliteRawWriter implements RawWriter {
       `INSERT INTO entry_revisions (session_id, entry_id, revision, token_count, replaced_at_ms, reason, payload)
        VALUES (@sessionId, @entryId, @revision, @tokenCount, @replacedAtMs, @reason, @payload)`,
     );
-    // The search index (migration 8) is this store's own: sessions are numbered and entries indexed as they arrive.
+    // The search index is this store's own: sessions are numbered and entries logged for the indexer as they arrive.
     this.numberSession = db.prepare("UPDATE sessions SET search_id = (SELECT coalesce(max(search_id), 0) + 1 FROM sessions) WHERE session_id = ?");
-    this.searchSession = db.prepare("SELECT search_id AS searchId, agent_id AS agentId FROM sessions WHERE session_id = ?");
-    this.indexEntry = db.prepare("INSERT INTO entry_search (rowid, body, agent) VALUES ((? << 32) | ?, ?, ?)");
+    this.searchSession = db.prepare("SELECT search_id AS searchId FROM sessions WHERE session_id = ?");
+    this.indexEntry = db.prepare(`INSERT INTO search_log (kind, search_id, seq) VALUES (${LOG_INDEX}, ?, ?)`);
     this.insertKey = db.prepare(
       `INSERT INTO idempotency_keys (session_id, idempotency_key, request_hash, entry_ids, token_counts, created_at_ms)
        VALUES (@sessionId, @key, @requestHash, @entryIdsJson, @tokenCountsJson, @createdAtMs)`,
@@ -165,12 +164,10 @@ class SqliteRawWriter implements RawWriter {
 
   async writeEntries(sessionId: string, entries: RawEntry[]): Promise<void> {
     this.write(() => {
-      const session = this.searchSession.get(sessionId) as { searchId: number; agentId: string } | undefined;
-      const agent = agentToken(session?.agentId ?? "");
+      const session = this.searchSession.get(sessionId) as { searchId: number } | undefined;
       for (const e of entries) {
         this.insertEntry.run({ ...e, sessionId, hidden: e.hidden ? 1 : 0 });
-        const body = entryIndexText(decodeEntry(e.payload));
-        if (session && body) this.indexEntry.run(session.searchId, e.seq, body, agent);
+        if (session) this.indexEntry.run(session.searchId, e.seq);
       }
     });
   }

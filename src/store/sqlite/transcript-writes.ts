@@ -14,7 +14,7 @@ import {
   type EntryRow,
   type SessionRow,
 } from "../rows.js";
-import { agentToken } from "../search-text.js";
+import { LOG_INDEX, LOG_REINDEX } from "./search-index.js";
 import type { Statements } from "./statements.js";
 import { planRewrites, rewriteTotals } from "../rewrite-plan.js";
 import { seedCompaction } from "../seed-entries.js";
@@ -157,9 +157,8 @@ export function rewriteEntries(db: Database.Database, stmts: Statements, session
         payload: p.target.payload,
       });
       stmts.updateEntry.run(p.next.row);
-      // The index holds the live revision only.
-      stmts.unindexEntry.run(searchId(row), p.next.row.seq);
-      if (p.next.row.index_text) stmts.indexEntry.run(searchId(row), p.next.row.seq, p.next.row.index_text, agentToken(row.agent_id));
+      // The index holds the live revision only: the indexer replaces the entry's index row.
+      stmts.logSearch.run(LOG_REINDEX, searchId(row), p.next.row.seq);
     }
     const { tokenDelta, bytesFreed } = rewriteTotals(planned);
     row.total_tokens += tokenDelta;
@@ -178,10 +177,13 @@ export function insertSession(stmts: Statements, sessionId: string, labels: Sess
   return row;
 }
 
-/** Inserts an entry of the session `row` and its search index row (migration 8), in the caller's transaction. */
+/**
+ * Inserts an entry of the session `row` and logs it for the search index (migration 9,
+ * search-index.ts: indexed after the transaction commits), in the caller's transaction.
+ */
 export function insertEntry(stmts: Statements, row: SessionRow, entry: EntryRow): void {
   stmts.insertEntry.run(entry);
-  if (entry.index_text) stmts.indexEntry.run(searchId(row), entry.seq, entry.index_text, agentToken(row.agent_id));
+  if (entry.kind !== "custom") stmts.logSearch.run(LOG_INDEX, searchId(row), entry.seq);
 }
 
 /** The session's number in the search index (every session has one since migration 8). */

@@ -43,10 +43,10 @@ afterEach(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-describe("schema migrations 1 → 2 → 3 → 4 → 5 → 6 → 7 → 8", () => {
+describe("schema migrations 1 → 2 → 3 → 4 → 5 → 6 → 7 → 8 → 9", () => {
   it("upgrades a version-1 file in place, keeping its data", async () => {
     // Build a version-1 file: only migration 1, then data written through its schema.
-    expect(MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
     const v1 = new Database(dbPath);
     migrate(v1, 1);
     expect(v1.pragma("user_version", { simple: true })).toBe(1);
@@ -71,7 +71,7 @@ describe("schema migrations 1 → 2 → 3 → 4 → 5 → 6 → 7 → 8", () => 
     const store = openAt();
     const db = (store as unknown as { db: Database.Database }).db;
     expect(db.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
-    expect(SCHEMA_VERSION).toBe(8);
+    expect(SCHEMA_VERSION).toBe(9);
     // Migration 6 filled in the newest message's timestamp from the entries; no key was ever given.
     expect(await store.getSession("old")).toMatchObject({
       sessionKey: "k",
@@ -179,9 +179,9 @@ describe("schema migrations 1 → 2 → 3 → 4 → 5 → 6 → 7 → 8", () => 
     expect((await store.listRegistrations()).map((r) => r.instanceId)).toEqual(["pod-2"]);
   });
 
-  it("migration 8 indexes every entry of an existing file, so its history is searchable once it opens", async () => {
+  it.each([7, 8])("a version-%i file's history is searchable once it opens (the index file is built from its entries)", async (version) => {
     const v7 = new Database(dbPath);
-    migrate(v7, 7);
+    migrate(v7, version);
     const entry = (seq: number, text: string) =>
       TranscriptEntry.encode(
         TranscriptEntry.fromPartial({ id: `e${seq}`, seq, entry: { $case: "message", value: textMessage(Role.ROLE_USER, text, { id: `e${seq}` }) } }),
@@ -198,6 +198,8 @@ describe("schema migrations 1 → 2 → 3 → 4 → 5 → 6 → 7 → 8", () => 
     insert.run("old-a", 1, "e1", entry(1, "see invoice_rounding.ts for BILL-4821"));
     insert.run("old-a", 2, "e2", entry(2, "nothing"));
     insert.run("old-b", 1, "e1", entry(1, "BILL-4821 of agent b"));
+    // A version-8 file numbered its sessions when they were made (and indexed them in the file itself).
+    if (version === 8) v7.exec("UPDATE sessions SET search_id = rowid");
     v7.close();
 
     const store = openAt();
