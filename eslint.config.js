@@ -53,13 +53,22 @@ export default tseslint.config(
       "src/contract/gen/**",
       "integrations/openclaw/dist/**",
       "integrations/openai-agents/dist/**",
+      "integrations/ai-sdk/dist/**",
       "clients/**",
       "**/*.d.ts",
       "**/__pycache__/**",
     ],
   },
   {
-    files: ["src/**/*.ts", "engines/**/*.ts", "bench/**/*.ts", "test/**/*.ts", "integrations/openclaw/src/**/*.ts", "integrations/openai-agents/src/**/*.ts"],
+    files: [
+      "src/**/*.ts",
+      "engines/**/*.ts",
+      "bench/**/*.ts",
+      "test/**/*.ts",
+      "integrations/openclaw/src/**/*.ts",
+      "integrations/openai-agents/src/**/*.ts",
+      "integrations/ai-sdk/src/**/*.ts",
+    ],
     extends: [tseslint.configs.base],
     // tsconfig.test.json covers every file (tsconfig.json leaves the tests out).
     languageOptions: { parserOptions: { project: "./tsconfig.test.json", tsconfigRootDir: import.meta.dirname } },

@@ -22,6 +22,8 @@ export default defineConfig({
       "contextd/summarizer": fileURLToPath(new URL("./src/compaction/summarizer/extractive.ts", import.meta.url)),
       // The Agents SDK integration (its own package, integrations/openai-agents): tests and its README example run its sources.
       "@contextd/openai-agents": fileURLToPath(new URL("./integrations/openai-agents/src/index.ts", import.meta.url)),
+      // The AI SDK integration (its own package, integrations/ai-sdk) is tested from its sources.
+      "@contextd/ai-sdk": fileURLToPath(new URL("./integrations/ai-sdk/src/index.ts", import.meta.url)),
     },
   },
   test: {

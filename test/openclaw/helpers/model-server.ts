@@ -18,6 +18,13 @@
  * `CALL:contextd_search:{"query":"BILL-4821"}`) is answered, in order, with one call to that tool,
  * then the reply. With `ECHO_TOOL_RESULT` the reply is the text of the last tool result the model
  * was sent: the model answers from what the tool found.
+ *
+ * For runtimes whose prompt the test does not write whole (the AI SDK integration, where contextd
+ * replaces the prompt and may compact the `TOOLS:` message away): a request with the header
+ * `x-tool-loop: <n>:<tag>` is answered with a tool call to `read` (id `call_<tag>_<k>`) for its first
+ * n requests under that tag, counted by the server, then with the reply. `FAIL_ONCE:<tag>` in the
+ * newest user text is answered the first time only with a 503 (a provider hiccup a client retries).
+ * Tool calls are streamed when the client asks for a stream, else one JSON response.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -35,8 +42,8 @@ export interface RecordedRequest {
   n: number;
   path: string;
   body: { model?: string; stream?: boolean; messages?: ChatMessage[]; [k: string]: unknown };
-  /** How it was answered: "reply", "overflow" or "tool_call". */
-  answer: "reply" | "overflow" | "tool_call";
+  /** How it was answered: "reply", "overflow", "tool_call" or "failure" (FAIL_ONCE). */
+  answer: "reply" | "overflow" | "tool_call" | "failure";
 }
 
 export interface ModelServer {
@@ -59,6 +66,8 @@ export function contentText(c: unknown): string {
 export async function startModelServer(): Promise<ModelServer> {
   const recorded: RecordedRequest[] = [];
   const overflowed = new Set<string>();
+  const loops = new Map<string, number>();
+  const failed = new Set<string>();
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -95,6 +104,24 @@ export async function startModelServer(): Promise<ModelServer> {
       const toolResults = messages.slice(promptAt + 1).filter((m) => m.role === "tool");
       const results = toolResults.length;
       const n = recorded.length + 1;
+      const failOnce = /FAIL_ONCE:(\w+)/.exec(prompt);
+      if (failOnce && !failed.has(failOnce[1])) {
+        failed.add(failOnce[1]);
+        recorded.push({ n, path, body, answer: "failure" });
+        res.writeHead(503, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { message: "overloaded, try again", type: "server_error" } }));
+        return;
+      }
+      const loop = /^(\d+):(\w+)$/.exec(String(req.headers["x-tool-loop"] ?? ""));
+      if (loop) {
+        const done = loops.get(loop[2]) ?? 0;
+        if (done < Number(loop[1])) {
+          loops.set(loop[2], done + 1);
+          recorded.push({ n, path, body, answer: "tool_call" });
+          toolCall(res, body, `call_${loop[2]}_${done + 1}`, n, { name: "read", arguments: JSON.stringify({ path: "probe.txt" }) });
+          return;
+        }
+      }
       const overflowNow =
         (overflow && !overflowed.has(overflow[1]) && overflow[1]) ||
         (afterTools && tools && results >= Number(tools[1]) && !overflowed.has(afterTools[1]) && afterTools[1]);
@@ -175,8 +202,12 @@ function stream(res: http.ServerResponse, body: RecordedRequest["body"], n: numb
   res.end();
 }
 
-/** An answer that calls one tool, its arguments (JSON text) streamed after its name, as providers do. */
+/** An answer that calls one tool, its arguments (JSON text) streamed after its name, as providers do (one JSON response when the client asked for no stream). */
 function toolCall(res: http.ServerResponse, body: RecordedRequest["body"], callId: string, n: number, call: { name: string; arguments: string }): void {
+  if (!body.stream) {
+    const whole = { id: callId, type: "function", function: call };
+    return json(res, body, n, { role: "assistant", content: null, tool_calls: [whole] }, "tool_calls");
+  }
   stream(
     res,
     body,
@@ -191,6 +222,11 @@ function toolCall(res: http.ServerResponse, body: RecordedRequest["body"], callI
 
 function answer(res: http.ServerResponse, body: RecordedRequest["body"], text: string, n: number): void {
   if (body.stream) return stream(res, body, n, [{ role: "assistant", content: "" }, { content: text }], "stop");
+  json(res, body, n, { role: "assistant", content: text }, "stop");
+}
+
+/** A chat.completion as one JSON response (the client did not ask for a stream). */
+function json(res: http.ServerResponse, body: RecordedRequest["body"], n: number, message: unknown, finish: string): void {
   res.writeHead(200, { "content-type": "application/json" });
   res.end(
     JSON.stringify({
@@ -198,7 +234,7 @@ function answer(res: http.ServerResponse, body: RecordedRequest["body"], text: s
       object: "chat.completion",
       created: Math.floor(Date.now() / 1000),
       model: body.model ?? "fake-model",
-      choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }],
+      choices: [{ index: 0, message, finish_reason: finish }],
       usage: USAGE,
     }),
   );
