@@ -1,6 +1,9 @@
 import { createHash } from "node:crypto";
 import { Message } from "../contract/gen/contextd/v1/types.js";
 
+/** Every field at its default: what a message's digest leaves out. */
+const BLANK = Message.fromPartial({});
+
 /** Bytes of one message's digest: 64 bits make a false "identical" vanishingly unlikely. */
 const DIGEST_BYTES = 8;
 
@@ -75,7 +78,8 @@ export class StablePrefixes {
 
 /** The message as a model provider receives it: what must be byte-identical for its cache to hit. */
 function digestOf(m: Message): Buffer {
-  const seen = Message.encode(Message.fromPartial({ role: m.role, content: m.content, toolCallId: m.toolCallId, toolName: m.toolName, isError: m.isError }));
+  // A shallow copy over a blank message: fromPartial would deep-copy every block on every Assemble.
+  const seen = Message.encode({ ...BLANK, role: m.role, content: m.content, toolCallId: m.toolCallId, toolName: m.toolName, isError: m.isError });
   return createHash("sha256").update(seen.finish()).digest().subarray(0, DIGEST_BYTES);
 }
 

@@ -60,8 +60,16 @@ const read = tool({
 describe("AI SDK middleware on contextd", () => {
   it("runs a 30-step tool loop in which contextd compacts, the model sees contextd's assembled context, and every message is stored once", async () => {
     const before = model.requests().length;
+    // The real client, counting the messages each AppendMessages carries.
+    let appended = 0;
+    const counting = new ContextdClient({ address: contextd.address });
+    const appendMessages = counting.appendMessages.bind(counting);
+    counting.appendMessages = (req, o) => {
+      appended += req.messages?.length ?? 0;
+      return appendMessages(req, o);
+    };
     const result = await generateText({
-      model: contextdModel("loop", { tokenBudget: 1500 }),
+      model: contextdModel("loop", { tokenBudget: 1500, client: counting }),
       tools: { read },
       stopWhen: stepCountIs(31),
       headers: { "x-tool-loop": "30:loop" },
@@ -97,6 +105,9 @@ describe("AI SDK middleware on contextd", () => {
       Array.from({ length: 30 }, (_, k) => `call_loop_${k + 1}`),
     );
     expect(text(messages[62].message)).toBe("Understood.");
+    // Each message went to contextd once: a call sends what is new, not the whole prompt again.
+    expect(appended).toBe(63);
+    counting.close();
   });
 
   it("stores a streamed tool loop's answers when streamText finishes", async () => {
