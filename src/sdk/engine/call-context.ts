@@ -20,8 +20,11 @@ export interface CallScope {
 // setTimeout cannot wait longer than 2^31-1 ms; deadlines further away than ~24 days are left
 // to grpc-js.
 const MAX_TIMER_MS = 2 ** 31 - 1;
-// A 'cancelled' event this close to the deadline is grpc-js enforcing the deadline.
-const DEADLINE_SLACK_MS = 10;
+// A 'cancelled' event this close to the deadline is the deadline: grpc-js enforcing it here, or the
+// caller's own deadline cancelling the call — the server's deadline starts when the call arrives, so
+// the caller's cancellation comes ahead of it by the transit and any event-loop delay (tens of ms on
+// a loaded machine; 10 ms classified such calls as cancelled).
+const DEADLINE_SLACK_MS = 50;
 
 export function deadlineToMs(deadline: Date | number): number {
   return deadline instanceof Date ? deadline.getTime() : deadline;
