@@ -10,7 +10,9 @@
  *   await server.waitForAbort(1);   // request #1 was closed by the client before it was answered
  *
  * Every request is recorded (headers, parsed JSON body, arrival time) and answered with the next
- * scripted reply, else `respond(req)`. `HANG` never answers: the request stays open until the
+ * scripted reply, else `respond(req)`. A reply with `events` is sent as server-sent events, each
+ * `data: <json>` then `data: [DONE]`, the way the API streams; `streamed(reply, req)` turns a
+ * chat.completion reply into the chunks the API sends for it when the request asked for `stream: true`. `HANG` never answers: the request stays open until the
  * client gives up (its timeout or cancellation), which is recorded as `aborted`. Waiting is event
  * driven: `waitFor` re-checks its predicate on every arrival and every abort.
  */
@@ -38,9 +40,10 @@ export interface ChatBody {
   max_completion_tokens?: number;
   temperature?: number;
   stream?: boolean;
+  stream_options?: { include_usage?: boolean };
 }
 
-export type Reply = { status?: number; headers?: Record<string, string>; json?: unknown; body?: string } | typeof HANG;
+export type Reply = { status?: number; headers?: Record<string, string>; json?: unknown; body?: string; events?: unknown[] } | typeof HANG;
 
 export const HANG = Symbol("hang");
 
@@ -74,6 +77,47 @@ export function completion(text: string, usage = { prompt_tokens: 120, completio
       usage,
     },
   };
+}
+
+interface Completion {
+  id: string;
+  created: number;
+  model: string;
+  choices: Array<{
+    message: { role: string; content: string | null; tool_calls?: Array<{ id: string; type: string; function: { name: string; arguments: string } }> };
+    finish_reason: string;
+  }>;
+  usage?: unknown;
+}
+
+/**
+ * `reply` (a chat.completion) as the chat.completion.chunk events the API streams for it when
+ * `req` asked for `stream: true` (else `reply` as it is): the role, the text in two deltas, each
+ * tool call's id and name and then its arguments in two deltas, the finish reason, and the usage
+ * in a last chunk without choices when the request asked for it (`stream_options.include_usage`).
+ */
+export function streamed(reply: Reply, req: RecordedRequest): Reply {
+  if (reply === HANG || !req.body?.stream || !reply.json) return reply;
+  const c = reply.json as Completion;
+  const { message, finish_reason } = c.choices[0];
+  const chunk = (delta: unknown, finish: string | null = null) => ({
+    id: c.id,
+    object: "chat.completion.chunk",
+    created: c.created,
+    model: c.model,
+    choices: [{ index: 0, delta, finish_reason: finish }],
+  });
+  const halves = (t: string) => [t.slice(0, Math.ceil(t.length / 2)), t.slice(Math.ceil(t.length / 2))];
+  const events: unknown[] = [chunk({ role: "assistant", content: "" })];
+  if (message.content) for (const part of halves(message.content)) events.push(chunk({ content: part }));
+  (message.tool_calls ?? []).forEach((call, index) => {
+    events.push(chunk({ tool_calls: [{ index, id: call.id, type: call.type, function: { name: call.function.name, arguments: "" } }] }));
+    for (const part of halves(call.function.arguments)) events.push(chunk({ tool_calls: [{ index, function: { arguments: part } }] }));
+  });
+  events.push(chunk({}, finish_reason));
+  if (req.body.stream_options?.include_usage && c.usage)
+    events.push({ id: c.id, object: "chat.completion.chunk", created: c.created, model: c.model, choices: [], usage: c.usage });
+  return { status: reply.status, headers: reply.headers, events };
 }
 
 /** The user message of a recorded request (the summary prompt). */
@@ -126,7 +170,11 @@ export async function startChatServer(): Promise<ChatServer> {
         }
       });
       const reply = queue.length > 0 ? queue.shift()! : api.respond(rec);
-      if (reply !== HANG) {
+      if (reply !== HANG && reply.events) {
+        res.writeHead(reply.status ?? 200, { "content-type": "text/event-stream", "cache-control": "no-cache", ...reply.headers });
+        for (const e of reply.events) res.write(`data: ${JSON.stringify(e)}\n\n`);
+        res.end("data: [DONE]\n\n");
+      } else if (reply !== HANG) {
         const text = reply.body ?? JSON.stringify(reply.json ?? {});
         res.writeHead(reply.status ?? 200, { "content-type": reply.body === undefined ? "application/json" : "text/plain", ...reply.headers });
         res.end(text);
