@@ -1,10 +1,15 @@
 // Builds the package into dist/index.js (ESM). contextd, the Agents SDK and zod stay external: they
 // are the user's (peer dependencies), so the session and the tools use the user's own copies.
 import { build } from "esbuild";
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+
+fs.rmSync(path.join(here, "dist"), { recursive: true, force: true });
 
 await build({
   entryPoints: [path.join(here, "src/index.ts")],
@@ -17,3 +22,10 @@ await build({
   external: ["contextd", "contextd/*", "@openai/agents", "@openai/agents/*", "zod"],
   logLevel: "warning",
 });
+
+// The type declarations (dist/*.d.ts, what package.json's `types` names), from tsconfig.build.json.
+// They import contextd's public subpaths as written (`contextd/client`, `contextd/tools`), resolved
+// while building to contextd's own declarations in ../../dist: build contextd first (`npm run build`
+// at the repository root does both, in that order).
+const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
+execFileSync(process.execPath, [tsc, "-p", path.join(here, "tsconfig.build.json")], { stdio: "inherit" });

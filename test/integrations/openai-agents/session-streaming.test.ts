@@ -7,7 +7,7 @@
  * sent contextd's (compacted) context, tool calls and handoffs round-trip, nothing stored twice.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { Agent, MemorySession, run, tool, type AgentInputItem, type Session, type StreamedRunResult } from "@openai/agents";
+import { Agent, MemorySession, run, tool, type AgentInputItem, type Session } from "@openai/agents";
 import { z } from "zod";
 import { ContextdClient } from "contextd/client";
 import { ContextdSession, messageToItem } from "@contextd/openai-agents";
@@ -51,11 +51,7 @@ afterEach(() => {
 });
 
 /** Runs `input` as a streamed run, reading the stream to its end as an application does; answers the run's text as it streamed and the result. */
-async function streamRun(
-  agent: Agent<unknown, "text">,
-  input: string | AgentInputItem[],
-  session: Session,
-): Promise<{ streamedText: string; result: StreamedRunResult<unknown, Agent<unknown, "text">> }> {
+async function streamRun(agent: Agent, input: string | AgentInputItem[], session: Session) {
   const result = await run(agent, input, { session, stream: true });
   let streamedText = "";
   for await (const chunk of result.toTextStream()) streamedText += chunk;
