@@ -121,6 +121,44 @@ describe("LangChain createAgent middleware on contextd", () => {
     counting.close();
   });
 
+  it("stores a streamed tool loop's answers: agent.stream with streamMode messages streams the model's tokens, and contextd holds every step", async () => {
+    const agent = createAgent({ model: chat({ "x-tool-loop": "2:stream" }), tools: [read], middleware: [cx("stream")] });
+    const streamed: string[] = [];
+    for await (const [chunk] of await agent.stream({ messages: [new HumanMessage("Read twice, then SAY:streamed")] }, { streamMode: "messages" }))
+      if (chunk.type === "ai" && chunk.text) streamed.push(chunk.text);
+    expect(streamed.join("")).toBe("streamed");
+    expect(model.requests().at(-1)?.body.stream).toBe(true);
+    const messages = await stored("stream");
+    expect(messages.map((m) => m.message.role)).toEqual([
+      Role.ROLE_USER,
+      Role.ROLE_ASSISTANT,
+      Role.ROLE_TOOL_RESULT,
+      Role.ROLE_ASSISTANT,
+      Role.ROLE_TOOL_RESULT,
+      Role.ROLE_ASSISTANT,
+    ]);
+    expect(text(messages[5].message)).toBe("streamed");
+  });
+
+  it("stores the result of a returnDirect tool, which ends the run without another model call, when the run ends", async () => {
+    const direct = tool(async ({ path }: { path: string }) => `${path}: returned directly`, {
+      name: "read",
+      description: "Read a file",
+      schema: z.object({ path: z.string() }),
+      returnDirect: true,
+    });
+    const agent = createAgent({ model: chat({ "x-tool-loop": "1:direct" }), tools: [direct], middleware: [cx("direct")] });
+    const r = await agent.invoke({ messages: [new HumanMessage("Read it.")] });
+    expect(r.messages.at(-1)?.text).toBe("probe.txt: returned directly");
+    const messages = await stored("direct");
+    expect(messages.map((m) => [m.message.role, m.message.toolCallId])).toEqual([
+      [Role.ROLE_USER, ""],
+      [Role.ROLE_ASSISTANT, ""],
+      [Role.ROLE_TOOL_RESULT, "call_direct_1"],
+    ]);
+    expect(text(messages[2].message)).toBe("probe.txt: returned directly");
+  });
+
   it("writes nothing twice for a retried call: ChatOpenAI's own retry, LangChain's modelRetryMiddleware, and the app repeating the call", async () => {
     const agent = createAgent({ model: chat(), tools: [], middleware: [cx("retry")] });
     const messages = [new HumanMessage("FAIL_ONCE:retry SAY:again")];
