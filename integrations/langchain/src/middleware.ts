@@ -3,6 +3,7 @@ import { AIMessage, SystemMessage, type BaseMessage } from "@langchain/core/mess
 import type { ContextdClient } from "contextd/client";
 import { KeyedAppender } from "../../shared/src/keyed-appender.js";
 import { fromContextd, messageKey, toContextd } from "./message-mapping.js";
+import { modelSystemMessage } from "./system-message.js";
 
 /** What `contextdMiddleware` needs. */
 export interface ContextdMiddlewareOptions {
@@ -94,7 +95,7 @@ export function contextdMiddleware(options: ContextdMiddlewareOptions): AgentMid
         // The leading system messages are the agent's system message (LangChain sends it first).
         const leading: BaseMessage[] = [];
         while (messages.length > 0 && SystemMessage.isInstance(messages[0])) leading.push(messages.shift()!);
-        next = { ...request, messages, systemMessage: systemMessage(leading, assembled.systemPromptAddition) };
+        next = { ...request, messages, systemMessage: modelSystemMessage(leading, assembled.systemPromptAddition) };
       } catch (error) {
         // LangChain's own messages go to the model; the answer is still offered to contextd.
         options.onError?.(error, during);
@@ -136,23 +137,4 @@ function remember(systems: Map<string, BaseMessage[]>, sessionId: string, system
     if (systems.size <= REMEMBERED_SESSIONS) break;
     systems.delete(oldest);
   }
-}
-
-/**
- * The system message the model gets: the assembled context's leading system messages (the agent's
- * own, as contextd holds it) with contextd's system-prompt addition before them — an empty one
- * (which LangChain leaves out) when there is neither.
- */
-function systemMessage(leading: BaseMessage[], addition: string): SystemMessage {
-  const first = leading[0];
-  if (leading.length === 1 && !addition) return first as SystemMessage;
-  const texts = [addition, ...leading.map((m) => m.text)].filter(Boolean);
-  if (leading.length === 0 || (leading.length === 1 && typeof first.content === "string"))
-    return new SystemMessage({
-      ...(first ? { id: first.id, additional_kwargs: first.additional_kwargs, response_metadata: first.response_metadata } : {}),
-      content: texts.join("\n\n"),
-    });
-  // Several, or content blocks (cache control): the blocks in order, the addition first.
-  const blocks = leading.flatMap((m) => (typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content));
-  return new SystemMessage({ content: [...(addition ? [{ type: "text", text: addition }] : []), ...blocks] });
 }
