@@ -23,9 +23,11 @@ await build({
   logLevel: "warning",
 });
 
-// The type declarations (dist/*.d.ts, what package.json's `types` names), from tsconfig.build.json.
-// They import contextd's public subpaths as written (`contextd/client`, `contextd/tools`), resolved
-// while building to contextd's own declarations in ../../dist: build contextd first (`npm run build`
-// at the repository root does both, in that order).
+// The type declarations, from tsconfig.build.json, into dist/types/ under their paths from
+// integrations/ (so a module of integrations/shared that the sources import keeps its relative
+// path): dist/types/<package>/src/index.d.ts is what package.json's `types` names. They import
+// contextd's public subpaths as written (`contextd/client`, `contextd/tools`), resolved while
+// building to contextd's own declarations in ../../dist: build contextd first (`npm run build` at
+// the repository root does both, in that order).
 const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
 execFileSync(process.execPath, [tsc, "-p", path.join(here, "tsconfig.build.json")], { stdio: "inherit" });

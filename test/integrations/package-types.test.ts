@@ -29,7 +29,7 @@ const packed = new Map<
 
 beforeAll(async () => {
   for (const name of PACKAGES) {
-    const built = path.join(REPO_ROOT, "integrations", name, "dist/index.d.ts");
+    const built = path.join(REPO_ROOT, "integrations", name, `dist/types/${name}/src/index.d.ts`);
     if (!fs.existsSync(built)) throw new Error(`${built} is missing: run \`npm run build\` first (it builds the integrations)`);
   }
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "contextd-consumer-"));
@@ -74,7 +74,7 @@ function compile(options: ts.CompilerOptions): string[] {
   const files = program.getSourceFiles().filter((f) => ours.some((p) => f.fileName.startsWith(p)));
   // The consumer saw the packed declarations of every module of both packages, not some other copy.
   for (const name of PACKAGES) {
-    const declarations = packed.get(name)!.files.filter((f) => f.endsWith(".d.ts"));
+    const declarations = packed.get(name)!.files.filter((f) => f.startsWith(`dist/types/${name}/`) && f.endsWith(".d.ts"));
     for (const d of declarations) expect(files.map((f) => f.fileName)).toContain(path.join(dir, "node_modules/@contextd", name, d));
   }
   const diagnostics = [
@@ -89,11 +89,12 @@ describe("the packed integration packages", () => {
   it("each tarball holds its bundle and a declaration per module, and package.json's types and exports name them", () => {
     for (const name of PACKAGES) {
       const { files, manifest } = packed.get(name)!;
-      for (const f of ["dist/index.js", "dist/index.d.ts", "README.md", "package.json"]) expect(files, `${name}: ${f}`).toContain(f);
+      for (const f of ["dist/index.js", "README.md", "package.json"]) expect(files, `${name}: ${f}`).toContain(f);
       const sources = fs.readdirSync(path.join(REPO_ROOT, "integrations", name, "src")).filter((f) => f.endsWith(".ts"));
-      for (const source of sources) expect(files, name).toContain(`dist/${source.replace(/\.ts$/, ".d.ts")}`);
-      expect(manifest.types).toBe("./dist/index.d.ts");
-      expect(manifest.exports?.["."]).toEqual({ types: "./dist/index.d.ts", import: "./dist/index.js" });
+      for (const source of sources) expect(files, name).toContain(`dist/types/${name}/src/${source.replace(/\.ts$/, ".d.ts")}`);
+      const types = `./dist/types/${name}/src/index.d.ts`;
+      expect(manifest.types).toBe(types);
+      expect(manifest.exports?.["."]).toEqual({ types, import: "./dist/index.js" });
     }
   });
 
@@ -134,16 +135,16 @@ describe("the packed integration packages", () => {
       );
       const exported = JSON.parse(stdout) as string[];
       // The values the declarations export (types aside), from the packed index.d.ts.
-      const program = ts.createProgram([path.join(dir, "node_modules/@contextd", name, "dist/index.d.ts")], {
+      const index = path.join(dir, "node_modules/@contextd", name, `dist/types/${name}/src/index.d.ts`);
+      const program = ts.createProgram([index], {
         module: ts.ModuleKind.NodeNext,
         moduleResolution: ts.ModuleResolutionKind.NodeNext,
         noEmit: true,
         types: ["node"],
       });
       const checker = program.getTypeChecker();
-      const index = program.getSourceFile(path.join(dir, "node_modules/@contextd", name, "dist/index.d.ts"))!;
       const declared = checker
-        .getExportsOfModule(checker.getSymbolAtLocation(index)!)
+        .getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(index)!)!)
         .filter((s) => (checker.getAliasedSymbol(s).flags & ts.SymbolFlags.Value) !== 0)
         .map((s) => s.name)
         .sort();
