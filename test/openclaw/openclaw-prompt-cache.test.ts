@@ -55,11 +55,7 @@ describe("OpenClaw's prompt-cache figures reach a contextd engine; the engine's 
   });
 
   it("each turn's first Assemble carries the cache figures the provider reported for the previous turn's last model call", async () => {
-    const turns = [
-      "First turn SAY:one",
-      "Read it twice TOOLS:2:cache then SAY:two",
-      "Third turn SAY:three",
-    ];
+    const turns = ["First turn SAY:one", "Read it twice TOOLS:2:cache then SAY:two", "Third turn SAY:three"];
     const lastRequest: RecordedRequest[] = [];
     const firstAssemble: number[] = [];
     for (const message of turns) {

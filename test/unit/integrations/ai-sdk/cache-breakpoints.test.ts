@@ -16,7 +16,13 @@ const prompt = (): LanguageModelV3Prompt => [
       { type: "tool-approval-response", approvalId: "x", approved: true },
     ],
   },
-  { role: "user", content: [{ type: "text", text: "Now b." }, { type: "text", text: "Thanks." }] },
+  {
+    role: "user",
+    content: [
+      { type: "text", text: "Now b." },
+      { type: "text", text: "Thanks." },
+    ],
+  },
 ];
 
 describe("placeCacheBreakpoints", () => {
