@@ -93,6 +93,8 @@ export const DESCRIPTIONS = {
     "Kept free for the model's answer under a `BUDGET` target: the prompt budget is `token_budget − reserve_tokens`, never below min(8000, budget/2).",
   "compaction.keep_recent_tokens": "Newest history native compaction keeps verbatim.",
   "compaction.summary_max_chars": "Cap of a compaction summary.",
+  "compaction.cold_cache_compact_ratio":
+    "Cache-aware auto-compaction: before an Assemble whose `prompt_cache` telemetry says the provider's cache is cold (expired, or the last call read and wrote nothing), native compaction also runs when the view is at this fraction of the budget or more — compacting then rewrites nothing a cache holds, so a forced compaction on a warm cache later is avoided. `0` is off ([concepts.md](concepts.md#prompt-caching)).",
   "compaction.summarizer.kind": "What writes native compaction's summaries ([concepts.md](concepts.md#summarizers)); the keys below are for `openai`.",
   "compaction.summarizer.base_url": "The OpenAI-compatible endpoint (`…/v1`): `POST {base_url}/chat/completions`.",
   "compaction.summarizer.model": "The model name.",

@@ -44,22 +44,29 @@ function openaiSetup(env: NodeJS.ProcessEnv): { config: Record<string, unknown> 
 
 const firstLine = (err: unknown) => (err instanceof Error ? err.message.split("\n")[0] : String(err));
 
-/** Starts every method it can; `reasons` says why the others are missing. */
-export async function startMethods(progress: (what: string) => void): Promise<{ methods: ServedMethod[]; reasons: Partial<Record<Served, string>> }> {
+/**
+ * Starts every method it can; `reasons` says why the others are missing. `compaction`, when given,
+ * is every contextd's `compaction` config (the `openai` method's summarizer stays its own).
+ */
+export async function startMethods(
+  progress: (what: string) => void,
+  options: { compaction?: Record<string, unknown> } = {},
+): Promise<{ methods: ServedMethod[]; reasons: Partial<Record<Served, string>> }> {
+  const common = options.compaction ? { compaction: options.compaction } : {};
   const methods: ServedMethod[] = [];
   const reasons: Partial<Record<Served, string>> = {};
   const add = (method: Served, engine: string, processes: ServedMethod["processes"], timeoutMs?: number) =>
     methods.push({ method, engine, client: sessionClient((processes[0] as ContextdHandle).address), processes, timeoutMs });
 
   progress("starting contextd (legacy)");
-  add("legacy", "legacy", [await startContextd()]);
+  add("legacy", "legacy", [await startContextd({ config: common })]);
 
   if (!losslessBuilt()) reasons.lossless = "engine not built";
   else {
     progress("starting contextd (lossless) and the lossless engine");
     let cd: ContextdHandle | undefined;
     try {
-      cd = await startContextd({ config: { slots: { context_engine: "lossless" } } });
+      cd = await startContextd({ config: { ...common, slots: { context_engine: "lossless" } } });
       const engine = await startLossless(cd.address, path.join(makeTempDir("lossless"), "lossless.db"));
       add("lossless", "lossless", [cd, engine]);
     } catch (err) {
@@ -71,7 +78,7 @@ export async function startMethods(progress: (what: string) => void): Promise<{ 
   for (const engine of ["window", "recall"] as const) {
     progress(`starting contextd with the ${engine} engine (managed)`);
     try {
-      add(engine, engine, [await startManagedPythonEngine(engine)]);
+      add(engine, engine, [await startManagedPythonEngine(engine, common)]);
     } catch (err) {
       reasons[engine] = `engine failed to start: ${firstLine(err)}`;
     }

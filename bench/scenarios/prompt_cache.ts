@@ -23,6 +23,15 @@
  *
  * Engines: legacy, lossless, window and recall, each through its own contextd the way a user runs
  * it (bench/harness/quality-methods.ts).
+ *
+ * Model spend: the coding loop once more per engine, now with contextd's summarizer a model (the
+ * `openai` summarizer against bench/harness/summary-model.ts, a chat-completions stand-in that
+ * answers with an extract of what it is asked to summarize). Every engine then calls a model: legacy
+ * for its compaction summaries, window and recall through the host compaction they delegate to,
+ * lossless through HostService.Complete for its leaf and condensed summaries.
+ * `model_calls_per_100_turns_<engine>` and `model_tokens_per_100_turns_<engine>` are the requests
+ * the model answered and the tokens it reported (prompt + completion) per 100 agent model calls
+ * (Assembles) of the loop.
  */
 import fs from "node:fs";
 import { Role, type Message } from "../../src/contract/gen/contextd/v1/types.js";
@@ -32,6 +41,7 @@ import { loadLocomo, locomoPath } from "../harness/locomo.js";
 import { codingMessages } from "../harness/messages.js";
 import { anthropicCostRatio, openaiCostRatio, PrefixMeter, prefixReuse, type CallReuse } from "../harness/prompt-cache.js";
 import { startMethods, stopMethods, type Served, type ServedMethod } from "../harness/quality-methods.js";
+import { startSummaryModel } from "../harness/summary-model.js";
 import type { Scenario, ScenarioContext, ScenarioResult, Table } from "../harness/scenario.js";
 import { round } from "../harness/stats.js";
 
@@ -80,6 +90,57 @@ async function loop(m: ServedMethod, sessionId: string, messages: Message[], bud
     pending.push(msg);
   }
   return run;
+}
+
+/** The environment variable holding the stand-in model's API key (it takes any). */
+const MODEL_KEY_ENV = "BENCH_SUMMARY_MODEL_KEY";
+
+interface Spend {
+  turns: number;
+  calls: number;
+  tokens: number;
+}
+
+/**
+ * The coding loop per engine with a model as contextd's summarizer: what each engine spent on it.
+ * `reasons` gets why an engine could not be measured.
+ */
+async function modelSpend(
+  ctx: ScenarioContext,
+  coding: Message[],
+  tokenizer: Tokenizer,
+  reasons: Partial<Record<Served, string>>,
+): Promise<Partial<Record<Served, Spend>>> {
+  const model = await startSummaryModel();
+  process.env[MODEL_KEY_ENV] ??= "sk-bench-standin";
+  const out: Partial<Record<Served, Spend>> = {};
+  try {
+    const compaction = { summarizer: { kind: "openai", base_url: model.baseUrl, model: "bench-summarizer", api_key_env: MODEL_KEY_ENV } };
+    const { methods: started, reasons: notStarted } = await startMethods((what) => ctx.progress.update(0, 1, `model spend: ${what}`), { compaction });
+    for (const m of ENGINES) if (notStarted[m]) reasons[m] ??= `model spend: ${notStarted[m]}`;
+    try {
+      const methods = started.filter((m) => ENGINES.includes(m.method));
+      for (const [i, m] of methods.entries()) {
+        ctx.progress.update(i, methods.length, `${m.method}: coding session with a model summarizer`);
+        const before = model.spent();
+        try {
+          const r = await loop(m, `cache-model-${m.method}`, coding, CODING_BUDGET, tokenizer);
+          if (r.fallbacks.length) reasons[m.method] ??= `model spend: ${r.fallbacks.length} answers from another engine, e.g. ${r.fallbacks[0]}`;
+          else {
+            const after = model.spent();
+            out[m.method] = { turns: r.calls.length, calls: after.calls - before.calls, tokens: after.tokens - before.tokens };
+          }
+        } catch (err) {
+          reasons[m.method] ??= `model spend failed: ${firstLine(err)}`;
+        }
+      }
+    } finally {
+      await stopMethods(started);
+    }
+  } finally {
+    await model.close();
+  }
+  return out;
 }
 
 const num = (v: number, digits = 3) => (Number.isFinite(v) ? round(v, digits) : null);
@@ -135,6 +196,8 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     if (fallbacks.length) reasons[m] ??= `${fallbacks.length} answers from another engine, e.g. ${fallbacks[0]}`;
   }
   if (reasons.legacy) throw new Error(`legacy: ${reasons.legacy}`);
+  const spendReasons: Partial<Record<Served, string>> = {};
+  const spend = await modelSpend(ctx, coding, tokenizer, spendReasons);
 
   const measured = (m: Served) => !reasons[m] && codingRuns[m] !== undefined;
   const metrics: Record<string, unknown> = {};
@@ -174,10 +237,22 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
     (m) => `input_cost_ratio_${m}`,
     (xs) => Math.max(...xs),
   );
+  const spendRows: Table["rows"] = [];
+  for (const m of ENGINES) {
+    const sp = spend[m];
+    const per100 = (v: number) => (sp && sp.turns ? num((v * 100) / sp.turns, 1) : null);
+    metrics[`model_calls_per_100_turns_${m}`] = sp ? per100(sp.calls) : null;
+    metrics[`model_tokens_per_100_turns_${m}`] = sp ? per100(sp.tokens) : null;
+    spendRows.push(
+      sp
+        ? [m, sp.turns, sp.calls, sp.tokens, per100(sp.calls), per100(sp.tokens)]
+        : [m, `not measured: ${spendReasons[m] ?? "not run"}`, null, null, null, null],
+    );
+  }
   metrics.coding_session_tokens = codingTokens;
   metrics.coding_calls = codingRuns.legacy?.calls.length ?? null;
   metrics.locomo_conversations = locomo.length;
-  metrics.missing = reasons;
+  metrics.missing = { ...reasons, ...Object.fromEntries(Object.entries(spendReasons).map(([m, why]) => [`model_spend_${m}`, why])) };
 
   return {
     metrics,
@@ -191,6 +266,8 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
           ? "locomo: left out by --quick"
           : `locomo: not measured — LoCoMo not found at ${file} (set BENCH_LOCOMO)`,
       "reused = the system prompt addition, if unchanged (the runtime puts it before its system prompt), plus the leading messages identical, as the provider sees them, to the previous call's; cache_hit_ratio = reused tokens ÷ prompt tokens",
+      "model spend: the coding loop again with contextd's summarizer a model (the openai summarizer against a chat-completions stand-in that answers with an extract); requests and reported tokens (prompt + completion) per 100 agent model calls — legacy, window and recall through the host's compaction summaries, lossless through HostService.Complete",
+      ...Object.entries(spendReasons).map(([m, why]) => `${m}: ${why}`),
       "input cost ÷ cost without a cache: Anthropic (read 0.1×, write 1.25× for every token past the reused prefix); OpenAI (cached 0.1× in 128-token steps, prompts of ≥ 1,024 tokens, no write premium); calls assumed within the cache's lifetime",
       ...Object.entries(reasons).map(([m, why]) => `${m}: ${why}`),
     ],
@@ -208,6 +285,18 @@ async function run(ctx: ScenarioContext): Promise<ScenarioResult> {
           "input cost (LoCoMo, Anthropic)",
         ],
         rows,
+      },
+      {
+        title: "prompt_cache: what each engine spends on a summarizer model (coding session, 32k)",
+        headers: [
+          "engine",
+          "agent model calls",
+          "summarizer model calls",
+          "summarizer model tokens",
+          "model calls per 100 turns",
+          "model tokens per 100 turns",
+        ],
+        rows: spendRows,
       },
     ],
   };

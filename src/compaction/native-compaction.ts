@@ -68,6 +68,11 @@ export interface CompactionSettings {
   keepRecentTokens: number;
   /** Hard cap on the summary's length in characters. */
   summaryMaxChars: number;
+  /**
+   * Auto-compaction before Assemble also compacts a view at this fraction of the budget or more,
+   * when the runtime's telemetry says the prompt cache is cold (host/cold-cache.ts); 0 or unset: off.
+   */
+  coldCacheCompactRatio?: number;
 }
 
 export interface NativeCompactionInput {

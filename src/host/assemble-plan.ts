@@ -7,6 +7,7 @@ import type { ActiveView, TranscriptStore } from "../store/types.js";
 import type { Tokenizer } from "../tokens/tokenizer.js";
 import { latestUserText, viewMessages } from "./active-view.js";
 import type { Compactions } from "./compactions.js";
+import { compactWhileCold } from "./cold-cache.js";
 import { countingFor } from "./counting.js";
 import { checkAssembled, checkProjection, resolveKeptEntries } from "./engine-answers.js";
 import { runtimeSettings } from "./runtime-settings.js";
@@ -99,23 +100,36 @@ export class AssemblePlan {
     return this.answer(input, routed, autoCompact);
   }
 
-  /** Step 1: the host's native compaction until the view fits the budget (or can do no more). */
+  /**
+   * Step 1: the host's native compaction until the view fits the budget (or can do no more). First,
+   * cache-aware: a view that fits but is near the budget (`compaction.cold_cache_compact_ratio`) is
+   * compacted now when the runtime says its prompt cache is cold (cold-cache.ts) — rewriting the
+   * prompt then costs no cache, where the compaction it would need a few calls later might fall on
+   * a warm cache.
+   */
   async fit(input: AssembleInput, from: Fitted, signal: AbortSignal | undefined): Promise<Fitted> {
     const { session, budget, call } = input;
     let { view, compaction } = from;
-    for (let attempt = 0; attempt < MAX_OVERFLOW_COMPACTIONS && view.tokens > budget; attempt++) {
-      const outcome = await this.deps.compactions.runNative(
+    const native = (force: boolean) =>
+      this.deps.compactions.runNative(
         view,
         {
           tokenBudget: budget,
           target: CompactionTarget.COMPACTION_TARGET_BUDGET,
-          force: false,
+          force,
           signal,
           away: call.away,
           counting: { ...countingFor(call, session.agentId), signal },
         },
         LEGACY_ENGINE_ID,
       );
+    if (compactWhileCold(input.req.promptCache, view.tokens, budget, this.deps.compactions.settings.coldCacheCompactRatio ?? 0, Date.now())) {
+      const outcome = await native(true);
+      if (outcome.committed) compaction = outcome.result;
+      if (outcome.committed || outcome.conflict) view = await this.deps.readView(session);
+    }
+    for (let attempt = 0; attempt < MAX_OVERFLOW_COMPACTIONS && view.tokens > budget; attempt++) {
+      const outcome = await native(false);
       if (!outcome.conflict && !outcome.committed) break;
       if (outcome.committed) compaction = outcome.result;
       view = await this.deps.readView(session);

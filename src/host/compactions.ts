@@ -2,7 +2,7 @@ import { ConflictError } from "../contract/errors.js";
 import { summaryMessage } from "../contract/messages.js";
 import { isSystemMessage } from "../contract/pinned.js";
 import type { CompactionResult } from "../contract/gen/contextd/v1/types.js";
-import { compactNative, type NativeCompactionDeps, type NativeCompactionInput } from "../compaction/native-compaction.js";
+import { compactNative, type CompactionSettings, type NativeCompactionDeps, type NativeCompactionInput } from "../compaction/native-compaction.js";
 import type { ActiveView, TranscriptStore } from "../store/types.js";
 import { viewMessages } from "./active-view.js";
 import { NO_OBSERVER, type HostObserver } from "./host-observer.js";
@@ -103,6 +103,11 @@ export class Compactions {
       }
       throw err;
     }
+  }
+
+  /** The native compaction's settings (auto-compaction reads `coldCacheCompactRatio`). */
+  get settings(): CompactionSettings {
+    return this.native.settings;
   }
 
   /** The host's native compaction of `view`, committed under `engineId`. */

@@ -190,6 +190,7 @@ export const configSchema = z.strictObject({
       reserve_tokens: int(0).prefault(16384),
       keep_recent_tokens: int(0).prefault(20000),
       summary_max_chars: int(1).prefault(16000),
+      cold_cache_compact_ratio: number(0, 1).prefault(0),
       summarizer: summarizer.prefault({ kind: "extractive" }),
     })
     .prefault({}),

@@ -79,6 +79,7 @@ export function compileSettings(config: ContextdConfig): ContextdSettings {
       reserveTokens: config.compaction.reserve_tokens,
       keepRecentTokens: config.compaction.keep_recent_tokens,
       summaryMaxChars: config.compaction.summary_max_chars,
+      coldCacheCompactRatio: config.compaction.cold_cache_compact_ratio,
     },
     summarizer: config.compaction.summarizer,
     limits: {

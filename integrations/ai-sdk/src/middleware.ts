@@ -4,9 +4,12 @@ import type {
   LanguageModelV3Middleware,
   LanguageModelV3Prompt,
   LanguageModelV3StreamPart,
+  LanguageModelV3Usage,
 } from "@ai-sdk/provider";
-import type { ContextdClient } from "contextd/client";
+import type { ContextdClient, Message, PromptCache } from "contextd/client";
 import { KeyedAppender } from "../../shared/src/keyed-appender.js";
+import { placeCacheBreakpoints, type CacheBreakpointOptions } from "./cache-breakpoints.js";
+import { promptCacheOf } from "./cache-usage.js";
 import { answerMessage, fromContextd, messageKey, toContextd } from "./message-mapping.js";
 
 /** What `contextdMiddleware` needs. */
@@ -26,6 +29,14 @@ export interface ContextdMiddlewareOptions {
   contextWindow?: number;
   /** Deadline of each contextd call, ms. Default 5000: past it the call goes on without contextd. */
   timeoutMs?: number;
+  /**
+   * Prompt-cache breakpoints on the assembled prompt (cache-breakpoints.ts): on the system prompt and
+   * on the last message of the prefix contextd says is unchanged since the session's previous call
+   * (AssembleResponse.stable_prefix_messages). Default: on, for `anthropic` and `bedrock`;
+   * `{ providers: [...] }` chooses whose markers (`openaiCompatible` is opt-in); `false` places none
+   * (and leaves the application's own markers as they come back from contextd).
+   */
+  cacheBreakpoints?: false | CacheBreakpointOptions;
   /** Told of every contextd call that failed (the model call went on with the SDK's own messages). */
   onError?: (error: unknown, during: "append" | "assemble" | "answer") => void;
 }
@@ -36,6 +47,27 @@ interface CallState {
   sessionId: string;
   /** Where the answer goes in the conversation: after the SDK's whole prompt. */
   position: number;
+}
+
+/** Sessions whose prompt-cache figures are remembered; the least recently used is forgotten past it. */
+const REMEMBERED_SESSIONS = 1000;
+
+/** A map of at most REMEMBERED_SESSIONS sessions; reading or writing one makes it the most recent. */
+class SessionMemory<T> {
+  private readonly map = new Map<string, T>();
+  get(sessionId: string): T | undefined {
+    const v = this.map.get(sessionId);
+    if (v !== undefined) this.set(sessionId, v);
+    return v;
+  }
+  set(sessionId: string, v: T): void {
+    this.map.delete(sessionId);
+    this.map.set(sessionId, v);
+    for (const oldest of this.map.keys()) {
+      if (this.map.size <= REMEMBERED_SESSIONS) break;
+      this.map.delete(oldest);
+    }
+  }
 }
 
 /**
@@ -57,12 +89,22 @@ interface CallState {
 export function contextdMiddleware(options: ContextdMiddlewareOptions): LanguageModelV3Middleware {
   const { client } = options;
   const timeoutMs = options.timeoutMs ?? 5000;
+  const assembledPrompt = assembledPromptWith(options.cacheBreakpoints);
   // transformParams hands its result to wrapGenerate/wrapStream as the same object.
   const calls = new WeakMap<LanguageModelV3CallOptions, CallState>();
 
   const sessionOf = (params: LanguageModelV3CallOptions): string | undefined => {
     const perCall = (params.providerOptions?.contextd as { sessionId?: unknown } | undefined)?.sessionId;
     return typeof perCall === "string" && perCall ? perCall : options.sessionId;
+  };
+
+  // The prompt-cache figures of each session's latest model call, for its next Assemble.
+  const cacheFigures = new SessionMemory<PromptCache>();
+  const recordUsage = (params: LanguageModelV3CallOptions, usage: LanguageModelV3Usage | undefined): void => {
+    const state = calls.get(params);
+    if (!state) return;
+    const figures = promptCacheOf(usage, cacheFigures.get(state.sessionId), Date.now());
+    if (figures) cacheFigures.set(state.sessionId, figures);
   };
 
   // Sends only the messages contextd has not taken from this middleware (integrations/shared).
@@ -101,12 +143,11 @@ export function contextdMiddleware(options: ContextdMiddlewareOptions): Language
             session: { sessionId, agentId: options.agentId ?? "" },
             tokenBudget: Math.max(1, budget),
             availableTools: (params.tools ?? []).map((t) => t.name),
+            promptCache: cacheFigures.get(sessionId),
           },
           { timeoutMs },
         );
-        const prompt = fromContextd(assembled.messages);
-        if (assembled.systemPromptAddition) addSystem(prompt, assembled.systemPromptAddition);
-        const next = { ...params, prompt };
+        const next = { ...params, prompt: assembledPrompt(assembled.messages, assembled.systemPromptAddition, assembled.stablePrefixMessages) };
         calls.set(next, state);
         return next;
       } catch (error) {
@@ -120,6 +161,7 @@ export function contextdMiddleware(options: ContextdMiddlewareOptions): Language
 
     async wrapGenerate({ doGenerate, params }) {
       const result = await doGenerate();
+      recordUsage(params, result.usage);
       await appendAnswer(params, result.content);
       return result;
     },
@@ -133,6 +175,7 @@ export function contextdMiddleware(options: ContextdMiddlewareOptions): Language
           new TransformStream<LanguageModelV3StreamPart, LanguageModelV3StreamPart>({
             transform(part, controller) {
               answer.add(part);
+              if (part.type === "finish") recordUsage(params, part.usage);
               controller.enqueue(part);
             },
             // The stream ends once the answer is stored (or contextd failed to take it).
@@ -144,11 +187,36 @@ export function contextdMiddleware(options: ContextdMiddlewareOptions): Language
   };
 }
 
-/** contextd's system-prompt addition, prepended to the first system message (or as one). */
-function addSystem(prompt: LanguageModelV3Prompt, addition: string): void {
+/**
+ * contextd's answer as the SDK's prompt, with cache breakpoints unless they are off. The stable
+ * prefix and the rest are mapped apart, so the prefix ends on a message boundary of the SDK's
+ * prompt even where contextd's boundary falls between two results of one tool message (the tool
+ * message is then two: providers send them as they would one).
+ */
+function assembledPromptWith(cacheBreakpoints: false | CacheBreakpointOptions | undefined) {
+  return (messages: readonly Message[], addition: string, stablePrefixMessages: number): LanguageModelV3Prompt => {
+    if (cacheBreakpoints === false) {
+      const prompt = fromContextd(messages);
+      if (addition) addSystem(prompt, addition);
+      return prompt;
+    }
+    const stable = Math.min(stablePrefixMessages, messages.length);
+    const head = fromContextd(messages.slice(0, stable));
+    const prompt = [...head, ...fromContextd(messages.slice(stable))];
+    const added = addition ? addSystem(prompt, addition) : 0;
+    return placeCacheBreakpoints(prompt, head.length > 0 ? head.length + added : 0, cacheBreakpoints);
+  };
+}
+
+/** contextd's system-prompt addition, prepended to the first system message (or as one); how many messages it added. */
+function addSystem(prompt: LanguageModelV3Prompt, addition: string): number {
   const first = prompt[0];
-  if (first?.role === "system") first.content = `${addition}\n\n${first.content}`;
-  else prompt.unshift({ role: "system", content: addition });
+  if (first?.role === "system") {
+    first.content = `${addition}\n\n${first.content}`;
+    return 0;
+  }
+  prompt.unshift({ role: "system", content: addition });
+  return 1;
 }
 
 /** The content of a streamed answer, in the order its parts started. */

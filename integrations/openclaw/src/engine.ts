@@ -13,7 +13,7 @@ import type { Budgets } from "./budget.js";
 import { keyFor, missingFromContextd, turnKey, turnMessageKeys } from "./catch-up.js";
 import type { PluginConfig } from "./config.js";
 import { agentOf, readStoredMessages, readTranscript, type StoredMessage } from "./openclaw-runtime.js";
-import { contextProjectionOf, promptCacheOf } from "./prompt-cache.js";
+import { contextProjectionOf, promptCacheOf, promptCacheOfMessages } from "./prompt-cache.js";
 import type { ServingLog } from "./serving-log.js";
 import type { CompactParams, CompactResult, ContextEngine, PluginLogger, SessionParams, SessionTarget } from "./openclaw-api.js";
 
@@ -133,8 +133,10 @@ export function createEngine(cx: ContextdClient, config: PluginConfig, log: Plug
         ...(prompt !== undefined ? { prompt } : {}),
         model: p.model ?? "",
         availableTools: p.availableTools ? [...p.availableTools] : [],
-        // OpenClaw's cache figures of the last model call, for cache-aware engines (prompt-cache.ts).
-        ...(turnStart ? { promptCache: promptCacheOf(p.runtimeContext) } : {}),
+        // OpenClaw's cache figures of the last model call, for cache-aware engines (prompt-cache.ts);
+        // from its messages' usage when it passes none. Not between tool calls: OpenClaw's messages
+        // then end before the turn (its durable path), and the newest usage there is stale.
+        ...(turnStart ? { promptCache: promptCacheOf(p.runtimeContext) ?? promptCacheOfMessages(p.messages) } : {}),
       };
       try {
         if (turnStart) {

@@ -59,6 +59,27 @@ export function promptCacheOf(runtimeContext: Record<string, unknown> | undefine
   };
 }
 
+/**
+ * The cache figures of the newest model call in OpenClaw's messages: the usage OpenClaw records on
+ * each assistant message (`usage`: input, output, cacheRead, cacheWrite; a message with no usage,
+ * such as an aborted call's, is passed over), as OpenClaw's own tool-loop hook reads them. For a
+ * turn's first assemble, where OpenClaw 2026.9 passes no `runtimeContext.promptCache`: it hands
+ * engines its telemetry only in `afterTurn` of its non-durable path, and the plugin advances turns
+ * durably (`commitTurn`). Retention is not on the messages (UNSPECIFIED); the cache was last touched
+ * when that message was written, if the call read or wrote the cache.
+ */
+export function promptCacheOfMessages(messages: readonly unknown[] | undefined): PromptCache | undefined {
+  for (let i = (messages?.length ?? 0) - 1; i >= 0; i--) {
+    const m = messages![i] as { role?: unknown; usage?: OpenClawPromptCache["lastCallUsage"]; timestamp?: unknown } | undefined;
+    if (m?.role !== "assistant" || !m.usage || typeof m.usage !== "object") continue;
+    const u = m.usage;
+    if (tokens(u.input) + tokens(u.output) + tokens(u.cacheRead) + tokens(u.cacheWrite) === 0) continue;
+    const touched = tokens(u.cacheRead) + tokens(u.cacheWrite) > 0;
+    return promptCacheOf({ promptCache: { lastCallUsage: u, ...(touched ? { lastCacheTouchAt: m.timestamp } : {}) } });
+  }
+  return undefined;
+}
+
 /** OpenClaw's contextProjection for contextd's answer; undefined (OpenClaw's per-turn default) unless the engine asked for a thread bootstrap. */
 export function contextProjectionOf(projection: ContextProjection | undefined): OpenClawContextProjection | undefined {
   if (projection?.mode !== ContextProjection_Mode.MODE_THREAD_BOOTSTRAP) return undefined;

@@ -25,7 +25,15 @@
  * n requests under that tag, counted by the server, then with the reply. `FAIL_ONCE:<tag>` in the
  * newest user text is answered the first time only with a 503 (a provider hiccup a client retries).
  * Tool calls are streamed when the client asks for a stream, else one JSON response.
+ *
+ * Prompt caching (`startModelServer({ promptCache: true })`): usage is then what an OpenAI-style
+ * provider with automatic prefix caching reports — `prompt_tokens` the request's messages (their
+ * JSON, 4 characters a token), `prompt_tokens_details.cached_tokens` those of its longest run of
+ * leading messages identical to the leading messages of an earlier request (a cache marker such as
+ * `cache_control` is not content, as for Anthropic). Unlike OpenAI there is no 1,024-token minimum:
+ * test prompts are small. Without the option usage is a fixed 10 + 5 tokens, no cache figures.
  */
+import { createHash } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -44,6 +52,8 @@ export interface RecordedRequest {
   body: { model?: string; stream?: boolean; messages?: ChatMessage[]; [k: string]: unknown };
   /** How it was answered: "reply", "overflow", "tool_call" or "failure" (FAIL_ONCE). */
   answer: "reply" | "overflow" | "tool_call" | "failure";
+  /** The usage the answer reported (prompt caching on; else the fixed usage, or none for an error). */
+  usage?: Usage;
 }
 
 export interface ModelServer {
@@ -63,8 +73,48 @@ export function contentText(c: unknown): string {
   return "";
 }
 
-export async function startModelServer(): Promise<ModelServer> {
+export interface ModelServerOptions {
+  /** Report prompt-cache usage (see above). */
+  promptCache?: boolean;
+}
+
+/** A message as the cache keys it: without cache markers, keys sorted. */
+function cacheContent(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(cacheContent);
+  if (v && typeof v === "object")
+    return Object.fromEntries(
+      Object.keys(v)
+        .filter((k) => k !== "cache_control")
+        .sort()
+        .map((k) => [k, cacheContent((v as Record<string, unknown>)[k])]),
+    );
+  return v;
+}
+
+/** The prompt cache of a provider: the hash of every leading-messages prefix it has seen. */
+class PrefixCache {
+  private readonly seen = new Set<string>();
+  /** Prompt and cached tokens of `messages`; remembers their prefixes. */
+  usage(messages: unknown[]): { prompt: number; cached: number } {
+    let hash = "";
+    let chars = 0;
+    let cached = 0;
+    let hit = true;
+    for (const m of messages) {
+      const text = JSON.stringify(cacheContent(m));
+      chars += text.length;
+      hash = createHash("sha256").update(hash).update(text).digest("hex");
+      if (hit && this.seen.has(hash)) cached = chars;
+      else hit = false;
+      this.seen.add(hash);
+    }
+    return { prompt: Math.ceil(chars / 4), cached: Math.floor(cached / 4) };
+  }
+}
+
+export async function startModelServer(options: ModelServerOptions = {}): Promise<ModelServer> {
   const recorded: RecordedRequest[] = [];
+  const cache = options.promptCache ? new PrefixCache() : undefined;
   const overflowed = new Set<string>();
   const loops = new Map<string, number>();
   const failed = new Set<string>();
@@ -92,6 +142,10 @@ export async function startModelServer(): Promise<ModelServer> {
         return;
       }
       const messages = body.messages ?? [];
+      if (cache) {
+        const { prompt, cached } = cache.usage(messages);
+        usages.set(body, { prompt_tokens: prompt, completion_tokens: 5, total_tokens: prompt + 5, prompt_tokens_details: { cached_tokens: cached } });
+      }
       const users = messages.filter((m) => m.role === "user").map((m) => contentText(m.content));
       const prompt = [...users].reverse().find((t) => !t.includes(INTERNAL_CONTEXT)) ?? "";
       const overflow = /OVERFLOW_ONCE:(\w+)/.exec(prompt);
@@ -169,13 +223,24 @@ export async function startModelServer(): Promise<ModelServer> {
   const { port } = server.address() as AddressInfo;
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
-    requests: () => [...recorded],
+    requests: () => recorded.map((r) => (usages.has(r.body) ? { ...r, usage: usages.get(r.body) } : r)),
     textOf: (r) => (r.body.messages ?? []).map((m) => contentText(m.content)).join("\n"),
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
 
-const USAGE = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+/** The usage of a chat completion, as OpenAI reports it. */
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  prompt_tokens_details?: { cached_tokens: number };
+}
+
+const USAGE: Usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+/** Each request's own usage, when prompt caching is on. */
+const usages = new WeakMap<RecordedRequest["body"], Usage>();
+const usageOf = (body: RecordedRequest["body"]): Usage => usages.get(body) ?? USAGE;
 
 /**
  * A streamed chat.completion (server-sent events, as OpenClaw always asks for): one chunk per delta,
@@ -197,7 +262,7 @@ function stream(res: http.ServerResponse, body: RecordedRequest["body"], n: numb
   for (const delta of deltas) send(chunk(delta, null));
   send(chunk({}, finish));
   if ((body.stream_options as { include_usage?: boolean } | undefined)?.include_usage)
-    send({ id, object: "chat.completion.chunk", created, model, choices: [], usage: USAGE });
+    send({ id, object: "chat.completion.chunk", created, model, choices: [], usage: usageOf(body) });
   res.write("data: [DONE]\n\n");
   res.end();
 }
@@ -235,7 +300,7 @@ function json(res: http.ServerResponse, body: RecordedRequest["body"], n: number
       created: Math.floor(Date.now() / 1000),
       model: body.model ?? "fake-model",
       choices: [{ index: 0, message, finish_reason: finish }],
-      usage: USAGE,
+      usage: usageOf(body),
     }),
   );
 }

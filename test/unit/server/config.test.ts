@@ -59,7 +59,7 @@ const DEFAULTS: ContextdConfig = {
     overrides: {},
     managed: [],
   },
-  compaction: { reserve_tokens: 16384, keep_recent_tokens: 20000, summary_max_chars: 16000, summarizer: { kind: "extractive" } },
+  compaction: { reserve_tokens: 16384, keep_recent_tokens: 20000, summary_max_chars: 16000, cold_cache_compact_ratio: 0, summarizer: { kind: "extractive" } },
   tokenizer: "o200k_base",
   image_tokens: 1200,
   limits: {
@@ -216,6 +216,7 @@ limits: { max_message_bytes: 1024, max_messages_per_append: 10, max_session_entr
         reserve_tokens: 0,
         keep_recent_tokens: 8000,
         summary_max_chars: 4000,
+        cold_cache_compact_ratio: 0,
         summarizer: { kind: "openai", base_url: "http://localhost:11434/v1", model: "llama3", api_key_env: "LLM_KEY" },
       },
       tokenizer: "heuristic",

@@ -4,7 +4,7 @@
  * (never a refused turn), and only a thread bootstrap is handed to OpenClaw.
  */
 import { describe, expect, it } from "vitest";
-import { contextProjectionOf, promptCacheOf } from "../../../../integrations/openclaw/src/prompt-cache.js";
+import { contextProjectionOf, promptCacheOf, promptCacheOfMessages } from "../../../../integrations/openclaw/src/prompt-cache.js";
 import { ContextProjection_Mode, PromptCacheRetention } from "../../../../src/contract/gen/contextd/v1/types.js";
 
 describe("OpenClaw prompt-cache telemetry → contextd", () => {
@@ -43,6 +43,31 @@ describe("OpenClaw prompt-cache telemetry → contextd", () => {
       lastTouchMs: 0,
       expiresAtMs: 0,
     });
+  });
+});
+
+describe("OpenClaw's messages' usage → contextd (the turn start, where OpenClaw passes no promptCache)", () => {
+  it("takes the newest assistant message with usage, passing over one without (an aborted call), and its time when the cache was touched", () => {
+    const messages = [
+      { role: "user", content: "a" },
+      { role: "assistant", usage: { input: 900, output: 40, cacheRead: 4_000, cacheWrite: 100 }, timestamp: 1_796_000_000_000 },
+      { role: "toolResult", content: "x" },
+      { role: "assistant", usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, timestamp: 1_796_000_100_000 },
+    ];
+    expect(promptCacheOfMessages(messages)).toEqual({
+      retention: PromptCacheRetention.PROMPT_CACHE_RETENTION_UNSPECIFIED,
+      lastCallInputTokens: 5_000,
+      lastCallCacheReadTokens: 4_000,
+      lastCallCacheWriteTokens: 100,
+      lastCallOutputTokens: 40,
+      broke: false,
+      lastTouchMs: 1_796_000_000_000,
+      expiresAtMs: 0,
+    });
+    // Nothing read or written: when the cache was touched is unknown.
+    expect(promptCacheOfMessages([{ role: "assistant", usage: { input: 10, output: 5 }, timestamp: 1_796_000_000_000 }])?.lastTouchMs).toBe(0);
+    expect(promptCacheOfMessages([{ role: "user", content: "a" }])).toBeUndefined();
+    expect(promptCacheOfMessages(undefined)).toBeUndefined();
   });
 });
 
