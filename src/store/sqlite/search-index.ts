@@ -60,6 +60,9 @@ function createSchema(db: Database.Database, ix: string): void {
   // Merge segments 16 at a time instead of 4: a quarter less of the index's CPU per entry (each
   // word is rewritten by fewer merges), for a few more segments for a search to read.
   db.exec(`INSERT INTO ${ix}.entry_search (entry_search, rank) VALUES ('automerge', ${AUTOMERGE})`);
+  // A deleted session's words leave the index's segments at once (FTS5 secure-delete), instead of
+  // staying there under a tombstone until a merge: deletion removes its content from every file.
+  db.exec(`INSERT INTO ${ix}.entry_search (entry_search, rank) VALUES ('secure-delete', 1)`);
 }
 
 /** FTS5 `automerge` (default 4): see createSchema. */
@@ -86,6 +89,7 @@ function openIndexFileAsIs(indexPath: string, storePath: string): Database.Datab
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = FULL");
     db.pragma("busy_timeout = 5000");
+    db.pragma("secure_delete = ON");
     createSchema(db, "main");
     db.prepare("ATTACH DATABASE ? AS src").run(storePath);
     return db;
