@@ -33,7 +33,7 @@ const SQL = {
   tree: stmt(
     "tree",
     `WITH RECURSIVE tree(id) AS (
-       SELECT $1::text UNION SELECT s.session_id FROM sessions s JOIN tree t ON s.parent_session_id = t.id AND s.parent_session_id <> ''
+       SELECT $1::text COLLATE "C" UNION SELECT s.session_id FROM sessions s JOIN tree t ON s.parent_session_id = t.id AND s.parent_session_id <> ''
      )
      SELECT s.session_id, s.session_key, s.agent_id FROM tree JOIN sessions s ON s.session_id = tree.id`,
   ),

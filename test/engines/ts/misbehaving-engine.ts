@@ -50,7 +50,7 @@ import {
   type SessionRef,
 } from "../../../src/sdk/engine-sdk.js";
 
-type Op = "assemble" | "compact" | "ingest" | "bootstrap" | "after_turn" | "maintain" | "subagent" | "get_info";
+type Op = "assemble" | "compact" | "ingest" | "bootstrap" | "after_turn" | "maintain" | "subagent" | "forget" | "get_info";
 const MODE_NAMES = [
   "ok",
   "hang",
