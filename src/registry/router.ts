@@ -239,7 +239,7 @@ export class Router {
     validate: AnswerCheck<T> | undefined,
   ): Promise<{ routed: Routed<T> } | { retry: boolean; reason: string; otherwise: () => Promise<Routed<T>> }> {
     // Before the engine can hold anything of the session: its deletion must reach this engine too.
-    await this.served?.record(selection.session.sessionId, target.id);
+    if (this.served) await this.served.record(selection.session.sessionId, target.id);
     const release = this.bulkhead.tryAcquire(target.id, target.instanceId);
     if (!release) {
       const key =
