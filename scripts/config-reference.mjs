@@ -131,6 +131,23 @@ export const DESCRIPTIONS = {
   // subagents
   "subagents.sweep_interval": "How often children whose `ttl_ms` passed are swept: their engine hears `OnSubagentEnded` SWEPT once, across replicas too.",
 
+  // retention
+  "retention.max_idle":
+    "Sessions idle this long (no append, compaction or rewrite) are deleted by the sweep, with their subagents, and every engine that served them is told (`ForgetSession`). A duration or whole days (`30d`); unset: no idle limit ([operations.md](operations.md#retention-and-deletion)).",
+  "retention.max_age":
+    "Sessions created this long ago are deleted likewise, however active. Unset: no age limit. Both unset (the default): sessions are kept for ever.",
+  "retention.sweep_interval": "How often one replica (the holder of the `retention-sweep` lease) looks for expired sessions.",
+  "retention.agents.<agent>.max_idle":
+    "This agent's idle limit. An agent listed here takes its limits from its entry alone: an entry without a key has no such limit.",
+  "retention.agents.<agent>.max_age": "This agent's age limit.",
+
+  // forget
+  "forget.poll_interval":
+    "How often each replica looks for due `ForgetSession` deliveries (a deletion on the replica wakes it at once; this catches deletions on other replicas and retries).",
+  "forget.backoff.initial":
+    "The delay before a failed delivery is tried again; doubled per attempt, with jitter. An engine that registers again or is released is tried at once.",
+  "forget.backoff.max": "The longest delay between two attempts: an engine that is down hears its deletions at most this long after it is back.",
+
   // tracing
   "tracing.otlp_endpoint":
     "OTLP/HTTP collector (`/v1/traces` is appended); unset, tracing is off and costs nothing. A runtime's `traceparent` continues through contextd into engine calls and their callbacks.",
@@ -152,7 +169,7 @@ export const DESCRIPTIONS = {
 };
 
 /** Names of the keys of maps whose values are sections (a map of plain values is one key). */
-const MAP_KEYS = { "auth.owners": "<owner>", "engines.overrides": "<engine>", "compaction.summarizer.limits.agents": "<agent>" };
+const MAP_KEYS = { "auth.owners": "<owner>", "engines.overrides": "<engine>", "compaction.summarizer.limits.agents": "<agent>", "retention.agents": "<agent>" };
 
 /** Sections shown as one row: their keys say the same thing for different operations. */
 const COLLAPSED = new Set(["engines.timeouts", "engines.overrides.<engine>.timeouts"]);
@@ -175,6 +192,14 @@ const SECTIONS = {
   health: { title: "`health`: contextd's own health and drain", intro: "How they are used: [deployment.md](deployment.md#health-and-restarts)." },
   server: { title: "`server`: admission to the gRPC server" },
   subagents: { title: "`subagents`" },
+  retention: {
+    title: "`retention`: how long sessions are kept",
+    intro: "What is deleted, from where, how fast: [operations.md](operations.md#retention-and-deletion).",
+  },
+  forget: {
+    title: "`forget`: telling engines of deletions",
+    intro: "Delivery of `ContextEngineService.ForgetSession` ([operations.md](operations.md#retention-and-deletion)).",
+  },
   tracing: { title: "`tracing`: OpenTelemetry", intro: "Absent: tracing off ([operations.md](operations.md#tracing))." },
   limits: {
     title: "`limits`: sizes and per-tenant limits",

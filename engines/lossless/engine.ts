@@ -26,6 +26,8 @@ import {
   type EngineCallContext,
   type EngineDefinition,
   type EngineInfoInput,
+  type ForgetSessionRequest,
+  type ForgetSessionResponse,
   type IngestBatchRequest,
   type IngestBatchResponse,
   type IngestRequest,
@@ -101,6 +103,12 @@ export class LosslessEngine implements EngineDefinition {
       const stored = this.store.messageCount(sessionId);
       return { bootstrapped: true, importedMessages: imported, reason: `imported ${imported} new message(s); ${stored} stored` };
     });
+  }
+
+  /** Purges everything kept of a deleted session, after the calls on it in flight (the session lock). */
+  async forgetSession(req: ForgetSessionRequest, ctx: EngineCallContext): Promise<DeepPartial<ForgetSessionResponse>> {
+    const sessionId = sessionIdOf(req.session);
+    return this.locks.run(sessionId, ctx.signal, async () => ({ purged: this.store.forget(sessionId) }));
   }
 
   async ingest(req: IngestRequest, ctx: EngineCallContext): Promise<DeepPartial<IngestResponse>> {

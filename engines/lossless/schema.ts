@@ -82,6 +82,8 @@ export function openDatabase(file: string): Database.Database {
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = FULL");
     db.pragma("busy_timeout = 5000");
+    // A forgotten session's text is overwritten where it was, not only unlinked (ForgetSession).
+    db.pragma("secure_delete = ON");
     const found = db.pragma("user_version", { simple: true }) as number;
     if (found > SCHEMA_VERSION) {
       throw new Error(`lossless: ${file} has schema version ${found}; this engine understands up to ${SCHEMA_VERSION}`);

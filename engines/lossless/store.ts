@@ -129,6 +129,21 @@ export class LosslessStore {
     if (this.db.open) this.db.close();
   }
 
+  /**
+   * Purges a session (ForgetSession): its messages, its summary DAG and its row, in one
+   * transaction; with secure_delete the freed pages hold zeros, and a TRUNCATE checkpoint empties
+   * the write-ahead log that still held copies. False when the engine held nothing of it.
+   */
+  forget(sessionId: string): boolean {
+    const purged = this.db.transaction((): number => {
+      let n = this.db.prepare("DELETE FROM messages WHERE session_id = ?").run(sessionId).changes;
+      n += this.db.prepare("DELETE FROM summaries WHERE session_id = ?").run(sessionId).changes;
+      return n + this.db.prepare("DELETE FROM sessions WHERE session_id = ?").run(sessionId).changes;
+    })();
+    if (purged > 0 && this.db.name !== ":memory:") this.db.pragma("wal_checkpoint(TRUNCATE)");
+    return purged > 0;
+  }
+
   hasSession(sessionId: string): boolean {
     return this.q.session.get(sessionId) !== undefined;
   }

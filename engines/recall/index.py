@@ -112,6 +112,8 @@ class RecallIndex:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            # A forgotten session's text is overwritten where it was, not only unlinked (forget).
+            conn.execute("PRAGMA secure_delete = ON")
             self._local.conn = conn
             with self._lock:
                 self._connections.append(conn)
@@ -142,6 +144,30 @@ class RecallIndex:
                 pass  # opened by a thread that is gone; SQLite closes it with the process
 
     # -- writes --------------------------------------------------------------------------------
+
+    def forget(self, session_id: str) -> bool:
+        """Purges a deleted session (ForgetSession): its messages, their FTS5 entries, tool calls,
+        recalled blocks and its row, in one transaction. Then the FTS5 index is merged into one
+        segment ('optimize'), so the session's words leave the segments that still held them under a
+        delete marker; secure_delete zeroes the freed pages, and a TRUNCATE checkpoint empties the
+        write-ahead log that still held copies. The merge rewrites the whole index: its cost grows
+        with the index, not the session. True when the index held anything of the session."""
+        conn = self._conn()
+        with self._write(conn):
+            ids = [r[0] for r in conn.execute("SELECT id FROM messages WHERE session_id = ?", (session_id,))]
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                conn.execute(f"DELETE FROM messages_fts WHERE rowid IN ({','.join('?' * len(chunk))})", chunk)
+            purged = len(ids)
+            purged += conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,)).rowcount
+            purged += conn.execute("DELETE FROM tool_calls WHERE session_id = ?", (session_id,)).rowcount
+            purged += conn.execute("DELETE FROM blocks WHERE session_id = ?", (session_id,)).rowcount
+            purged += conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,)).rowcount
+            if purged:
+                conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('optimize')")
+        if purged:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return purged > 0
 
     def ingest(self, session_id: str, messages: Iterable[types_pb2.Message]) -> int:
         """Adds messages the host has just appended, after everything known; messages already

@@ -199,6 +199,11 @@ def recall_engine(index: RecallIndex, block_share: float = BLOCK_SHARE, step_sha
     def bootstrap_session(request: engine_pb2.BootstrapRequest, ctx: CallContext) -> dict:
         return bootstrap(index, request.session, ctx)
 
+    def forget_session(request: engine_pb2.ForgetSessionRequest, ctx: CallContext) -> dict:
+        purged = index.forget(request.session.session_id)
+        ctx.log.info("forgot a deleted session", extra={"session": request.session.session_id, "purged": purged})
+        return {"purged": purged}
+
     return Engine(
         id=ENGINE_ID,
         name="Recall (fresh turns plus BM25-recalled history)",
@@ -208,4 +213,5 @@ def recall_engine(index: RecallIndex, block_share: float = BLOCK_SHARE, step_sha
         ingest=ingest,
         ingest_batch=ingest_batch,
         bootstrap=bootstrap_session,
+        forget_session=forget_session,
     )

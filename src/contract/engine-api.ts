@@ -14,6 +14,8 @@ import type {
   ContextEngineServiceRollbackSubagentSpawnRequest,
   ContextEngineServiceRollbackSubagentSpawnResponse,
   EngineInfo,
+  ForgetSessionRequest,
+  ForgetSessionResponse,
   IngestBatchRequest,
   IngestBatchResponse,
   IngestRequest,
@@ -63,4 +65,5 @@ export interface ContextEngine {
   rollbackSubagentSpawn?(req: ContextEngineServiceRollbackSubagentSpawnRequest, ctx: CallContext): Promise<ContextEngineServiceRollbackSubagentSpawnResponse>;
   onSubagentEnded?(req: OnSubagentEndedRequest, ctx: CallContext): Promise<OnSubagentEndedResponse>;
   dispose?(ctx: CallContext): Promise<void>;
+  forgetSession?(req: ForgetSessionRequest, ctx: CallContext): Promise<ForgetSessionResponse>;
 }

@@ -9,15 +9,22 @@ import { readTranscriptPage } from "./transcript-pages.js";
 import { expandCompaction, searchTranscript } from "./transcript-search.js";
 import { sessionNotFound, type AdmittedSession } from "./session-visibility.js";
 import type { SessionHost } from "./session-host.js";
+import type { SessionDeletions } from "./session-deletions.js";
+import { soonestFirst, type RetentionPolicy } from "./retention.js";
+import { fieldError } from "../contract/errors.js";
 
 const LIST_PURPOSE = "SessionService.ListSessions";
+/** The furthest ahead the expiring listing looks: 100 years. */
+const MAX_EXPIRING_WITHIN_MS = 100 * 365 * 86_400_000;
 
-/** Read-side SessionService calls: session info, listings, the whole transcript, deletion. */
+/** Read-side SessionService calls: session info, listings (the expiring one too), the whole transcript, deletion. */
 export class SessionQueries {
   constructor(
     private readonly host: SessionHost,
     private readonly store: TranscriptStore,
     private readonly router: Router,
+    private readonly deletions: SessionDeletions,
+    private readonly retention: RetentionPolicy,
   ) {}
 
   async getSession(session: AdmittedSession): Promise<S.GetSessionResponse> {
@@ -33,6 +40,7 @@ export class SessionQueries {
    */
   async listSessions(req: S.ListSessionsRequest, access: RuntimeAccess): Promise<S.ListSessionsResponse> {
     const limit = pageSize(req.pageSize, 100, 1000);
+    if (req.expiringWithinMs > 0) return this.listExpiring(req, access, limit);
     const cursor = decodePageToken(access.pageKey, LIST_PURPOSE, req.pageToken);
     const page = await this.store.listSessions(limit, cursor, access.agents);
     const sessions: S.SessionInfo[] = [];
@@ -42,6 +50,21 @@ export class SessionQueries {
       if (totals) sessions.push(this.info(totals));
     }
     return { sessions, nextPageToken: page.nextCursor ? encodePageToken(access.pageKey, LIST_PURPOSE, page.nextCursor) : "" };
+  }
+
+  /** ListSessions with `expiring_within_ms`: what the retention sweep deletes by then, soonest first, in one page. */
+  private async listExpiring(req: S.ListSessionsRequest, access: RuntimeAccess, limit: number): Promise<S.ListSessionsResponse> {
+    if (req.pageToken) throw fieldError("page_token", "must be empty with expiring_within_ms (the expiring listing is one page)");
+    if (req.expiringWithinMs > MAX_EXPIRING_WITHIN_MS) throw fieldError("expiring_within_ms", `must be at most ${MAX_EXPIRING_WITHIN_MS} (100 years)`);
+    const cutoff = Date.now() + req.expiringWithinMs;
+    const lists = await Promise.all(this.retention.rules().map((rule) => this.store.listExpiringSessions(rule, cutoff, limit)));
+    const sessions: S.SessionInfo[] = [];
+    for (const s of soonestFirst(lists, limit)) {
+      if (!access.mayActFor(s.agentId)) continue;
+      const totals = await this.store.readActiveTotals(s.sessionId);
+      if (totals) sessions.push(this.info(totals));
+    }
+    return { sessions, nextPageToken: "" };
   }
 
   async getTranscript(req: S.GetTranscriptRequest, access: RuntimeAccess, session: AdmittedSession): Promise<S.GetTranscriptResponse> {
@@ -60,9 +83,10 @@ export class SessionQueries {
     return expandCompaction(this.store, req, session.sessionId, { key: access.pageKey, rpc: "SessionService.ExpandCompaction" });
   }
 
-  async deleteSession(session: AdmittedSession): Promise<S.DeleteSessionResponse> {
+  async deleteSession(req: S.DeleteSessionRequest, session: AdmittedSession): Promise<S.DeleteSessionResponse> {
     await this.host.requireExists(session);
-    return { deleted: await this.store.deleteSession(session.sessionId) };
+    const deleted = await this.deletions.delete(session.sessionId, "deleted", { keepSubagents: req.keepSubagents });
+    return { deleted: deleted !== undefined, deletedSubagents: Math.max(0, (deleted?.sessions.length ?? 0) - 1), forgetDeliveries: deleted?.deliveries ?? 0 };
   }
 
   private info(totals: ActiveTotals): S.SessionInfo {
@@ -82,6 +106,7 @@ export class SessionQueries {
       parentSessionId: s.parentSessionId,
       lastMessageKey: s.lastMessageKey,
       lastMessageTimestampMs: s.lastMessageTimestampMs,
+      expiresAtMs: this.retention.expiresAtMs(s),
     };
   }
 }

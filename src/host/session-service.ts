@@ -128,7 +128,7 @@ export function sessionService(
     }),
     deleteSession: rpc({
       auth: "runtime", session: { session: "existing" }, deadline: "call",
-      handler: (_r: S.DeleteSessionRequest, _ctx, s) => queries.deleteSession(s.session),
+      handler: (r: S.DeleteSessionRequest, _ctx, s) => queries.deleteSession(r, s.session),
     }),
     importTranscript: rpc({
       auth: "runtime", session: { session: "create" }, deadline: "call",

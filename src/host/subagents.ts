@@ -4,6 +4,7 @@ import { Mode, SubagentContextMode, SubagentEndReason } from "../contract/gen/co
 import type { SeedEntry, TranscriptStore } from "../store/types.js";
 import type { HostCall } from "./host-call.js";
 import type { SessionHost } from "./session-host.js";
+import type { SessionDeletions } from "./session-deletions.js";
 import { quote } from "../contract/quote.js";
 import { admitExisting, type AdmittedSession } from "./session-visibility.js";
 import { requireEnum } from "./validate.js";
@@ -30,6 +31,8 @@ export class Subagents {
   constructor(
     private readonly host: SessionHost,
     private readonly store: TranscriptStore,
+    /** Deletions record the engines' ForgetSession (session-deletions.ts); a deleted child's own subagents go with it. */
+    private readonly deletions: SessionDeletions,
   ) {}
 
   async prepare(
@@ -76,7 +79,7 @@ export class Subagents {
         mode: routed.mode,
       };
     } catch (err) {
-      await this.store.deleteSession(child.sessionId);
+      await this.deletions.delete(child.sessionId, "subagent");
       throw err;
     }
   }
@@ -99,7 +102,7 @@ export class Subagents {
       if (!engine.rollbackSubagentSpawn || !engine.info().capabilities?.subagents) return {};
       return engine.rollbackSubagentSpawn({ rollbackHandle: engineHandle, child }, ctx);
     });
-    return { rolledBack: await this.store.deleteSession(childId) };
+    return { rolledBack: (await this.deletions.delete(childId, "subagent")) !== undefined };
   }
 
   async end(req: S.EndSubagentRequest, call: HostCall, child: AdmittedSession): Promise<S.EndSubagentResponse> {
@@ -120,7 +123,7 @@ export class Subagents {
         { sessionId: child.sessionId, endedAtMs: end.endedAtMs, endedWith: SubagentEndReason[end.reason] ?? end.reason },
         "subagent had already ended: the engine is not told again",
       );
-      if (req.reason === SubagentEndReason.SUBAGENT_END_REASON_DELETED) await this.store.deleteSession(child.sessionId);
+      if (req.reason === SubagentEndReason.SUBAGENT_END_REASON_DELETED) await this.deletions.delete(child.sessionId, "subagent");
       return { engineId: selection.target.id, mode: selection.mode };
     }
     let routed;
@@ -136,7 +139,7 @@ export class Subagents {
     // Answered by legacy in place of the child's engine (it failed, is quarantined, or is not
     // registered): the engine did not hear of it, so the end is taken back and a retry may tell it.
     if (routed.mode === Mode.MODE_FALLBACK) await this.store.reopenSubagentSession(child.sessionId, atMs).catch(() => false);
-    if (req.reason === SubagentEndReason.SUBAGENT_END_REASON_DELETED) await this.store.deleteSession(child.sessionId);
+    if (req.reason === SubagentEndReason.SUBAGENT_END_REASON_DELETED) await this.deletions.delete(child.sessionId, "subagent");
     return { engineId: routed.engineId, mode: routed.mode };
   }
 }

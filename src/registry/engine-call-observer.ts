@@ -1,6 +1,6 @@
 import type { RegisteredEngine } from "./engine-registry.js";
 
-export type EngineOperation = "ingest" | "assemble" | "compact" | "after_turn" | "maintain" | "bootstrap" | "subagent";
+export type EngineOperation = "ingest" | "assemble" | "compact" | "after_turn" | "maintain" | "bootstrap" | "subagent" | "forget";
 
 /** Why an engine call did not produce a usable answer: the failures an engine is quarantined for. */
 export type FailureKind = "error" | "timeout" | "contract";

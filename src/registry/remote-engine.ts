@@ -229,6 +229,9 @@ export class RemoteEngine implements ContextEngine {
   onSubagentEnded(req: E.OnSubagentEndedRequest, ctx: CallContext) {
     return this.call("onSubagentEnded", req, ctx);
   }
+  forgetSession(req: E.ForgetSessionRequest, ctx: CallContext) {
+    return this.call("forgetSession", req, ctx);
+  }
   async dispose(ctx: CallContext): Promise<void> {
     await this.call("dispose", {}, ctx);
   }

@@ -18,6 +18,7 @@ import {
 import type { EngineRegistry, RegisteredEngine } from "./engine-registry.js";
 import { EngineUnreachableError } from "./engine-channel.js";
 import { EngineRevokedError, type HostGrant, type HostGrants } from "./host-grants.js";
+import type { ServedEngines } from "./served-engines.js";
 
 export type OnFailure = "fallback" | "strict";
 
@@ -100,6 +101,8 @@ export class Router {
     private readonly settings: RoutingSettings,
     grants: HostGrants,
     private readonly observer: EngineCallObserver = NO_OBSERVER,
+    /** Records each sidecar a session is sent to, for its deletion's ForgetSession (served-engines.ts). */
+    private readonly served?: ServedEngines,
   ) {
     this.bulkhead = new Bulkhead((id) => this.settings.overrides[id]?.maxConcurrentCalls ?? this.settings.maxConcurrentCalls);
     this.dispatch = new EngineDispatch((id, op) => this.timeoutMs(id, op), grants, observer);
@@ -235,6 +238,8 @@ export class Router {
     fn: EngineCall<T>,
     validate: AnswerCheck<T> | undefined,
   ): Promise<{ routed: Routed<T> } | { retry: boolean; reason: string; otherwise: () => Promise<Routed<T>> }> {
+    // Before the engine can hold anything of the session: its deletion must reach this engine too.
+    if (this.served) await this.served.record(selection.session.sessionId, target.id);
     const release = this.bulkhead.tryAcquire(target.id, target.instanceId);
     if (!release) {
       const key =

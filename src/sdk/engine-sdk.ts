@@ -95,6 +95,8 @@ export {
   type ContextEngineServiceRollbackSubagentSpawnResponse,
   type DisposeRequest,
   type DisposeResponse,
+  type ForgetSessionRequest,
+  type ForgetSessionResponse,
   type IngestBatchRequest,
   type IngestBatchResponse,
   type IngestRequest,

@@ -14,6 +14,7 @@ import {
   int,
   number,
   oneOf,
+  retentionDuration,
   sha256,
   show,
   storeUrl,
@@ -200,6 +201,22 @@ export const configSchema = z.strictObject({
   server: server.prefault({}),
   /** Subagent TTLs: how often children whose ttl_ms passed are swept. */
   subagents: z.strictObject({ sweep_interval: duration().prefault("5s") }).prefault({}),
+  /** Retention (src/host/retention.ts): unset limits keep sessions for ever. */
+  retention: z
+    .strictObject({
+      max_idle: retentionDuration().optional(),
+      max_age: retentionDuration().optional(),
+      sweep_interval: duration().prefault("1m"),
+      agents: z.record(z.string().min(1), z.strictObject({ max_idle: retentionDuration().optional(), max_age: retentionDuration().optional() })).prefault({}),
+    })
+    .prefault({}),
+  /** Delivery of ForgetSession to engines (src/host/forget-delivery.ts). */
+  forget: z
+    .strictObject({
+      poll_interval: duration().prefault("5s"),
+      backoff: z.strictObject({ initial: duration().prefault("1s"), max: duration().prefault("5m") }).prefault({}),
+    })
+    .prefault({}),
   tracing: tracing.optional(),
   limits: z
     .strictObject({

@@ -78,6 +78,31 @@ function durationMs(allowZero: boolean) {
   });
 }
 export const duration = () => durationMs(false);
+
+/** The longest retention limit: 100 years. */
+const MAX_RETENTION_MS = 100 * 365 * 86_400_000;
+
+/**
+ * A retention limit: a duration (`90s`, `12h`) or whole days (`30d`), longer than 0. Not bound by
+ * setTimeout's ~24.8 days: nothing waits on it, it is compared with stored times.
+ */
+export const retentionDuration = () =>
+  z.unknown().transform((v, ctx): number => {
+    const days = typeof v === "string" ? /^(\d+(?:\.\d+)?)d$/.exec(v.trim()) : null;
+    let ms: number;
+    try {
+      if (typeof v !== "string") throw new RangeError(`${show(v)} is not a duration (use 12h, 30d)`);
+      ms = days ? Math.round(Number(days[1]) * 86_400_000) : parseDuration(v);
+    } catch (e) {
+      ctx.issues.push({ code: "custom", message: (e as Error).message.replace(DURATION_HINT, "use 12h, 30d"), input: v });
+      return z.NEVER;
+    }
+    if (ms <= 0 || ms > MAX_RETENTION_MS) {
+      ctx.issues.push({ code: "custom", message: `${show(v)} ${ms <= 0 ? "must be longer than 0" : "is too long (at most 36500d)"}`, input: v });
+      return z.NEVER;
+    }
+    return ms;
+  });
 export const durationOrZero = () => durationMs(true);
 
 /** Checks `host:port` (`[v6]:port` for IPv6) or `unix:/path`; returns why it is not one. */

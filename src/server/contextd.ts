@@ -8,6 +8,13 @@ import { TranscriptImports } from "../host/import-transcript.js";
 import { SessionHost } from "../host/session-host.js";
 import { SessionQueries } from "../host/session-queries.js";
 import { SubagentSweeper } from "../host/subagent-sweeper.js";
+import { ForgetDeliveries } from "../host/forget-delivery.js";
+import { RetentionPolicy } from "../host/retention.js";
+import { RetentionSweeper } from "../host/retention-sweeper.js";
+import { SessionDeletions } from "../host/session-deletions.js";
+import { ServedEngines } from "../registry/served-engines.js";
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
 import { Subagents } from "../host/subagents.js";
 import { LegacyEngine } from "../registry/legacy-engine.js";
 import { createChatModel, createSummarizer } from "../compaction/summarizer/create-summarizer.js";
@@ -66,7 +73,7 @@ export class Contextd {
     private readonly logger: Logger,
     private readonly metricsServer: MetricsServer,
     private readonly tracing: Tracing,
-    /** Loops that run while contextd listens: the registry sync across replicas, the subagent TTL sweep. */
+    /** Loops that run while contextd listens: the registry sync across replicas, the subagent TTL sweep, forget delivery, the retention sweep. */
     private readonly background: Array<{ start(): void; stop(): Promise<void> }> = [],
   ) {}
 
@@ -173,6 +180,7 @@ export class Contextd {
       settings.routing,
       grants,
       observeAll(engineCounters, quarantine, bare ? undefined : engineCallMetrics(metrics, tracing)),
+      new ServedEngines(store),
     );
     metrics.watchEngines(() => registry.list().map((r) => engineGauges(registry.status(r.id))));
 
@@ -182,6 +190,28 @@ export class Contextd {
     const compactions = new Compactions(store, compactionDeps, observer);
     const host = new SessionHost(store, tokenizer, router, compactions, limits, observer, undefined, logger.child({ component: "background-maintenance" }));
     const sweeper = new SubagentSweeper(store, router, { intervalMs: settings.subagentSweepIntervalMs }, logger.child({ component: "subagent-sweeper" }));
+
+    // Deletion reaches every engine: each deletion records a ForgetSession per engine that served
+    // the session, which one replica at a time delivers (under a row lease) until acknowledged.
+    const replicaName = `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
+    const deletions = new SessionDeletions(store, observer);
+    const forgets = new ForgetDeliveries(
+      store,
+      registry,
+      { ...settings.forget, timeoutMs: (id) => router.timeoutMs(id, "forget"), owner: replicaName },
+      logger.child({ component: "forget-delivery" }),
+      observer,
+    );
+    deletions.onRecorded = () => forgets.kick();
+    // An engine that is back (registered, released) hears what it missed at once.
+    events.subscribe((event) => {
+      const id = event.engine?.engineId;
+      if (id && (event.type === EngineEventType.ENGINE_EVENT_TYPE_REGISTERED || event.type === EngineEventType.ENGINE_EVENT_TYPE_RELEASED))
+        void forgets.wake(id);
+    });
+    const retention = new RetentionPolicy(settings.retention);
+    const retentionSweeper = new RetentionSweeper(store, retention, deletions, replicaName, logger.child({ component: "retention" }));
+    if (!bare) metrics.watchForgetDeliveries(() => store.countForgetDeliveries());
 
     // Room for a whole batch and for an import at its cap, so those limits answer with their own names.
     const maxBytes = Math.max(MIN_GRPC_MESSAGE_BYTES, limits.maxMessageBytes * 4, limits.maxImportBytes + (1 << 20));
@@ -193,8 +223,8 @@ export class Contextd {
       store,
       tenantLimits,
       host,
-      queries: new SessionQueries(host, store, router),
-      subagents: new Subagents(host, store),
+      queries: new SessionQueries(host, store, router, deletions, retention),
+      subagents: new Subagents(host, store, deletions),
       imports: new TranscriptImports(store, tokenizer, limits),
       exports: new TranscriptExports(store, maxBytes),
       registry,
@@ -239,6 +269,8 @@ export class Contextd {
       sync,
       sweeper,
       host.background,
+      forgets,
+      retentionSweeper,
     ]);
   }
 

@@ -7,7 +7,16 @@ import { duration, filePath, int, oneOf, show, stringMap, text } from "./config-
 // The `engines` section of the config file's schema (config-schema.ts has the rest): its own file
 // because it is the largest section and the registry's settings are read from it alone.
 
-const timeoutDefaults = { ingest: "5s", assemble: "10s", compact: "180s", after_turn: "30s", maintain: "60s", bootstrap: "60s", subagent: "10s" };
+const timeoutDefaults = {
+  ingest: "5s",
+  assemble: "10s",
+  compact: "180s",
+  after_turn: "30s",
+  maintain: "60s",
+  bootstrap: "60s",
+  subagent: "10s",
+  forget: "30s",
+};
 const eachTimeout = <S>(f: (dflt: string) => S) =>
   Object.fromEntries(Object.entries(timeoutDefaults).map(([k, d]) => [k, f(d)])) as Record<keyof typeof timeoutDefaults, S>;
 const timeouts = z.strictObject(eachTimeout((d) => duration().prefault(d)));

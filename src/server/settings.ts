@@ -2,6 +2,7 @@ import { hostname } from "node:os";
 import type { CompactionSettings } from "../compaction/native-compaction.js";
 import type { TenantLimitSettings } from "../contract/tenant-limits.js";
 import type { AppendLimits } from "../host/validate.js";
+import type { RetentionLimits, RetentionSettings } from "../host/retention.js";
 import type { AnswerLimits } from "../registry/answer-limits.js";
 import type { EngineOperation } from "../registry/engine-call-observer.js";
 import type { HealthSettings } from "../registry/health-monitor.js";
@@ -46,6 +47,10 @@ export interface ContextdSettings {
   /** `engines.max_instances`. */
   maxEngineInstances: number;
   subagentSweepIntervalMs: number;
+  /** `retention`: what the sweep deletes, and how often it looks (src/host/retention.ts). */
+  retention: RetentionSettings;
+  /** `forget`: how ForgetSession deliveries are polled and retried (src/host/forget-delivery.ts). */
+  forget: { pollIntervalMs: number; backoffInitialMs: number; backoffMaxMs: number };
   server: {
     maxConcurrentCalls: number;
     maxConcurrentStreams?: number;
@@ -121,6 +126,16 @@ export function compileSettings(config: ContextdConfig): ContextdSettings {
     reconcileIntervalMs: e.reconcile_interval,
     maxEngineInstances: e.max_instances,
     subagentSweepIntervalMs: config.subagents.sweep_interval,
+    retention: {
+      default: limits(config.retention),
+      agents: Object.fromEntries(Object.entries(config.retention.agents).map(([agent, l]) => [agent, limits(l)])),
+      sweepIntervalMs: config.retention.sweep_interval,
+    },
+    forget: {
+      pollIntervalMs: config.forget.poll_interval,
+      backoffInitialMs: config.forget.backoff.initial,
+      backoffMaxMs: config.forget.backoff.max,
+    },
     server: {
       maxConcurrentCalls: config.server.max_concurrent_calls,
       ...(config.server.max_concurrent_streams !== undefined ? { maxConcurrentStreams: config.server.max_concurrent_streams } : {}),
@@ -137,4 +152,9 @@ export function compileSettings(config: ContextdConfig): ContextdSettings {
       serviceName: config.tracing?.service_name ?? "contextd",
     },
   };
+}
+
+/** A retention entry's limits, without the unset ones. */
+function limits(l: { max_idle?: number; max_age?: number }): RetentionLimits {
+  return { ...(l.max_idle !== undefined ? { maxIdleMs: l.max_idle } : {}), ...(l.max_age !== undefined ? { maxAgeMs: l.max_age } : {}) };
 }

@@ -1,4 +1,5 @@
 import type { CompactionEntry, Message, TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
+import type { DeletionStore } from "./deletions.js";
 import type { SearchTerms } from "./search-text.js";
 
 /**
@@ -22,7 +23,7 @@ import type { SearchTerms } from "./search-text.js";
  * - `commitCompaction` commits only when no other compaction was committed since the caller read
  *   the view (optimistic concurrency on `latestCompactionId`).
  */
-export interface TranscriptStore {
+export interface TranscriptStore extends DeletionStore {
   readonly kind: "sqlite" | "postgres";
 
   /**
@@ -91,7 +92,10 @@ export interface TranscriptStore {
     summaryTokens: number,
     compactedThroughSeq?: number,
   ): Promise<TranscriptEntry>;
-  /** Deletes a session and its entries. False when it did not exist. */
+  /**
+   * Deletes a session and its entries, keeping its subagent children, and records its forget
+   * deliveries (reason DELETED); deleteSessionTree (deletions.ts) says how. False when it did not exist.
+   */
   deleteSession(sessionId: string): Promise<boolean>;
   /**
    * Replaces the content of message entries (HostService.RewriteTranscriptEntries), in one
@@ -339,6 +343,9 @@ export interface ActiveTotals {
   /** Summary tokens plus every message's tokens (equals ActiveView.tokens). */
   tokens: number;
 }
+
+// Deletion that reaches every engine, and retention (deletions.ts).
+export type * from "./deletions.js";
 
 // The store-to-store copy interface (contextctl migrate-store) and its raw rows.
 export type * from "./store-copy.js";

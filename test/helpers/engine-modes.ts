@@ -104,13 +104,13 @@ export type EngineMode =
   | "projection_bad";
 
 /** What the control file can make an RPC do (each key is read on every call of that RPC). */
-export type EngineOp = "assemble" | "compact" | "ingest" | "bootstrap" | "after_turn" | "maintain" | "subagent" | "get_info";
+export type EngineOp = "assemble" | "compact" | "ingest" | "bootstrap" | "after_turn" | "maintain" | "subagent" | "forget" | "get_info";
 
 /** grpc.health.v1 Check: an answer, or a misbehaviour. */
 export type HealthMode = "SERVING" | "NOT_SERVING" | "hang" | "slow" | "throw" | "garbage_bytes" | "crash";
 
 /** The optional RPCs an engine can be started with (`capabilities`). */
-export type EngineCapability = "bootstrap" | "ingest_batch" | "after_turn" | "maintain" | "subagents";
+export type EngineCapability = "bootstrap" | "ingest_batch" | "after_turn" | "maintain" | "subagents" | "forget";
 
 export type EngineControl = Partial<Record<EngineOp, EngineMode>> & {
   health?: HealthMode;

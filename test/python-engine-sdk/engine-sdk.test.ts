@@ -137,7 +137,15 @@ describe.each(VARIANTS)(
         protocolVersions: [1],
         hostRequirements: ["host-compaction"],
       });
-      expect(s.info!.capabilities).toEqual({ bootstrap: false, ingestBatch: false, afterTurn: false, maintain: false, subagents: false, dispose: false });
+      expect(s.info!.capabilities).toEqual({
+        bootstrap: false,
+        ingestBatch: false,
+        afterTurn: false,
+        maintain: false,
+        subagents: false,
+        dispose: false,
+        forget: false,
+      });
       const registered = await engine.waitForLog((l) => l.msg === "registered with the registry");
       expect(registered).toMatchObject({ level: "info", engine: ENGINE, endpoint: engine.address, owner: "team", protocol_version: 1 });
     });

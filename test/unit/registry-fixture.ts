@@ -193,6 +193,7 @@ export const TIMEOUTS: Record<EngineOperation, number> = {
   maintain: 1_000,
   bootstrap: 1_000,
   subagent: 1_000,
+  forget: 1_000,
 };
 
 export const SESSION: SessionRef = { sessionId: "s1", sessionKey: "agent:main:s1", agentId: "main" };

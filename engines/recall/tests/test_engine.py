@@ -105,7 +105,7 @@ class RecallOverGrpc(unittest.TestCase):
         info = self.stub.GetInfo(engine_pb2.GetInfoRequest(), timeout=5).info
         self.assertEqual(info.id, "recall")
         self.assertFalse(info.owns_compaction)
-        self.assertEqual(info.capabilities, engine_pb2.EngineCapabilities(ingest_batch=True, bootstrap=True))
+        self.assertEqual(info.capabilities, engine_pb2.EngineCapabilities(ingest_batch=True, bootstrap=True, forget=True))
         self.assertEqual(list(info.host_requirements), ["host-compaction"])
         self.assertEqual(list(info.protocol_versions), [1])
 

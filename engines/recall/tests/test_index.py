@@ -34,6 +34,23 @@ class IndexTest(unittest.TestCase):
         # The stored messages, decoded, by entry id.
         self.assertEqual(self.index.messages("s", [msgs[0].id, "missing"]), {msgs[0].id: msgs[0]})
 
+    def test_forget_purges_the_session_from_every_table_and_from_the_file(self):
+        self.index.ingest("gone", [user("the word zanzibarquux is secret"), assistant("zanzibarquux noted")])
+        self.index.set_block("gone", "u1", "v1", "zanzibarquux?", [])
+        self.index.ingest("kept", [user("the word fjordwombat stays")])
+        self.assertTrue(self.index.forget("gone"))
+        self.assertEqual(self.index.count("gone"), 0)
+        self.assertEqual(self.index.blocks("gone", ["u1"], "v1"), {})
+        self.assertEqual(self.units("zanzibarquux", session="gone"), [])
+        # Nothing left to purge: answered False, and the other session is untouched.
+        self.assertFalse(self.index.forget("gone"))
+        self.assertEqual(self.index.count("kept"), 1)
+        self.index.close()
+        with open(self.t.path, "rb") as f:
+            data = f.read()
+        self.assertNotIn(b"zanzibarquux", data)
+        self.assertIn(b"fjordwombat", data)
+
     def units(self, prompt, before=None, session="s"):
         return self.index.recall_units(session, fts_query(prompt), before)
 

@@ -1,4 +1,5 @@
-import type { Command } from "commander";
+import { InvalidArgumentError, type Command } from "commander";
+import { parseDuration } from "../../server/duration.js";
 import { SessionInfo } from "../../contract/gen/contextd/v1/session.js";
 import { examples, iso, printJson, table } from "../format.js";
 import { action, clientOptions, globals, withSessions } from "./shared.js";
@@ -12,12 +13,16 @@ export function registerSessions(program: Command): void {
     .addHelpText(
       "after",
       '\nWith --json: {"sessions": [SessionInfo, ...]} (proto JSON), every page of ListSessions.\n' +
-        examples("contextctl sessions", "contextctl --json sessions | jq -r '.sessions[].session.sessionId'"),
+        "With --expiring: the sessions the retention sweep deletes within that long (default 1d), soonest first, at most 1000.\n" +
+        examples("contextctl sessions", "contextctl sessions --expiring 7d", "contextctl --json sessions | jq -r '.sessions[].session.sessionId'"),
     )
+    .option("--expiring [within]", "only what retention (`retention.max_idle`, `max_age`) deletes within this long: 90m, 12h, 7d", expiringWithin)
     .action(
-      action(async (_opts: unknown, cmd: Command) => {
+      action(async (opts: { expiring?: number | true }, cmd: Command) => {
         const g = globals(cmd);
+        const within = opts.expiring === true ? DAY_MS : opts.expiring;
         const sessions = await withSessions(clientOptions(g), async (client) => {
+          if (within !== undefined) return (await client.listSessions({ pageSize: 1000, expiringWithinMs: within })).sessions;
           const all: SessionInfo[] = [];
           let pageToken = "";
           do {
@@ -28,7 +33,7 @@ export function registerSessions(program: Command): void {
           return all;
         });
         if (g.json) return printJson({ sessions: sessions.map((s) => SessionInfo.toJSON(s)) });
-        if (sessions.length === 0) return void writeStdout("no sessions\n");
+        if (sessions.length === 0) return void writeStdout(within !== undefined ? "no session expires by then\n" : "no sessions\n");
         const rows = sessions.map((s) => [
           terminalText(s.session?.sessionId ?? ""),
           terminalText(s.session?.sessionKey || "-"),
@@ -38,8 +43,24 @@ export function registerSessions(program: Command): void {
           s.activeTokens,
           s.totalTokens,
           iso(s.updatedAtMs),
+          ...(within !== undefined ? [iso(s.expiresAtMs)] : []),
         ]);
-        writeStdout(`${table(["session", "key", "agent", "messages", "compactions", "active tokens", "total tokens", "updated"], rows)}\n`);
+        const head = ["session", "key", "agent", "messages", "compactions", "active tokens", "total tokens", "updated"];
+        writeStdout(`${table(within !== undefined ? [...head, "expires"] : head, rows)}\n`);
       }),
     );
+}
+
+const DAY_MS = 86_400_000;
+
+/** `--expiring`'s value: a duration (`90m`, `12h`) or whole days (`7d`). */
+function expiringWithin(value: string): number {
+  const days = /^(\d+(?:\.\d+)?)d$/.exec(value.trim());
+  try {
+    const ms = days ? Math.round(Number(days[1]) * DAY_MS) : parseDuration(value);
+    if (ms > 0) return ms;
+  } catch {
+    // below
+  }
+  throw new InvalidArgumentError(`${JSON.stringify(value)} is not a duration (use 90m, 12h, 7d)`);
 }

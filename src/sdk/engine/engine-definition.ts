@@ -22,6 +22,8 @@ import {
   type DeepPartial,
   type DisposeRequest,
   type DisposeResponse,
+  type ForgetSessionRequest,
+  type ForgetSessionResponse,
   type EngineCapabilities,
   type IngestBatchRequest,
   type IngestBatchResponse,
@@ -106,6 +108,7 @@ export interface EngineCallContext {
  * | `maintain`                                                        | `maintain`     |
  * | any of `prepareSubagentSpawn`, `rollbackSubagentSpawn`, `onSubagentEnded` | `subagents` |
  * | `dispose`                                                         | `dispose`      |
+ * | `forgetSession`                                                   | `forget`       |
  *
  * An optional RPC the engine does not implement answers UNIMPLEMENTED. Within `subagents`, a
  * missing one of the three answers an empty response (nothing to prepare, roll back or release).
@@ -141,6 +144,12 @@ export interface EngineDefinition {
   ): EmptyReply<ContextEngineServiceRollbackSubagentSpawnResponse>;
   onSubagentEnded?(req: OnSubagentEndedRequest, ctx: EngineCallContext): EmptyReply<OnSubagentEndedResponse>;
   dispose?(req: DisposeRequest, ctx: EngineCallContext): EmptyReply<DisposeResponse>;
+  /**
+   * A session was deleted in contextd: purge everything derived from it (rows, index entries,
+   * summaries, files). May come more than once, and for a session the engine never saw: answer
+   * `{ purged: false }` then. Throwing makes contextd retry later (it never quarantines the engine).
+   */
+  forgetSession?(req: ForgetSessionRequest, ctx: EngineCallContext): Reply<ForgetSessionResponse>;
 }
 
 export const REQUIRED_METHODS = ["assemble", "compact"] as const;
@@ -154,6 +163,7 @@ export const OPTIONAL_METHODS = [
   "rollbackSubagentSpawn",
   "onSubagentEnded",
   "dispose",
+  "forgetSession",
 ] as const;
 export type EngineMethodName = (typeof REQUIRED_METHODS)[number] | (typeof OPTIONAL_METHODS)[number];
 
@@ -227,6 +237,7 @@ export function deriveCapabilities(def: EngineDefinition): EngineCapabilities {
     maintain: typeof def.maintain === "function",
     subagents: typeof def.prepareSubagentSpawn === "function" || typeof def.rollbackSubagentSpawn === "function" || typeof def.onSubagentEnded === "function",
     dispose: typeof def.dispose === "function",
+    forget: typeof def.forgetSession === "function",
   };
 }
 

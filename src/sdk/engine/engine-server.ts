@@ -14,6 +14,7 @@ import {
   ContextEngineServicePrepareSubagentSpawnResponse,
   ContextEngineServiceRollbackSubagentSpawnResponse,
   DisposeResponse,
+  ForgetSessionResponse,
   GetInfoResponse,
   IngestBatchResponse,
   IngestResponse,
@@ -156,6 +157,7 @@ export function createEngineService(deps: EngineServiceDeps): ContextEngineServi
       fallback: info.capabilities?.subagents ? () => ({}) : undefined,
     }),
     dispose: rpc(deps, { rpc: "Dispose", method: "dispose", response: DisposeResponse }),
+    forgetSession: rpc(deps, { rpc: "ForgetSession", method: "forgetSession", response: ForgetSessionResponse, session: sessionOf }),
   };
 
   function rpc<Req, Res>(d: EngineServiceDeps, spec: RpcSpec<Req, Res>): handleUnaryCall<Req, Res> {

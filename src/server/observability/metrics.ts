@@ -272,6 +272,23 @@ export class ContextdMetrics {
     help: "Token counting threads that failed or exited and were replaced.",
     registers: [this.registry],
   });
+  readonly sessionsDeleted = new Counter({
+    name: "contextd_sessions_deleted_total",
+    help: "Sessions deleted, by reason: deleted (DeleteSession, with its subagents), subagent (EndSubagent DELETED, a rolled-back spawn), retention_idle, retention_age.",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
+  readonly forgetDeliveries = new Counter({
+    name: "contextd_forget_deliveries_total",
+    help: "ForgetSession delivery attempts, by engine and outcome: delivered (acknowledged), unsupported (the engine does not declare capabilities.forget), failed (retried later).",
+    labelNames: ["engine", "outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly forgetPending = new Gauge({
+    name: "contextd_forget_deliveries_pending",
+    help: "ForgetSession deliveries recorded and not yet acknowledged, across replicas (counted at most every 2 s).",
+    registers: [this.registry],
+  });
   readonly sessions: Gauge;
 
   private readonly children = new Map<string, unknown>();
@@ -311,9 +328,27 @@ export class ContextdMetrics {
     };
   }
 
-  /** The host's observer: appends and compactions (src/host/host-observer.ts). */
+  /** The pending ForgetSession deliveries, read from the store when scraped (at most every 2 s). */
+  watchForgetDeliveries(countPending: () => Promise<number>, ttlMs = 2_000): void {
+    let cached = { at: 0, value: 0 };
+    const gauge = this.forgetPending;
+    (gauge as unknown as { collect: () => Promise<void> }).collect = async () => {
+      if (Date.now() - cached.at >= ttlMs) {
+        try {
+          cached = { at: Date.now(), value: await countPending() };
+        } catch {
+          // The store is down: keep the last value.
+        }
+      }
+      gauge.set(cached.value);
+    };
+  }
+
+  /** The host's observer: appends, compactions, deletions and forget deliveries (src/host/host-observer.ts). */
   hostObserver(): HostObserver {
     return {
+      sessionsDeleted: (cause, count) => this.child(this.sessionsDeleted, { reason: cause }).inc(count),
+      forgetDelivery: (engineId, outcome) => this.child(this.forgetDeliveries, { engine: engineId, outcome }).inc(),
       appended: (messages, tokens) => {
         this.appendedMessages.inc(messages);
         this.appendedTokens.inc(tokens);

@@ -218,6 +218,49 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE entries ADD COLUMN search tsvector;
     `,
     backfill: backfillSearch,
+  }, // Versions 8 and 9 are SQLite's own (its search index file); the numbers stay aligned from 10 on.
+  {
+    version: 10,
+    description: "deletion that reaches every engine: the engines that served each session, durable forget deliveries, leases",
+    sql: `
+      -- Every engine called for a session (src/store/deletions.ts): a deletion sends ForgetSession
+      -- to each. Removed with the session.
+      CREATE TABLE session_engines (
+        session_id  TEXT COLLATE "C" NOT NULL,
+        engine_id   TEXT COLLATE "C" NOT NULL,
+        first_at_ms BIGINT NOT NULL,
+        CONSTRAINT session_engines_pkey PRIMARY KEY (session_id, engine_id)
+      );
+      -- One ForgetSession to deliver: written in the deletion's transaction, removed when the engine
+      -- acknowledges. The lease says which replica is delivering it (src/host/forget-delivery.ts);
+      -- replicas claim with FOR UPDATE SKIP LOCKED, so none claims a row another is claiming.
+      CREATE TABLE forget_deliveries (
+        session_id         TEXT COLLATE "C" NOT NULL,
+        engine_id          TEXT COLLATE "C" NOT NULL,
+        session_key        TEXT    NOT NULL,
+        agent_id           TEXT    NOT NULL,
+        reason             INTEGER NOT NULL,
+        deleted_at_ms      BIGINT  NOT NULL,
+        attempts           INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at_ms BIGINT  NOT NULL,
+        lease_owner        TEXT    NOT NULL DEFAULT '',
+        lease_until_ms     BIGINT  NOT NULL DEFAULT 0,
+        last_error         TEXT    NOT NULL DEFAULT '',
+        CONSTRAINT forget_deliveries_pkey PRIMARY KEY (session_id, engine_id)
+      );
+      CREATE INDEX forget_deliveries_due ON forget_deliveries (next_attempt_at_ms);
+      CREATE INDEX forget_deliveries_by_engine ON forget_deliveries (engine_id);
+      -- Named leases: one replica at a time runs the loop that holds one (the retention sweep).
+      CREATE TABLE leases (
+        name     TEXT COLLATE "C" NOT NULL PRIMARY KEY,
+        owner    TEXT   NOT NULL,
+        until_ms BIGINT NOT NULL
+      );
+      -- A deletion takes a session's subagent children with it; the retention sweep finds sessions
+      -- by creation as well as by activity.
+      CREATE INDEX sessions_by_parent ON sessions (parent_session_id) WHERE parent_session_id <> '';
+      CREATE INDEX sessions_by_created ON sessions (created_at_ms);
+    `,
   },
 ];
 

@@ -34,6 +34,8 @@ import type {
   TranscriptStore,
 } from "../types.js";
 import { count, PgDatabase, run } from "./database.js";
+import * as deletions from "./deletion-records.js";
+import type { DeleteOptions, ExpiringSession, ForgetDelivery, ForgetOutcome, RetentionRule, SessionDeletion } from "../deletions.js";
 import { listPage, listPageSize, parseListCursor, readWindow } from "../paging.js";
 import { ViewCache } from "../view-cache.js";
 import { readActiveView } from "./active-view-read.js";
@@ -205,7 +207,38 @@ export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy 
   }
 
   async deleteSession(sessionId: string): Promise<boolean> {
-    return this.db.transaction(async (conn) => (await count(conn, SQL.deleteSession, [sessionId])) > 0);
+    // ForgetReason.FORGET_REASON_DELETED
+    return (await this.deleteSessionTree(sessionId, { reason: 1, atMs: Date.now(), keepSubagents: true })) !== undefined;
+  }
+
+  // --- deletion and retention (deletion-records.ts) ---------------------------------------------
+
+  async deleteSessionTree(sessionId: string, options: DeleteOptions): Promise<SessionDeletion | undefined> {
+    return deletions.deleteSessionTree(this.db, sessionId, options);
+  }
+  async recordSessionEngine(sessionId: string, engineId: string, atMs: number): Promise<void> {
+    return deletions.recordSessionEngine(this.db, sessionId, engineId, atMs);
+  }
+  async readSessionEngines(sessionId: string): Promise<string[]> {
+    return deletions.readSessionEngines(this.db, sessionId);
+  }
+  async claimForgetDeliveries(owner: string, nowMs: number, leaseMs: number, limit: number): Promise<ForgetDelivery[]> {
+    return deletions.claimForgetDeliveries(this.db, owner, nowMs, leaseMs, limit);
+  }
+  async settleForgetDelivery(delivery: ForgetDelivery, owner: string, outcome: ForgetOutcome): Promise<boolean> {
+    return deletions.settleForgetDelivery(this.db, delivery, owner, outcome);
+  }
+  async wakeForgetDeliveries(engineId: string, nowMs: number): Promise<number> {
+    return deletions.wakeForgetDeliveries(this.db, engineId, nowMs);
+  }
+  async countForgetDeliveries(): Promise<number> {
+    return deletions.countForgetDeliveries(this.db);
+  }
+  async tryLease(name: string, owner: string, nowMs: number, ttlMs: number): Promise<boolean> {
+    return deletions.tryLease(this.db, name, owner, nowMs, ttlMs);
+  }
+  async listExpiringSessions(rule: RetentionRule, cutoffMs: number, limit: number): Promise<ExpiringSession[]> {
+    return deletions.listExpiringSessions(this.db, rule, cutoffMs, limit);
   }
 
   async rewriteEntries(sessionId: string, rewrites: EntryRewriteInput[], reason: string): Promise<RewriteOutcome> {

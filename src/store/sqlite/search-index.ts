@@ -60,6 +60,9 @@ function createSchema(db: Database.Database, ix: string): void {
   // Merge segments 16 at a time instead of 4: a quarter less of the index's CPU per entry (each
   // word is rewritten by fewer merges), for a few more segments for a search to read.
   db.exec(`INSERT INTO ${ix}.entry_search (entry_search, rank) VALUES ('automerge', ${AUTOMERGE})`);
+  // A deleted row's postings leave the index's segments at once (FTS5 secure-delete) instead of
+  // staying under a tombstone; its terms go at the merge that follows a deletion (SearchIndexer.step).
+  db.exec(`INSERT INTO ${ix}.entry_search (entry_search, rank) VALUES ('secure-delete', 1)`);
 }
 
 /** FTS5 `automerge` (default 4): see createSchema. */
@@ -86,6 +89,7 @@ function openIndexFileAsIs(indexPath: string, storePath: string): Database.Datab
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = FULL");
     db.pragma("busy_timeout = 5000");
+    db.pragma("secure_delete = ON");
     createSchema(db, "main");
     db.prepare("ATTACH DATABASE ? AS src").run(storePath);
     return db;
@@ -125,6 +129,7 @@ export class SearchIndexer {
   private readonly remove: Database.Statement<[number, number]>;
   private readonly removeSession: Database.Statement<[number, number]>;
   private readonly clear: Database.Statement;
+  private readonly optimize: Database.Statement;
   private readonly sessions: Database.Statement<[], { search_id: number }>;
 
   constructor(
@@ -152,6 +157,7 @@ export class SearchIndexer {
     this.remove = db.prepare(`DELETE FROM ${ix}.entry_search WHERE rowid = ((? << 32) | ?)`);
     this.removeSession = db.prepare(`DELETE FROM ${ix}.entry_search WHERE rowid BETWEEN (? << 32) AND ((? << 32) | 4294967295)`);
     this.clear = db.prepare(`DELETE FROM ${ix}.entry_search`);
+    this.optimize = db.prepare(`INSERT INTO ${ix}.entry_search (entry_search) VALUES ('optimize')`);
     this.sessions = db.prepare(`SELECT search_id FROM ${src}.sessions WHERE search_id IS NOT NULL ORDER BY search_id`);
   }
 
@@ -173,6 +179,11 @@ export class SearchIndexer {
       }
       const rows = this.log.all(state.applied_op, maxOps);
       for (const r of rows) this.apply(r);
+      // A deleted session's words leave the index's segments: FTS5 keeps a deleted row's terms in
+      // the segments that hold them (secure-delete empties their postings, the terms stay) until a
+      // merge rewrites those segments, so a step that deleted a session merges the index whole.
+      // Its cost grows with the index, once per step however many sessions it deleted.
+      if (rows.some((r) => r.kind === LOG_DELETE_SESSION)) this.optimize.run();
       const applied = rows.length > 0 ? rows[rows.length - 1].op : state.applied_op;
       if (rows.length > 0) this.setState.run(id, applied);
       return { applied, more: applied < last };

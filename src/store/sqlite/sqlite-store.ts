@@ -47,7 +47,7 @@ import { checkTokenCount, toSessionRecord } from "../rows.js";
 import { prepareStatements, type Statements } from "./statements.js";
 import { SqliteStoreCopy } from "./store-copy.js";
 import { SqliteSearch } from "./search.js";
-import { attachMemoryIndex, LOG_DELETE_SESSION, openIndexFile, searchIndexPath } from "./search-index.js";
+import { attachMemoryIndex, openIndexFile, searchIndexPath } from "./search-index.js";
 import { InlineIndexing, startIndexThread, type SearchIndexing } from "./search-index-thread.js";
 import { listPage, listPageSize, parseListCursor } from "../paging.js";
 import { ViewCache } from "../view-cache.js";
@@ -55,6 +55,11 @@ import * as subagents from "./subagent-records.js";
 import * as reads from "./transcript-reads.js";
 import * as writes from "./transcript-writes.js";
 import { checkAppend } from "../write-checks.js";
+import { SqliteDeletions } from "./deletion-records.js";
+import type { DeleteOptions, ExpiringSession, ForgetDelivery, ForgetOutcome, RetentionRule, SessionDeletion } from "../deletions.js";
+
+/** ForgetReason.FORGET_REASON_DELETED (engine.proto). */
+const FORGET_DELETED = 1;
 
 export { newEntryId } from "../rows.js";
 
@@ -116,9 +121,11 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   private closing = false;
   /** Decoded active views (view-cache.ts); the writes that can change stored entries clear it. */
   private readonly views = new ViewCache();
+  private readonly deletions: SqliteDeletions;
 
   private constructor(private readonly db: Database.Database) {
     this.stmts = prepareStatements(db);
+    this.deletions = new SqliteDeletions(db);
     this.copy = new SqliteStoreCopy(db);
     // Only a file in WAL mode has a -wal to sync (in memory, or where SQLite kept another journal
     // mode, the group's COMMIT stays at FULL).
@@ -203,6 +210,9 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
       db.pragma("synchronous = FULL");
       db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
       db.pragma("foreign_keys = ON");
+      // A deleted session's content is overwritten in the file, not only unlinked (docs/operations.md,
+      // "Deletion"): the pages it freed hold zeros, so no copy of the file keeps it.
+      db.pragma("secure_delete = ON");
       migrate(db);
       return new SqliteStore(db);
     } catch (err) {
@@ -303,15 +313,46 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   }
 
   async deleteSession(sessionId: string): Promise<boolean> {
-    const run = this.db.transaction((): boolean => {
-      const searchId = this.stmts.session.get(sessionId)?.search_id;
-      if (typeof searchId === "number") this.stmts.logSearch.run(LOG_DELETE_SESSION, searchId, 0);
-      this.stmts.deleteRevisions.run(sessionId);
-      this.stmts.deleteIdempotencyKeys.run(sessionId);
-      this.stmts.deleteEntries.run(sessionId);
-      return this.stmts.deleteSession.run(sessionId).changes > 0;
-    });
+    return (await this.deleteSessionTree(sessionId, { reason: FORGET_DELETED, atMs: Date.now(), keepSubagents: true })) !== undefined;
+  }
+
+  // --- deletion and retention (deletion-records.ts) ---------------------------------------------
+
+  async deleteSessionTree(sessionId: string, options: DeleteOptions): Promise<SessionDeletion | undefined> {
+    const run = this.db.transaction(() => this.deletions.deleteTree(sessionId, options));
     return this.indexedNow(() => this.clearingViews(() => run.immediate()));
+  }
+
+  async recordSessionEngine(sessionId: string, engineId: string, atMs: number): Promise<void> {
+    this.deletions.recordSessionEngine(sessionId, engineId, atMs);
+  }
+
+  async readSessionEngines(sessionId: string): Promise<string[]> {
+    return this.deletions.readSessionEngines(sessionId);
+  }
+
+  async claimForgetDeliveries(owner: string, nowMs: number, leaseMs: number, limit: number): Promise<ForgetDelivery[]> {
+    return this.deletions.claim(owner, nowMs, leaseMs, limit);
+  }
+
+  async settleForgetDelivery(delivery: ForgetDelivery, owner: string, outcome: ForgetOutcome): Promise<boolean> {
+    return this.deletions.settle(delivery, owner, outcome);
+  }
+
+  async wakeForgetDeliveries(engineId: string, nowMs: number): Promise<number> {
+    return this.deletions.wake(engineId, nowMs);
+  }
+
+  async countForgetDeliveries(): Promise<number> {
+    return this.deletions.pending();
+  }
+
+  async tryLease(name: string, owner: string, nowMs: number, ttlMs: number): Promise<boolean> {
+    return this.deletions.tryLease(name, owner, nowMs, ttlMs);
+  }
+
+  async listExpiringSessions(rule: RetentionRule, cutoffMs: number, limit: number): Promise<ExpiringSession[]> {
+    return this.deletions.expiring(rule, cutoffMs, limit);
   }
 
   async rewriteEntries(sessionId: string, rewrites: EntryRewriteInput[], reason: string): Promise<RewriteOutcome> {

@@ -38,10 +38,6 @@ export interface Statements {
   entriesAfter: Stmt<[string, number, number], { payload: Buffer }>;
   listFirst: Stmt<[{ e: string; p: string; n: number }], SessionRow>;
   listAfter: Stmt<[{ u: number; s: string; e: string; p: string; n: number }], SessionRow>;
-  deleteRevisions: Stmt<[string], void>;
-  deleteIdempotencyKeys: Stmt<[string], void>;
-  deleteEntries: Stmt<[string], void>;
-  deleteSession: Stmt<[string], void>;
   setSystemAdditionTokens: Stmt<[number, string], void>;
   // subagent TTLs
   setExpiry: Stmt<[number, string], void>;
@@ -156,10 +152,6 @@ export function prepareStatements(db: Database.Database): Statements {
        WHERE updated_at_ms <= @u AND (updated_at_ms < @u OR session_id > @s) AND ${IN_SCOPE}
        ORDER BY updated_at_ms DESC, session_id ASC LIMIT @n`,
     ),
-    deleteRevisions: db.prepare<[string], void>("DELETE FROM entry_revisions WHERE session_id = ?"),
-    deleteIdempotencyKeys: db.prepare<[string], void>("DELETE FROM idempotency_keys WHERE session_id = ?"),
-    deleteEntries: db.prepare<[string], void>("DELETE FROM entries WHERE session_id = ?"),
-    deleteSession: db.prepare<[string], void>("DELETE FROM sessions WHERE session_id = ?"),
     setSystemAdditionTokens: db.prepare<[number, string], void>("UPDATE sessions SET system_addition_tokens = ? WHERE session_id = ?"),
     setExpiry: db.prepare<[number, string], void>("UPDATE sessions SET expires_at_ms = ? WHERE session_id = ?"),
     subagentState: db.prepare<[string], SubagentStateRow>("SELECT expires_at_ms, ended_at_ms, end_reason FROM sessions WHERE session_id = ?"),

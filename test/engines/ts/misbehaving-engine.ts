@@ -5,7 +5,7 @@
  *
  *   node misbehaving-engine.js --engine-id ID --control FILE [--listen 127.0.0.1:0]
  *        [--registry ADDR --owner OWNER] [--owns-compaction] [--parent-pid PID] [--heartbeat-ms N]
- *        [--capabilities bootstrap,ingest_batch,after_turn,maintain,subagents | all]
+ *        [--capabilities bootstrap,ingest_batch,after_turn,maintain,subagents,forget | all]
  *
  * Test code, not product code: tsconfig.json does not compile it into dist. The test helper
  * (test/helpers/engine-process.ts startTsEngine) compiles it on demand, together with the SDK
@@ -50,7 +50,7 @@ import {
   type SessionRef,
 } from "../../../src/sdk/engine-sdk.js";
 
-type Op = "assemble" | "compact" | "ingest" | "bootstrap" | "after_turn" | "maintain" | "subagent" | "get_info";
+type Op = "assemble" | "compact" | "ingest" | "bootstrap" | "after_turn" | "maintain" | "subagent" | "forget" | "get_info";
 const MODE_NAMES = [
   "ok",
   "hang",
@@ -77,7 +77,7 @@ type Mode = (typeof MODE_NAMES)[number];
 const MODES = new Set<string>(MODE_NAMES);
 const HEALTH_MODES = new Set<string>(["SERVING", "NOT_SERVING", "hang", "slow", "throw", "garbage_bytes", "crash"]);
 const ENGINE_SERVICE = "contextd.v1.ContextEngineService";
-const CAPABILITIES = ["bootstrap", "ingest_batch", "after_turn", "maintain", "subagents"] as const;
+const CAPABILITIES = ["bootstrap", "ingest_batch", "after_turn", "maintain", "subagents", "forget"] as const;
 
 /** Bytes no protobuf message decodes from: field 1 with wire type 7, which does not exist. */
 const GARBAGE_BYTES = Buffer.from([0x0f, 0xff, 0xff]);
@@ -383,6 +383,7 @@ const OP_OF_METHOD: Record<string, Op> = {
   prepareSubagentSpawn: "subagent",
   rollbackSubagentSpawn: "subagent",
   onSubagentEnded: "subagent",
+  forgetSession: "forget",
 };
 
 function deadlineOf(call: ServerUnaryCall<unknown, unknown>): number {
@@ -562,6 +563,13 @@ if (capabilities.has("subagents")) {
     misbehave("subagent", ctx, () => {
       emit({ event: "subagent_ended", session_id: req.child?.sessionId ?? "", reason: subagentEndReasonToJSON(req.reason) });
       return {};
+    });
+}
+if (capabilities.has("forget")) {
+  optional.forgetSession = (req, ctx) =>
+    misbehave("forget", ctx, () => {
+      emit({ event: "forgotten", session_id: req.session?.sessionId ?? "", reason: req.reason, deleted_at_ms: req.deletedAtMs });
+      return { purged: true };
     });
 }
 

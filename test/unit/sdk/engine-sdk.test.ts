@@ -140,7 +140,7 @@ describe("serveEngine: ContextEngineService", () => {
       version: "2.0.0",
       ownsCompaction: true,
       turnMaintenanceMode: TurnMaintenanceMode.TURN_MAINTENANCE_MODE_BACKGROUND,
-      capabilities: { bootstrap: false, ingestBatch: false, afterTurn: true, maintain: false, subagents: true, dispose: true },
+      capabilities: { bootstrap: false, ingestBatch: false, afterTurn: true, maintain: false, subagents: true, dispose: true, forget: false },
       hostRequirements: ["llm-complete"],
       protocolVersions: [1],
     });
@@ -151,7 +151,15 @@ describe("serveEngine: ContextEngineService", () => {
     const engine = await serve(minimal());
     const { info } = await call<object, { info: Record<string, unknown> }>(engineClient(engine.address), "getInfo", {});
     expect(info.turnMaintenanceMode).toBe(TurnMaintenanceMode.TURN_MAINTENANCE_MODE_FOREGROUND);
-    expect(info.capabilities).toEqual({ bootstrap: false, ingestBatch: false, afterTurn: false, maintain: false, subagents: false, dispose: false });
+    expect(info.capabilities).toEqual({
+      bootstrap: false,
+      ingestBatch: false,
+      afterTurn: false,
+      maintain: false,
+      subagents: false,
+      dispose: false,
+      forget: false,
+    });
     expect(info.protocolVersions).toEqual([1]);
   });
 

@@ -46,7 +46,7 @@ const DEFAULTS: ContextdConfig = {
   auth: { required: true, owners: {}, operators: [], runtimes: [] },
   engines: {
     allow_endpoints: ["127.0.0.1", "localhost", "::1"],
-    timeouts: { ingest: 5000, assemble: 10000, compact: 180000, after_turn: 30000, maintain: 60000, bootstrap: 60000, subagent: 10000 },
+    timeouts: { ingest: 5000, assemble: 10000, compact: 180000, after_turn: 30000, maintain: 60000, bootstrap: 60000, subagent: 10000, forget: 30000 },
     health: { interval: 5000, timeout: 1000, unhealthy_threshold: 2, remove_after: 60000 },
     quarantine: { base_ejection: 30000, max_ejection: 300000 },
     on_failure: "fallback",
@@ -72,6 +72,8 @@ const DEFAULTS: ContextdConfig = {
   health: { store_ping_interval: 1000, store_ping_timeout: 5000, drain_delay: 0, shutdown_grace: 10000 },
   server: { max_concurrent_calls: 1000, heap_growth_percent: 100 },
   subagents: { sweep_interval: 5000 },
+  retention: { sweep_interval: 60000, agents: {} },
+  forget: { poll_interval: 5000, backoff: { initial: 1000, max: 300000 } },
 };
 
 const HASH = "ab".repeat(32);
@@ -196,7 +198,7 @@ limits: { max_message_bytes: 1024, max_messages_per_append: 10, max_session_entr
       },
       engines: {
         allow_endpoints: ["10.0.0.0/8"],
-        timeouts: { ingest: 500, assemble: 2000, compact: 180000, after_turn: 90000, maintain: 3600000, bootstrap: 1500, subagent: 10000 },
+        timeouts: { ingest: 500, assemble: 2000, compact: 180000, after_turn: 90000, maintain: 3600000, bootstrap: 1500, subagent: 10000, forget: 30000 },
         health: { interval: 10000, timeout: 2000, unhealthy_threshold: 5, remove_after: 60000 },
         quarantine: { base_ejection: 60000, max_ejection: 60000 },
         on_failure: "strict",
@@ -231,6 +233,8 @@ limits: { max_message_bytes: 1024, max_messages_per_append: 10, max_session_entr
       health: { store_ping_interval: 1000, store_ping_timeout: 5000, drain_delay: 0, shutdown_grace: 10000 },
       server: { max_concurrent_calls: 1000, heap_growth_percent: 100 },
       subagents: { sweep_interval: 5000 },
+      retention: { sweep_interval: 60000, agents: {} },
+      forget: { poll_interval: 5000, backoff: { initial: 1000, max: 300000 } },
     });
   });
 

@@ -9,7 +9,7 @@ describe("compileSettings", () => {
     expect(s.routing).toEqual({
       contextEngine: "legacy",
       agents: {},
-      timeoutsMs: { ingest: 5000, assemble: 10000, compact: 180000, after_turn: 30000, maintain: 60000, bootstrap: 60000, subagent: 10000 },
+      timeoutsMs: { ingest: 5000, assemble: 10000, compact: 180000, after_turn: 30000, maintain: 60000, bootstrap: 60000, subagent: 10000, forget: 30000 },
       onFailure: "fallback",
       maxConcurrentCalls: 64,
       fallbackReserveMs: 1000,

@@ -46,6 +46,7 @@ OPTIONAL_METHODS = (
     "rollback_subagent_spawn",
     "on_subagent_ended",
     "dispose",
+    "forget_session",
 )
 SUBAGENT_METHODS = ("prepare_subagent_spawn", "rollback_subagent_spawn", "on_subagent_ended")
 
@@ -64,6 +65,7 @@ class Engine:
     maintain                                                               maintain
     any of prepare_subagent_spawn, rollback_subagent_spawn, on_subagent_ended  subagents
     dispose                                                                dispose
+    forget_session                                                         forget
     =====================================================================  ==============
 
     An optional RPC that is not set answers UNIMPLEMENTED, except: Ingest answers `ingested=true`
@@ -97,6 +99,9 @@ class Engine:
     rollback_subagent_spawn: EngineMethod | None = None
     on_subagent_ended: EngineMethod | None = None
     dispose: EngineMethod | None = None
+    #: A session was deleted in contextd: purge everything derived from it. May come more than once,
+    #: and for a session the engine never saw (answer `purged=False`); raising makes contextd retry.
+    forget_session: EngineMethod | None = None
 
     def validate(self) -> None:
         """Raises EngineDefinitionError naming the first problem, so that a mistake shows at start
@@ -144,6 +149,7 @@ class Engine:
             maintain=self.maintain is not None,
             subagents=any(getattr(self, m) is not None for m in SUBAGENT_METHODS),
             dispose=self.dispose is not None,
+            forget=self.forget_session is not None,
         )
 
     def info(self) -> engine_pb2.EngineInfo:

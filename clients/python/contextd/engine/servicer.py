@@ -174,6 +174,7 @@ class EngineServicer(engine_pb2_grpc.ContextEngineServiceServicer):
             ),
             _Rpc("OnSubagentEnded", "on_subagent_ended", engine_pb2.OnSubagentEndedResponse, _child, host=False, fallback=empty(engine_pb2.OnSubagentEndedResponse)),
             _Rpc("Dispose", "dispose", engine_pb2.DisposeResponse, None, host=False),
+            _Rpc("ForgetSession", "forget_session", engine_pb2.ForgetSessionResponse, _session, host=False),
         ]
         for rpc in rpcs:
             # add_ContextEngineServiceServicer_to_server looks the handlers up by RPC name.

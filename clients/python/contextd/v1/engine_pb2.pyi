@@ -6,6 +6,11 @@ from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+FORGET_REASON_DELETED: ForgetReason
+FORGET_REASON_PARENT_DELETED: ForgetReason
+FORGET_REASON_RETENTION_AGE: ForgetReason
+FORGET_REASON_RETENTION_IDLE: ForgetReason
+FORGET_REASON_UNSPECIFIED: ForgetReason
 TURN_MAINTENANCE_MODE_BACKGROUND: TurnMaintenanceMode
 TURN_MAINTENANCE_MODE_FOREGROUND: TurnMaintenanceMode
 TURN_MAINTENANCE_MODE_UNSPECIFIED: TurnMaintenanceMode
@@ -185,20 +190,22 @@ class DisposeResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class EngineCapabilities(_message.Message):
-    __slots__ = ["after_turn", "bootstrap", "dispose", "ingest_batch", "maintain", "subagents"]
+    __slots__ = ["after_turn", "bootstrap", "dispose", "forget", "ingest_batch", "maintain", "subagents"]
     AFTER_TURN_FIELD_NUMBER: _ClassVar[int]
     BOOTSTRAP_FIELD_NUMBER: _ClassVar[int]
     DISPOSE_FIELD_NUMBER: _ClassVar[int]
+    FORGET_FIELD_NUMBER: _ClassVar[int]
     INGEST_BATCH_FIELD_NUMBER: _ClassVar[int]
     MAINTAIN_FIELD_NUMBER: _ClassVar[int]
     SUBAGENTS_FIELD_NUMBER: _ClassVar[int]
     after_turn: bool
     bootstrap: bool
     dispose: bool
+    forget: bool
     ingest_batch: bool
     maintain: bool
     subagents: bool
-    def __init__(self, bootstrap: bool = ..., ingest_batch: bool = ..., after_turn: bool = ..., maintain: bool = ..., subagents: bool = ..., dispose: bool = ...) -> None: ...
+    def __init__(self, bootstrap: bool = ..., ingest_batch: bool = ..., after_turn: bool = ..., maintain: bool = ..., subagents: bool = ..., dispose: bool = ..., forget: bool = ...) -> None: ...
 
 class EngineInfo(_message.Message):
     __slots__ = ["capabilities", "host_requirements", "id", "name", "owns_compaction", "protocol_versions", "turn_maintenance_mode", "version"]
@@ -219,6 +226,22 @@ class EngineInfo(_message.Message):
     turn_maintenance_mode: TurnMaintenanceMode
     version: str
     def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., version: _Optional[str] = ..., owns_compaction: bool = ..., turn_maintenance_mode: _Optional[_Union[TurnMaintenanceMode, str]] = ..., capabilities: _Optional[_Union[EngineCapabilities, _Mapping]] = ..., host_requirements: _Optional[_Iterable[str]] = ..., protocol_versions: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class ForgetSessionRequest(_message.Message):
+    __slots__ = ["deleted_at_ms", "reason", "session"]
+    DELETED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    deleted_at_ms: int
+    reason: ForgetReason
+    session: _types_pb2.SessionRef
+    def __init__(self, session: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., reason: _Optional[_Union[ForgetReason, str]] = ..., deleted_at_ms: _Optional[int] = ...) -> None: ...
+
+class ForgetSessionResponse(_message.Message):
+    __slots__ = ["purged"]
+    PURGED_FIELD_NUMBER: _ClassVar[int]
+    purged: bool
+    def __init__(self, purged: bool = ...) -> None: ...
 
 class GetInfoRequest(_message.Message):
     __slots__ = []
@@ -279,4 +302,7 @@ class OnSubagentEndedResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class TurnMaintenanceMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class ForgetReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

@@ -138,6 +138,11 @@ class ContextEngineServiceStub(object):
                 request_serializer=contextd_dot_v1_dot_engine__pb2.DisposeRequest.SerializeToString,
                 response_deserializer=contextd_dot_v1_dot_engine__pb2.DisposeResponse.FromString,
                 )
+        self.ForgetSession = channel.unary_unary(
+                '/contextd.v1.ContextEngineService/ForgetSession',
+                request_serializer=contextd_dot_v1_dot_engine__pb2.ForgetSessionRequest.SerializeToString,
+                response_deserializer=contextd_dot_v1_dot_engine__pb2.ForgetSessionResponse.FromString,
+                )
 
 
 class ContextEngineServiceServicer(object):
@@ -323,7 +328,26 @@ class ContextEngineServiceServicer(object):
     def Dispose(self, request, context):
         """The engine is being released; free per-session resources (optional: capabilities.dispose).
         Mirrors OpenClaw's `dispose`; contextd does not call it in protocol version 1 (an engine's
-        sessions end with DeleteSession, which does not call the engine, or OnSubagentEnded).
+        sessions end with DeleteSession and ForgetSession, or OnSubagentEnded).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ForgetSession(self, request, context):
+        """A session was deleted (SessionService.DeleteSession, a subagent child with its parent, or the
+        retention sweep): purge everything derived from it — rows, index entries, summaries, files — so
+        that none of its content stays in the engine's store (optional: capabilities.forget). Carries no
+        HostContext: the transcript is already gone from contextd.
+
+        Sent to every engine that served the session (contextd records each one the first time it
+        calls it for the session, not only the engine routed to now). Delivery is durable: recorded in
+        contextd's store in the delete's transaction, then sent by one replica under a lease and retried
+        with backoff (`forget.retry`) until the engine answers OK — an engine that is down,
+        deregistered or quarantined gets it when it is back. So it may come more than once, and for a
+        session the engine never stored: make it idempotent, and answer OK when there is nothing to
+        purge. Any error status is retried later; it never quarantines the engine. Under
+        `engines.timeouts.forget` (30 s).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -391,6 +415,11 @@ def add_ContextEngineServiceServicer_to_server(servicer, server):
                     servicer.Dispose,
                     request_deserializer=contextd_dot_v1_dot_engine__pb2.DisposeRequest.FromString,
                     response_serializer=contextd_dot_v1_dot_engine__pb2.DisposeResponse.SerializeToString,
+            ),
+            'ForgetSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.ForgetSession,
+                    request_deserializer=contextd_dot_v1_dot_engine__pb2.ForgetSessionRequest.FromString,
+                    response_serializer=contextd_dot_v1_dot_engine__pb2.ForgetSessionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -667,5 +696,22 @@ class ContextEngineService(object):
         return grpc.experimental.unary_unary(request, target, '/contextd.v1.ContextEngineService/Dispose',
             contextd_dot_v1_dot_engine__pb2.DisposeRequest.SerializeToString,
             contextd_dot_v1_dot_engine__pb2.DisposeResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ForgetSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/contextd.v1.ContextEngineService/ForgetSession',
+            contextd_dot_v1_dot_engine__pb2.ForgetSessionRequest.SerializeToString,
+            contextd_dot_v1_dot_engine__pb2.ForgetSessionResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

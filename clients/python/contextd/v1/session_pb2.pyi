@@ -150,16 +150,22 @@ class ContextOverview(_message.Message):
     def __init__(self, summary_tokens: _Optional[int] = ..., message_tokens: _Optional[int] = ..., tool_result_tokens: _Optional[int] = ..., system_addition_tokens: _Optional[int] = ..., total_tokens: _Optional[int] = ...) -> None: ...
 
 class DeleteSessionRequest(_message.Message):
-    __slots__ = ["session"]
+    __slots__ = ["keep_subagents", "session"]
+    KEEP_SUBAGENTS_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
+    keep_subagents: bool
     session: _types_pb2.SessionRef
-    def __init__(self, session: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ...) -> None: ...
+    def __init__(self, session: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., keep_subagents: bool = ...) -> None: ...
 
 class DeleteSessionResponse(_message.Message):
-    __slots__ = ["deleted"]
+    __slots__ = ["deleted", "deleted_subagents", "forget_deliveries"]
     DELETED_FIELD_NUMBER: _ClassVar[int]
+    DELETED_SUBAGENTS_FIELD_NUMBER: _ClassVar[int]
+    FORGET_DELIVERIES_FIELD_NUMBER: _ClassVar[int]
     deleted: bool
-    def __init__(self, deleted: bool = ...) -> None: ...
+    deleted_subagents: int
+    forget_deliveries: int
+    def __init__(self, deleted: bool = ..., deleted_subagents: _Optional[int] = ..., forget_deliveries: _Optional[int] = ...) -> None: ...
 
 class EndSubagentRequest(_message.Message):
     __slots__ = ["child", "reason"]
@@ -240,12 +246,14 @@ class ImportTranscriptResponse(_message.Message):
     def __init__(self, imported_entries: _Optional[int] = ..., leaf_entry_id: _Optional[str] = ..., active_messages: _Optional[int] = ...) -> None: ...
 
 class ListSessionsRequest(_message.Message):
-    __slots__ = ["page_size", "page_token"]
+    __slots__ = ["expiring_within_ms", "page_size", "page_token"]
+    EXPIRING_WITHIN_MS_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    expiring_within_ms: int
     page_size: int
     page_token: str
-    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., expiring_within_ms: _Optional[int] = ...) -> None: ...
 
 class ListSessionsResponse(_message.Message):
     __slots__ = ["next_page_token", "sessions"]
@@ -316,11 +324,12 @@ class RollbackSubagentSpawnResponse(_message.Message):
     def __init__(self, rolled_back: bool = ...) -> None: ...
 
 class SessionInfo(_message.Message):
-    __slots__ = ["active_tokens", "compaction_count", "created_at_ms", "entry_count", "last_message_key", "last_message_timestamp_ms", "message_count", "overview", "parent_session_id", "selected_engine_id", "session", "total_tokens", "updated_at_ms"]
+    __slots__ = ["active_tokens", "compaction_count", "created_at_ms", "entry_count", "expires_at_ms", "last_message_key", "last_message_timestamp_ms", "message_count", "overview", "parent_session_id", "selected_engine_id", "session", "total_tokens", "updated_at_ms"]
     ACTIVE_TOKENS_FIELD_NUMBER: _ClassVar[int]
     COMPACTION_COUNT_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     ENTRY_COUNT_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_MS_FIELD_NUMBER: _ClassVar[int]
     LAST_MESSAGE_KEY_FIELD_NUMBER: _ClassVar[int]
     LAST_MESSAGE_TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_COUNT_FIELD_NUMBER: _ClassVar[int]
@@ -334,6 +343,7 @@ class SessionInfo(_message.Message):
     compaction_count: int
     created_at_ms: int
     entry_count: int
+    expires_at_ms: int
     last_message_key: str
     last_message_timestamp_ms: int
     message_count: int
@@ -343,4 +353,4 @@ class SessionInfo(_message.Message):
     session: _types_pb2.SessionRef
     total_tokens: int
     updated_at_ms: int
-    def __init__(self, session: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., entry_count: _Optional[int] = ..., message_count: _Optional[int] = ..., compaction_count: _Optional[int] = ..., total_tokens: _Optional[int] = ..., active_tokens: _Optional[int] = ..., selected_engine_id: _Optional[str] = ..., overview: _Optional[_Union[ContextOverview, _Mapping]] = ..., parent_session_id: _Optional[str] = ..., last_message_key: _Optional[str] = ..., last_message_timestamp_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, session: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., entry_count: _Optional[int] = ..., message_count: _Optional[int] = ..., compaction_count: _Optional[int] = ..., total_tokens: _Optional[int] = ..., active_tokens: _Optional[int] = ..., selected_engine_id: _Optional[str] = ..., overview: _Optional[_Union[ContextOverview, _Mapping]] = ..., parent_session_id: _Optional[str] = ..., last_message_key: _Optional[str] = ..., last_message_timestamp_ms: _Optional[int] = ..., expires_at_ms: _Optional[int] = ...) -> None: ...

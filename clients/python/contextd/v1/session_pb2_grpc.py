@@ -332,8 +332,11 @@ class SessionServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def DeleteSession(self, request, context):
-        """Deletes a session and its whole transcript (idempotency and message keys included). The engine
-        is not called. NOT_FOUND: no such session.
+        """Deletes a session and its whole transcript (idempotency and message keys included), with its
+        subagent children (recursively) unless `keep_subagents`. In the same transaction contextd
+        records a ForgetSession for every engine that served each deleted session; the engines hear it
+        afterwards, retried until each acknowledges (ContextEngineService.ForgetSession), so the answer
+        does not wait for them. NOT_FOUND: no such session.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -108,6 +108,7 @@ class InfoTest(unittest.TestCase):
             "rollback_subagent_spawn": "subagents",
             "on_subagent_ended": "subagents",
             "dispose": "dispose",
+            "forget_session": "forget",
         }
         for method, capability in table.items():
             caps = minimal(**{method: noop}).info().capabilities

@@ -39,6 +39,22 @@ class ServicerTest(EngineTestCase):
         self.assertNotEqual(running.address, "127.0.0.1:0")
         self.assertEqual(running.endpoint, running.address)
 
+    def test_forget_session_reaches_the_engine_and_its_answer_comes_back(self):
+        heard: list = []
+
+        def forget(req, ctx: CallContext):
+            heard.append((req.session.session_id, req.reason, req.deleted_at_ms))
+            return {"purged": True}
+
+        stub, running, _ = self.stub(minimal(forget_session=forget))
+        self.assertTrue(running.info.capabilities.forget)
+        req = engine_pb2.ForgetSessionRequest(session=types_pb2.SessionRef(session_id="gone"), reason=engine_pb2.FORGET_REASON_RETENTION_IDLE, deleted_at_ms=42)
+        self.assertTrue(stub.ForgetSession(req, timeout=5).purged)
+        self.assertEqual(heard, [("gone", engine_pb2.FORGET_REASON_RETENTION_IDLE, 42)])
+        # Not declared: UNIMPLEMENTED.
+        bare, _, _ = self.stub(minimal())
+        self.assertEqual(self.error(bare.ForgetSession, req, timeout=5).code(), grpc.StatusCode.UNIMPLEMENTED)
+
     def test_assemble_round_trip_and_estimated_tokens_default(self):
         seen: dict = {}
 

@@ -46,7 +46,7 @@ afterEach(async () => {
 describe("schema migrations 1 → 2 → 3 → 4 → 5 → 6 → 7 → 8 → 9", () => {
   it("upgrades a version-1 file in place, keeping its data", async () => {
     // Build a version-1 file: only migration 1, then data written through its schema.
-    expect(MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     const v1 = new Database(dbPath);
     migrate(v1, 1);
     expect(v1.pragma("user_version", { simple: true })).toBe(1);
@@ -71,7 +71,7 @@ describe("schema migrations 1 → 2 → 3 → 4 → 5 → 6 → 7 → 8 → 9", 
     const store = openAt();
     const db = (store as unknown as { db: Database.Database }).db;
     expect(db.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
-    expect(SCHEMA_VERSION).toBe(9);
+    expect(SCHEMA_VERSION).toBe(10);
     // Migration 6 filled in the newest message's timestamp from the entries; no key was ever given.
     expect(await store.getSession("old")).toMatchObject({
       sessionKey: "k",

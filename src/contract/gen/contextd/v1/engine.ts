@@ -103,6 +103,66 @@ export function turnMaintenanceModeToJSON(object: TurnMaintenanceMode): string {
   }
 }
 
+/** Why a session is being forgotten. */
+export enum ForgetReason {
+  /** FORGET_REASON_UNSPECIFIED - Not given. */
+  FORGET_REASON_UNSPECIFIED = 0,
+  /** FORGET_REASON_DELETED - A runtime or operator called SessionService.DeleteSession on it. */
+  FORGET_REASON_DELETED = 1,
+  /**
+   * FORGET_REASON_PARENT_DELETED - It was a subagent child of a deleted session (or deleted through EndSubagent / a rolled-back
+   * spawn).
+   */
+  FORGET_REASON_PARENT_DELETED = 2,
+  /** FORGET_REASON_RETENTION_IDLE - The retention sweep deleted it: idle longer than `retention.max_idle`. */
+  FORGET_REASON_RETENTION_IDLE = 3,
+  /** FORGET_REASON_RETENTION_AGE - The retention sweep deleted it: older than `retention.max_age`. */
+  FORGET_REASON_RETENTION_AGE = 4,
+  UNRECOGNIZED = -1,
+}
+
+export function forgetReasonFromJSON(object: any): ForgetReason {
+  switch (object) {
+    case 0:
+    case "FORGET_REASON_UNSPECIFIED":
+      return ForgetReason.FORGET_REASON_UNSPECIFIED;
+    case 1:
+    case "FORGET_REASON_DELETED":
+      return ForgetReason.FORGET_REASON_DELETED;
+    case 2:
+    case "FORGET_REASON_PARENT_DELETED":
+      return ForgetReason.FORGET_REASON_PARENT_DELETED;
+    case 3:
+    case "FORGET_REASON_RETENTION_IDLE":
+      return ForgetReason.FORGET_REASON_RETENTION_IDLE;
+    case 4:
+    case "FORGET_REASON_RETENTION_AGE":
+      return ForgetReason.FORGET_REASON_RETENTION_AGE;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return ForgetReason.UNRECOGNIZED;
+  }
+}
+
+export function forgetReasonToJSON(object: ForgetReason): string {
+  switch (object) {
+    case ForgetReason.FORGET_REASON_UNSPECIFIED:
+      return "FORGET_REASON_UNSPECIFIED";
+    case ForgetReason.FORGET_REASON_DELETED:
+      return "FORGET_REASON_DELETED";
+    case ForgetReason.FORGET_REASON_PARENT_DELETED:
+      return "FORGET_REASON_PARENT_DELETED";
+    case ForgetReason.FORGET_REASON_RETENTION_IDLE:
+      return "FORGET_REASON_RETENTION_IDLE";
+    case ForgetReason.FORGET_REASON_RETENTION_AGE:
+      return "FORGET_REASON_RETENTION_AGE";
+    case ForgetReason.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /**
  * Which optional RPCs an engine implements. contextd calls an optional RPC only when its flag is
  * set, and reads the flags once, from GetInfo at registration.
@@ -120,6 +180,11 @@ export interface EngineCapabilities {
   subagents: boolean;
   /** Dispose is implemented (never called in protocol version 1). */
   dispose: boolean;
+  /**
+   * ForgetSession is implemented. An engine without it is never told of deletions: whatever it
+   * keeps of a deleted session stays (contextd counts the delivery as `unsupported`).
+   */
+  forget: boolean;
 }
 
 /**
@@ -496,6 +561,30 @@ export interface OnSubagentEndedRequest {
 export interface OnSubagentEndedResponse {
 }
 
+/** A deleted session to purge. */
+export interface ForgetSessionRequest {
+  /** The session as it was: its id, key and agent. */
+  session?:
+    | SessionRef
+    | undefined;
+  /** Why it was deleted. */
+  reason: ForgetReason;
+  /** When it was deleted, in ms since the Unix epoch (the same on every retry). */
+  deletedAtMs: number;
+}
+
+/**
+ * The engine purged the session (or held nothing of it). Answering OK is the acknowledgement:
+ * contextd stops sending it.
+ */
+export interface ForgetSessionResponse {
+  /**
+   * True when the engine held something of the session and purged it; false when it held nothing.
+   * Informational: either way the delivery is done.
+   */
+  purged: boolean;
+}
+
 /** Dispose takes no arguments. */
 export interface DisposeRequest {
 }
@@ -505,7 +594,15 @@ export interface DisposeResponse {
 }
 
 function createBaseEngineCapabilities(): EngineCapabilities {
-  return { bootstrap: false, ingestBatch: false, afterTurn: false, maintain: false, subagents: false, dispose: false };
+  return {
+    bootstrap: false,
+    ingestBatch: false,
+    afterTurn: false,
+    maintain: false,
+    subagents: false,
+    dispose: false,
+    forget: false,
+  };
 }
 
 export const EngineCapabilities: MessageFns<EngineCapabilities> = {
@@ -527,6 +624,9 @@ export const EngineCapabilities: MessageFns<EngineCapabilities> = {
     }
     if (message.dispose !== false) {
       writer.uint32(48).bool(message.dispose);
+    }
+    if (message.forget !== false) {
+      writer.uint32(56).bool(message.forget);
     }
     return writer;
   },
@@ -592,6 +692,14 @@ export const EngineCapabilities: MessageFns<EngineCapabilities> = {
             message.dispose = reader.bool();
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.forget = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -620,6 +728,7 @@ export const EngineCapabilities: MessageFns<EngineCapabilities> = {
       maintain: isSet(object.maintain) ? globalThis.Boolean(object.maintain) : false,
       subagents: isSet(object.subagents) ? globalThis.Boolean(object.subagents) : false,
       dispose: isSet(object.dispose) ? globalThis.Boolean(object.dispose) : false,
+      forget: isSet(object.forget) ? globalThis.Boolean(object.forget) : false,
     };
   },
 
@@ -643,6 +752,9 @@ export const EngineCapabilities: MessageFns<EngineCapabilities> = {
     if (message.dispose !== false) {
       obj.dispose = message.dispose;
     }
+    if (message.forget !== false) {
+      obj.forget = message.forget;
+    }
     return obj;
   },
 
@@ -657,6 +769,7 @@ export const EngineCapabilities: MessageFns<EngineCapabilities> = {
     message.maintain = object.maintain ?? false;
     message.subagents = object.subagents ?? false;
     message.dispose = object.dispose ?? false;
+    message.forget = object.forget ?? false;
     return message;
   },
 };
@@ -3403,6 +3516,180 @@ export const OnSubagentEndedResponse: MessageFns<OnSubagentEndedResponse> = {
   },
 };
 
+function createBaseForgetSessionRequest(): ForgetSessionRequest {
+  return { session: undefined, reason: 0, deletedAtMs: 0 };
+}
+
+export const ForgetSessionRequest: MessageFns<ForgetSessionRequest> = {
+  encode(message: ForgetSessionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.session !== undefined) {
+      SessionRef.encode(message.session, writer.uint32(10).fork()).join();
+    }
+    if (message.reason !== 0) {
+      writer.uint32(16).int32(message.reason);
+    }
+    if (message.deletedAtMs !== 0) {
+      writer.uint32(24).int64(message.deletedAtMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ForgetSessionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseForgetSessionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.session = SessionRef.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.reason = reader.int32() as any;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.deletedAtMs = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ForgetSessionRequest {
+    return {
+      session: isSet(object.session) ? SessionRef.fromJSON(object.session) : undefined,
+      reason: isSet(object.reason) ? forgetReasonFromJSON(object.reason) : 0,
+      deletedAtMs: isSet(object.deletedAtMs)
+        ? globalThis.Number(object.deletedAtMs)
+        : isSet(object.deleted_at_ms)
+        ? globalThis.Number(object.deleted_at_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: ForgetSessionRequest): unknown {
+    const obj: any = {};
+    if (message.session !== undefined) {
+      obj.session = SessionRef.toJSON(message.session);
+    }
+    if (message.reason !== 0) {
+      obj.reason = forgetReasonToJSON(message.reason);
+    }
+    if (message.deletedAtMs !== 0) {
+      obj.deletedAtMs = Math.round(message.deletedAtMs);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ForgetSessionRequest>, I>>(base?: I): ForgetSessionRequest {
+    return ForgetSessionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ForgetSessionRequest>, I>>(object: I): ForgetSessionRequest {
+    const message = createBaseForgetSessionRequest();
+    message.session = (object.session !== undefined && object.session !== null)
+      ? SessionRef.fromPartial(object.session)
+      : undefined;
+    message.reason = object.reason ?? 0;
+    message.deletedAtMs = object.deletedAtMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseForgetSessionResponse(): ForgetSessionResponse {
+  return { purged: false };
+}
+
+export const ForgetSessionResponse: MessageFns<ForgetSessionResponse> = {
+  encode(message: ForgetSessionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.purged !== false) {
+      writer.uint32(8).bool(message.purged);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ForgetSessionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseForgetSessionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.purged = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ForgetSessionResponse {
+    return { purged: isSet(object.purged) ? globalThis.Boolean(object.purged) : false };
+  },
+
+  toJSON(message: ForgetSessionResponse): unknown {
+    const obj: any = {};
+    if (message.purged !== false) {
+      obj.purged = message.purged;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ForgetSessionResponse>, I>>(base?: I): ForgetSessionResponse {
+    return ForgetSessionResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ForgetSessionResponse>, I>>(object: I): ForgetSessionResponse {
+    const message = createBaseForgetSessionResponse();
+    message.purged = object.purged ?? false;
+    return message;
+  },
+};
+
 function createBaseDisposeRequest(): DisposeRequest {
   return {};
 }
@@ -3772,7 +4059,7 @@ export const ContextEngineServiceService = {
   /**
    * The engine is being released; free per-session resources (optional: capabilities.dispose).
    * Mirrors OpenClaw's `dispose`; contextd does not call it in protocol version 1 (an engine's
-   * sessions end with DeleteSession, which does not call the engine, or OnSubagentEnded).
+   * sessions end with DeleteSession and ForgetSession, or OnSubagentEnded).
    */
   dispose: {
     path: "/contextd.v1.ContextEngineService/Dispose" as const,
@@ -3782,6 +4069,31 @@ export const ContextEngineServiceService = {
     requestDeserialize: (value: Buffer): DisposeRequest => DisposeRequest.decode(value),
     responseSerialize: (value: DisposeResponse): Buffer => Buffer.from(DisposeResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): DisposeResponse => DisposeResponse.decode(value),
+  },
+  /**
+   * A session was deleted (SessionService.DeleteSession, a subagent child with its parent, or the
+   * retention sweep): purge everything derived from it — rows, index entries, summaries, files — so
+   * that none of its content stays in the engine's store (optional: capabilities.forget). Carries no
+   * HostContext: the transcript is already gone from contextd.
+   *
+   * Sent to every engine that served the session (contextd records each one the first time it
+   * calls it for the session, not only the engine routed to now). Delivery is durable: recorded in
+   * contextd's store in the delete's transaction, then sent by one replica under a lease and retried
+   * with backoff (`forget.retry`) until the engine answers OK — an engine that is down,
+   * deregistered or quarantined gets it when it is back. So it may come more than once, and for a
+   * session the engine never stored: make it idempotent, and answer OK when there is nothing to
+   * purge. Any error status is retried later; it never quarantines the engine. Under
+   * `engines.timeouts.forget` (30 s).
+   */
+  forgetSession: {
+    path: "/contextd.v1.ContextEngineService/ForgetSession" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ForgetSessionRequest): Buffer => Buffer.from(ForgetSessionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ForgetSessionRequest => ForgetSessionRequest.decode(value),
+    responseSerialize: (value: ForgetSessionResponse): Buffer =>
+      Buffer.from(ForgetSessionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ForgetSessionResponse => ForgetSessionResponse.decode(value),
   },
 } as const;
 
@@ -3875,9 +4187,25 @@ export interface ContextEngineServiceServer extends UntypedServiceImplementation
   /**
    * The engine is being released; free per-session resources (optional: capabilities.dispose).
    * Mirrors OpenClaw's `dispose`; contextd does not call it in protocol version 1 (an engine's
-   * sessions end with DeleteSession, which does not call the engine, or OnSubagentEnded).
+   * sessions end with DeleteSession and ForgetSession, or OnSubagentEnded).
    */
   dispose: handleUnaryCall<DisposeRequest, DisposeResponse>;
+  /**
+   * A session was deleted (SessionService.DeleteSession, a subagent child with its parent, or the
+   * retention sweep): purge everything derived from it — rows, index entries, summaries, files — so
+   * that none of its content stays in the engine's store (optional: capabilities.forget). Carries no
+   * HostContext: the transcript is already gone from contextd.
+   *
+   * Sent to every engine that served the session (contextd records each one the first time it
+   * calls it for the session, not only the engine routed to now). Delivery is durable: recorded in
+   * contextd's store in the delete's transaction, then sent by one replica under a lease and retried
+   * with backoff (`forget.retry`) until the engine answers OK — an engine that is down,
+   * deregistered or quarantined gets it when it is back. So it may come more than once, and for a
+   * session the engine never stored: make it idempotent, and answer OK when there is nothing to
+   * purge. Any error status is retried later; it never quarantines the engine. Under
+   * `engines.timeouts.forget` (30 s).
+   */
+  forgetSession: handleUnaryCall<ForgetSessionRequest, ForgetSessionResponse>;
 }
 
 export interface ContextEngineServiceClient extends Client {
@@ -4118,7 +4446,7 @@ export interface ContextEngineServiceClient extends Client {
   /**
    * The engine is being released; free per-session resources (optional: capabilities.dispose).
    * Mirrors OpenClaw's `dispose`; contextd does not call it in protocol version 1 (an engine's
-   * sessions end with DeleteSession, which does not call the engine, or OnSubagentEnded).
+   * sessions end with DeleteSession and ForgetSession, or OnSubagentEnded).
    */
   dispose(
     request: DisposeRequest,
@@ -4134,6 +4462,36 @@ export interface ContextEngineServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DisposeResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * A session was deleted (SessionService.DeleteSession, a subagent child with its parent, or the
+   * retention sweep): purge everything derived from it — rows, index entries, summaries, files — so
+   * that none of its content stays in the engine's store (optional: capabilities.forget). Carries no
+   * HostContext: the transcript is already gone from contextd.
+   *
+   * Sent to every engine that served the session (contextd records each one the first time it
+   * calls it for the session, not only the engine routed to now). Delivery is durable: recorded in
+   * contextd's store in the delete's transaction, then sent by one replica under a lease and retried
+   * with backoff (`forget.retry`) until the engine answers OK — an engine that is down,
+   * deregistered or quarantined gets it when it is back. So it may come more than once, and for a
+   * session the engine never stored: make it idempotent, and answer OK when there is nothing to
+   * purge. Any error status is retried later; it never quarantines the engine. Under
+   * `engines.timeouts.forget` (30 s).
+   */
+  forgetSession(
+    request: ForgetSessionRequest,
+    callback: (error: ServiceError | null, response: ForgetSessionResponse) => void,
+  ): ClientUnaryCall;
+  forgetSession(
+    request: ForgetSessionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ForgetSessionResponse) => void,
+  ): ClientUnaryCall;
+  forgetSession(
+    request: ForgetSessionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ForgetSessionResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -427,6 +427,12 @@ export interface SessionInfo {
   lastMessageKey: string;
   /** `timestamp_ms` of the newest message entry (0 without one). */
   lastMessageTimestampMs: number;
+  /**
+   * When the retention sweep deletes the session unless it is written to first, epoch
+   * milliseconds (the earlier of its last activity + `retention.max_idle` and its creation +
+   * `retention.max_age`, by its agent's limits); 0 when no limit applies to it.
+   */
+  expiresAtMs: number;
 }
 
 /** Which session to describe. */
@@ -450,6 +456,13 @@ export interface ListSessionsRequest {
    * received it: any other is INVALID_ARGUMENT. At most 1024 characters.
    */
   pageToken: string;
+  /**
+   * When > 0: instead of the listing by activity, the sessions the retention sweep deletes within
+   * this many milliseconds from now (those already due included), soonest first, each with its
+   * `expires_at_ms` — at most `page_size` of them, in one page (no `next_page_token`). Empty when
+   * no `retention` limit applies. `page_token` must then be empty.
+   */
+  expiringWithinMs: number;
 }
 
 /** One page of sessions. */
@@ -523,13 +536,27 @@ export interface ExportTranscriptResponse {
 /** Which session to delete. */
 export interface DeleteSessionRequest {
   /** The session; must exist. */
-  session?: SessionRef | undefined;
+  session?:
+    | SessionRef
+    | undefined;
+  /**
+   * Keep the session's subagent children (their `parent_session_id` still names it). False: they
+   * are deleted with it, and their children too.
+   */
+  keepSubagents: boolean;
 }
 
 /** Whether it was deleted. */
 export interface DeleteSessionResponse {
   /** The session and its transcript are gone. */
   deleted: boolean;
+  /** How many subagent sessions were deleted with it (0 with `keep_subagents`). */
+  deletedSubagents: number;
+  /**
+   * How many engine deliveries of ForgetSession were recorded (one per engine and deleted
+   * session, for the engines that served them).
+   */
+  forgetDeliveries: number;
 }
 
 function createBaseAppendMessagesRequest(): AppendMessagesRequest {
@@ -2923,6 +2950,7 @@ function createBaseSessionInfo(): SessionInfo {
     parentSessionId: "",
     lastMessageKey: "",
     lastMessageTimestampMs: 0,
+    expiresAtMs: 0,
   };
 }
 
@@ -2966,6 +2994,9 @@ export const SessionInfo: MessageFns<SessionInfo> = {
     }
     if (message.lastMessageTimestampMs !== 0) {
       writer.uint32(104).int64(message.lastMessageTimestampMs);
+    }
+    if (message.expiresAtMs !== 0) {
+      writer.uint32(112).int64(message.expiresAtMs);
     }
     return writer;
   },
@@ -3087,6 +3118,14 @@ export const SessionInfo: MessageFns<SessionInfo> = {
             message.lastMessageTimestampMs = longToNumber(reader.int64());
             continue;
           }
+          case 14: {
+            if (tag !== 112) {
+              break;
+            }
+
+            message.expiresAtMs = longToNumber(reader.int64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3158,6 +3197,11 @@ export const SessionInfo: MessageFns<SessionInfo> = {
         : isSet(object.last_message_timestamp_ms)
         ? globalThis.Number(object.last_message_timestamp_ms)
         : 0,
+      expiresAtMs: isSet(object.expiresAtMs)
+        ? globalThis.Number(object.expiresAtMs)
+        : isSet(object.expires_at_ms)
+        ? globalThis.Number(object.expires_at_ms)
+        : 0,
     };
   },
 
@@ -3202,6 +3246,9 @@ export const SessionInfo: MessageFns<SessionInfo> = {
     if (message.lastMessageTimestampMs !== 0) {
       obj.lastMessageTimestampMs = Math.round(message.lastMessageTimestampMs);
     }
+    if (message.expiresAtMs !== 0) {
+      obj.expiresAtMs = Math.round(message.expiresAtMs);
+    }
     return obj;
   },
 
@@ -3227,6 +3274,7 @@ export const SessionInfo: MessageFns<SessionInfo> = {
     message.parentSessionId = object.parentSessionId ?? "";
     message.lastMessageKey = object.lastMessageKey ?? "";
     message.lastMessageTimestampMs = object.lastMessageTimestampMs ?? 0;
+    message.expiresAtMs = object.expiresAtMs ?? 0;
     return message;
   },
 };
@@ -3370,7 +3418,7 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
 };
 
 function createBaseListSessionsRequest(): ListSessionsRequest {
-  return { pageSize: 0, pageToken: "" };
+  return { pageSize: 0, pageToken: "", expiringWithinMs: 0 };
 }
 
 export const ListSessionsRequest: MessageFns<ListSessionsRequest> = {
@@ -3380,6 +3428,9 @@ export const ListSessionsRequest: MessageFns<ListSessionsRequest> = {
     }
     if (message.pageToken !== "") {
       writer.uint32(18).string(message.pageToken);
+    }
+    if (message.expiringWithinMs !== 0) {
+      writer.uint32(24).uint64(message.expiringWithinMs);
     }
     return writer;
   },
@@ -3413,6 +3464,14 @@ export const ListSessionsRequest: MessageFns<ListSessionsRequest> = {
             message.pageToken = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.expiringWithinMs = longToNumber(reader.uint64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3437,6 +3496,11 @@ export const ListSessionsRequest: MessageFns<ListSessionsRequest> = {
         : isSet(object.page_token)
         ? globalThis.String(object.page_token)
         : "",
+      expiringWithinMs: isSet(object.expiringWithinMs)
+        ? globalThis.Number(object.expiringWithinMs)
+        : isSet(object.expiring_within_ms)
+        ? globalThis.Number(object.expiring_within_ms)
+        : 0,
     };
   },
 
@@ -3448,6 +3512,9 @@ export const ListSessionsRequest: MessageFns<ListSessionsRequest> = {
     if (message.pageToken !== "") {
       obj.pageToken = message.pageToken;
     }
+    if (message.expiringWithinMs !== 0) {
+      obj.expiringWithinMs = Math.round(message.expiringWithinMs);
+    }
     return obj;
   },
 
@@ -3458,6 +3525,7 @@ export const ListSessionsRequest: MessageFns<ListSessionsRequest> = {
     const message = createBaseListSessionsRequest();
     message.pageSize = object.pageSize ?? 0;
     message.pageToken = object.pageToken ?? "";
+    message.expiringWithinMs = object.expiringWithinMs ?? 0;
     return message;
   },
 };
@@ -4110,13 +4178,16 @@ export const ExportTranscriptResponse: MessageFns<ExportTranscriptResponse> = {
 };
 
 function createBaseDeleteSessionRequest(): DeleteSessionRequest {
-  return { session: undefined };
+  return { session: undefined, keepSubagents: false };
 }
 
 export const DeleteSessionRequest: MessageFns<DeleteSessionRequest> = {
   encode(message: DeleteSessionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.session !== undefined) {
       SessionRef.encode(message.session, writer.uint32(10).fork()).join();
+    }
+    if (message.keepSubagents !== false) {
+      writer.uint32(16).bool(message.keepSubagents);
     }
     return writer;
   },
@@ -4142,6 +4213,14 @@ export const DeleteSessionRequest: MessageFns<DeleteSessionRequest> = {
             message.session = SessionRef.decode(reader, reader.uint32());
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.keepSubagents = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4155,13 +4234,23 @@ export const DeleteSessionRequest: MessageFns<DeleteSessionRequest> = {
   },
 
   fromJSON(object: any): DeleteSessionRequest {
-    return { session: isSet(object.session) ? SessionRef.fromJSON(object.session) : undefined };
+    return {
+      session: isSet(object.session) ? SessionRef.fromJSON(object.session) : undefined,
+      keepSubagents: isSet(object.keepSubagents)
+        ? globalThis.Boolean(object.keepSubagents)
+        : isSet(object.keep_subagents)
+        ? globalThis.Boolean(object.keep_subagents)
+        : false,
+    };
   },
 
   toJSON(message: DeleteSessionRequest): unknown {
     const obj: any = {};
     if (message.session !== undefined) {
       obj.session = SessionRef.toJSON(message.session);
+    }
+    if (message.keepSubagents !== false) {
+      obj.keepSubagents = message.keepSubagents;
     }
     return obj;
   },
@@ -4174,18 +4263,25 @@ export const DeleteSessionRequest: MessageFns<DeleteSessionRequest> = {
     message.session = (object.session !== undefined && object.session !== null)
       ? SessionRef.fromPartial(object.session)
       : undefined;
+    message.keepSubagents = object.keepSubagents ?? false;
     return message;
   },
 };
 
 function createBaseDeleteSessionResponse(): DeleteSessionResponse {
-  return { deleted: false };
+  return { deleted: false, deletedSubagents: 0, forgetDeliveries: 0 };
 }
 
 export const DeleteSessionResponse: MessageFns<DeleteSessionResponse> = {
   encode(message: DeleteSessionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.deleted !== false) {
       writer.uint32(8).bool(message.deleted);
+    }
+    if (message.deletedSubagents !== 0) {
+      writer.uint32(16).uint32(message.deletedSubagents);
+    }
+    if (message.forgetDeliveries !== 0) {
+      writer.uint32(24).uint32(message.forgetDeliveries);
     }
     return writer;
   },
@@ -4211,6 +4307,22 @@ export const DeleteSessionResponse: MessageFns<DeleteSessionResponse> = {
             message.deleted = reader.bool();
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.deletedSubagents = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.forgetDeliveries = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4224,13 +4336,31 @@ export const DeleteSessionResponse: MessageFns<DeleteSessionResponse> = {
   },
 
   fromJSON(object: any): DeleteSessionResponse {
-    return { deleted: isSet(object.deleted) ? globalThis.Boolean(object.deleted) : false };
+    return {
+      deleted: isSet(object.deleted) ? globalThis.Boolean(object.deleted) : false,
+      deletedSubagents: isSet(object.deletedSubagents)
+        ? globalThis.Number(object.deletedSubagents)
+        : isSet(object.deleted_subagents)
+        ? globalThis.Number(object.deleted_subagents)
+        : 0,
+      forgetDeliveries: isSet(object.forgetDeliveries)
+        ? globalThis.Number(object.forgetDeliveries)
+        : isSet(object.forget_deliveries)
+        ? globalThis.Number(object.forget_deliveries)
+        : 0,
+    };
   },
 
   toJSON(message: DeleteSessionResponse): unknown {
     const obj: any = {};
     if (message.deleted !== false) {
       obj.deleted = message.deleted;
+    }
+    if (message.deletedSubagents !== 0) {
+      obj.deletedSubagents = Math.round(message.deletedSubagents);
+    }
+    if (message.forgetDeliveries !== 0) {
+      obj.forgetDeliveries = Math.round(message.forgetDeliveries);
     }
     return obj;
   },
@@ -4241,6 +4371,8 @@ export const DeleteSessionResponse: MessageFns<DeleteSessionResponse> = {
   fromPartial<I extends Exact<DeepPartial<DeleteSessionResponse>, I>>(object: I): DeleteSessionResponse {
     const message = createBaseDeleteSessionResponse();
     message.deleted = object.deleted ?? false;
+    message.deletedSubagents = object.deletedSubagents ?? 0;
+    message.forgetDeliveries = object.forgetDeliveries ?? 0;
     return message;
   },
 };
@@ -4514,8 +4646,11 @@ export const SessionServiceService = {
     responseDeserialize: (value: Buffer): ExportTranscriptResponse => ExportTranscriptResponse.decode(value),
   },
   /**
-   * Deletes a session and its whole transcript (idempotency and message keys included). The engine
-   * is not called. NOT_FOUND: no such session.
+   * Deletes a session and its whole transcript (idempotency and message keys included), with its
+   * subagent children (recursively) unless `keep_subagents`. In the same transaction contextd
+   * records a ForgetSession for every engine that served each deleted session; the engines hear it
+   * afterwards, retried until each acknowledges (ContextEngineService.ForgetSession), so the answer
+   * does not wait for them. NOT_FOUND: no such session.
    */
   deleteSession: {
     path: "/contextd.v1.SessionService/DeleteSession" as const,
@@ -4674,8 +4809,11 @@ export interface SessionServiceServer extends UntypedServiceImplementation {
    */
   exportTranscript: handleUnaryCall<ExportTranscriptRequest, ExportTranscriptResponse>;
   /**
-   * Deletes a session and its whole transcript (idempotency and message keys included). The engine
-   * is not called. NOT_FOUND: no such session.
+   * Deletes a session and its whole transcript (idempotency and message keys included), with its
+   * subagent children (recursively) unless `keep_subagents`. In the same transaction contextd
+   * records a ForgetSession for every engine that served each deleted session; the engines hear it
+   * afterwards, retried until each acknowledges (ContextEngineService.ForgetSession), so the answer
+   * does not wait for them. NOT_FOUND: no such session.
    */
   deleteSession: handleUnaryCall<DeleteSessionRequest, DeleteSessionResponse>;
   /**
@@ -4987,8 +5125,11 @@ export interface SessionServiceClient extends Client {
     callback: (error: ServiceError | null, response: ExportTranscriptResponse) => void,
   ): ClientUnaryCall;
   /**
-   * Deletes a session and its whole transcript (idempotency and message keys included). The engine
-   * is not called. NOT_FOUND: no such session.
+   * Deletes a session and its whole transcript (idempotency and message keys included), with its
+   * subagent children (recursively) unless `keep_subagents`. In the same transaction contextd
+   * records a ForgetSession for every engine that served each deleted session; the engines hear it
+   * afterwards, retried until each acknowledges (ContextEngineService.ForgetSession), so the answer
+   * does not wait for them. NOT_FOUND: no such session.
    */
   deleteSession(
     request: DeleteSessionRequest,
