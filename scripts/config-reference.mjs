@@ -135,6 +135,14 @@ export const DESCRIPTIONS = {
   "tracing.service_name": "`service.name` of the spans.",
 
   // limits
+  "quotas.max_sessions":
+    "Sessions one agent may hold (subagent children and imports count); a call that would create one more is refused `RESOURCE_EXHAUSTED` `QUOTA_EXCEEDED` and writes nothing. 0: no quota ([operations.md](operations.md#quotas)).",
+  "quotas.max_stored_bytes":
+    "Bytes one agent's sessions may hold in the store (entries and replaced revisions, as stored); an append or import that would take it past is refused `QUOTA_EXCEEDED` and writes nothing. 0: no quota.",
+  "quotas.agents.<agent>.max_sessions": "A named agent's own session quota, in place of the default; 0: none for it.",
+  "quotas.agents.<agent>.max_stored_bytes": "A named agent's own byte quota, in place of the default; 0: none for it.",
+  "audit.retention_days":
+    "How long audit records are kept ([operations.md](operations.md#the-audit-trail)); older ones are deleted by a sweep every hour, one replica's at a time.",
   "limits.max_message_bytes": "One message, encoded.",
   "limits.max_messages_per_append": "Messages in one AppendMessages.",
   "limits.max_session_entries":
@@ -150,7 +158,7 @@ export const DESCRIPTIONS = {
 };
 
 /** Names of the keys of maps whose values are sections (a map of plain values is one key). */
-const MAP_KEYS = { "auth.owners": "<owner>", "engines.overrides": "<engine>", "compaction.summarizer.limits.agents": "<agent>" };
+const MAP_KEYS = { "auth.owners": "<owner>", "engines.overrides": "<engine>", "compaction.summarizer.limits.agents": "<agent>", "quotas.agents": "<agent>" };
 
 /** Sections shown as one row: their keys say the same thing for different operations. */
 const COLLAPSED = new Set(["engines.timeouts", "engines.overrides.<engine>.timeouts"]);

@@ -9,6 +9,7 @@ import { readTranscriptPage } from "./transcript-pages.js";
 import { expandCompaction, searchTranscript } from "./transcript-search.js";
 import { sessionNotFound, type AdmittedSession } from "./session-visibility.js";
 import type { SessionHost } from "./session-host.js";
+import { AgentQuotas } from "./agent-quotas.js";
 
 const LIST_PURPOSE = "SessionService.ListSessions";
 
@@ -18,12 +19,14 @@ export class SessionQueries {
     private readonly host: SessionHost,
     private readonly store: TranscriptStore,
     private readonly router: Router,
+    private readonly quotas: AgentQuotas = new AgentQuotas(store),
   ) {}
 
+  /** The session, and its agent's usage against its quotas (agent-quotas.ts). */
   async getSession(session: AdmittedSession): Promise<S.GetSessionResponse> {
     const totals = await this.store.readActiveTotals(session.sessionId);
     if (!totals) throw sessionNotFound(session.sessionId);
-    return { info: this.info(totals) };
+    return { info: this.info(totals), agentUsage: await this.quotas.usage(totals.session.agentId) };
   }
 
   /**
@@ -82,6 +85,7 @@ export class SessionQueries {
       parentSessionId: s.parentSessionId,
       lastMessageKey: s.lastMessageKey,
       lastMessageTimestampMs: s.lastMessageTimestampMs,
+      storedBytes: s.storedBytes,
     };
   }
 }

@@ -8,6 +8,8 @@ import { TranscriptImports } from "../host/import-transcript.js";
 import { SessionHost } from "../host/session-host.js";
 import { SessionQueries } from "../host/session-queries.js";
 import { SubagentSweeper } from "../host/subagent-sweeper.js";
+import { AgentQuotas } from "../host/agent-quotas.js";
+import { AuditTrail } from "./audit-trail.js";
 import { Subagents } from "../host/subagents.js";
 import { LegacyEngine } from "../registry/legacy-engine.js";
 import { createChatModel, createSummarizer } from "../compaction/summarizer/create-summarizer.js";
@@ -188,12 +190,19 @@ export class Contextd {
     const inFlight = new InFlightLimit(settings.server.maxConcurrentCalls);
     metrics.watchInFlight(() => inFlight.active);
     metrics.watchTokenCounting(() => tokenizer.stats());
+    const quotas = new AgentQuotas(store, settings.quotas);
+    const audit = new AuditTrail(
+      store,
+      auth,
+      { retentionMs: settings.auditRetentionMs, reservations: settings.reservedEngines },
+      logger.child({ component: "audit" }),
+    );
     const services = servedServices({
       auth,
       store,
       tenantLimits,
       host,
-      queries: new SessionQueries(host, store, router),
+      queries: new SessionQueries(host, store, router, quotas),
       subagents: new Subagents(host, store),
       imports: new TranscriptImports(store, tokenizer, limits),
       exports: new TranscriptExports(store, maxBytes),
@@ -206,6 +215,8 @@ export class Contextd {
       tokenizer,
       limits,
       model,
+      quotas,
+      audit: audit.record,
     });
     const rpcs = servedRpcs(services);
     const shedding = {
@@ -239,6 +250,7 @@ export class Contextd {
       sync,
       sweeper,
       host.background,
+      audit,
     ]);
   }
 
