@@ -141,8 +141,7 @@ export const DESCRIPTIONS = {
     "Bytes one agent's sessions may hold in the store (entries and replaced revisions, as stored); an append or import that would take it past is refused `QUOTA_EXCEEDED` and writes nothing. 0: no quota.",
   "quotas.agents.<agent>.max_sessions": "A named agent's own session quota, in place of the default; 0: none for it.",
   "quotas.agents.<agent>.max_stored_bytes": "A named agent's own byte quota, in place of the default; 0: none for it.",
-  "audit.retention_days":
-    "How long audit records are kept ([operations.md](operations.md#the-audit-trail)); older ones are deleted by a sweep every hour, one replica's at a time.",
+  "audit.retention_days": "How long audit records are kept; older ones are deleted every hour (by each replica: a second delete finds nothing).",
   "limits.max_message_bytes": "One message, encoded.",
   "limits.max_messages_per_append": "Messages in one AppendMessages.",
   "limits.max_session_entries":
@@ -181,6 +180,11 @@ const SECTIONS = {
   health: { title: "`health`: contextd's own health and drain", intro: "How they are used: [deployment.md](deployment.md#health-and-restarts)." },
   server: { title: "`server`: admission to the gRPC server" },
   subagents: { title: "`subagents`" },
+  quotas: {
+    title: "`quotas`: what one agent may hold",
+    intro: "Off by default. How they are counted and shown: [operations.md](operations.md#quotas).",
+  },
+  audit: { title: "`audit`: the audit trail", intro: "What it records and how to read it: [operations.md](operations.md#the-audit-trail)." },
   tracing: { title: "`tracing`: OpenTelemetry", intro: "Absent: tracing off ([operations.md](operations.md#tracing))." },
   limits: {
     title: "`limits`: sizes and per-tenant limits",

@@ -77,12 +77,18 @@ export interface AuditEvent {
   action: string;
   /**
    * What it was done to, by id only: `engine lossless`, `engine lossless instance 10.0.0.5:7001`,
-   * `session s-1 agent main`, `reservation lossless owner acme`, a restore's source file.
+   * `session s-1 agent main`, `reservation lossless owner acme`, `backup /var/backups/contextd.db`.
    */
   target: string;
-  /** The caller's address as the server saw it (`ipv4:10.0.0.7:51234`, `unix:`), "" for none. */
+  /**
+   * The caller's address as the server saw it (`10.0.0.7:51234`, `[::1]:51234`; `unknown` over a unix
+   * socket), "" for an action no RPC made.
+   */
   peer: string;
-  /** The outcome: the call's gRPC status code name (`OK`, `PERMISSION_DENIED`, `NOT_FOUND`, ...). */
+  /**
+   * The outcome: the call's gRPC status code name (`OK`, `PERMISSION_DENIED`, `NOT_FOUND`, ...); for
+   * a registration answered `ok: false`, `REFUSED` and its Refusal (`REFUSED REFUSAL_OWNED_BY_OTHER`).
+   */
   outcome: string;
   /** The RPC (`/contextd.v1.SessionService/DeleteSession`), "" for an action no RPC made. */
   method: string;
