@@ -159,7 +159,11 @@ export function sessionService(
  * counts against its token only. Before that, a session the row may create is admitted against its
  * agent's quotas (agent-quotas.ts).
  */
-export function sessionStep(store: TranscriptStore, limits: TenantLimits, quotas: AgentQuotas = new AgentQuotas(store)): SessionStep<RuntimeAccess, SessionFields, AppendBytes> {
+export function sessionStep(
+  store: TranscriptStore,
+  limits: TenantLimits,
+  quotas: AgentQuotas = new AgentQuotas(store),
+): SessionStep<RuntimeAccess, SessionFields, AppendBytes> {
   return async (row, request, ctx) => {
     const named = request as Readonly<Record<string, SessionRef | undefined>>;
     const sessions: Record<string, Resolved<SessionUse>> = {};

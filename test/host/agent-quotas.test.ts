@@ -82,7 +82,12 @@ describe("per-agent quotas", () => {
     const err = await refusal(cx.appendMessages({ session, messages: [user("z".repeat(1000)), user("w".repeat(1000))] }));
     expect(err.code).toBe(status.RESOURCE_EXHAUSTED);
     expect(errorReason(err)).toBe(ErrorReason.QUOTA_EXCEEDED);
-    expect(errorDetails(err)?.metadata).toMatchObject({ quota: "quotas.max_stored_bytes", limit_value: "6000", agent_id: "tight", used: String(before.storedBytes) });
+    expect(errorDetails(err)?.metadata).toMatchObject({
+      quota: "quotas.max_stored_bytes",
+      limit_value: "6000",
+      agent_id: "tight",
+      used: String(before.storedBytes),
+    });
     const after = await cx.getSession({ session });
     expect(after.info!.entryCount).toBe(before.entryCount);
     expect(after.info!.storedBytes).toBe(before.storedBytes);

@@ -31,7 +31,9 @@ function listAudit(address: string, request: Partial<ListAuditEventsRequest>, to
   const md = new Metadata();
   if (token) md.set("authorization", `Bearer ${token}`);
   return new Promise<ListAuditEventsResponse>((resolve, reject) =>
-    client.listAuditEvents(ListAuditEventsRequest.fromPartial(request), md, (err: ServiceError | null, res: ListAuditEventsResponse) => (err ? reject(err) : resolve(res))),
+    client.listAuditEvents(ListAuditEventsRequest.fromPartial(request), md, (err: ServiceError | null, res: ListAuditEventsResponse) =>
+      err ? reject(err) : resolve(res),
+    ),
   ).finally(() => client.close());
 }
 
@@ -73,7 +75,10 @@ describe("audit trail", () => {
     const session = { sessionId: "audited-1", agentId: "main" };
     await cx.appendMessages({ session, messages: [user(`remember ${PLANTED}`)] });
     await cx.exportTranscript({ session });
-    await cx.importTranscript({ session: { sessionId: "audited-2", agentId: "main" }, jsonl: Buffer.from(`${JSON.stringify({ role: "user", content: PLANTED })}\n`) });
+    await cx.importTranscript({
+      session: { sessionId: "audited-2", agentId: "main" },
+      jsonl: Buffer.from(`${JSON.stringify({ role: "user", content: PLANTED })}\n`),
+    });
     await cx.deleteSession({ session });
     const registry = registryClient(cd.address);
     try {
@@ -129,7 +134,11 @@ describe("audit trail", () => {
     cx = new ContextdClient({ address: cd.address, token: TOKENS.runtime });
     await expect
       .poll(() => added(cd.address))
-      .toEqual(["reservation.add reservation recall owner acme", "reservation.remove reservation lossless owner acme", "reservation.add reservation lossless owner acme"]);
+      .toEqual([
+        "reservation.add reservation recall owner acme",
+        "reservation.remove reservation lossless owner acme",
+        "reservation.add reservation lossless owner acme",
+      ]);
   });
 
   it("operators read it a page at a time and by filter; any other credential is refused", async () => {

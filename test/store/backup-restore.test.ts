@@ -44,7 +44,7 @@ async function liveTranscript(cx: ContextdClient, sessionId: string): Promise<Bu
 /** Every entry of a session as a store holds it, encoded. */
 async function storedTranscript(store: ContextdStore, sessionId: string): Promise<Buffer[]> {
   const out: Buffer[] = [];
-  for (let after = 0; ; ) {
+  for (let after = 0; ;) {
     const page = await store.readEntries(sessionId, after, 1000);
     if (page.length === 0) return out;
     out.push(...page.map((e) => Buffer.from(TranscriptEntry.encode(e).finish())));
@@ -90,10 +90,14 @@ describe("contextctl backup and restore", () => {
     await expect.poll(async () => (await cx.listSessions({})).sessions.filter((s) => s.messageCount >= 30).length, { timeout: 30_000 }).toBe(WRITERS);
     const backup = await run(["--json", "backup", "--store", `sqlite:${storeFile}`, backupFile]);
     // Keep appending a while after the backup, so the live store is ahead of it.
-    const atBackup = await Promise.all(Array.from({ length: WRITERS }, async (_, w) => (await cx.getSession({ session: { sessionId: `load-${w}` } })).info!.entryCount));
+    const atBackup = await Promise.all(
+      Array.from({ length: WRITERS }, async (_, w) => (await cx.getSession({ session: { sessionId: `load-${w}` } })).info!.entryCount),
+    );
     await expect
       .poll(async () => {
-        const counts = await Promise.all(Array.from({ length: WRITERS }, async (_, w) => (await cx.getSession({ session: { sessionId: `load-${w}` } })).info!.entryCount));
+        const counts = await Promise.all(
+          Array.from({ length: WRITERS }, async (_, w) => (await cx.getSession({ session: { sessionId: `load-${w}` } })).info!.entryCount),
+        );
         return counts.every((c, w) => c > atBackup[w]);
       })
       .toBe(true);

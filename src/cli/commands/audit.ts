@@ -17,7 +17,10 @@ export function registerAudit(program: Command): void {
     .description("show the audit trail: who registered, deregistered, isolated or released engines, deleted, imported or exported sessions, restored the store")
     .option("--since <when>", "records since a time ago (30m, 24h, 7d) or an ISO time (2026-12-01T00:00:00Z)")
     .option("--actor <actor>", "only this actor, exactly as shown (`operator ops`, `runtime web`, `config`)")
-    .option("--action <action>", "only this action (engine.register, engine.deregister, engine.isolate, engine.release, session.delete, session.import, session.export, store.restore, reservation.add, reservation.remove)")
+    .option(
+      "--action <action>",
+      "only this action (engine.register, engine.deregister, engine.isolate, engine.release, session.delete, session.import, session.export, store.restore, reservation.add, reservation.remove)",
+    )
     .option("--limit <n>", "at most this many records", positiveInt, 100)
     .addHelpText(
       "after",

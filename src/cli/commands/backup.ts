@@ -10,7 +10,7 @@ import { writeStderr, writeStdout } from "../terminal-text.js";
 import { copyStore } from "./migrate-store.js";
 
 const PG_RECIPE =
-  "a PostgreSQL store is backed up with PostgreSQL's own tools: pg_dump --format=custom --file=contextd.dump DB, and restored into an empty database with pg_restore --dbname=NEWDB contextd.dump (docs/operations.md, \"Backup and restore\")";
+  'a PostgreSQL store is backed up with PostgreSQL\'s own tools: pg_dump --format=custom --file=contextd.dump DB, and restored into an empty database with pg_restore --dbname=NEWDB contextd.dump (docs/operations.md, "Backup and restore")';
 
 /**
  * `contextctl backup FILE --store sqlite:PATH` and `contextctl restore FILE --store URL`
@@ -80,7 +80,9 @@ export function registerBackup(program: Command): void {
         const counts = await restore(resolve(file), opts.store);
         const seconds = Math.round(performance.now() - started) / 1000;
         if (g.json) return printJson({ ok: true, file: resolve(file), ...counts, seconds });
-        writeStdout(`restored ${num(counts.sessions)} sessions (${num(counts.entries)} entries) and ${num(counts.registrations)} engine registrations from ${resolve(file)} in ${seconds.toFixed(1)} s\n`);
+        writeStdout(
+          `restored ${num(counts.sessions)} sessions (${num(counts.entries)} entries) and ${num(counts.registrations)} engine registrations from ${resolve(file)} in ${seconds.toFixed(1)} s\n`,
+        );
       } catch (err) {
         fail(g.json, "restore", err);
       }

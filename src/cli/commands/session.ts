@@ -50,10 +50,13 @@ function describe(id: string, info: SessionInfo): string {
 /** The agent's usage against its quotas (`quotas` in contextd's config; "-": no quota). */
 function usage(u: AgentUsage): string {
   const of = (used: number, max: number) => (max > 0 ? [used, max, pct(used, max)] : [used, "-", "-"]);
-  return `agent ${terminalText(u.agentId || "-")} usage\n${table(["quota", "used", "limit", "share"], [
-    ["sessions", ...of(u.sessions, u.maxSessions)],
-    ["stored bytes", ...of(u.storedBytes, u.maxStoredBytes)],
-  ])}`;
+  return `agent ${terminalText(u.agentId || "-")} usage\n${table(
+    ["quota", "used", "limit", "share"],
+    [
+      ["sessions", ...of(u.sessions, u.maxSessions)],
+      ["stored bytes", ...of(u.storedBytes, u.maxStoredBytes)],
+    ],
+  )}`;
 }
 
 /** The context overview (GetSession.info.overview) as a table: tokens and share of the total. */

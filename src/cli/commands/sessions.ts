@@ -40,7 +40,9 @@ export function registerSessions(program: Command): void {
           s.storedBytes,
           iso(s.updatedAtMs),
         ]);
-        writeStdout(`${table(["session", "key", "agent", "messages", "compactions", "active tokens", "total tokens", "stored bytes", "updated"], rows)}\n${agentTotals(sessions)}`);
+        writeStdout(
+          `${table(["session", "key", "agent", "messages", "compactions", "active tokens", "total tokens", "stored bytes", "updated"], rows)}\n${agentTotals(sessions)}`,
+        );
       }),
     );
 }

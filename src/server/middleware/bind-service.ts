@@ -1,4 +1,12 @@
-import { status, type Metadata, type sendUnaryData, type ServerUnaryCall, type ServerWritableStream, type ServiceDefinition, type UntypedServiceImplementation } from "@grpc/grpc-js";
+import {
+  status,
+  type Metadata,
+  type sendUnaryData,
+  type ServerUnaryCall,
+  type ServerWritableStream,
+  type ServiceDefinition,
+  type UntypedServiceImplementation,
+} from "@grpc/grpc-js";
 import type { PeerCertificate } from "node:tls";
 import type { Logger } from "pino";
 import { InvalidArgumentError } from "../../contract/errors.js";

@@ -1,4 +1,12 @@
-import { reservationChanges, reservationRecords, type AgentUsage, type AuditQuery, type AuditRecord, type ReservationChange, type StoredAuditRecord } from "../audit-records.js";
+import {
+  reservationChanges,
+  reservationRecords,
+  type AgentUsage,
+  type AuditQuery,
+  type AuditRecord,
+  type ReservationChange,
+  type StoredAuditRecord,
+} from "../audit-records.js";
 import type { Conn, PgDatabase } from "./database.js";
 
 interface AuditRow {

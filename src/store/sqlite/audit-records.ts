@@ -1,5 +1,13 @@
 import type Database from "better-sqlite3";
-import { reservationChanges, reservationRecords, type AgentUsage, type AuditQuery, type AuditRecord, type ReservationChange, type StoredAuditRecord } from "../audit-records.js";
+import {
+  reservationChanges,
+  reservationRecords,
+  type AgentUsage,
+  type AuditQuery,
+  type AuditRecord,
+  type ReservationChange,
+  type StoredAuditRecord,
+} from "../audit-records.js";
 
 interface AuditRow {
   id: number;

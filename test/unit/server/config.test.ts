@@ -72,6 +72,8 @@ const DEFAULTS: ContextdConfig = {
   health: { store_ping_interval: 1000, store_ping_timeout: 5000, drain_delay: 0, shutdown_grace: 10000 },
   server: { max_concurrent_calls: 1000, heap_growth_percent: 100 },
   subagents: { sweep_interval: 5000 },
+  quotas: { max_sessions: 0, max_stored_bytes: 0, agents: {} },
+  audit: { retention_days: 90 },
 };
 
 const HASH = "ab".repeat(32);
