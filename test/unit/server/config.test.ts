@@ -232,6 +232,8 @@ limits: { max_message_bytes: 1024, max_messages_per_append: 10, max_session_entr
       health: { store_ping_interval: 1000, store_ping_timeout: 5000, drain_delay: 0, shutdown_grace: 10000 },
       server: { max_concurrent_calls: 1000, heap_growth_percent: 100 },
       subagents: { sweep_interval: 5000 },
+      quotas: { max_sessions: 0, max_stored_bytes: 0, agents: {} },
+      audit: { retention_days: 90 },
     });
   });
 
