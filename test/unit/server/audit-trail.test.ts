@@ -20,10 +20,10 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-async function store(): Promise<SqliteStore> {
+function store(): SqliteStore {
   const dir = mkdtempSync(join(tmpdir(), "contextd-audit-"));
   dirs.push(dir);
-  const s = await SqliteStore.open(join(dir, "contextd.db"));
+  const s = SqliteStore.open(join(dir, "contextd.db"));
   stores.push(s);
   return s;
 }
@@ -46,7 +46,7 @@ const record = (atMs: number, action = "session.delete"): AuditRecord => ({
 
 describe("AuditTrail", () => {
   it("records a call under the name of the credential it presented, never the token", async () => {
-    const s = await store();
+    const s = store();
     const md = new Metadata();
     md.set("authorization", `Bearer ${OPERATOR}`);
     await trail(s).record({
@@ -65,7 +65,7 @@ describe("AuditTrail", () => {
   });
 
   it("deletes the records past the retention and keeps the others", async () => {
-    const s = await store();
+    const s = store();
     const now = Date.now();
     for (const age of [40, 31, 29, 1]) await s.appendAudit(record(now - age * DAY));
     expect(await trail(s).prune(now)).toBe(2);
@@ -74,7 +74,7 @@ describe("AuditTrail", () => {
   });
 
   it("records the configuration's reservation changes once: a second start with the same configuration records nothing", async () => {
-    const s = await store();
+    const s = store();
     await trail(s, [["lossless", "acme"]]).syncReservations();
     await trail(s, [["lossless", "acme"]]).syncReservations();
     await trail(s, [["lossless", "globex"]]).syncReservations();
@@ -87,7 +87,7 @@ describe("AuditTrail", () => {
   });
 
   it("pages newest first by id, with every filter applied in the query", async () => {
-    const s = await store();
+    const s = store();
     for (let i = 0; i < 5; i++) await s.appendAudit(record(1000 + i, i % 2 ? "engine.isolate" : "session.delete"));
     const first = await s.listAudit({ sinceMs: 0, untilMs: 0, actor: "", action: "session.delete", beforeId: 0, limit: 2 });
     expect(first.map((r) => r.atMs)).toEqual([1004, 1002]);
