@@ -10,10 +10,10 @@ class AuditServiceStub(object):
     registered, deregistered, isolated (QuarantineEngine) or released (ClearQuarantine); a session
     deleted, imported or exported; a store restored (`contextctl restore`); an engine id reservation
     added or removed by a configuration change — with who (the name of the token that proved the
-    caller, or `config`, `contextctl` for what no call did), what, when, from which address, and the
+    caller; `config` or `contextctl` for what no call did), what, when, from which address, and the
     outcome. Records are written by the server's middleware for every RPC whose table row declares
     it audited, allowed or refused, and live in the store, so every replica reads the same trail.
-    They never hold message content or a token. They are kept `audit.retention` (default 90 days).
+    They never hold message content or a token. They are kept `audit.retention_days` (default 90).
 
     Credentials: an operator token (UNAUTHENTICATED without one or with an unknown one,
     PERMISSION_DENIED with a token of another role).
@@ -37,10 +37,10 @@ class AuditServiceServicer(object):
     registered, deregistered, isolated (QuarantineEngine) or released (ClearQuarantine); a session
     deleted, imported or exported; a store restored (`contextctl restore`); an engine id reservation
     added or removed by a configuration change — with who (the name of the token that proved the
-    caller, or `config`, `contextctl` for what no call did), what, when, from which address, and the
+    caller; `config` or `contextctl` for what no call did), what, when, from which address, and the
     outcome. Records are written by the server's middleware for every RPC whose table row declares
     it audited, allowed or refused, and live in the store, so every replica reads the same trail.
-    They never hold message content or a token. They are kept `audit.retention` (default 90 days).
+    They never hold message content or a token. They are kept `audit.retention_days` (default 90).
 
     Credentials: an operator token (UNAUTHENTICATED without one or with an unknown one,
     PERMISSION_DENIED with a token of another role).
@@ -75,10 +75,10 @@ class AuditService(object):
     registered, deregistered, isolated (QuarantineEngine) or released (ClearQuarantine); a session
     deleted, imported or exported; a store restored (`contextctl restore`); an engine id reservation
     added or removed by a configuration change — with who (the name of the token that proved the
-    caller, or `config`, `contextctl` for what no call did), what, when, from which address, and the
+    caller; `config` or `contextctl` for what no call did), what, when, from which address, and the
     outcome. Records are written by the server's middleware for every RPC whose table row declares
     it audited, allowed or refused, and live in the store, so every replica reads the same trail.
-    They never hold message content or a token. They are kept `audit.retention` (default 90 days).
+    They never hold message content or a token. They are kept `audit.retention_days` (default 90).
 
     Credentials: an operator token (UNAUTHENTICATED without one or with an unknown one,
     PERMISSION_DENIED with a token of another role).

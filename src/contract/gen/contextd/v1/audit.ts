@@ -63,10 +63,11 @@ export interface AuditEvent {
   /** When the action ended, epoch milliseconds. */
   atMs: number;
   /**
-   * Who: `<role> <token name>` (`operator ops`, `owner acme`, `runtime web`; `owner acme` also for a
-   * client certificate naming owner acme), `anonymous` with `auth.required: false` or for a call
-   * that presented no recognised credential, `config` for a configuration change, `contextctl` for
-   * an offline restore. Never the token.
+   * Who: `<role> <token name>` of the credential the call presented (`operator ops`, `owner acme`,
+   * `runtime web`); `certificate <name>` for a call proven by an mTLS client certificate alone;
+   * `anonymous` with `auth.required: false` or for a call that presented no recognised credential;
+   * `config` for a configuration change; `contextctl (user <login>)` for an offline restore. Never
+   * the token.
    */
   actor: string;
   /**
@@ -560,10 +561,10 @@ export const AuditEvent: MessageFns<AuditEvent> = {
  * registered, deregistered, isolated (QuarantineEngine) or released (ClearQuarantine); a session
  * deleted, imported or exported; a store restored (`contextctl restore`); an engine id reservation
  * added or removed by a configuration change — with who (the name of the token that proved the
- * caller, or `config`, `contextctl` for what no call did), what, when, from which address, and the
+ * caller; `config` or `contextctl` for what no call did), what, when, from which address, and the
  * outcome. Records are written by the server's middleware for every RPC whose table row declares
  * it audited, allowed or refused, and live in the store, so every replica reads the same trail.
- * They never hold message content or a token. They are kept `audit.retention` (default 90 days).
+ * They never hold message content or a token. They are kept `audit.retention_days` (default 90).
  *
  * Credentials: an operator token (UNAUTHENTICATED without one or with an unknown one,
  * PERMISSION_DENIED with a token of another role).
