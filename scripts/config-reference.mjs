@@ -154,6 +154,13 @@ export const DESCRIPTIONS = {
   "tracing.service_name": "`service.name` of the spans.",
 
   // limits
+  "quotas.max_sessions":
+    "Sessions one agent may hold (subagent children and imports count); a call that would create one more is refused `RESOURCE_EXHAUSTED` `QUOTA_EXCEEDED` and writes nothing. 0: no quota ([operations.md](operations.md#quotas)).",
+  "quotas.max_stored_bytes":
+    "Bytes one agent's sessions may hold in the store (entries and replaced revisions, as stored); an append or import that would take it past is refused `QUOTA_EXCEEDED` and writes nothing. 0: no quota.",
+  "quotas.agents.<agent>.max_sessions": "A named agent's own session quota, in place of the default; 0: none for it.",
+  "quotas.agents.<agent>.max_stored_bytes": "A named agent's own byte quota, in place of the default; 0: none for it.",
+  "audit.retention_days": "How long audit records are kept; older ones are deleted every hour (by each replica: a second delete finds nothing).",
   "limits.max_message_bytes": "One message, encoded.",
   "limits.max_messages_per_append": "Messages in one AppendMessages.",
   "limits.max_session_entries":
@@ -169,7 +176,13 @@ export const DESCRIPTIONS = {
 };
 
 /** Names of the keys of maps whose values are sections (a map of plain values is one key). */
-const MAP_KEYS = { "auth.owners": "<owner>", "engines.overrides": "<engine>", "compaction.summarizer.limits.agents": "<agent>", "retention.agents": "<agent>" };
+const MAP_KEYS = {
+  "auth.owners": "<owner>",
+  "engines.overrides": "<engine>",
+  "compaction.summarizer.limits.agents": "<agent>",
+  "retention.agents": "<agent>",
+  "quotas.agents": "<agent>",
+};
 
 /** Sections shown as one row: their keys say the same thing for different operations. */
 const COLLAPSED = new Set(["engines.timeouts", "engines.overrides.<engine>.timeouts"]);
@@ -200,6 +213,11 @@ const SECTIONS = {
     title: "`forget`: telling engines of deletions",
     intro: "Delivery of `ContextEngineService.ForgetSession` ([operations.md](operations.md#retention-and-deletion)).",
   },
+  quotas: {
+    title: "`quotas`: what one agent may hold",
+    intro: "Off by default. How they are counted and shown: [operations.md](operations.md#quotas).",
+  },
+  audit: { title: "`audit`: the audit trail", intro: "What it records and how to read it: [operations.md](operations.md#the-audit-trail)." },
   tracing: { title: "`tracing`: OpenTelemetry", intro: "Absent: tracing off ([operations.md](operations.md#tracing))." },
   limits: {
     title: "`limits`: sizes and per-tenant limits",

@@ -1,4 +1,6 @@
 import { Command, Option } from "commander";
+import { registerAudit } from "./commands/audit.js";
+import { registerBackup } from "./commands/backup.js";
 import { registerCompact } from "./commands/compact.js";
 import { registerContext } from "./commands/context.js";
 import { registerDeregister } from "./commands/deregister.js";
@@ -94,6 +96,8 @@ registerEngines(program);
 registerQuarantine(program);
 registerDeregister(program);
 registerMigrateStore(program);
+registerBackup(program);
+registerAudit(program);
 
 // `contextctl transcript ID | head`: the reader left, which is not a failure of ours.
 process.stdout.on("error", (err: NodeJS.ErrnoException) => {

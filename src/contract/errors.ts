@@ -139,6 +139,14 @@ export class LimitExceededError extends ResourceExhaustedError {
   }
 }
 
+/** A call that would take its agent past a quota (`quotas.*`): nothing written; retrying does not help until the agent holds less. */
+export class QuotaExceededError extends ResourceExhaustedError {
+  static override readonly reason = ErrorReason.QUOTA_EXCEEDED;
+  constructor(message: string, quota: { key: string; value: number; used: number; agentId: string }) {
+    super(message, { metadata: { quota: quota.key, limit_value: quota.value, used: quota.used, agent_id: quota.agentId } });
+  }
+}
+
 /** A call not processed because its agent, token or engine is at a rate or concurrency limit: retry with backoff. */
 export class ThrottledError extends ResourceExhaustedError {
   static override readonly reason = ErrorReason.THROTTLED;

@@ -45,6 +45,21 @@ export type RowHandler<Req, Res, P, Resolved> = (request: Req, ctx: RequestConte
 export type StreamRowHandler<Req, Res, P, Resolved> = (request: Req, ctx: RequestContext<P>, sessions: Resolved, sink: StreamSink<Res>) => Promise<void>;
 
 /**
+ * An audited RPC (docs/operations.md, "The audit trail"): the server's audit step
+ * (src/server/middleware/audit-step.ts) records every call of it — allowed or refused, whatever
+ * its outcome — with who made it, from where, when and how it ended. `target` names what it acts
+ * on from the request, by ids only (never message content, never a token); it gets `undefined`
+ * when the request could not be decoded. `outcome` may refine an OK answer that refused (a
+ * registration answered `ok: false`).
+ */
+export interface Audited<Req = never, Res = never> {
+  /** `engine.register`, `session.delete`, ... (proto/contextd/v1/audit.proto lists them). */
+  action: string;
+  target: (request: Req | undefined) => string;
+  outcome?: (response: Res) => string | undefined;
+}
+
+/**
  * One RPC's row. `Session` is the service's own declaration of the sessions a request names and
  * how it uses them (`none` for a service whose requests name none); the service's session step
  * turns it into the handler's third argument, typed by the declaration where the row is made.
@@ -53,6 +68,8 @@ export interface Row<Req, Res, P, Rule extends AuthRule, Session, Streaming exte
   auth: Rule;
   session: Session;
   deadline: DeadlineClass;
+  /** Present: every call is recorded in the audit trail (Audited). */
+  audit?: Audited<Req, Res>;
   handler: Streaming extends true ? StreamRowHandler<Req, Res, P, never> : RowHandler<Req, Res, P, never>;
 }
 

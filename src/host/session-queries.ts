@@ -12,6 +12,7 @@ import type { SessionHost } from "./session-host.js";
 import type { SessionDeletions } from "./session-deletions.js";
 import { soonestFirst, type RetentionPolicy } from "./retention.js";
 import { fieldError } from "../contract/errors.js";
+import { AgentQuotas } from "./agent-quotas.js";
 
 const LIST_PURPOSE = "SessionService.ListSessions";
 /** The furthest ahead the expiring listing looks: 100 years. */
@@ -25,12 +26,14 @@ export class SessionQueries {
     private readonly router: Router,
     private readonly deletions: SessionDeletions,
     private readonly retention: RetentionPolicy,
+    private readonly quotas: AgentQuotas = new AgentQuotas(store),
   ) {}
 
+  /** The session, and its agent's usage against its quotas (agent-quotas.ts). */
   async getSession(session: AdmittedSession): Promise<S.GetSessionResponse> {
     const totals = await this.store.readActiveTotals(session.sessionId);
     if (!totals) throw sessionNotFound(session.sessionId);
-    return { info: this.info(totals) };
+    return { info: this.info(totals), agentUsage: await this.quotas.usage(totals.session.agentId) };
   }
 
   /**
@@ -107,6 +110,7 @@ export class SessionQueries {
       lastMessageKey: s.lastMessageKey,
       lastMessageTimestampMs: s.lastMessageTimestampMs,
       expiresAtMs: this.retention.expiresAtMs(s),
+      storedBytes: s.storedBytes,
     };
   }
 }

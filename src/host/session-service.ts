@@ -4,7 +4,7 @@ import type { SessionServiceService } from "../contract/gen/contextd/v1/session.
 import type { SessionRef } from "../contract/gen/contextd/v1/types.js";
 import type { RequestContext } from "../contract/request-context.js";
 import { encodedSize } from "../contract/received-messages.js";
-import type { DeadlineClass, Row, ServiceTable, SessionStep } from "../contract/rpc-table.js";
+import type { Audited, DeadlineClass, Row, ServiceTable, SessionStep } from "../contract/rpc-table.js";
 import type { TenantLimits } from "../contract/tenant-limits.js";
 import type { TranscriptStore } from "../store/types.js";
 import type { TranscriptExports } from "./export-transcript.js";
@@ -15,6 +15,7 @@ import type { SessionHost } from "./session-host.js";
 import type { SessionQueries } from "./session-queries.js";
 import { resolveSession, type Resolved, type SessionUse } from "./session-visibility.js";
 import type { Subagents } from "./subagents.js";
+import { AgentQuotas } from "./agent-quotas.js";
 
 /**
  * The sessions a SessionService request names — its SessionRef fields, by name — and how the call
@@ -45,6 +46,7 @@ function rpc<Req, Res, const D extends SessionFields>(row: {
   deadline: DeadlineClass;
   handler: (request: Req, ctx: RequestContext<RuntimeAccess>, sessions: ResolvedSessions<D>) => Promise<Res>;
   appendBytes?: (request: Req) => number;
+  audit?: Audited<Req, Res>;
 }) {
   return row as unknown as Row<Req, Res, RuntimeAccess, "runtime", SessionFields, false> & AppendBytes;
 }
@@ -128,15 +130,18 @@ export function sessionService(
     }),
     deleteSession: rpc({
       auth: "runtime", session: { session: "existing" }, deadline: "call",
+      audit: { action: "session.delete", target: (r?: S.DeleteSessionRequest) => sessionTarget(r?.session) },
       handler: (r: S.DeleteSessionRequest, _ctx, s) => queries.deleteSession(r, s.session),
     }),
     importTranscript: rpc({
       auth: "runtime", session: { session: "create" }, deadline: "call",
+      audit: { action: "session.import", target: (r?: S.ImportTranscriptRequest) => sessionTarget(r?.session) },
       handler: (r: S.ImportTranscriptRequest, ctx, s) => imports.importTranscript(r, s.session, call(ctx)),
       appendBytes: (r) => r.jsonl.length,
     }),
     exportTranscript: rpc({
       auth: "runtime", session: { session: "existing" }, deadline: "call",
+      audit: { action: "session.export", target: (r?: S.ExportTranscriptRequest) => sessionTarget(r?.session) },
       handler: (_r: S.ExportTranscriptRequest, _ctx, s) => exports.exportTranscript(s.session),
     }),
   };
@@ -151,20 +156,37 @@ export function sessionService(
  * The agents a call counts against are those of its sessions as resolved: the stored agent of an
  * existing session, the claimed one of a session to create — and for Assemble, Compact and
  * AfterTurn (resolved on the view they read) the agent the request names; without one, such a call
- * counts against its token only.
+ * counts against its token only. Before that, a session the row may create is admitted against its
+ * agent's quotas (agent-quotas.ts).
  */
-export function sessionStep(store: TranscriptStore, limits: TenantLimits): SessionStep<RuntimeAccess, SessionFields, AppendBytes> {
+export function sessionStep(
+  store: TranscriptStore,
+  limits: TenantLimits,
+  quotas: AgentQuotas = new AgentQuotas(store),
+): SessionStep<RuntimeAccess, SessionFields, AppendBytes> {
   return async (row, request, ctx) => {
     const named = request as Readonly<Record<string, SessionRef | undefined>>;
     const sessions: Record<string, Resolved<SessionUse>> = {};
     const agents: string[] = [];
+    const appendBytes = (row.appendBytes as ((request: unknown) => number) | undefined)?.(request) ?? 0;
+    let bytesClaimed = false;
     for (const [field, use] of Object.entries(row.session)) {
       const resolved = await resolveSession(store, ctx.principal, named[field], field, use);
       sessions[field] = resolved;
       agents.push("claimed" in resolved ? resolved.claimed.agentId : resolved.agentId);
+      // A session the call may create is what its quotas count (agent-quotas.ts), with the bytes
+      // the call writes into it: checked before anything is written.
+      if (use === "create" && !("claimed" in resolved)) {
+        await quotas.admit({ agentId: resolved.agentId, createsSessionId: resolved.sessionId, bytes: bytesClaimed ? 0 : appendBytes });
+        bytesClaimed = true;
+      }
     }
-    const appendBytes = (row.appendBytes as ((request: unknown) => number) | undefined)?.(request) ?? 0;
     const release = limits.admit({ tenant: ctx.principal.tenant, agents, appendBytes });
     return { sessions, release };
   };
+}
+
+/** An audit record's target for a session: its id and the agent the request named (ids only). */
+function sessionTarget(ref: SessionRef | undefined): string {
+  return ref?.agentId ? `session ${ref.sessionId} agent ${ref.agentId}` : `session ${ref?.sessionId ?? ""}`;
 }

@@ -3,7 +3,8 @@ import { quote } from "../contract/quote.js";
 import type { RegistryServiceService } from "../contract/gen/contextd/v1/registry.js";
 import type * as R from "../contract/gen/contextd/v1/registry.js";
 import type { RequestContext, StreamSink } from "../contract/request-context.js";
-import type { DeadlineClass, Row, ServiceTable } from "../contract/rpc-table.js";
+import type { Audited, DeadlineClass, Row, ServiceTable } from "../contract/rpc-table.js";
+import { Refusal } from "../contract/gen/contextd/v1/registry.js";
 import { LEGACY_ENGINE_ID } from "./legacy-engine.js";
 import type { Admission } from "./admission.js";
 import { EngineEventType, type EngineEvents } from "./engine-events.js";
@@ -29,9 +30,9 @@ export type RegistryRule = "reader" | "owner" | "operator";
 
 export type RegistryTable = ServiceTable<typeof RegistryServiceService, RegistryCaller, RegistryRule, "none">;
 
-type Columns = { auth: RegistryRule; session: "none"; deadline: DeadlineClass };
+type Columns<Req = never, Res = never> = { auth: RegistryRule; session: "none"; deadline: DeadlineClass; audit?: Audited<Req, Res> };
 type Ctx = RequestContext<RegistryCaller>;
-const rpc = <Req, Res>(columns: Columns, handler: (req: Req, ctx: Ctx) => Promise<Res>) =>
+const rpc = <Req, Res>(columns: Columns<Req, Res>, handler: (req: Req, ctx: Ctx) => Promise<Res>) =>
   ({ ...columns, handler }) as unknown as Row<Req, Res, RegistryCaller, RegistryRule, "none", false>;
 const stream = <Req, Res>(columns: Columns, handler: (req: Req, ctx: Ctx, sessions: undefined, sink: StreamSink<Res>) => Promise<void>) =>
   ({ ...columns, handler }) as unknown as Row<Req, Res, RegistryCaller, RegistryRule, "none", true>;
@@ -58,11 +59,26 @@ export function registryService(registry: EngineRegistry, admission: Admission, 
   };
   return {
     // The `owner` rule proved req.owner already.
-    registerEngine: rpc({ auth: "owner", session: "none", deadline: "call" }, async (req: R.RegisterEngineRequest) =>
-      admission.register(req, req.owner.trim()),
+    registerEngine: rpc(
+      {
+        auth: "owner",
+        session: "none",
+        deadline: "call",
+        audit: {
+          action: "engine.register",
+          target: (r?: R.RegisterEngineRequest) => engineTarget(r?.engineId, r?.instanceId, r?.owner),
+          outcome: (res: R.RegisterEngineResponse) => (res.ok ? undefined : `REFUSED ${Refusal[res.refusal] ?? res.refusal}`),
+        },
+      },
+      async (req: R.RegisterEngineRequest) => admission.register(req, req.owner.trim()),
     ),
     deregisterEngine: rpc(
-      { auth: "reader", session: "none", deadline: "call" },
+      {
+        auth: "reader",
+        session: "none",
+        deadline: "call",
+        audit: { action: "engine.deregister", target: (r?: R.DeregisterEngineRequest) => engineTarget(r?.engineId, r?.instanceId) },
+      },
       async (req: R.DeregisterEngineRequest, ctx): Promise<R.DeregisterEngineResponse> => {
         if (!req.engineId.trim()) throw fieldError("engine_id", "is required");
         const deregistered = await admission.deregister(req, (owner) => ctx.principal.requireOwnerOrOperator(owner));
@@ -77,7 +93,12 @@ export function registryService(registry: EngineRegistry, admission: Admission, 
       return { engine: registry.status(req.engineId.trim()) };
     }),
     quarantineEngine: rpc(
-      { auth: "operator", session: "none", deadline: "call" },
+      {
+        auth: "operator",
+        session: "none",
+        deadline: "call",
+        audit: { action: "engine.isolate", target: (r?: R.QuarantineEngineRequest) => engineTarget(r?.engineId, r?.instanceId) },
+      },
       async (req: R.QuarantineEngineRequest): Promise<R.QuarantineEngineResponse> => {
         const id = remoteEngine(req.engineId);
         const instance = instanceOf(id, req.instanceId);
@@ -87,13 +108,21 @@ export function registryService(registry: EngineRegistry, admission: Admission, 
         return { engine: registry.status(id) };
       },
     ),
-    clearQuarantine: rpc({ auth: "operator", session: "none", deadline: "call" }, async (req: R.ClearQuarantineRequest): Promise<R.ClearQuarantineResponse> => {
-      const id = remoteEngine(req.engineId);
-      const instance = instanceOf(id, req.instanceId);
-      if (instance) await quarantine.clear(instance, "cleared by an operator");
-      else await quarantine.clearEngine(id, "cleared by an operator");
-      return { engine: registry.status(id) };
-    }),
+    clearQuarantine: rpc(
+      {
+        auth: "operator",
+        session: "none",
+        deadline: "call",
+        audit: { action: "engine.release", target: (r?: R.ClearQuarantineRequest) => engineTarget(r?.engineId, r?.instanceId) },
+      },
+      async (req: R.ClearQuarantineRequest): Promise<R.ClearQuarantineResponse> => {
+        const id = remoteEngine(req.engineId);
+        const instance = instanceOf(id, req.instanceId);
+        if (instance) await quarantine.clear(instance, "cleared by an operator");
+        else await quarantine.clearEngine(id, "cleared by an operator");
+        return { engine: registry.status(id) };
+      },
+    ),
     // Events until the caller goes away or the server drains (EngineEvents.closeAll).
     watchEngines: stream(
       { auth: "reader", session: "none", deadline: "stream" },
@@ -137,4 +166,12 @@ export function registryService(registry: EngineRegistry, admission: Admission, 
         }),
     ),
   };
+}
+
+/** An audit record's target for an engine (ids only; a quarantine's free-text reason is left out). */
+function engineTarget(engineId: string | undefined, instanceId?: string, owner?: string): string {
+  const ids = [`engine ${engineId ?? ""}`];
+  if (instanceId) ids.push(`instance ${instanceId}`);
+  if (owner) ids.push(`owner ${owner}`);
+  return ids.join(" ");
 }

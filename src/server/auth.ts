@@ -115,6 +115,19 @@ export class Authenticator {
     return match ? `${match.role} ${match.name}` : undefined;
   }
 
+  /**
+   * Who a call is, for the audit trail: the credential its token matches (`<role> <name>`), else
+   * the first name of the client certificate TLS verified (`certificate <name>`), else
+   * `anonymous` (auth off, or no recognised credential). Never the token.
+   */
+  actorOf(metadata: Metadata, certificate: PeerCertificate | undefined): string {
+    const token = bearerToken(metadata);
+    const match = token === undefined ? undefined : this.match(token)[0];
+    if (match) return `${match.role} ${match.name}`;
+    const names = certificate ? certificateNames(certificate) : [];
+    return names.length > 0 ? `certificate ${names[0]}` : "anonymous";
+  }
+
   /** Throws PERMISSION_DENIED when the runtime's token does not cover `agentId`. */
   checkAgent(principal: RuntimePrincipal, agentId: string): void {
     if (!agentAllowed(principal.agents, agentId))

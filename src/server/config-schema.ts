@@ -218,6 +218,16 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   tracing: tracing.optional(),
+  /** Per-agent quotas (src/host/agent-quotas.ts): 0 is no quota; `agents.<agent>` replaces a default for one agent. */
+  quotas: z
+    .strictObject({
+      max_sessions: int(0).prefault(0),
+      max_stored_bytes: int(0).prefault(0),
+      agents: z.record(z.string().min(1), z.strictObject({ max_sessions: int(0).optional(), max_stored_bytes: int(0).optional() })).prefault({}),
+    })
+    .prefault({}),
+  /** The audit trail (src/server/audit-trail.ts): how long its records are kept. */
+  audit: z.strictObject({ retention_days: int(1).prefault(90) }).prefault({}),
   limits: z
     .strictObject({
       max_message_bytes: int(1).prefault(4194304),

@@ -15,6 +15,8 @@ import { SessionDeletions } from "../host/session-deletions.js";
 import { ServedEngines } from "../registry/served-engines.js";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
+import { AgentQuotas } from "../host/agent-quotas.js";
+import { AuditTrail } from "./audit-trail.js";
 import { Subagents } from "../host/subagents.js";
 import { LegacyEngine } from "../registry/legacy-engine.js";
 import { createChatModel, createSummarizer } from "../compaction/summarizer/create-summarizer.js";
@@ -218,12 +220,19 @@ export class Contextd {
     const inFlight = new InFlightLimit(settings.server.maxConcurrentCalls);
     metrics.watchInFlight(() => inFlight.active);
     metrics.watchTokenCounting(() => tokenizer.stats());
+    const quotas = new AgentQuotas(store, settings.quotas);
+    const audit = new AuditTrail(
+      store,
+      auth,
+      { retentionMs: settings.auditRetentionMs, reservations: settings.reservedEngines },
+      logger.child({ component: "audit" }),
+    );
     const services = servedServices({
       auth,
       store,
       tenantLimits,
       host,
-      queries: new SessionQueries(host, store, router, deletions, retention),
+      queries: new SessionQueries(host, store, router, deletions, retention, quotas),
       subagents: new Subagents(host, store, deletions),
       imports: new TranscriptImports(store, tokenizer, limits),
       exports: new TranscriptExports(store, maxBytes),
@@ -236,6 +245,8 @@ export class Contextd {
       tokenizer,
       limits,
       model,
+      quotas,
+      audit: audit.record,
     });
     const rpcs = servedRpcs(services);
     const shedding = {
@@ -271,6 +282,7 @@ export class Contextd {
       host.background,
       forgets,
       retentionSweeper,
+      audit,
     ]);
   }
 

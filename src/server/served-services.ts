@@ -1,5 +1,6 @@
 import type { ServiceDefinition, UntypedServiceImplementation } from "@grpc/grpc-js";
 import type { Logger } from "pino";
+import { AuditServiceService } from "../contract/gen/contextd/v1/audit.js";
 import { HostServiceService } from "../contract/gen/contextd/v1/host.js";
 import { RegistryServiceService } from "../contract/gen/contextd/v1/registry.js";
 import { AssembleResponse, SessionServiceService } from "../contract/gen/contextd/v1/session.js";
@@ -29,6 +30,9 @@ import type { Authenticator } from "./auth.js";
 import { hostAuthorization, registryAuthorization, sessionAuthorization } from "./authorization.js";
 import { bindService, decodingDefinition, type BindOptions } from "./middleware/bind-service.js";
 import type { ServedRpc } from "./middleware/step.js";
+import type { AuditSink } from "./middleware/audit-step.js";
+import { auditService } from "./audit-service.js";
+import type { AgentQuotas } from "../host/agent-quotas.js";
 
 /** A service contextd serves: its generated definition, its table, and how it is registered. */
 export interface ServedService {
@@ -59,6 +63,9 @@ export interface ServedServiceDeps {
   tokenizer: Tokenizer;
   limits: AppendLimits;
   model?: ChatModel;
+  quotas: AgentQuotas;
+  /** The audit step's sink (audit-trail.ts): the rows that declare `audit` are recorded through it. */
+  audit: AuditSink;
 }
 
 /**
@@ -79,10 +86,16 @@ export function servedServices(d: ServedServiceDeps): ServedService[] {
       {
         authorize: sessionAuthorization(d.auth),
         turn: (principal, signal) => d.tenantLimits.turn(principal.tenant, signal),
-        sessions: sessionStep(d.store, d.tenantLimits),
+        sessions: sessionStep(d.store, d.tenantLimits, d.quotas),
+        audit: d.audit,
       },
     ),
     served(RegistryServiceService, registryService(d.registry, d.admission, d.quarantine, d.events), decodingDefinition(RegistryServiceService), {
+      authorize: registryAuthorization(d.auth),
+      sessions: NO_SESSIONS,
+      audit: d.audit,
+    }),
+    served(AuditServiceService, auditService(d.store), decodingDefinition(AuditServiceService), {
       authorize: registryAuthorization(d.auth),
       sessions: NO_SESSIONS,
     }),

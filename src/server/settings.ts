@@ -3,6 +3,7 @@ import type { CompactionSettings } from "../compaction/native-compaction.js";
 import type { TenantLimitSettings } from "../contract/tenant-limits.js";
 import type { AppendLimits } from "../host/validate.js";
 import type { RetentionLimits, RetentionSettings } from "../host/retention.js";
+import type { QuotaSettings } from "../host/agent-quotas.js";
 import type { AnswerLimits } from "../registry/answer-limits.js";
 import type { EngineOperation } from "../registry/engine-call-observer.js";
 import type { HealthSettings } from "../registry/health-monitor.js";
@@ -59,6 +60,9 @@ export interface ContextdSettings {
   /** contextd's own health and SIGTERM drain (ms). */
   health: { storePingIntervalMs: number; storePingTimeoutMs: number; drainDelayMs: number; shutdownGraceMs: number };
   tracing: { otlpEndpoint?: string; serviceName: string };
+  quotas: QuotaSettings;
+  /** How long audit records are kept (ms). */
+  auditRetentionMs: number;
 }
 
 export function compileSettings(config: ContextdConfig): ContextdSettings {
@@ -147,6 +151,20 @@ export function compileSettings(config: ContextdConfig): ContextdSettings {
       drainDelayMs: config.health.drain_delay,
       shutdownGraceMs: config.health.shutdown_grace,
     },
+    quotas: {
+      maxSessions: config.quotas.max_sessions,
+      maxStoredBytes: config.quotas.max_stored_bytes,
+      agents: Object.fromEntries(
+        Object.entries(config.quotas.agents).map(([agent, q]) => [
+          agent,
+          {
+            ...(q.max_sessions !== undefined ? { maxSessions: q.max_sessions } : {}),
+            ...(q.max_stored_bytes !== undefined ? { maxStoredBytes: q.max_stored_bytes } : {}),
+          },
+        ]),
+      ),
+    },
+    auditRetentionMs: config.audit.retention_days * 86_400_000,
     tracing: {
       ...(config.tracing?.otlp_endpoint ? { otlpEndpoint: config.tracing.otlp_endpoint } : {}),
       serviceName: config.tracing?.service_name ?? "contextd",

@@ -52,6 +52,8 @@ export interface SessionRow {
   /** The message_key of the newest keyed message entry ('' when none), and the newest message's timestamp (migration 6). */
   last_message_key: string;
   last_message_timestamp_ms: number;
+  /** Bytes of the session's entries and revisions (migration 12), kept by triggers; absent from a row built in memory. */
+  stored_bytes?: number | string;
   /** SQLite only (migration 8): the session's number in the search index's rowids (sqlite/search.ts). */
   search_id?: number | null;
 }
@@ -130,6 +132,8 @@ export function toSessionRecord(row: SessionRow): SessionRecord {
     headerJson: row.header_json,
     lastMessageKey: row.last_message_key,
     lastMessageTimestampMs: row.last_message_timestamp_ms,
+    // Kept by the store's triggers (migration 12); a row built in memory has none yet.
+    storedBytes: Number(row.stored_bytes ?? 0),
   };
 }
 

@@ -1,5 +1,6 @@
 import type { CompactionEntry, Message, TranscriptEntry } from "../contract/gen/contextd/v1/types.js";
 import type { DeletionStore } from "./deletions.js";
+import type { AgentUsage, AuditQuery, AuditRecord, ReservationChange, StoredAuditRecord } from "./audit-records.js";
 import type { SearchTerms } from "./search-text.js";
 
 /**
@@ -146,6 +147,20 @@ export interface TranscriptStore extends DeletionStore {
   ping(): Promise<void>;
   /** How many sessions the store holds (for the `contextd_sessions` gauge; read at most every few seconds). */
   countSessions(): Promise<number>;
+  /** The sessions of `agentId` and the bytes they hold (entries and replaced revisions, as stored): what its quotas count. */
+  agentUsage(agentId: string): Promise<AgentUsage>;
+  /** Writes one audit record (audit-records.ts). */
+  appendAudit(record: AuditRecord): Promise<void>;
+  /** A page of the audit trail, newest first (AuditQuery). */
+  listAudit(query: AuditQuery): Promise<StoredAuditRecord[]>;
+  /** Deletes audit records older than `beforeMs`, at most `limit` of them; answers how many it deleted. */
+  pruneAudit(beforeMs: number, limit: number): Promise<number>;
+  /**
+   * Records `reservations` ([engineId, owner], the configuration's) as the ones the store has seen,
+   * and, in the same transaction, one audit record per change since the last call (by any replica)
+   * made by `config` at `atMs`. Answers the changes (none when another replica recorded them first).
+   */
+  syncReservations(reservations: ReadonlyMap<string, string>, atMs: number): Promise<ReservationChange[]>;
   close(): Promise<void>;
 }
 
@@ -292,6 +307,8 @@ export interface SessionRecord {
   lastMessageKey: string;
   /** The timestamp of the newest message entry (0 without one). */
   lastMessageTimestampMs: number;
+  /** Bytes the session holds: its entries' and replaced revisions' payloads, as stored. */
+  storedBytes: number;
 }
 
 export interface ViewMessage {
@@ -349,3 +366,4 @@ export type * from "./deletions.js";
 
 // The store-to-store copy interface (contextctl migrate-store) and its raw rows.
 export type * from "./store-copy.js";
+export type * from "./audit-records.js";

@@ -59,6 +59,9 @@ describe("contextctl conventions", () => {
         "release",
         "deregister",
         "migrate-store",
+        "backup",
+        "restore",
+        "audit",
       ]),
     );
     for (const name of names) {
@@ -87,6 +90,9 @@ describe("contextctl conventions", () => {
       ["migrate-store", "sqlite:x.db"],
       ["deregister"],
       ["deregister", " "],
+      ["backup", "x.db"],
+      ["restore", "x.db"],
+      ["audit", "--limit", "0"],
     ];
     for (const args of usage) {
       const r = await contextctl(address, ...args);
@@ -112,6 +118,7 @@ describe("contextctl conventions", () => {
       ["isolate", "e1"],
       ["release", "e1"],
       ["deregister", "e1"],
+      ["audit"],
     ];
     for (const args of calls) {
       for (const json of [[], ["--json"]]) {

@@ -11,6 +11,7 @@ import { randomBytes } from "node:crypto";
 import { Client, credentials } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as H from "../../src/contract/gen/contextd/v1/host.js";
+import * as A from "../../src/contract/gen/contextd/v1/audit.js";
 import * as R from "../../src/contract/gen/contextd/v1/registry.js";
 import * as Q from "../../src/contract/gen/contextd/v1/search.js";
 import * as S from "../../src/contract/gen/contextd/v1/session.js";
@@ -94,6 +95,8 @@ const MATRIX: Record<string, Row> = {
   "RegistryService/QuarantineEngine":      { request: () => R.QuarantineEngineRequest.fromPartial({ engineId: VICTIM, reason: "matrix" }), expect: OPERATOR, before: () => victim.register() },
   "RegistryService/ClearQuarantine":       { request: () => R.ClearQuarantineRequest.fromPartial({ engineId: VICTIM }), expect: OPERATOR, before: () => victim.quarantined() },
 
+  "AuditService/ListAuditEvents":          { request: () => A.ListAuditEventsRequest.fromPartial({ pageSize: 5 }), expect: OPERATOR },
+
   // For the session of the held engine call; minimal requests the handlers refuse past the token check.
   "HostService/ReadTranscript":            { request: () => H.ReadTranscriptRequest.fromPartial({ session: HOSTED }), expect: HOST(OK) },
   "HostService/SearchTranscript":          { request: () => H.HostServiceSearchTranscriptRequest.fromPartial({ session: HOSTED, query: "hi" }), expect: HOST(OK) },
@@ -103,7 +106,12 @@ const MATRIX: Record<string, Row> = {
   "HostService/Complete":                  { request: () => H.CompleteRequest.fromPartial({ session: HOSTED, system: "say hi" }), expect: HOST(PRECONDITION) },
 };
 
-const SERVICES = { SessionService: S.SessionServiceService, RegistryService: R.RegistryServiceService, HostService: H.HostServiceService };
+const SERVICES = {
+  SessionService: S.SessionServiceService,
+  RegistryService: R.RegistryServiceService,
+  HostService: H.HostServiceService,
+  AuditService: A.AuditServiceService,
+};
 const METHODS = new Map<string, MethodDef>(
   Object.values(SERVICES).flatMap((def) =>
     Object.values(def).map((m): [string, MethodDef] => [m.path.slice("/contextd.v1.".length), m as unknown as MethodDef]),

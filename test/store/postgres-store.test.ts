@@ -72,14 +72,21 @@ describe("PostgresStore: schema migrations", () => {
     await before.appendMessages("old", [{ message: textMessage(Role.ROLE_USER, "see invoice_rounding.ts for BILL-4821"), tokenCount: 1 }], LABELS);
     await before.appendMessages("old", [{ message: textMessage(Role.ROLE_USER, "nothing here"), tokenCount: 1 }], LABELS);
     await before.close();
-    // Back to version 6: no search column, no index, no record of migration 7 (nor of 10, after it).
+    // Back to version 6: no search column, no index, no record of migration 7 (nor of the later ones, undone too).
     await sql(db, "ALTER TABLE entries DROP COLUMN search");
-    await sql(db, "DROP TABLE session_engines, forget_deliveries, leases");
-    await sql(db, "DROP INDEX sessions_by_parent, sessions_by_created");
-    await sql(db, "DELETE FROM contextd_schema_migrations WHERE version IN (7, 10)");
+    for (const undo of [
+      "DROP TABLE audit_events, config_reservations",
+      "DROP TRIGGER entries_stored_bytes ON entries",
+      "DROP TRIGGER revisions_stored_bytes ON entry_revisions",
+      "DROP FUNCTION contextd_stored_bytes()",
+      "DROP INDEX sessions_by_agent",
+      "ALTER TABLE sessions DROP COLUMN stored_bytes",
+    ])
+      await sql(db, undo);
+    await sql(db, "DELETE FROM contextd_schema_migrations WHERE version >= 7");
 
     const after = await open(db.url());
-    expect(after.migration).toEqual({ found: 6, applied: [7, 10] });
+    expect(after.migration).toEqual({ found: 6, applied: MIGRATIONS.map((m) => m.version).filter((v) => v >= 7) });
     const hits = await searchPage(after, { sessionId: "old", terms: parseQuery("invoice_rounding.ts") }, "newest", 10, undefined);
     expect(hits.hits.map((h) => h.seq)).toEqual([1]);
     const [unindexed] = await sql<{ n: number }>(db, "SELECT COUNT(*)::int AS n FROM entries WHERE search IS NULL");

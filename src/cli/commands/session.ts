@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { SessionInfo } from "../../contract/gen/contextd/v1/session.js";
+import { AgentUsage, SessionInfo } from "../../contract/gen/contextd/v1/session.js";
 import { examples, iso, keyValues, pct, printJson, table } from "../format.js";
 import { accent } from "../style.js";
 import { action, clientOptions, globals, withSessions } from "./shared.js";
@@ -14,7 +14,7 @@ export function registerSession(program: Command): void {
     .addHelpText(
       "after",
       "\nThe overview is the host's bookkeeping of the active view; `contextctl context ID --budget N` shows the messages.\n" +
-        "With --json: the SessionInfo (proto JSON; fields at their defaults are left out).\n" +
+        "With --json: the SessionInfo (proto JSON; fields at their defaults are left out), with `agentUsage`: its agent's sessions and bytes against its quotas.\n" +
         examples("contextctl session chat-42", "contextctl --json session chat-42 | jq .overview"),
     )
     .action(
@@ -22,8 +22,8 @@ export function registerSession(program: Command): void {
         const g = globals(cmd);
         const res = await withSessions(clientOptions(g), (client) => client.getSession({ session: { sessionId: id } }));
         const info = res.info ?? SessionInfo.fromPartial({});
-        if (g.json) return printJson(SessionInfo.toJSON(info));
-        writeStdout(`${describe(id, info)}\n\n${overview(info)}\n`);
+        if (g.json) return printJson({ ...(SessionInfo.toJSON(info) as object), ...(res.agentUsage ? { agentUsage: AgentUsage.toJSON(res.agentUsage) } : {}) });
+        writeStdout(`${describe(id, info)}\n\n${overview(info)}${res.agentUsage ? `\n\n${usage(res.agentUsage)}` : ""}\n`);
       }),
     );
 }
@@ -43,7 +43,20 @@ function describe(id: string, info: SessionInfo): string {
     ["compactions", info.compactionCount],
     ["total tokens", info.totalTokens],
     ["active tokens", info.activeTokens],
+    ["stored bytes", info.storedBytes],
   ]);
+}
+
+/** The agent's usage against its quotas (`quotas` in contextd's config; "-": no quota). */
+function usage(u: AgentUsage): string {
+  const of = (used: number, max: number) => (max > 0 ? [used, max, pct(used, max)] : [used, "-", "-"]);
+  return `agent ${terminalText(u.agentId || "-")} usage\n${table(
+    ["quota", "used", "limit", "share"],
+    [
+      ["sessions", ...of(u.sessions, u.maxSessions)],
+      ["stored bytes", ...of(u.storedBytes, u.maxStoredBytes)],
+    ],
+  )}`;
 }
 
 /** The context overview (GetSession.info.overview) as a table: tokens and share of the total. */

@@ -42,11 +42,12 @@ export function registerSessions(program: Command): void {
           s.compactionCount,
           s.activeTokens,
           s.totalTokens,
+          s.storedBytes,
           iso(s.updatedAtMs),
           ...(within !== undefined ? [iso(s.expiresAtMs)] : []),
         ]);
-        const head = ["session", "key", "agent", "messages", "compactions", "active tokens", "total tokens", "updated"];
-        writeStdout(`${table(within !== undefined ? [...head, "expires"] : head, rows)}\n`);
+        const head = ["session", "key", "agent", "messages", "compactions", "active tokens", "total tokens", "stored bytes", "updated"];
+        writeStdout(`${table(within !== undefined ? [...head, "expires"] : head, rows)}\n${agentTotals(sessions)}`);
       }),
     );
 }
@@ -63,4 +64,18 @@ function expiringWithin(value: string): number {
     // below
   }
   throw new InvalidArgumentError(`${JSON.stringify(value)} is not a duration (use 90m, 12h, 7d)`);
+}
+
+/** Per agent: its sessions and the bytes they hold (what `quotas` count; `contextctl session ID` shows the quotas). */
+function agentTotals(sessions: SessionInfo[]): string {
+  const by = new Map<string, { sessions: number; bytes: number }>();
+  for (const s of sessions) {
+    const agent = s.session?.agentId ?? "";
+    const t = by.get(agent) ?? { sessions: 0, bytes: 0 };
+    t.sessions += 1;
+    t.bytes += s.storedBytes;
+    by.set(agent, t);
+  }
+  const rows = [...by].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([agent, t]) => [terminalText(agent || "-"), t.sessions, t.bytes]);
+  return `\n${table(["agent", "sessions", "stored bytes"], rows)}\n`;
 }

@@ -1,4 +1,12 @@
-import type { Metadata, sendUnaryData, ServerUnaryCall, ServerWritableStream, ServiceDefinition, UntypedServiceImplementation } from "@grpc/grpc-js";
+import {
+  status,
+  type Metadata,
+  type sendUnaryData,
+  type ServerUnaryCall,
+  type ServerWritableStream,
+  type ServiceDefinition,
+  type UntypedServiceImplementation,
+} from "@grpc/grpc-js";
 import type { PeerCertificate } from "node:tls";
 import type { Logger } from "pino";
 import { InvalidArgumentError } from "../../contract/errors.js";
@@ -8,6 +16,8 @@ import type { RequestContext } from "../../contract/request-context.js";
 import type { AuthRule, RowHandler, ServiceTable, SessionStep, StreamRowHandler } from "../../contract/rpc-table.js";
 import { lazyChild } from "../../contract/lazy-logger.js";
 import { NO_TURN, type Turn } from "../../contract/tenant-limits.js";
+import type { Audited } from "../../contract/rpc-table.js";
+import { auditedCall, type AuditSink } from "./audit-step.js";
 
 /**
  * The authorization step (authorization.ts): interprets the rule the method's row states — proves
@@ -37,12 +47,15 @@ export interface BindOptions<P, Rule extends AuthRule = AuthRule, Session = unkn
    * settles. Without it every call has its turn at once.
    */
   turn?: (principal: P, signal: AbortSignal) => Promise<Turn>;
+  /** The audit step's sink (audit-step.ts): every call of a row that declares `audit` is handed to it. Without it nothing is audited. */
+  audit?: AuditSink;
 }
 
 /** One row as the pipeline runs it, whatever its request and response types. */
 interface BoundRow<P> {
   auth: AuthRule;
   session: unknown;
+  audit?: Audited<unknown, unknown>;
   handler: RowHandler<unknown, unknown, P, unknown> | StreamRowHandler<unknown, unknown, P, unknown>;
 }
 
@@ -59,6 +72,8 @@ interface BoundRow<P> {
  * 4. the session step (`sessions`): the sessions the row declares, resolved once, and the call
  *    admitted — released when the handler settles;
  * 5. the row's handler, with the request as it came, the context and the resolved sessions;
+ * 6. for a row that declares `audit`, the audit step (audit-step.ts): the call — allowed or
+ *    refused at any step above — recorded with its outcome before its caller hears the answer;
  *
  * and whatever a step throws mapped to a gRPC status in the one place that does
  * (contract/grpc-status.ts). Internal errors are logged here with their stack; every call's outcome
@@ -78,6 +93,7 @@ export function bindService<Def extends ServiceDefinition, P, Rule extends AuthR
     const method = definition[name];
     const row = rows[name];
     if (!row) throw new Error(`no row for ${method.path}`);
+    if (row.audit && method.responseStream) throw new Error(`${method.path}: the audit step records unary calls only`);
     const bound = options as unknown as BindOptions<P>;
     impl[name] = method.responseStream ? streamAdapter(method.path, row, bound) : unaryAdapter(method.path, row, bound);
   }
@@ -190,10 +206,12 @@ async function onTurn<P, T>(
   ctx: RequestContext<P>,
   options: BindOptions<P>,
   handler: (request: unknown, ctx: RequestContext<P>, sessions: unknown) => Promise<T>,
+  seen: { request?: unknown } = {},
 ): Promise<T> {
   const turn = options.turn ? await options.turn(ctx.principal, ctx.signal) : NO_TURN;
   try {
     const decoded = decodedRequest(request);
+    seen.request = decoded;
     const turnCtx = { ...ctx, turn };
     const { sessions, release } = await options.sessions(row, decoded, turnCtx);
     try {
@@ -208,6 +226,7 @@ async function onTurn<P, T>(
 
 function unaryAdapter<P>(path: string, row: BoundRow<P>, options: BindOptions<P>) {
   const handler = row.handler as RowHandler<unknown, unknown, P, unknown>;
+  const audit = row.audit && options.audit ? { row: row.audit, sink: options.audit } : undefined;
   return (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => {
     const controller = new AbortController();
     let answered = false;
@@ -218,21 +237,49 @@ function unaryAdapter<P>(path: string, row: BoundRow<P>, options: BindOptions<P>
       if (!answered) controller.abort(abortReason("cancelled by the caller"));
     });
     let ctx: RequestContext<P> | undefined;
+    const seen: { request?: unknown } = {};
+    // The audit step (audit-step.ts), for a row that declares it: the call recorded, then answered.
+    const answer = (outcome: { ok: true; response: unknown } | { ok: false; code: status }, send: () => void) => {
+      if (!audit) return send();
+      const record = auditedCall(
+        audit.row,
+        {
+          path,
+          requestId: ctx?.requestId ?? requestIdOf(call.metadata),
+          metadata: call.metadata,
+          peerCertificate: call.getAuthContext?.().sslPeerCertificate,
+          peer: call.getPeer?.() ?? "",
+        },
+        () => (seen.request !== undefined ? seen.request : requestAsItCame(call.request)),
+        outcome,
+      );
+      audit.sink(record).then(send, (err: unknown) => {
+        (ctx?.log ?? options.logger).error({ err, method: path }, "audit record not written");
+        send();
+      });
+    };
     const fail = (err: unknown) => {
       answered = true;
       if (isInternal(err)) (ctx?.log ?? options.logger).error({ err, method: path }, "internal error");
-      callback(toServiceError(err, { deadlineMs: ctx?.deadlineMs }), null);
+      const e = toServiceError(err, { deadlineMs: ctx?.deadlineMs });
+      answer({ ok: false, code: e.code ?? status.UNKNOWN }, () => callback(e, null));
     };
     try {
       ctx = context(path, row, call, options, controller);
-      onTurn(call.request, row, ctx, options, handler).then((res) => {
+      onTurn(call.request, row, ctx, options, handler, seen).then((res) => {
         answered = true;
-        callback(null, res);
+        answer({ ok: true, response: res }, () => callback(null, res));
       }, fail);
     } catch (err) {
       fail(err);
     }
   };
+}
+
+/** The request of a call refused before its turn decoded it: decoded now, or undefined when it cannot be. */
+function requestAsItCame(request: unknown): unknown {
+  const decoded = request instanceof EncodedRequest ? request.decoded() : request;
+  return decoded instanceof UndecodableRequest ? undefined : decoded;
 }
 
 function streamAdapter<P>(path: string, row: BoundRow<P>, options: BindOptions<P>) {

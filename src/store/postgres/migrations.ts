@@ -262,6 +262,52 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX sessions_by_created ON sessions (created_at_ms);
     `,
   },
+  {
+    version: 11,
+    description: "the audit trail and the engine id reservations the configuration last had",
+    sql: `
+      CREATE TABLE audit_events (
+        id         BIGSERIAL PRIMARY KEY,
+        at_ms      BIGINT NOT NULL,
+        actor      TEXT   NOT NULL,
+        action     TEXT   NOT NULL,
+        target     TEXT   NOT NULL,
+        peer       TEXT   NOT NULL,
+        outcome    TEXT   NOT NULL,
+        method     TEXT   NOT NULL,
+        request_id TEXT   NOT NULL
+      );
+      CREATE INDEX audit_events_by_time ON audit_events (at_ms);
+      CREATE TABLE config_reservations (
+        engine_id TEXT COLLATE "C" NOT NULL PRIMARY KEY,
+        owner     TEXT NOT NULL
+      );
+    `,
+  },
+  {
+    version: 12,
+    description: "bytes each session holds, kept by triggers, for the per-agent quotas",
+    sql: `
+      ALTER TABLE sessions ADD COLUMN stored_bytes BIGINT NOT NULL DEFAULT 0;
+      UPDATE sessions s SET stored_bytes =
+        (SELECT coalesce(sum(octet_length(payload)), 0) FROM entries e WHERE e.session_id = s.session_id) +
+        (SELECT coalesce(sum(octet_length(payload)), 0) FROM entry_revisions r WHERE r.session_id = s.session_id);
+      CREATE FUNCTION contextd_stored_bytes() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF TG_OP = 'INSERT' THEN
+          UPDATE sessions SET stored_bytes = stored_bytes + octet_length(NEW.payload) WHERE session_id = NEW.session_id;
+        ELSIF NEW.payload IS DISTINCT FROM OLD.payload THEN
+          UPDATE sessions SET stored_bytes = stored_bytes + octet_length(NEW.payload) - octet_length(OLD.payload) WHERE session_id = NEW.session_id;
+        END IF;
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER entries_stored_bytes AFTER INSERT OR UPDATE OF payload ON entries
+        FOR EACH ROW EXECUTE FUNCTION contextd_stored_bytes();
+      CREATE TRIGGER revisions_stored_bytes AFTER INSERT ON entry_revisions
+        FOR EACH ROW EXECUTE FUNCTION contextd_stored_bytes();
+      CREATE INDEX sessions_by_agent ON sessions (agent_id);
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

@@ -1,4 +1,6 @@
 import { ContextdError, FailedPreconditionError, NotFoundError, SessionNotFoundError } from "../../contract/errors.js";
+import * as audit from "./audit-records.js";
+import type { AgentUsage, AuditQuery, AuditRecord, ReservationChange, StoredAuditRecord } from "../audit-records.js";
 import type { QuarantineState } from "../../contract/gen/contextd/v1/registry.js";
 import type { CompactionEntry, TranscriptEntry } from "../../contract/gen/contextd/v1/types.js";
 import type { RegistrationClaim, RegistryChange, RegistryStore, RegistryWatch, RegistryWatchOptions, StoredRegistration } from "../registry-store.js";
@@ -284,6 +286,28 @@ export class PostgresStore implements TranscriptStore, RegistryStore, StoreCopy 
 
   async ping(): Promise<void> {
     await this.db.ping();
+  }
+
+  async agentUsage(agentId: string): Promise<AgentUsage> {
+    return audit.agentUsage(this.db, agentId);
+  }
+
+  // --- the audit trail (audit-records.ts) -------------------------------------------------------
+
+  async appendAudit(record: AuditRecord): Promise<void> {
+    await audit.appendAudit(this.db, record);
+  }
+
+  async listAudit(query: AuditQuery): Promise<StoredAuditRecord[]> {
+    return audit.listAudit(this.db, query);
+  }
+
+  async pruneAudit(beforeMs: number, limit: number): Promise<number> {
+    return audit.pruneAudit(this.db, beforeMs, limit);
+  }
+
+  async syncReservations(reservations: ReadonlyMap<string, string>, atMs: number): Promise<ReservationChange[]> {
+    return audit.syncReservations(this.db, reservations, atMs);
   }
 
   async countSessions(): Promise<number> {

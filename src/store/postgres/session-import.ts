@@ -39,6 +39,8 @@ export async function importSession(db: PgDatabase, sessionId: string, labels: S
     }
     row.active_from_seq = t.activeFromIndex + 1;
     await saveSession(conn, row, now);
+    // The store's triggers counted the entries' bytes (migration 12).
+    row.stored_bytes = (await conn.query<{ b: string }>("SELECT stored_bytes AS b FROM sessions WHERE session_id = $1", [sessionId])).rows[0]?.b ?? 0;
     return toSessionRecord(row);
   });
 }

@@ -93,6 +93,8 @@ export async function createSession(db: PgDatabase, sessionId: string, labels: S
     });
     await insertEntries(conn, sessionId, rows);
     await saveSession(conn, row, now);
+    // The store's triggers counted the entries' bytes (migration 12).
+    row.stored_bytes = (await conn.query<{ b: string }>("SELECT stored_bytes AS b FROM sessions WHERE session_id = $1", [sessionId])).rows[0]?.b ?? 0;
     return toSessionRecord(row);
   });
 }

@@ -298,6 +298,53 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX sessions_by_created ON sessions (created_at_ms);
     `,
   },
+  {
+    version: 11,
+    description: "the audit trail and the engine id reservations the configuration last had",
+    sql: `
+      -- One row per operator or owner action (src/store/audit-records.ts): ids only, never content.
+      CREATE TABLE audit_events (
+        id         INTEGER PRIMARY KEY AUTOINCREMENT,
+        at_ms      INTEGER NOT NULL,
+        actor      TEXT    NOT NULL,
+        action     TEXT    NOT NULL,
+        target     TEXT    NOT NULL,
+        peer       TEXT    NOT NULL,
+        outcome    TEXT    NOT NULL,
+        method     TEXT    NOT NULL,
+        request_id TEXT    NOT NULL
+      );
+      CREATE INDEX audit_events_by_time ON audit_events (at_ms);
+      -- What auth.owners.<owner>.engines said when a contextd last started: a start whose
+      -- configuration differs records the changes in audit_events (syncReservations).
+      CREATE TABLE config_reservations (
+        engine_id TEXT NOT NULL PRIMARY KEY,
+        owner     TEXT NOT NULL
+      );
+    `,
+  },
+  {
+    version: 12,
+    description: "bytes each session holds, kept by triggers, for the per-agent quotas",
+    sql: `
+      ALTER TABLE sessions ADD COLUMN stored_bytes INTEGER NOT NULL DEFAULT 0;
+      UPDATE sessions SET stored_bytes =
+        (SELECT coalesce(sum(length(payload)), 0) FROM entries e WHERE e.session_id = sessions.session_id) +
+        (SELECT coalesce(sum(length(payload)), 0) FROM entry_revisions r WHERE r.session_id = sessions.session_id);
+      -- Every write path (appends, imports, forks, compactions, rewrites, a store copy) inserts or
+      -- updates these rows; the session row goes with its entries, so deletes need no trigger.
+      CREATE TRIGGER entries_stored_bytes_insert AFTER INSERT ON entries BEGIN
+        UPDATE sessions SET stored_bytes = stored_bytes + length(NEW.payload) WHERE session_id = NEW.session_id;
+      END;
+      CREATE TRIGGER entries_stored_bytes_update AFTER UPDATE OF payload ON entries BEGIN
+        UPDATE sessions SET stored_bytes = stored_bytes + length(NEW.payload) - length(OLD.payload) WHERE session_id = NEW.session_id;
+      END;
+      CREATE TRIGGER revisions_stored_bytes_insert AFTER INSERT ON entry_revisions BEGIN
+        UPDATE sessions SET stored_bytes = stored_bytes + length(NEW.payload) WHERE session_id = NEW.session_id;
+      END;
+      CREATE INDEX sessions_by_agent ON sessions (agent_id);
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

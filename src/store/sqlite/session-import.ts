@@ -62,6 +62,8 @@ export async function importSession(
     }
     row.active_from_seq = t.activeFromIndex + 1;
     saveSession(stmts, row, now);
+    // The store's triggers counted the entries' bytes (migration 12).
+    row.stored_bytes = stmts.session.get(sessionId)?.stored_bytes ?? 0;
     return toSessionRecord(row);
   });
   return run.immediate();

@@ -46,6 +46,8 @@ import * as registry from "./registry-records.js";
 import { checkTokenCount, toSessionRecord } from "../rows.js";
 import { prepareStatements, type Statements } from "./statements.js";
 import { SqliteStoreCopy } from "./store-copy.js";
+import { SqliteAuditRecords } from "./audit-records.js";
+import type { AgentUsage, AuditQuery, AuditRecord, ReservationChange, StoredAuditRecord } from "../audit-records.js";
 import { SqliteSearch } from "./search.js";
 import { attachMemoryIndex, openIndexFile, searchIndexPath } from "./search-index.js";
 import { InlineIndexing, startIndexThread, type SearchIndexing } from "./search-index-thread.js";
@@ -111,6 +113,7 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
   private readonly commits: GroupCommit;
   private readonly walSync: WalSync | undefined;
   private readonly copy: SqliteStoreCopy;
+  private readonly audit: SqliteAuditRecords;
   private readonly search: SqliteSearch;
   /** The search indexer (search-index.ts) and what the searches read with. */
   private readonly indexing: SearchIndexing;
@@ -127,6 +130,7 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
     this.stmts = prepareStatements(db);
     this.deletions = new SqliteDeletions(db);
     this.copy = new SqliteStoreCopy(db);
+    this.audit = new SqliteAuditRecords(db);
     // Only a file in WAL mode has a -wal to sync (in memory, or where SQLite kept another journal
     // mode, the group's COMMIT stays at FULL).
     const wal = !db.memory && db.pragma("journal_mode", { simple: true }) === "wal";
@@ -390,6 +394,29 @@ export class SqliteStore implements TranscriptStore, RegistryStore, StoreCopy {
 
   async countSessions(): Promise<number> {
     return (this.db.prepare("SELECT COUNT(*) AS n FROM sessions").get() as { n: number }).n;
+  }
+
+  async agentUsage(agentId: string): Promise<AgentUsage> {
+    return this.db.transaction(() => this.audit.agentUsage(agentId)).deferred();
+  }
+
+  // --- the audit trail (audit-records.ts) -------------------------------------------------------
+
+  /** In the group commit: durable before it resolves, its sync off the event loop. */
+  async appendAudit(record: AuditRecord): Promise<void> {
+    await this.commits.write(() => this.audit.append(record));
+  }
+
+  async listAudit(query: AuditQuery): Promise<StoredAuditRecord[]> {
+    return this.audit.list(query);
+  }
+
+  async pruneAudit(beforeMs: number, limit: number): Promise<number> {
+    return this.audit.pruneBefore(beforeMs, limit);
+  }
+
+  async syncReservations(reservations: ReadonlyMap<string, string>, atMs: number): Promise<ReservationChange[]> {
+    return this.audit.syncReservations(reservations, atMs);
   }
 
   /** The file is local: answering at all is the whole check. */

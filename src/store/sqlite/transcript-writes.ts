@@ -94,6 +94,8 @@ export function createSession(
       appendCompaction(stmts, row, ids[i], compaction, entry.summaryTokens, firstKeptSeq, now, `seed entry ${i}`);
     });
     saveSession(stmts, row, now);
+    // The store's triggers counted the entries' bytes (migration 12).
+    row.stored_bytes = stmts.session.get(sessionId)?.stored_bytes ?? 0;
     return toSessionRecord(row);
   });
   return run.immediate();

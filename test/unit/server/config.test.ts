@@ -74,6 +74,8 @@ const DEFAULTS: ContextdConfig = {
   subagents: { sweep_interval: 5000 },
   retention: { sweep_interval: 60000, agents: {} },
   forget: { poll_interval: 5000, backoff: { initial: 1000, max: 300000 } },
+  quotas: { max_sessions: 0, max_stored_bytes: 0, agents: {} },
+  audit: { retention_days: 90 },
 };
 
 const HASH = "ab".repeat(32);
@@ -235,6 +237,8 @@ limits: { max_message_bytes: 1024, max_messages_per_append: 10, max_session_entr
       subagents: { sweep_interval: 5000 },
       retention: { sweep_interval: 60000, agents: {} },
       forget: { poll_interval: 5000, backoff: { initial: 1000, max: 300000 } },
+      quotas: { max_sessions: 0, max_stored_bytes: 0, agents: {} },
+      audit: { retention_days: 90 },
     });
   });
 

@@ -8,6 +8,7 @@
 import path from "node:path";
 import { loadSync } from "@grpc/proto-loader";
 import { describe, expect, it } from "vitest";
+import * as audit from "../../../src/contract/gen/contextd/v1/audit.js";
 import * as engine from "../../../src/contract/gen/contextd/v1/engine.js";
 import * as host from "../../../src/contract/gen/contextd/v1/host.js";
 import * as registry from "../../../src/contract/gen/contextd/v1/registry.js";
@@ -17,7 +18,7 @@ import { RPCS, SERVED } from "./served-services-fixture.js";
 
 /** Every service definition the generated code holds, by its fully-qualified name. */
 const GENERATED = new Map(
-  [engine, host, registry, session].flatMap((module) =>
+  [audit, engine, host, registry, session].flatMap((module) =>
     Object.values(module)
       .filter((value): value is Record<string, { path: string; responseStream: boolean }> => {
         const first = typeof value === "object" && value !== null ? Object.values(value)[0] : undefined;
@@ -35,7 +36,7 @@ const ENGINE_SIDE = ["contextd.v1.ContextEngineService"];
 /** The repository's protos, the source of truth the generated code is made from. */
 const PROTO_DIR = path.resolve(import.meta.dirname, "../../../proto");
 const protos = loadSync(
-  ["session", "registry", "host"].map((f) => `contextd/v1/${f}.proto`),
+  ["session", "registry", "host", "audit"].map((f) => `contextd/v1/${f}.proto`),
   { includeDirs: [PROTO_DIR], keepCase: true },
 );
 /** The request fields of an RPC (by method path) that are SessionRefs, as the proto declares them, in camelCase. */

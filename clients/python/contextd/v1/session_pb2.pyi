@@ -31,6 +31,20 @@ class AfterTurnResponse(_message.Message):
     mode: _types_pb2.Mode
     def __init__(self, engine_id: _Optional[str] = ..., mode: _Optional[_Union[_types_pb2.Mode, str]] = ..., fallback_reason: _Optional[str] = ...) -> None: ...
 
+class AgentUsage(_message.Message):
+    __slots__ = ["agent_id", "max_sessions", "max_stored_bytes", "sessions", "stored_bytes"]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    MAX_SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    MAX_STORED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    STORED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    max_sessions: int
+    max_stored_bytes: int
+    sessions: int
+    stored_bytes: int
+    def __init__(self, agent_id: _Optional[str] = ..., sessions: _Optional[int] = ..., stored_bytes: _Optional[int] = ..., max_sessions: _Optional[int] = ..., max_stored_bytes: _Optional[int] = ...) -> None: ...
+
 class AppendMessagesRequest(_message.Message):
     __slots__ = ["idempotency_key", "is_heartbeat", "message_keys", "messages", "session"]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
@@ -204,10 +218,12 @@ class GetSessionRequest(_message.Message):
     def __init__(self, session: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ...) -> None: ...
 
 class GetSessionResponse(_message.Message):
-    __slots__ = ["info"]
+    __slots__ = ["agent_usage", "info"]
+    AGENT_USAGE_FIELD_NUMBER: _ClassVar[int]
     INFO_FIELD_NUMBER: _ClassVar[int]
+    agent_usage: AgentUsage
     info: SessionInfo
-    def __init__(self, info: _Optional[_Union[SessionInfo, _Mapping]] = ...) -> None: ...
+    def __init__(self, info: _Optional[_Union[SessionInfo, _Mapping]] = ..., agent_usage: _Optional[_Union[AgentUsage, _Mapping]] = ...) -> None: ...
 
 class GetTranscriptRequest(_message.Message):
     __slots__ = ["page_size", "page_token", "session"]
@@ -324,7 +340,7 @@ class RollbackSubagentSpawnResponse(_message.Message):
     def __init__(self, rolled_back: bool = ...) -> None: ...
 
 class SessionInfo(_message.Message):
-    __slots__ = ["active_tokens", "compaction_count", "created_at_ms", "entry_count", "expires_at_ms", "last_message_key", "last_message_timestamp_ms", "message_count", "overview", "parent_session_id", "selected_engine_id", "session", "total_tokens", "updated_at_ms"]
+    __slots__ = ["active_tokens", "compaction_count", "created_at_ms", "entry_count", "expires_at_ms", "last_message_key", "last_message_timestamp_ms", "message_count", "overview", "parent_session_id", "selected_engine_id", "session", "stored_bytes", "total_tokens", "updated_at_ms"]
     ACTIVE_TOKENS_FIELD_NUMBER: _ClassVar[int]
     COMPACTION_COUNT_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
@@ -337,6 +353,7 @@ class SessionInfo(_message.Message):
     PARENT_SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SELECTED_ENGINE_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
+    STORED_BYTES_FIELD_NUMBER: _ClassVar[int]
     TOTAL_TOKENS_FIELD_NUMBER: _ClassVar[int]
     UPDATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     active_tokens: int
@@ -351,6 +368,7 @@ class SessionInfo(_message.Message):
     parent_session_id: str
     selected_engine_id: str
     session: _types_pb2.SessionRef
+    stored_bytes: int
     total_tokens: int
     updated_at_ms: int
-    def __init__(self, session: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., entry_count: _Optional[int] = ..., message_count: _Optional[int] = ..., compaction_count: _Optional[int] = ..., total_tokens: _Optional[int] = ..., active_tokens: _Optional[int] = ..., selected_engine_id: _Optional[str] = ..., overview: _Optional[_Union[ContextOverview, _Mapping]] = ..., parent_session_id: _Optional[str] = ..., last_message_key: _Optional[str] = ..., last_message_timestamp_ms: _Optional[int] = ..., expires_at_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, session: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., entry_count: _Optional[int] = ..., message_count: _Optional[int] = ..., compaction_count: _Optional[int] = ..., total_tokens: _Optional[int] = ..., active_tokens: _Optional[int] = ..., selected_engine_id: _Optional[str] = ..., overview: _Optional[_Union[ContextOverview, _Mapping]] = ..., parent_session_id: _Optional[str] = ..., last_message_key: _Optional[str] = ..., last_message_timestamp_ms: _Optional[int] = ..., expires_at_ms: _Optional[int] = ..., stored_bytes: _Optional[int] = ...) -> None: ...

@@ -43,10 +43,10 @@ afterEach(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-describe("schema migrations 1 → 2 → 3 → 4 → 5 → 6 → 7 → 8 → 9", () => {
+describe("schema migrations 1 → 2 → 3 → 4 → 5 → 6 → 7 → 8 → 9 → 11 → 12", () => {
   it("upgrades a version-1 file in place, keeping its data", async () => {
     // Build a version-1 file: only migration 1, then data written through its schema.
-    expect(MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
     const v1 = new Database(dbPath);
     migrate(v1, 1);
     expect(v1.pragma("user_version", { simple: true })).toBe(1);
@@ -71,7 +71,7 @@ describe("schema migrations 1 → 2 → 3 → 4 → 5 → 6 → 7 → 8 → 9", 
     const store = openAt();
     const db = (store as unknown as { db: Database.Database }).db;
     expect(db.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
-    expect(SCHEMA_VERSION).toBe(10);
+    expect(SCHEMA_VERSION).toBe(12);
     // Migration 6 filled in the newest message's timestamp from the entries; no key was ever given.
     expect(await store.getSession("old")).toMatchObject({
       sessionKey: "k",
@@ -80,6 +80,8 @@ describe("schema migrations 1 → 2 → 3 → 4 → 5 → 6 → 7 → 8 → 9", 
       lastSeq: 1,
       lastMessageKey: "",
       lastMessageTimestampMs: 5000,
+      // Migration 12 counted the bytes the session already held.
+      storedBytes: TranscriptEntry.encode(entry).finish().length,
     });
     expect(await store.readEntries("old", 0, 10)).toEqual([entry]);
     const view = (await store.readActiveView("old"))!;
@@ -96,6 +98,14 @@ describe("schema migrations 1 → 2 → 3 → 4 → 5 → 6 → 7 → 8 → 9", 
     expect(keyed.replayed).toBe(false);
     expect(await store.appendIdempotent("old", [msg("keyed", 2)], LABELS, { key: "k1", requestHash: "h" })).toMatchObject({ replayed: true });
     expect((await store.getSession("old"))!.headerJson).toBe("");
+    // Migration 12's triggers kept the count through appends and a rewrite (its revision counts too).
+    const held = db
+      .prepare(
+        "SELECT (SELECT sum(length(payload)) FROM entries WHERE session_id = 'old') + (SELECT sum(length(payload)) FROM entry_revisions WHERE session_id = 'old') AS b",
+      )
+      .get() as { b: number };
+    expect((await store.getSession("old"))!.storedBytes).toBe(held.b);
+    expect(await store.agentUsage("a")).toEqual({ sessions: 1, storedBytes: held.b });
     const claim = await store.claimRegistration(
       {
         engineId: "e1",

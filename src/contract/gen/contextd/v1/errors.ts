@@ -204,6 +204,14 @@ export enum ErrorReason {
    * `limit` (the key), `limit_value`, `used` (in the last hour), `attempts` (0).
    */
   MODEL_SPEND_LIMITED = 117,
+  /**
+   * QUOTA_EXCEEDED - RESOURCE_EXHAUSTED: the call would take its agent past one of its quotas (`quotas`: the agent's
+   * sessions or the bytes they hold); nothing was written. Retrying does not help until the agent
+   * holds less (a session deleted) or the quota is raised. Metadata: `quota` (the configuration
+   * key: `quotas.max_sessions` or `quotas.max_stored_bytes`), `limit_value`, `used` (what the agent
+   * holds now), `agent_id`.
+   */
+  QUOTA_EXCEEDED = 118,
   UNRECOGNIZED = -1,
 }
 
@@ -314,6 +322,9 @@ export function errorReasonFromJSON(object: any): ErrorReason {
     case 117:
     case "MODEL_SPEND_LIMITED":
       return ErrorReason.MODEL_SPEND_LIMITED;
+    case 118:
+    case "QUOTA_EXCEEDED":
+      return ErrorReason.QUOTA_EXCEEDED;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -393,6 +404,8 @@ export function errorReasonToJSON(object: ErrorReason): string {
       return "HOST_CALL_FAILED";
     case ErrorReason.MODEL_SPEND_LIMITED:
       return "MODEL_SPEND_LIMITED";
+    case ErrorReason.QUOTA_EXCEEDED:
+      return "QUOTA_EXCEEDED";
     case ErrorReason.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";

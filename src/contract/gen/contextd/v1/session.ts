@@ -433,6 +433,11 @@ export interface SessionInfo {
    * `retention.max_age`, by its agent's limits); 0 when no limit applies to it.
    */
   expiresAtMs: number;
+  /**
+   * Bytes the session holds in the store: its entries and their replaced revisions, as stored
+   * (encoded). What `quotas.max_stored_bytes` counts for its agent.
+   */
+  storedBytes: number;
 }
 
 /** Which session to describe. */
@@ -444,7 +449,25 @@ export interface GetSessionRequest {
 /** The session described. */
 export interface GetSessionResponse {
   /** The session's counts and selection. */
-  info?: SessionInfo | undefined;
+  info?:
+    | SessionInfo
+    | undefined;
+  /** The session's agent's usage and quotas (`quotas`, docs/operations.md). */
+  agentUsage?: AgentUsage | undefined;
+}
+
+/** What an agent holds in the store, and its quotas (0: no quota). */
+export interface AgentUsage {
+  /** The agent. */
+  agentId: string;
+  /** Its sessions. */
+  sessions: number;
+  /** Bytes its sessions hold (SessionInfo.stored_bytes, summed). */
+  storedBytes: number;
+  /** `quotas.max_sessions` for this agent; 0 without a quota. */
+  maxSessions: number;
+  /** `quotas.max_stored_bytes` for this agent; 0 without a quota. */
+  maxStoredBytes: number;
 }
 
 /** A page of the session list. */
@@ -2951,6 +2974,7 @@ function createBaseSessionInfo(): SessionInfo {
     lastMessageKey: "",
     lastMessageTimestampMs: 0,
     expiresAtMs: 0,
+    storedBytes: 0,
   };
 }
 
@@ -2997,6 +3021,9 @@ export const SessionInfo: MessageFns<SessionInfo> = {
     }
     if (message.expiresAtMs !== 0) {
       writer.uint32(112).int64(message.expiresAtMs);
+    }
+    if (message.storedBytes !== 0) {
+      writer.uint32(120).uint64(message.storedBytes);
     }
     return writer;
   },
@@ -3126,6 +3153,14 @@ export const SessionInfo: MessageFns<SessionInfo> = {
             message.expiresAtMs = longToNumber(reader.int64());
             continue;
           }
+          case 15: {
+            if (tag !== 120) {
+              break;
+            }
+
+            message.storedBytes = longToNumber(reader.uint64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3202,6 +3237,11 @@ export const SessionInfo: MessageFns<SessionInfo> = {
         : isSet(object.expires_at_ms)
         ? globalThis.Number(object.expires_at_ms)
         : 0,
+      storedBytes: isSet(object.storedBytes)
+        ? globalThis.Number(object.storedBytes)
+        : isSet(object.stored_bytes)
+        ? globalThis.Number(object.stored_bytes)
+        : 0,
     };
   },
 
@@ -3249,6 +3289,9 @@ export const SessionInfo: MessageFns<SessionInfo> = {
     if (message.expiresAtMs !== 0) {
       obj.expiresAtMs = Math.round(message.expiresAtMs);
     }
+    if (message.storedBytes !== 0) {
+      obj.storedBytes = Math.round(message.storedBytes);
+    }
     return obj;
   },
 
@@ -3275,6 +3318,7 @@ export const SessionInfo: MessageFns<SessionInfo> = {
     message.lastMessageKey = object.lastMessageKey ?? "";
     message.lastMessageTimestampMs = object.lastMessageTimestampMs ?? 0;
     message.expiresAtMs = object.expiresAtMs ?? 0;
+    message.storedBytes = object.storedBytes ?? 0;
     return message;
   },
 };
@@ -3349,13 +3393,16 @@ export const GetSessionRequest: MessageFns<GetSessionRequest> = {
 };
 
 function createBaseGetSessionResponse(): GetSessionResponse {
-  return { info: undefined };
+  return { info: undefined, agentUsage: undefined };
 }
 
 export const GetSessionResponse: MessageFns<GetSessionResponse> = {
   encode(message: GetSessionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.info !== undefined) {
       SessionInfo.encode(message.info, writer.uint32(10).fork()).join();
+    }
+    if (message.agentUsage !== undefined) {
+      AgentUsage.encode(message.agentUsage, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -3381,6 +3428,14 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
             message.info = SessionInfo.decode(reader, reader.uint32());
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.agentUsage = AgentUsage.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3394,13 +3449,23 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
   },
 
   fromJSON(object: any): GetSessionResponse {
-    return { info: isSet(object.info) ? SessionInfo.fromJSON(object.info) : undefined };
+    return {
+      info: isSet(object.info) ? SessionInfo.fromJSON(object.info) : undefined,
+      agentUsage: isSet(object.agentUsage)
+        ? AgentUsage.fromJSON(object.agentUsage)
+        : isSet(object.agent_usage)
+        ? AgentUsage.fromJSON(object.agent_usage)
+        : undefined,
+    };
   },
 
   toJSON(message: GetSessionResponse): unknown {
     const obj: any = {};
     if (message.info !== undefined) {
       obj.info = SessionInfo.toJSON(message.info);
+    }
+    if (message.agentUsage !== undefined) {
+      obj.agentUsage = AgentUsage.toJSON(message.agentUsage);
     }
     return obj;
   },
@@ -3413,6 +3478,158 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
     message.info = (object.info !== undefined && object.info !== null)
       ? SessionInfo.fromPartial(object.info)
       : undefined;
+    message.agentUsage = (object.agentUsage !== undefined && object.agentUsage !== null)
+      ? AgentUsage.fromPartial(object.agentUsage)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseAgentUsage(): AgentUsage {
+  return { agentId: "", sessions: 0, storedBytes: 0, maxSessions: 0, maxStoredBytes: 0 };
+}
+
+export const AgentUsage: MessageFns<AgentUsage> = {
+  encode(message: AgentUsage, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.agentId !== "") {
+      writer.uint32(10).string(message.agentId);
+    }
+    if (message.sessions !== 0) {
+      writer.uint32(16).uint64(message.sessions);
+    }
+    if (message.storedBytes !== 0) {
+      writer.uint32(24).uint64(message.storedBytes);
+    }
+    if (message.maxSessions !== 0) {
+      writer.uint32(32).uint64(message.maxSessions);
+    }
+    if (message.maxStoredBytes !== 0) {
+      writer.uint32(40).uint64(message.maxStoredBytes);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AgentUsage {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAgentUsage();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.agentId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.sessions = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.storedBytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.maxSessions = longToNumber(reader.uint64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.maxStoredBytes = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AgentUsage {
+    return {
+      agentId: isSet(object.agentId)
+        ? globalThis.String(object.agentId)
+        : isSet(object.agent_id)
+        ? globalThis.String(object.agent_id)
+        : "",
+      sessions: isSet(object.sessions) ? globalThis.Number(object.sessions) : 0,
+      storedBytes: isSet(object.storedBytes)
+        ? globalThis.Number(object.storedBytes)
+        : isSet(object.stored_bytes)
+        ? globalThis.Number(object.stored_bytes)
+        : 0,
+      maxSessions: isSet(object.maxSessions)
+        ? globalThis.Number(object.maxSessions)
+        : isSet(object.max_sessions)
+        ? globalThis.Number(object.max_sessions)
+        : 0,
+      maxStoredBytes: isSet(object.maxStoredBytes)
+        ? globalThis.Number(object.maxStoredBytes)
+        : isSet(object.max_stored_bytes)
+        ? globalThis.Number(object.max_stored_bytes)
+        : 0,
+    };
+  },
+
+  toJSON(message: AgentUsage): unknown {
+    const obj: any = {};
+    if (message.agentId !== "") {
+      obj.agentId = message.agentId;
+    }
+    if (message.sessions !== 0) {
+      obj.sessions = Math.round(message.sessions);
+    }
+    if (message.storedBytes !== 0) {
+      obj.storedBytes = Math.round(message.storedBytes);
+    }
+    if (message.maxSessions !== 0) {
+      obj.maxSessions = Math.round(message.maxSessions);
+    }
+    if (message.maxStoredBytes !== 0) {
+      obj.maxStoredBytes = Math.round(message.maxStoredBytes);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AgentUsage>, I>>(base?: I): AgentUsage {
+    return AgentUsage.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AgentUsage>, I>>(object: I): AgentUsage {
+    const message = createBaseAgentUsage();
+    message.agentId = object.agentId ?? "";
+    message.sessions = object.sessions ?? 0;
+    message.storedBytes = object.storedBytes ?? 0;
+    message.maxSessions = object.maxSessions ?? 0;
+    message.maxStoredBytes = object.maxStoredBytes ?? 0;
     return message;
   },
 };
