@@ -134,6 +134,10 @@ export const DESCRIPTIONS = {
     "OTLP/HTTP collector (`/v1/traces` is appended); unset, tracing is off and costs nothing. A runtime's `traceparent` continues through contextd into engine calls and their callbacks.",
   "tracing.service_name": "`service.name` of the spans.",
 
+  // explorer
+  "explorer.enabled":
+    "Serve the context explorer, a web UI over the sessions and the registry, at `/explorer/` on `metrics_listen`, with the same authorization as the gRPC API ([operations.md](operations.md#the-context-explorer)). It shows transcripts: expose `metrics_listen` accordingly.",
+
   // limits
   "limits.max_message_bytes": "One message, encoded.",
   "limits.max_messages_per_append": "Messages in one AppendMessages.",
@@ -174,6 +178,7 @@ const SECTIONS = {
   server: { title: "`server`: admission to the gRPC server" },
   subagents: { title: "`subagents`" },
   tracing: { title: "`tracing`: OpenTelemetry", intro: "Absent: tracing off ([operations.md](operations.md#tracing))." },
+  explorer: { title: "`explorer`: the context explorer (web UI)" },
   limits: {
     title: "`limits`: sizes and per-tenant limits",
     intro:
