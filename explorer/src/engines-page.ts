@@ -105,7 +105,11 @@ export class EnginesPage {
   }
 
   private async action(e: Engine, kind: "isolate" | "release" | "deregister"): Promise<void> {
-    const question = { isolate: `Isolate engine ${e.engineId}? Its sessions go to legacy until released.`, release: `Release engine ${e.engineId} from quarantine?`, deregister: `Deregister engine ${e.engineId}?` }[kind];
+    const question = {
+      isolate: `Isolate engine ${e.engineId}? Its sessions go to legacy until released.`,
+      release: `Release engine ${e.engineId} from quarantine?`,
+      deregister: `Deregister engine ${e.engineId}?`,
+    }[kind];
     const answer = await this.confirm(question, kind === "isolate");
     if (answer === false) return;
     try {
@@ -150,21 +154,26 @@ export class EnginesPage {
               <td>${e.builtin ? "(in process)" : (e.endpoint ?? "")}</td>
               <td>${enumName(e.health, "ENGINE_HEALTH_")}</td>
               <td class="state">
-                ${q
-                  ? html`<span class="bad">quarantined</span> ${q.manual ? "(manual)" : left > 0 ? html`(ejected for ${left}s more)` : "(until a health check passes)"}:
-                      <span class="reason">${q.operation ?? ""}: ${q.reason ?? ""}</span>`
-                  : html`<span class="good">active</span>`}
+                ${
+                  q
+                    ? html`<span class="bad">quarantined</span>
+                        ${q.manual ? "(manual)" : left > 0 ? html`(ejected for ${left}s more)` : "(until a health check passes)"}:
+                        <span class="reason">${q.operation ?? ""}: ${q.reason ?? ""}</span>`
+                    : html`<span class="good">active</span>`
+                }
               </td>
               <td class="n">${num(e.calls)}</td>
               <td class="n">${num(e.failures)}</td>
               <td class="n">${num(e.fallbacks)}</td>
               <td class="n">${num(e.timeouts)}</td>
               <td>
-                ${e.builtin
-                  ? ""
-                  : html`<button type="button" @click=${() => void this.action(e, "isolate")}>Isolate…</button>
-                      <button type="button" ?disabled=${!q} @click=${() => void this.action(e, "release")}>Release…</button>
-                      <button type="button" class="danger" @click=${() => void this.action(e, "deregister")}>Deregister…</button>`}
+                ${
+                  e.builtin
+                    ? ""
+                    : html`<button type="button" @click=${() => void this.action(e, "isolate")}>Isolate…</button>
+                        <button type="button" ?disabled=${!q} @click=${() => void this.action(e, "release")}>Release…</button>
+                        <button type="button" class="danger" @click=${() => void this.action(e, "deregister")}>Deregister…</button>`
+                }
               </td>
             </tr>`;
           })}
@@ -173,7 +182,11 @@ export class EnginesPage {
       <h2>Events</h2>
       <ol class="events">
         ${this.log.map(
-          (ev) => html`<li>${new Date(Number(ev.atMs ?? 0)).toISOString()} ${enumName(ev.type, "ENGINE_EVENT_TYPE_")} <b>${ev.engine?.engineId ?? ""}</b> <span class="reason">${ev.message ?? ""}</span></li>`,
+          (ev) =>
+            html`<li>
+              ${new Date(Number(ev.atMs ?? 0)).toISOString()} ${enumName(ev.type, "ENGINE_EVENT_TYPE_")} <b>${ev.engine?.engineId ?? ""}</b>
+              <span class="reason">${ev.message ?? ""}</span>
+            </li>`,
         )}
       </ol>
     `;

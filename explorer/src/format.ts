@@ -3,7 +3,12 @@
 
 export function when(ms: number | string | undefined): string {
   const n = Number(ms ?? 0);
-  return n > 0 ? new Date(n).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z") : "-";
+  return n > 0
+    ? new Date(n)
+        .toISOString()
+        .replace("T", " ")
+        .replace(/\.\d+Z$/, "Z")
+    : "-";
 }
 
 export function num(n: number | string | undefined): string {

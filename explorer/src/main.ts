@@ -66,17 +66,19 @@ function tokenForm(): TemplateResult {
   >
     <label>Token <input name="token" type="password" autocomplete="off" placeholder=${token() ? "(set)" : "runtime or operator token"} /></label>
     <button type="submit">Use</button>
-    ${token()
-      ? html`<button
-          type="button"
-          @click=${() => {
-            setToken("");
-            void route();
-          }}
-        >
-          Forget
-        </button>`
-      : ""}
+    ${
+      token()
+        ? html`<button
+            type="button"
+            @click=${() => {
+              setToken("");
+              void route();
+            }}
+          >
+            Forget
+          </button>`
+        : ""
+    }
   </form>`;
 }
 

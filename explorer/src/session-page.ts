@@ -12,7 +12,12 @@ interface Entry {
   id: string;
   seq: string;
   timestampMs?: string;
-  message?: { role?: string; content?: Array<{ text?: { text: string }; toolCall?: { id: string; name: string; argumentsJson?: string } }>; toolCallId?: string; toolName?: string };
+  message?: {
+    role?: string;
+    content?: Array<{ text?: { text: string }; toolCall?: { id: string; name: string; argumentsJson?: string } }>;
+    toolCallId?: string;
+    toolName?: string;
+  };
   compaction?: { summary: string; firstKeptEntryId: string; tokensBefore: number; tokensAfter: number; engineId: string; details?: Record<string, unknown> };
   custom?: { customType: string };
   runtime?: { type: string };
@@ -139,22 +144,24 @@ export class SessionPage {
     return html`
       <h1>Session <span class="id">${this.id}</span></h1>
       ${this.error ? html`<p class="error" role="alert">${this.error}</p>` : ""}
-      ${i
-        ? html`<dl class="facts">
-            <dt>agent</dt>
-            <dd>${i.session.agentId}</dd>
-            <dt>key</dt>
-            <dd>${i.session.sessionKey || "-"}</dd>
-            <dt>engine</dt>
-            <dd>${i.selectedEngineId ?? "-"}</dd>
-            <dt>entries</dt>
-            <dd>${num(i.entryCount)}</dd>
-            <dt>active tokens</dt>
-            <dd>${num(i.activeTokens)}</dd>
-            <dt>updated</dt>
-            <dd>${when(i.updatedAtMs)}</dd>
-          </dl>`
-        : ""}
+      ${
+        i
+          ? html`<dl class="facts">
+              <dt>agent</dt>
+              <dd>${i.session.agentId}</dd>
+              <dt>key</dt>
+              <dd>${i.session.sessionKey || "-"}</dd>
+              <dt>engine</dt>
+              <dd>${i.selectedEngineId ?? "-"}</dd>
+              <dt>entries</dt>
+              <dd>${num(i.entryCount)}</dd>
+              <dt>active tokens</dt>
+              <dd>${num(i.activeTokens)}</dd>
+              <dt>updated</dt>
+              <dd>${when(i.updatedAtMs)}</dd>
+            </dl>`
+          : ""
+      }
       ${this.renderContext()} ${this.renderTimeline()} ${this.renderTranscript()} ${this.renderTree()}
     `;
   }
@@ -170,13 +177,28 @@ export class SessionPage {
           void this.preview();
         }}
       >
-        <label>Budget (tokens) <input name="budget" type="number" min="1" .value=${String(this.budget)} @input=${(e: Event) => (this.budget = Number((e.target as HTMLInputElement).value))} /></label>
-        <label>Prompt <input name="prompt" .value=${this.prompt} @input=${(e: Event) => (this.prompt = (e.target as HTMLInputElement).value)} placeholder="the latest user message" /></label>
+        <label
+          >Budget (tokens)
+          <input
+            name="budget"
+            type="number"
+            min="1"
+            .value=${String(this.budget)}
+            @input=${(e: Event) => (this.budget = Number((e.target as HTMLInputElement).value))}
+        /></label>
+        <label
+          >Prompt
+          <input
+            name="prompt"
+            .value=${this.prompt}
+            @input=${(e: Event) => (this.prompt = (e.target as HTMLInputElement).value)}
+            placeholder="the latest user message"
+        /></label>
         <button type="submit">Preview</button>
         <button type="button" class="danger" @click=${() => void this.compact()}>Compact…</button>
       </form>
-      ${this.actionNote ? html`<p class="note" role="status">${this.actionNote}</p>` : ""}
-      ${ctx ? this.renderBar(ctx) : html`<p class="muted">loading…</p>`} ${ctx ? this.renderMessages(ctx) : ""}
+      ${this.actionNote ? html`<p class="note" role="status">${this.actionNote}</p>` : ""} ${ctx ? this.renderBar(ctx) : html`<p class="muted">loading…</p>`}
+      ${ctx ? this.renderMessages(ctx) : ""}
     </section>`;
   }
 
@@ -192,14 +214,21 @@ export class SessionPage {
     });
     return html`
       <p>
-        engine <b>${ctx.engineId}</b>, mode ${ctx.mode}${ctx.fallbackReason ? html`, fell back: <span class="reason">${ctx.fallbackReason}</span>` : ""}; ${num(ctx.sections.totalTokens)} of
-        ${num(ctx.budget)} tokens
+        engine <b>${ctx.engineId}</b>, mode ${ctx.mode}${ctx.fallbackReason ? html`, fell back: <span class="reason">${ctx.fallbackReason}</span>` : ""};
+        ${num(ctx.sections.totalTokens)} of ${num(ctx.budget)} tokens
       </p>
       <svg class="bar" viewBox="0 0 1000 40" preserveAspectRatio="none" role="img" aria-label="context bar">${rects}</svg>
       <ul class="legend" data-total=${ctx.sections.totalTokens}>
         ${segs.map((s) => html`<li data-segment=${s.kind} data-tokens=${s.tokens}><span class="swatch seg-${s.kind}"></span>${SEGMENT_LABELS[s.kind]}: ${num(s.tokens)}</li>`)}
       </ul>
-      ${ctx.systemPromptAddition.text ? html`<details><summary>System prompt addition</summary><pre>${ctx.systemPromptAddition.text}</pre></details>` : ""}
+      ${
+        ctx.systemPromptAddition.text
+          ? html`<details>
+              <summary>System prompt addition</summary>
+              <pre>${ctx.systemPromptAddition.text}</pre>
+            </details>`
+          : ""
+      }
     `;
   }
 
@@ -237,11 +266,18 @@ export class SessionPage {
               <pre class="text">${m.text}</pre>
               ${calls.map((c) => {
                 const r = resultOf.get(c.id);
-                return html`<div class="pair">tool call <code>${c.name}</code> (${c.id}) → ${r ? html`result in #${r.index}` : "no result in this context"}</div>`;
+                return html`<div class="pair">
+                  tool call <code>${c.name}</code> (${c.id}) → ${r ? html`result in #${r.index}` : "no result in this context"}
+                </div>`;
               })}
-              ${m.message.toolCallId
-                ? html`<div class="pair">result of <code>${m.message.toolName ?? ""}</code> (${m.message.toolCallId}) ← ${call ? html`call in #${call.index}` : "call not in this context"}</div>`
-                : ""}
+              ${
+                m.message.toolCallId
+                  ? html`<div class="pair">
+                      result of <code>${m.message.toolName ?? ""}</code> (${m.message.toolCallId}) ←
+                      ${call ? html`call in #${call.index}` : "call not in this context"}
+                    </div>`
+                  : ""
+              }
             </td>
           </tr>`;
         })}
@@ -260,33 +296,40 @@ export class SessionPage {
     });
     return html`<section aria-labelledby="tl-h">
       <h2 id="tl-h">Compactions</h2>
-      ${cs.length === 0
-        ? html`<p class="muted">none${this.timelineComplete ? "" : " in the entries read"}</p>`
-        : html`<svg class="timeline" viewBox="0 0 1000 100" preserveAspectRatio="none" role="img" aria-label="tokens before and after each compaction">${bars}</svg>
-            ${this.timelineComplete ? "" : html`<p class="muted">the first ${TIMELINE_PAGES * 500} entries were read</p>`}
-            <ol class="compactions">
-              ${cs.map((c) => {
-                const d = (c.compaction?.details ?? {}) as Record<string, unknown>;
-                const summarizer = d.summarizer ?? d.summarizer_kind ?? "";
-                const fallback = d.fallback ?? d.fallback_reason ?? "";
-                return html`<li>
-                  <button type="button" aria-expanded=${this.opened?.id === c.id ? "true" : "false"} @click=${() => void this.open(c.id)}>
-                    ${when(c.timestampMs)}: ${num(c.compaction?.tokensBefore)} → ${num(c.compaction?.tokensAfter)} tokens by ${c.compaction?.engineId ?? ""}
-                    ${summarizer ? html`(summarizer ${String(summarizer)})` : ""} ${fallback ? html`<span class="reason">fallback: ${String(fallback)}</span>` : ""}
-                  </button>
-                  ${this.opened?.id === c.id
-                    ? html`<div class="opened">
-                        <h3>Summary</h3>
-                        <pre>${c.compaction?.summary ?? ""}</pre>
-                        <h3>What it covers (${this.opened.entries.length} entries)</h3>
-                        <ol>
-                          ${this.opened.entries.map((e) => html`<li>${entryLine(e)}</li>`)}
-                        </ol>
-                      </div>`
-                    : ""}
-                </li>`;
-              })}
-            </ol>`}
+      ${
+        cs.length === 0
+          ? html`<p class="muted">none${this.timelineComplete ? "" : " in the entries read"}</p>`
+          : html`<svg class="timeline" viewBox="0 0 1000 100" preserveAspectRatio="none" role="img" aria-label="tokens before and after each compaction">
+                ${bars}
+              </svg>
+              ${this.timelineComplete ? "" : html`<p class="muted">the first ${TIMELINE_PAGES * 500} entries were read</p>`}
+              <ol class="compactions">
+                ${cs.map((c) => {
+                  const d = (c.compaction?.details ?? {}) as Record<string, unknown>;
+                  const summarizer = d.summarizer ?? d.summarizer_kind ?? "";
+                  const fallback = d.fallback ?? d.fallback_reason ?? "";
+                  return html`<li>
+                    <button type="button" aria-expanded=${this.opened?.id === c.id ? "true" : "false"} @click=${() => void this.open(c.id)}>
+                      ${when(c.timestampMs)}: ${num(c.compaction?.tokensBefore)} → ${num(c.compaction?.tokensAfter)} tokens by ${c.compaction?.engineId ?? ""}
+                      ${summarizer ? html`(summarizer ${String(summarizer)})` : ""}
+                      ${fallback ? html`<span class="reason">fallback: ${String(fallback)}</span>` : ""}
+                    </button>
+                    ${
+                      this.opened?.id === c.id
+                        ? html`<div class="opened">
+                            <h3>Summary</h3>
+                            <pre>${c.compaction?.summary ?? ""}</pre>
+                            <h3>What it covers (${this.opened.entries.length} entries)</h3>
+                            <ol>
+                              ${this.opened.entries.map((e) => html`<li>${entryLine(e)}</li>`)}
+                            </ol>
+                          </div>`
+                        : ""
+                    }
+                  </li>`;
+                })}
+              </ol>`
+      }
     </section>`;
   }
 
@@ -333,15 +376,23 @@ export class SessionPage {
     const node = (id: string, depth: number): TemplateResult =>
       html`<li>
         ${id === this.id ? html`<b aria-current="page">${id}</b>` : html`<a href="#/session/${seg(id)}">${id}</a>`}
-        ${depth < 32 && byParent.has(id)
-          ? html`<ul>
-              ${(byParent.get(id) ?? []).map((c) => node(c.session.sessionId, depth + 1))}
-            </ul>`
-          : ""}
+        ${
+          depth < 32 && byParent.has(id)
+            ? html`<ul>
+                ${(byParent.get(id) ?? []).map((c) => node(c.session.sessionId, depth + 1))}
+              </ul>`
+            : ""
+        }
       </li>`;
     return html`<section aria-labelledby="tree-h">
       <h2 id="tree-h">Subagents</h2>
-      ${root === this.id && !byParent.has(this.id) ? html`<p class="muted">no parent, no subagents</p>` : html`<ul class="tree">${node(root, 0)}</ul>`}
+      ${
+        root === this.id && !byParent.has(this.id)
+          ? html`<p class="muted">no parent, no subagents</p>`
+          : html`<ul class="tree">
+              ${node(root, 0)}
+            </ul>`
+      }
     </section>`;
   }
 }
@@ -351,7 +402,8 @@ function entryLine(e: Entry): TemplateResult {
   if (e.message) {
     const m = e.message;
     const text = (m.content ?? []).map((b) => b.text?.text ?? (b.toolCall ? `[tool call ${b.toolCall.name} ${b.toolCall.id}]` : "")).join(" ");
-    return html`<span class="kind">${(m.role ?? "").replace("ROLE_", "").toLowerCase()}</span>${e.hidden ? html` <span class="muted">(hidden)</span>` : ""} <span class="muted">${e.id}</span>
+    return html`<span class="kind">${(m.role ?? "").replace("ROLE_", "").toLowerCase()}</span>${e.hidden ? html` <span class="muted">(hidden)</span>` : ""}
+      <span class="muted">${e.id}</span>
       <pre class="text">${text}</pre>`;
   }
   if (e.custom) return html`<span class="kind">custom</span> ${e.custom.customType}`;

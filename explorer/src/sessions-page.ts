@@ -78,7 +78,9 @@ export class SessionsPage {
     const anchors = new Map<string, string>();
     for (const s of this.sessions) if (!anchors.has(s.session.agentId)) anchors.set(s.session.agentId, s.session.sessionId);
     try {
-      const pages = await Promise.all([...anchors.values()].map((id) => get<{ hits?: SearchHit[] }>(`sessions/${seg(id)}/search`, { q, scope: "agent", pageSize: 20 })));
+      const pages = await Promise.all(
+        [...anchors.values()].map((id) => get<{ hits?: SearchHit[] }>(`sessions/${seg(id)}/search`, { q, scope: "agent", pageSize: 20 })),
+      );
       this.hits = pages.flatMap((p) => p.hits ?? []);
       this.error = "";
     } catch (err) {
@@ -122,24 +124,29 @@ export class SessionsPage {
           void this.search();
         }}
       >
-        <label>Search history <input name="q" type="search" .value=${this.query} @input=${(e: Event) => (this.query = (e.target as HTMLInputElement).value)} /></label>
+        <label
+          >Search history <input name="q" type="search" .value=${this.query} @input=${(e: Event) => (this.query = (e.target as HTMLInputElement).value)}
+        /></label>
         <button type="submit">Search</button>
       </form>
       ${this.error ? html`<p class="error" role="alert">${this.error}</p>` : ""}
-      ${this.hits
-        ? html`<section aria-label="search results">
-            <h2>${this.hits.length} matches</h2>
-            <ul class="hits">
-              ${this.hits.map(
-                (h) =>
-                  html`<li>
-                    <a href="#/session/${seg(h.sessionId)}">${h.sessionId}</a> <span class="muted">#${h.seq} ${h.compaction ? "summary" : h.role} ${when(h.timestampMs)}</span>
-                    <div class="snippet">${h.snippet}</div>
-                  </li>`,
-              )}
-            </ul>
-          </section>`
-        : ""}
+      ${
+        this.hits
+          ? html`<section aria-label="search results">
+              <h2>${this.hits.length} matches</h2>
+              <ul class="hits">
+                ${this.hits.map(
+                  (h) =>
+                    html`<li>
+                      <a href="#/session/${seg(h.sessionId)}">${h.sessionId}</a>
+                      <span class="muted">#${h.seq} ${h.compaction ? "summary" : h.role} ${when(h.timestampMs)}</span>
+                      <div class="snippet">${h.snippet}</div>
+                    </li>`,
+                )}
+              </ul>
+            </section>`
+          : ""
+      }
       <table class="sessions">
         <caption>
           ${rows.length} of ${this.sessions.length} sessions loaded
@@ -159,7 +166,10 @@ export class SessionsPage {
           ${rows.map(
             (s) =>
               html`<tr>
-                <td><a href="#/session/${seg(s.session.sessionId)}">${s.session.sessionId}</a>${s.parentSessionId ? html` <span class="muted">(subagent)</span>` : ""}</td>
+                <td>
+                  <a href="#/session/${seg(s.session.sessionId)}">${s.session.sessionId}</a
+                  >${s.parentSessionId ? html` <span class="muted">(subagent)</span>` : ""}
+                </td>
                 <td>${s.session.agentId}</td>
                 <td>${s.selectedEngineId ?? ""}</td>
                 <td class="n">${num(s.messageCount)}</td>

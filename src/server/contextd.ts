@@ -286,7 +286,9 @@ export class Contextd {
     const explorer = this.explorer;
     if (explorer)
       await new Promise<void>((resolve, reject) =>
-        this.server.bindAsync(explorer.address, ServerCredentials.createInsecure(), (err) => (err ? reject(new Error(`explorer socket: ${err.message}`)) : resolve())),
+        this.server.bindAsync(explorer.address, ServerCredentials.createInsecure(), (err) =>
+          err ? reject(new Error(`explorer socket: ${err.message}`)) : resolve(),
+        ),
       );
     const listen = this.settings.listen;
     return new Promise((resolve, reject) => {

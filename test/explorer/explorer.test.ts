@@ -74,12 +74,20 @@ describe("context explorer in Chromium", () => {
     const compacted = await cx.compact({ session: { sessionId: "s-plain" }, tokenBudget: 150, force: true });
     expect(compacted.compacted, compacted.reason).toBe(true);
     await cx.appendMessages({ session: { sessionId: "s-plain" }, messages: [assistant("Here is the summary you asked for."), user("Thanks. Next step?")] });
-    await cx.prepareSubagentSpawn({ parent: { sessionId: "s-plain" }, child: { sessionId: "s-plain-child", agentId: "team-a" }, contextMode: SubagentContextMode.SUBAGENT_CONTEXT_MODE_ISOLATED });
+    await cx.prepareSubagentSpawn({
+      parent: { sessionId: "s-plain" },
+      child: { sessionId: "s-plain-child", agentId: "team-a" },
+      contextMode: SubagentContextMode.SUBAGENT_CONTEXT_MODE_ISOLATED,
+    });
     await cx.appendMessages({ session: { sessionId: "s-plain-child" }, messages: [user("child task")] });
     // Tenant text that is markup, script and terminal escapes: in the id, the agent, the messages, a tool.
     await cx.appendMessages({
       session: { sessionId: XSS_ID, agentId: "team-<b>x</b>" },
-      messages: [user(XSS_TEXT), assistant(XSS_TEXT, [toolCall(`c<i>1</i>`, `<svg onload="window.__pwned=6">`, {})]), toolResult(`c<i>1</i>`, "<b>t</b>", XSS_TEXT)],
+      messages: [
+        user(XSS_TEXT),
+        assistant(XSS_TEXT, [toolCall(`c<i>1</i>`, `<svg onload="window.__pwned=6">`, {})]),
+        toolResult(`c<i>1</i>`, "<b>t</b>", XSS_TEXT),
+      ],
     });
     cx.close();
     const other = new ContextdClient({ address: contextd.address, token: OTHER });
@@ -114,7 +122,10 @@ describe("context explorer in Chromium", () => {
     forgive(/status of 401/);
     await page.getByLabel("Token", { exact: true }).fill(token);
     await page.getByRole("button", { name: "Use" }).click();
-    await page.locator(".who").filter({ hasText: /operator|runtime token/ }).waitFor();
+    await page
+      .locator(".who")
+      .filter({ hasText: /operator|runtime token/ })
+      .waitFor();
     return page;
   }
 
@@ -126,6 +137,13 @@ describe("context explorer in Chromium", () => {
     await page.locator("ul.legend").waitFor();
     await page.locator("ol.compactions li").first().waitFor();
     await page.locator("ul.tree").getByRole("link", { name: "s-plain-child" }).waitFor();
+    // A budget the picture can show: the free segment then leaves room for the others.
+    await page.getByLabel("Budget (tokens)").fill("160");
+    await page.getByRole("button", { name: "Preview" }).click();
+    await page.waitForFunction(() => {
+      const total = Number(document.querySelector("ul.legend")?.getAttribute("data-total"));
+      return document.querySelector('ul.legend li[data-segment="free"]')?.getAttribute("data-tokens") === String(Math.max(0, 160 - total));
+    });
     if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, "explorer-session.png"), fullPage: true });
     await page.getByRole("link", { name: "Engines" }).click();
     await page.locator('tr[data-engine="spy"]').waitFor();
@@ -138,12 +156,14 @@ describe("context explorer in Chromium", () => {
     const page = await open("/session/s-plain", RUNTIME);
     await page.getByLabel("Budget (tokens)").fill("5000");
     await page.getByRole("button", { name: "Preview" }).click();
-    const legend = page.locator('ul.legend[data-total]');
+    const legend = page.locator("ul.legend[data-total]");
     await legend.waitFor();
     await page.waitForFunction(() => document.querySelector("ul.legend li[data-segment=free]")?.getAttribute("data-tokens") !== null);
     const read = async () =>
       page.evaluate(() => {
-        const items = [...document.querySelectorAll("ul.legend li")].map((li) => [li.getAttribute("data-segment"), Number(li.getAttribute("data-tokens"))] as const);
+        const items = [...document.querySelectorAll("ul.legend li")].map(
+          (li) => [li.getAttribute("data-segment"), Number(li.getAttribute("data-tokens"))] as const,
+        );
         return { total: Number(document.querySelector("ul.legend")?.getAttribute("data-total")), items: Object.fromEntries(items) as Record<string, number> };
       });
     // The bar answers for 5000: wait until the free segment says so.
@@ -151,7 +171,10 @@ describe("context explorer in Chromium", () => {
     const direct = await cx.assemble({ session: { sessionId: "s-plain" }, tokenBudget: 5000, autoCompact: false });
     const { ctx } = await previewContext(cx, "s-plain", { budget: 5000, autoCompact: false });
     cx.close();
-    await page.waitForFunction((free) => document.querySelector("ul.legend li[data-segment=free]")?.getAttribute("data-tokens") === String(free), 5000 - ctx.sections.totalTokens);
+    await page.waitForFunction(
+      (free) => document.querySelector("ul.legend li[data-segment=free]")?.getAttribute("data-tokens") === String(free),
+      5000 - ctx.sections.totalTokens,
+    );
     const bar = await read();
     const used = bar.items.pinned + bar.items.summary + bar.items.history + bar.items.recalled + bar.items.addition;
     expect(used).toBe(bar.total);
@@ -304,7 +327,9 @@ describe("context explorer in Chromium", () => {
       // Evaluated through the DevTools protocol: the page's CSP (no inline script) still holds for the page itself.
       await page.evaluate(axeSource);
       const result = await page.evaluate(async () => {
-        const axe = (window as unknown as { axe: { run(ctx: Document, o: object): Promise<{ violations: Array<{ id: string; impact: string; nodes: unknown[] }> }> } }).axe;
+        const axe = (
+          window as unknown as { axe: { run(ctx: Document, o: object): Promise<{ violations: Array<{ id: string; impact: string; nodes: unknown[] }> }> } }
+        ).axe;
         const r = await axe.run(document, { resultTypes: ["violations"] });
         return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length }));
       });

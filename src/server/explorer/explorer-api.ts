@@ -140,7 +140,8 @@ export class ExplorerApi {
     const site = req.headers["sec-fetch-site"];
     if (site !== undefined && site !== "same-origin") throw new HttpError(403, `cross-site action refused (sec-fetch-site: ${String(site)})`, "CSRF");
     const origin = req.headers.origin;
-    if (origin !== undefined && originHost(origin) !== req.headers.host) throw new HttpError(403, "cross-origin action refused (origin is not this host)", "CSRF");
+    if (origin !== undefined && originHost(origin) !== req.headers.host)
+      throw new HttpError(403, "cross-origin action refused (origin is not this host)", "CSRF");
     const csrf = req.headers["x-csrf-token"];
     if (!this.csrf.verify(token, typeof csrf === "string" ? csrf : undefined))
       throw new HttpError(403, "missing or stale x-csrf-token: reload the page (GET /explorer/api/info gives it)", "CSRF");
@@ -185,7 +186,10 @@ export class ExplorerApi {
         return ctx;
       }
       if (head === "sessions" && id && sub === "transcript" && r.parts.length === 3) {
-        const res = await this.sessions.getTranscript({ session: { sessionId: id }, pageSize: pageSize(r.query, 50), pageToken: r.query.get("pageToken") ?? "" }, o);
+        const res = await this.sessions.getTranscript(
+          { session: { sessionId: id }, pageSize: pageSize(r.query, 50), pageToken: r.query.get("pageToken") ?? "" },
+          o,
+        );
         return GetTranscriptResponse.toJSON(res);
       }
       if (head === "sessions" && id && sub === "search" && r.parts.length === 3) {
@@ -263,7 +267,8 @@ export class ExplorerApi {
       stream.on("error", (err: ServiceError) => (error = err));
       stream.on("status", (s: StatusObject) => {
         req.off("close", stop);
-        const end = s.code === Status.OK || s.code === Status.CANCELLED ? { code: "OK", message: "" } : errorAnswer(error ?? { code: s.code, details: s.details }).body;
+        const end =
+          s.code === Status.OK || s.code === Status.CANCELLED ? { code: "OK", message: "" } : errorAnswer(error ?? { code: s.code, details: s.details }).body;
         if (!res.destroyed) res.end(`event: end\ndata: ${JSON.stringify(end)}\n\n`);
         resolve();
       });
@@ -315,7 +320,8 @@ function pageSize(q: URLSearchParams, fallback: number): number {
 function intParam(q: URLSearchParams, name: string, min: number, max: number): number {
   const raw = q.get(name);
   const n = raw === null || raw.trim() === "" ? NaN : Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) throw new HttpError(400, `${name}: an integer from ${min} to ${max} is required (got ${JSON.stringify(raw?.slice(0, 32) ?? null)})`);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new HttpError(400, `${name}: an integer from ${min} to ${max} is required (got ${JSON.stringify(raw?.slice(0, 32) ?? null)})`);
   return n;
 }
 

@@ -72,6 +72,7 @@ const DEFAULTS: ContextdConfig = {
   health: { store_ping_interval: 1000, store_ping_timeout: 5000, drain_delay: 0, shutdown_grace: 10000 },
   server: { max_concurrent_calls: 1000, heap_growth_percent: 100 },
   subagents: { sweep_interval: 5000 },
+  explorer: { enabled: false },
 };
 
 const HASH = "ab".repeat(32);
@@ -96,11 +97,12 @@ describe("defaults", () => {
     expect(load("slots:\nauth:\n  owners:\nengines:\n  timeouts:\n")).toEqual(DEFAULTS);
   });
 
-  it("the checked-in config/contextd.yaml is the defaults with auth.required false and the three sample engines managed", () => {
+  it("the checked-in config/contextd.yaml is the defaults with auth.required false, the explorer on and the three sample engines managed", () => {
     const cfg = loadConfig({ file: fileURLToPath(new URL("../../../config/contextd.yaml", import.meta.url)), env: {} });
     expect(cfg).toEqual({
       ...DEFAULTS,
       auth: { ...DEFAULTS.auth, required: false },
+      explorer: { enabled: true },
       engines: {
         ...DEFAULTS.engines,
         managed: [
@@ -230,6 +232,7 @@ limits: { max_message_bytes: 1024, max_messages_per_append: 10, max_session_entr
       health: { store_ping_interval: 1000, store_ping_timeout: 5000, drain_delay: 0, shutdown_grace: 10000 },
       server: { max_concurrent_calls: 1000, heap_growth_percent: 100 },
       subagents: { sweep_interval: 5000 },
+      explorer: { enabled: false },
     });
   });
 
