@@ -306,6 +306,31 @@ describe("context explorer in Chromium", () => {
     reg.close();
   });
 
+  it("bad input answers 4xx naming the field or limit, and the page and API carry the CSP", async () => {
+    const auth = { authorization: `Bearer ${OPERATOR}` };
+    const ask = async (url: string, init: RequestInit = {}) => {
+      const res = await fetch(`${base}${url}`, { ...init, headers: { ...auth, ...(init.headers as Record<string, string>) } });
+      return { status: res.status, body: (await res.json()) as { code: string; message: string } };
+    };
+    expect(await ask("api/sessions?pageSize=0")).toMatchObject({ status: 400, body: { message: expect.stringContaining("pageSize") } });
+    expect(await ask("api/sessions/s-plain/context?budget=abc")).toMatchObject({ status: 400, body: { message: expect.stringContaining("budget") } });
+    expect(await ask("api/sessions/%E0%A4%A/transcript")).toMatchObject({ status: 400, body: { message: expect.stringContaining("malformed") } });
+    expect(await ask("api/nowhere")).toMatchObject({ status: 404 });
+    const { csrfToken } = (await ask("api/info")).body as unknown as { csrfToken: string };
+    const big = await ask("api/engines/spy/isolate", {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-csrf-token": csrfToken },
+      body: JSON.stringify({ reason: "x".repeat(20_000) }),
+    });
+    expect(big).toMatchObject({ status: 413, body: { message: expect.stringContaining("16384 bytes") } });
+    const page = await fetch(base);
+    expect(page.headers.get("content-security-policy")).toContain("script-src 'self'");
+    expect(await page.text()).not.toMatch(/<script>|<script [^>]*>[^<]/);
+    const api = await fetch(`${base}api/info`);
+    expect(api.headers.get("content-security-policy")).toContain("default-src 'none'");
+    expect(api.headers.get("x-content-type-options")).toBe("nosniff");
+  });
+
   it("a quarantine made by killing a sidecar shows up live on the Engines page", async () => {
     const page = await open("/engines", OPERATOR);
     await page.locator('tr[data-engine="doomed"][data-state="active"]').waitFor();
