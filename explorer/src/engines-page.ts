@@ -27,6 +27,9 @@ interface Engine {
   fallbacksByReason?: Record<string, string>;
 }
 
+/** Per engine and operation, from contextd's metrics since it started. */
+type Latency = Record<string, Record<string, { calls: number; p50Ms: number; p99Ms: number }>>;
+
 interface EngineEvent {
   type: string;
   engine?: Engine;
@@ -36,6 +39,7 @@ interface EngineEvent {
 
 export class EnginesPage {
   engines = new Map<string, Engine>();
+  latency: Latency = {};
   log: EngineEvent[] = [];
   error = "";
   live = false;
@@ -50,8 +54,9 @@ export class EnginesPage {
 
   async load(): Promise<void> {
     try {
-      const res = await get<{ engines: Engine[] }>("engines");
+      const res = await get<{ engines: Engine[]; latency: Latency }>("engines");
       for (const e of res.engines) this.engines.set(e.engineId, e);
+      this.latency = res.latency;
       this.error = "";
     } catch (err) {
       this.error = (err as Error).message;
@@ -65,9 +70,10 @@ export class EnginesPage {
   private refreshes = 0;
   private async refresh(): Promise<void> {
     if (++this.refreshes % 5 === 0) {
-      const res = await get<{ engines: Engine[] }>("engines").catch(() => undefined);
+      const res = await get<{ engines: Engine[]; latency: Latency }>("engines").catch(() => undefined);
       if (res) {
         this.engines = new Map(res.engines.map((e) => [e.engineId, e]));
+        this.latency = res.latency;
       }
     }
     this.update();
@@ -141,6 +147,7 @@ export class EnginesPage {
             <th scope="col">failures</th>
             <th scope="col">fallbacks</th>
             <th scope="col">timeouts</th>
+            <th scope="col">assemble p50 / p99</th>
             <th scope="col">actions</th>
           </tr>
         </thead>
@@ -166,6 +173,7 @@ export class EnginesPage {
               <td class="n">${num(e.failures)}</td>
               <td class="n">${num(e.fallbacks)}</td>
               <td class="n">${num(e.timeouts)}</td>
+              <td class="n">${latencyText(this.latency[e.engineId]?.assemble)}</td>
               <td>
                 ${
                   e.builtin
@@ -191,4 +199,10 @@ export class EnginesPage {
       </ol>
     `;
   }
+}
+
+function latencyText(l: { p50Ms: number; p99Ms: number } | undefined): string {
+  if (!l) return "-";
+  const ms = (v: number) => (v < 10 ? v.toFixed(1) : Math.round(v).toString());
+  return `${ms(l.p50Ms)} / ${ms(l.p99Ms)} ms`;
 }

@@ -42,6 +42,7 @@ import { engineCallMetrics } from "./observability/engine-call-metrics.js";
 import { instrumentStore } from "./observability/instrumented-store.js";
 import { ContextdMetrics, engineGauges } from "./observability/metrics.js";
 import { MetricsServer } from "./observability/metrics-server.js";
+import { engineLatency } from "./observability/engine-latency.js";
 import { CsrfTokens } from "./explorer/csrf.js";
 import { ExplorerApi } from "./explorer/explorer-api.js";
 import { ExplorerHttp } from "./explorer/explorer-http.js";
@@ -246,7 +247,7 @@ export class Contextd {
     if (settings.explorer) {
       const dir = mkdtempSync(join(tmpdir(), "contextd-explorer-"));
       const address = `unix:${join(dir, "grpc.sock")}`;
-      explorer = { dir, address, api: new ExplorerApi(address, new CsrfTokens(), auth) };
+      explorer = { dir, address, api: new ExplorerApi(address, new CsrfTokens(), auth, () => engineLatency(metrics.engineCallDuration)) };
     }
     const metricsServer = new MetricsServer(
       metrics.registry,

@@ -148,6 +148,8 @@ describe("context explorer in Chromium", () => {
     await page.getByRole("link", { name: "Engines" }).click();
     await page.locator('tr[data-engine="spy"]').waitFor();
     await page.locator(".live.on").waitFor();
+    // Assemble latency from contextd's metrics: legacy has answered the sessions' Assembles.
+    expect(await page.locator('tr[data-engine="legacy"] td').nth(8).innerText()).toMatch(/^[\d.]+ \/ [\d.]+ ms$/);
     expect(browser.problems).toEqual([]);
     await page.close();
   });

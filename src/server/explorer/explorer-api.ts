@@ -20,6 +20,7 @@ import { bearerToken } from "../../contract/metadata.js";
 import { previewContext } from "../../sdk/assembled-context.js";
 import { ContextdClient } from "../../sdk/runtime-client.js";
 import { newToken, type Authenticator } from "../auth.js";
+import type { EngineLatency } from "../observability/engine-latency.js";
 import type { CsrfTokens } from "./csrf.js";
 
 /**
@@ -106,6 +107,8 @@ export class ExplorerApi {
     address: string,
     private readonly csrf: CsrfTokens,
     private readonly auth: Authenticator,
+    /** Each engine's latency from this process's metrics (engine-latency.ts). */
+    private readonly latency: () => Promise<EngineLatency> = async () => ({}),
   ) {
     this.revokeOwnToken = auth.addRuntimeToken("explorer", this.ownToken, ["*"]);
     this.options = { address, timeoutMs: READ_TIMEOUT_MS };
@@ -216,7 +219,7 @@ export class ExplorerApi {
       }
       if (head === "engines" && r.parts.length === 1) {
         const res = await callUnary(this.registry, this.registry.listEngines, ListEnginesRequest.fromPartial({}), this.options, this.call(r.token));
-        return { engines: res.engines.map((e) => EngineStatus.toJSON(e)) };
+        return { engines: res.engines.map((e) => EngineStatus.toJSON(e)), latency: await this.latency() };
       }
     }
     if (r.method === "POST") {
