@@ -54,6 +54,7 @@ export default tseslint.config(
       "integrations/openclaw/dist/**",
       "integrations/openai-agents/dist/**",
       "integrations/ai-sdk/dist/**",
+      "integrations/langchain/dist/**",
       "clients/**",
       "**/*.d.ts",
       "**/__pycache__/**",
@@ -68,6 +69,8 @@ export default tseslint.config(
       "integrations/openclaw/src/**/*.ts",
       "integrations/openai-agents/src/**/*.ts",
       "integrations/ai-sdk/src/**/*.ts",
+      "integrations/langchain/src/**/*.ts",
+      "integrations/shared/src/**/*.ts",
     ],
     extends: [tseslint.configs.base],
     // tsconfig.test.json covers every file (tsconfig.json leaves the tests out).

@@ -24,6 +24,8 @@ export default defineConfig({
       "@contextd/openai-agents": fileURLToPath(new URL("./integrations/openai-agents/src/index.ts", import.meta.url)),
       // The AI SDK integration (its own package, integrations/ai-sdk) is tested from its sources.
       "@contextd/ai-sdk": fileURLToPath(new URL("./integrations/ai-sdk/src/index.ts", import.meta.url)),
+      // The LangChain integration (its own package, integrations/langchain) is tested from its sources.
+      "@contextd/langchain": fileURLToPath(new URL("./integrations/langchain/src/index.ts", import.meta.url)),
     },
   },
   test: {

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { asciiPieceEnd } from "./ascii-pieces.js";
 import { BpeMerger } from "./bpe-merge.js";
 import { BpeRanks } from "./bpe-ranks.js";
 import { PieceCounts } from "./piece-counts.js";
@@ -76,27 +77,32 @@ export function bpeSpanCounter(name: BpeName): (slice: string, end: boolean, lim
   const merger = new BpeMerger(bpeRanks(name));
   const pattern = new RegExp(SPLIT[name].source, SPLIT[name].flags);
   const pieces = new PieceCounts();
+  const mergeCount = (piece: string) => merger.count(piece);
+  // o200k_base's pieces of ASCII text are found by hand (ascii-pieces.ts), the pattern asked only
+  // where a character above U+007F decides a piece.
+  const asciiEnd = name === "o200k_base" ? asciiPieceEnd : () => -1;
   return (slice, end, limit) => {
     let n = 0;
     let consumed = 0;
     const trusted = end ? Infinity : slice.length - SPAN_MARGIN;
-    pattern.lastIndex = 0;
-    for (let m = pattern.exec(slice); m !== null; m = pattern.exec(slice)) {
-      const piece = m[0];
-      const stop = m.index + piece.length;
-      if (m.index >= limit || stop > trusted) break;
-      let c = piece.length > MAX_CACHED_PIECE ? undefined : pieces.get(piece);
-      if (c === undefined) {
-        c = merger.count(piece);
-        if (piece.length <= MAX_CACHED_PIECE) pieces.set(piece, c);
+    // The pattern matches every character, so a piece starts where the previous one stopped: from
+    // there, the pattern's next match is the piece.
+    for (let at = 0; at < slice.length && at < limit;) {
+      let stop = asciiEnd(slice, at);
+      if (stop < 0) {
+        pattern.lastIndex = at;
+        const m = pattern.exec(slice);
+        if (m === null) {
+          // Said to be consumed whole anyway, so that a caller cutting a text into slices reaches its end.
+          if (end) consumed = slice.length;
+          break;
+        }
+        stop = m.index + m[0].length;
       }
-      n += c;
-      consumed = stop;
-      if (stop === slice.length) break;
+      if (stop > trusted) break;
+      n += stop - at > MAX_CACHED_PIECE ? merger.count(slice.slice(at, stop)) : pieces.countOf(slice, at, stop, mergeCount);
+      consumed = at = stop;
     }
-    // The pattern matches every character, so an `end` slice is consumed whole; said so even if it
-    // did not, so that a caller cutting a text into slices always reaches its end.
-    if (end && pattern.lastIndex === 0) consumed = slice.length;
     return [n, consumed];
   };
 }

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import type {
   LanguageModelV3Content,
   LanguageModelV3DataContent,
@@ -20,8 +19,8 @@ import {
   type ContentBlock,
   type Message,
   messageText,
-  blockText,
 } from "contextd/client";
+import { contentHash } from "../../shared/src/message-hash.js";
 
 /**
  * The one mapping between the AI SDK's prompt messages (LanguageModelV3Message, what a middleware
@@ -303,36 +302,12 @@ function partText(p: Part): string {
 
 // ---------------------------------------------------------------- message keys
 
-function canonical(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(canonical);
-  if (v && typeof v === "object")
-    return Object.fromEntries(
-      Object.keys(v)
-        .sort()
-        .map((k) => [k, canonical((v as Json)[k])]),
-    );
-  return v;
-}
-
 /**
  * The message key of the `j`th contextd message of the prompt message at `position`: its position
  * and a hash of what the model reads of it (role, text, reasoning, tool calls with their arguments
- * in key order, tool result) — never provider metadata, which the SDK may carry differently in a
- * later step's prompt than in the answer it came from.
+ * in key order, tool result; integrations/shared/src/message-hash.ts) — never provider metadata,
+ * which the SDK may carry differently in a later step's prompt than in the answer it came from.
  */
 export function messageKey(position: number, j: number, m: Message): string {
-  const blocks = m.content
-    .map((c) => {
-      const b = c.block;
-      if (b?.$case === "toolCall") return ["c", b.value.id, b.value.name, JSON.stringify(canonical(parseJson(b.value.argumentsJson)))];
-      if (b?.$case === "image") return ["i", b.value.mimeType, b.value.uri, createHash("sha256").update(b.value.data).digest("hex")];
-      const t = blockText(c);
-      return t ? [b?.$case ?? "", t] : null;
-    })
-    .filter(Boolean);
-  const hash = createHash("sha256")
-    .update(JSON.stringify([m.role, m.toolCallId, m.isError, m.customType, blocks]))
-    .digest("base64url")
-    .slice(0, 22);
-  return `ai-sdk:${position}.${j}:${hash}`;
+  return `ai-sdk:${position}.${j}:${contentHash(m)}`;
 }

@@ -5,7 +5,8 @@ import type {
   LanguageModelV3Prompt,
   LanguageModelV3StreamPart,
 } from "@ai-sdk/provider";
-import type { ContextdClient, Message } from "contextd/client";
+import type { ContextdClient } from "contextd/client";
+import { KeyedAppender } from "../../shared/src/keyed-appender.js";
 import { answerMessage, fromContextd, messageKey, toContextd } from "./message-mapping.js";
 
 /** What `contextdMiddleware` needs. */
@@ -30,10 +31,6 @@ export interface ContextdMiddlewareOptions {
 }
 
 const DEFAULT_CONTEXT_WINDOW = 32_000;
-/** contextd's default `limits.max_messages_per_append` is 1000; a long history goes in batches. */
-const APPEND_BATCH = 500;
-/** Sessions whose stored message keys the middleware remembers; the least recently used is forgotten past it. */
-const REMEMBERED_SESSIONS = 1000;
 
 interface CallState {
   sessionId: string;
@@ -54,7 +51,7 @@ interface CallState {
  *
  * Each call sends only the messages whose keys contextd has not taken yet from this middleware, not
  * the whole prompt again (which would make a long tool loop's appends quadratic). A session it has
- * forgotten (more than REMEMBERED_SESSIONS since) gets its whole prompt once more: the keys make that
+ * forgotten (more than 1000 sessions since) gets its whole prompt once more: the keys make that
  * harmless.
  */
 export function contextdMiddleware(options: ContextdMiddlewareOptions): LanguageModelV3Middleware {
@@ -68,40 +65,13 @@ export function contextdMiddleware(options: ContextdMiddlewareOptions): Language
     return typeof perCall === "string" && perCall ? perCall : options.sessionId;
   };
 
-  // The message keys contextd has taken, per session, most recently used last.
-  const stored = new Map<string, Set<string>>();
-  const storedKeys = (sessionId: string): Set<string> => {
-    const keys = stored.get(sessionId) ?? new Set<string>();
-    stored.delete(sessionId);
-    stored.set(sessionId, keys);
-    for (const oldest of stored.keys()) {
-      if (stored.size <= REMEMBERED_SESSIONS) break;
-      stored.delete(oldest);
-    }
-    return keys;
-  };
-
-  async function append(sessionId: string, prompt: LanguageModelV3Prompt, from = 0): Promise<void> {
-    const held = storedKeys(sessionId);
-    const messages: Message[] = [];
-    const messageKeys: string[] = [];
-    prompt.forEach((m, i) =>
-      toContextd(m).forEach((cm, j) => {
-        const key = messageKey(from + i, j, cm);
-        if (held.has(key)) return;
-        messages.push(cm);
-        messageKeys.push(key);
-      }),
+  // Sends only the messages contextd has not taken from this middleware (integrations/shared).
+  const appender = new KeyedAppender(client, { agentId: options.agentId, timeoutMs });
+  const append = (sessionId: string, prompt: LanguageModelV3Prompt, from = 0): Promise<void> =>
+    appender.append(
+      sessionId,
+      prompt.flatMap((m, i) => toContextd(m).map((message, j) => ({ message, key: messageKey(from + i, j, message) }))),
     );
-    for (let at = 0; at < messages.length; at += APPEND_BATCH) {
-      const keys = messageKeys.slice(at, at + APPEND_BATCH);
-      await client.appendMessages(
-        { session: { sessionId, agentId: options.agentId ?? "" }, messages: messages.slice(at, at + APPEND_BATCH), messageKeys: keys },
-        { timeoutMs },
-      );
-      for (const key of keys) held.add(key);
-    }
-  }
 
   async function appendAnswer(params: LanguageModelV3CallOptions, content: LanguageModelV3Content[]): Promise<void> {
     const state = calls.get(params);

@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 
 import { InvalidArgumentError } from "../../../src/contract/errors.js";
@@ -23,6 +24,23 @@ describe("search text (src/store/search-text.ts)", () => {
     ];
     for (const t of texts) expect(indexText(t), t.slice(0, 40)).toBe(slow(t));
     expect(indexText("x ".repeat(12_000)).split(" ").length).toBe(10_000);
+  });
+
+  it("the append path's index text is exactly the words the snippet and score see, for arbitrary text", () => {
+    const unit = fc.constantFrom(" ", "  ", "\n", "a", "Z", "q7", "_", ".", "-", "✓", "—", "é", "日本", "Ⓐ", "K", "x".repeat(60), "Y".repeat(101), "1 ");
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string({ unit, maxLength: 40 }),
+          fc.string({ unit: "grapheme", maxLength: 60 }),
+          fc.string({ unit: fc.constantFrom("a ", "b"), maxLength: 12_000 }),
+        ),
+        (t) => {
+          expect(indexText(t)).toBe(slow(t));
+        },
+      ),
+      { numRuns: 2000 },
+    );
   });
 
   it("a query becomes phrases of words, and no user text becomes FTS5 or tsquery syntax", () => {
