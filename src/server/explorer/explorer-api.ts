@@ -128,9 +128,10 @@ export class ExplorerApi {
     const method = req.method ?? "GET";
     const parts = rest.split("/").map((p) => decodeSegment(p));
     if (method === "GET" && parts.length === 2 && parts[0] === "engines" && parts[1] === "events") return this.engineEvents(req, res, token);
-    const body = method === "POST" ? await readBody(req) : {};
+    // An action's origin and CSRF token are checked before its body is read.
     if (method === "POST") this.checkAction(req, token);
     else if (method !== "GET") throw new HttpError(405, "only GET (reads) and POST (actions)", "METHOD_NOT_ALLOWED");
+    const body = method === "POST" ? await readBody(req) : {};
     const answer = await this.route({ method, parts, query, token, body });
     sendJson(res, 200, answer);
   }
