@@ -129,4 +129,30 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // The context explorer's front end (a browser bundle: its own tsconfig with the DOM types). It
+    // talks to contextd only through its JSON API (explorer/src/api.ts), never contextd's modules.
+    files: ["explorer/src/**/*.ts"],
+    extends: [tseslint.configs.base],
+    languageOptions: { parserOptions: { project: "./explorer/tsconfig.json", tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      "@typescript-eslint/no-explicit-any": "error",
+      "@typescript-eslint/no-floating-promises": "error",
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+      "@typescript-eslint/consistent-type-imports": ["error", { fixStyle: "inline-type-imports", disallowTypeAnnotations: false }],
+      "no-restricted-imports": [
+        "error",
+        { patterns: [{ regex: String.raw`^\.\./`, message: "the explorer's front end imports only its own modules and lit" }] },
+      ],
+      // Tenant text reaches the page only through lit's text bindings: no HTML from strings, no
+      // unsafeHTML / unsafeSVG (they parse a string as markup).
+      "no-restricted-syntax": ["error", { selector: "ImportDeclaration[source.value=/unsafe-/]", message: "no unsafe-* lit directives: tenant text is text" }],
+      "no-restricted-properties": [
+        "error",
+        { property: "innerHTML", message: "render tenant text with lit bindings (text), never as HTML" },
+        { property: "outerHTML", message: "render tenant text with lit bindings (text), never as HTML" },
+        { property: "insertAdjacentHTML", message: "render tenant text with lit bindings (text), never as HTML" },
+      ],
+    },
+  },
 );

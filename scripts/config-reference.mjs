@@ -153,6 +153,10 @@ export const DESCRIPTIONS = {
     "OTLP/HTTP collector (`/v1/traces` is appended); unset, tracing is off and costs nothing. A runtime's `traceparent` continues through contextd into engine calls and their callbacks.",
   "tracing.service_name": "`service.name` of the spans.",
 
+  // explorer
+  "explorer.enabled":
+    "Serve the context explorer, a web UI over the sessions and the registry, at `/explorer/` on `metrics_listen`, with the same authorization as the gRPC API ([operations.md](operations.md#the-context-explorer)). It shows transcripts: expose `metrics_listen` accordingly.",
+
   // limits
   "quotas.max_sessions":
     "Sessions one agent may hold (subagent children and imports count); a call that would create one more is refused `RESOURCE_EXHAUSTED` `QUOTA_EXCEEDED` and writes nothing. 0: no quota ([operations.md](operations.md#quotas)).",
@@ -219,6 +223,7 @@ const SECTIONS = {
   },
   audit: { title: "`audit`: the audit trail", intro: "What it records and how to read it: [operations.md](operations.md#the-audit-trail)." },
   tracing: { title: "`tracing`: OpenTelemetry", intro: "Absent: tracing off ([operations.md](operations.md#tracing))." },
+  explorer: { title: "`explorer`: the context explorer (web UI)" },
   limits: {
     title: "`limits`: sizes and per-tenant limits",
     intro:

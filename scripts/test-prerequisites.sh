@@ -32,6 +32,9 @@ have haproxy || need+=(haproxy)
 # The test hosts (network namespaces, veth pairs) and the cut link of test/reliability/partition.test.ts.
 have ip || need+=(iproute2)
 have nft || need+=(nftables)
+# The context explorer's browser tests (test/explorer): Debian's Chromium, driven by playwright-core
+# (never a browser download).
+[ -x /usr/bin/chromium ] || need+=(chromium)
 
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ] || ! have apt-get; then

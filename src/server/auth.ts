@@ -180,6 +180,17 @@ export class Authenticator {
     return () => void this.runTokens.delete(c);
   }
 
+  /**
+   * Registers an extra runtime token at run time, for `agents` (the explorer's own credential, with
+   * which it reads sessions for an operator: explorer-api.ts). Returns a function that revokes it.
+   */
+  addRuntimeToken(name: string, token: string, agents: readonly string[]): () => void {
+    if (name === "" || token === "") throw new TypeError("addRuntimeToken: name and token must not be empty");
+    const c: Credential = { role: "runtime", name, agents, digest: sha256(token), runToken: true };
+    this.runTokens.add(c);
+    return () => void this.runTokens.delete(c);
+  }
+
   /** Every credential whose digest equals the token's; compares against all of them. */
   private match(token: string): Credential[] {
     const digest = sha256(token);

@@ -167,6 +167,12 @@ const tracing = z.strictObject({
   service_name: text("a service name").prefault("contextd"),
 });
 
+/**
+ * The context explorer (docs/operations.md, "The context explorer"): a read-mostly web UI on the
+ * `metrics_listen` HTTP server under /explorer/. Off by default: it shows tenants' transcripts.
+ */
+const explorer = z.strictObject({ enabled: bool().prefault(false) });
+
 export const configSchema = z.strictObject({
   listen: address().prefault("127.0.0.1:50051"),
   metrics_listen: address().prefault("127.0.0.1:9464"),
@@ -228,6 +234,7 @@ export const configSchema = z.strictObject({
     .prefault({}),
   /** The audit trail (src/server/audit-trail.ts): how long its records are kept. */
   audit: z.strictObject({ retention_days: int(1).prefault(90) }).prefault({}),
+  explorer: explorer.prefault({}),
   limits: z
     .strictObject({
       max_message_bytes: int(1).prefault(4194304),

@@ -1,4 +1,7 @@
-import { Server, type Metadata } from "@grpc/grpc-js";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Server, ServerCredentials, type Metadata } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { EngineEventType } from "../contract/gen/contextd/v1/registry.js";
 import { redactUrlCredentials } from "../contract/redact.js";
@@ -48,6 +51,11 @@ import { engineCallMetrics } from "./observability/engine-call-metrics.js";
 import { instrumentStore } from "./observability/instrumented-store.js";
 import { ContextdMetrics, engineGauges } from "./observability/metrics.js";
 import { MetricsServer } from "./observability/metrics-server.js";
+import { engineLatency } from "./observability/engine-latency.js";
+import { CsrfTokens } from "./explorer/csrf.js";
+import { ExplorerApi } from "./explorer/explorer-api.js";
+import { ExplorerHttp } from "./explorer/explorer-http.js";
+import { ExplorerFiles } from "./explorer/explorer-static.js";
 import { createTracing, type Tracing } from "./observability/tracing.js";
 import { servedRpcs, servedServices } from "./served-services.js";
 import { addStandardServices, StorePing, type ContextdHealth } from "./standard-services.js";
@@ -77,6 +85,7 @@ export class Contextd {
     private readonly tracing: Tracing,
     /** Loops that run while contextd listens: the registry sync across replicas, the subagent TTL sweep, forget delivery, the retention sweep. */
     private readonly background: Array<{ start(): void; stop(): Promise<void> }> = [],
+    private readonly explorer?: PrivateSocket & { api: ExplorerApi },
   ) {}
 
   /** The bound metrics address once listening (`metrics_listen`; the real port when 0 was asked). */
@@ -273,17 +282,35 @@ export class Contextd {
     );
     const sidecars = new ManagedSidecars(settings.managed, auth, logger);
     const storePing = new StorePing(store, health, settings.health, logger.child({ component: "store-ping" }));
-    const metricsServer = new MetricsServer(metrics.registry, {
-      ready: async () => (health.status === "SERVING" ? { ok: true } : { ok: false, reason: health.reason || "NOT_SERVING" }),
-    });
-    return new Contextd(settings, store, server, health, grants, monitor, sidecars, events, storePing, logger, metricsServer, tracing, [
-      sync,
-      sweeper,
-      host.background,
-      forgets,
-      retentionSweeper,
-      audit,
-    ]);
+    // The context explorer calls this server's own services, over a socket only this process knows
+    // (explorer-api.ts): the same pipeline, authorization and errors as any gRPC caller.
+    let explorer: (PrivateSocket & { api: ExplorerApi }) | undefined;
+    if (settings.explorer) {
+      const dir = mkdtempSync(join(tmpdir(), "contextd-explorer-"));
+      const address = `unix:${join(dir, "grpc.sock")}`;
+      explorer = { dir, address, api: new ExplorerApi(address, new CsrfTokens(), auth, () => engineLatency(metrics.engineCallDuration)) };
+    }
+    const metricsServer = new MetricsServer(
+      metrics.registry,
+      { ready: async () => (health.status === "SERVING" ? { ok: true } : { ok: false, reason: health.reason || "NOT_SERVING" }) },
+      explorer ? new ExplorerHttp(explorer.api, new ExplorerFiles()) : undefined,
+    );
+    return new Contextd(
+      settings,
+      store,
+      server,
+      health,
+      grants,
+      monitor,
+      sidecars,
+      events,
+      storePing,
+      logger,
+      metricsServer,
+      tracing,
+      [sync, sweeper, host.background, forgets, retentionSweeper, audit],
+      explorer,
+    );
   }
 
   /**
@@ -297,7 +324,14 @@ export class Contextd {
     return this.listenGrpc();
   }
 
-  private listenGrpc(): Promise<string> {
+  private async listenGrpc(): Promise<string> {
+    const explorer = this.explorer;
+    if (explorer)
+      await new Promise<void>((resolve, reject) =>
+        this.server.bindAsync(explorer.address, ServerCredentials.createInsecure(), (err) =>
+          err ? reject(new Error(`explorer socket: ${err.message}`)) : resolve(),
+        ),
+      );
     const listen = this.settings.listen;
     return new Promise((resolve, reject) => {
       this.server.bindAsync(listen, serverCredentials(this.settings.tls), (err, port) => {
@@ -364,9 +398,19 @@ export class Contextd {
     this.storePing.stop();
     await Promise.all(this.background.map((loop) => loop.stop()));
     await this.metricsServer.close();
+    if (this.explorer) {
+      this.explorer.api.close();
+      rmSync(this.explorer.dir, { recursive: true, force: true });
+    }
     await this.tracing.shutdown();
     await this.store.close();
   }
+}
+
+/** A unix socket in a directory of its own (mode 0700, mkdtemp), removed at close. */
+interface PrivateSocket {
+  dir: string;
+  address: string;
 }
 
 /** Resolves after `ms`, or at once when `signal` fires. */

@@ -24,6 +24,8 @@ import { reservedEngines, type ContextdConfig } from "./config.js";
 export interface ContextdSettings {
   listen: string;
   metricsListen: string;
+  /** `explorer.enabled`: the context explorer on the metrics_listen server. */
+  explorer: boolean;
   /** Where engines call HostService (defaults from `listen`). */
   hostEndpoint: string;
   tls: ContextdConfig["tls"];
@@ -79,6 +81,7 @@ export function compileSettings(config: ContextdConfig): ContextdSettings {
   return {
     listen: config.listen,
     metricsListen: config.metrics_listen,
+    explorer: config.explorer.enabled,
     hostEndpoint: config.host_endpoint,
     tls: config.tls,
     store: config.store,

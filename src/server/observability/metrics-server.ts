@@ -12,12 +12,19 @@ export interface Readiness {
   ready(): Promise<{ ok: boolean; reason?: string }>;
 }
 
+/** Other pages served beside the metrics (the context explorer: src/server/explorer/explorer-http.ts). */
+export interface HttpPages {
+  owns(path: string): boolean;
+  handle(req: http.IncomingMessage, res: http.ServerResponse, path: string, query: URLSearchParams): Promise<void>;
+}
+
 export class MetricsServer {
   private server?: http.Server;
 
   constructor(
     private readonly registry: Registry,
     private readonly readiness: Readiness,
+    private readonly pages?: HttpPages,
   ) {}
 
   /** Binds `host:port` (port 0 picks one); resolves with the bound `host:port`. */
@@ -51,7 +58,10 @@ export class MetricsServer {
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const path = (req.url ?? "/").split("?")[0];
+    const url = req.url ?? "/";
+    const at = url.indexOf("?");
+    const path = at < 0 ? url : url.slice(0, at);
+    if (this.pages?.owns(path)) return this.pages.handle(req, res, path, new URLSearchParams(at < 0 ? "" : url.slice(at + 1)));
     if (req.method !== "GET" && req.method !== "HEAD") return send(res, 405, "text/plain", "only GET\n");
     try {
       if (path === "/metrics") return send(res, 200, this.registry.contentType, await this.registry.metrics());

@@ -191,6 +191,16 @@ describe("owner", () => {
     expect(error(() => a.owner(bearer("acme-run-token"), "acme")).code).toBe(status.UNAUTHENTICATED);
   });
 
+  it("a per-run runtime token (the explorer's own) acts for its agents only, proves no other role, and is revocable", () => {
+    const a = new Authenticator(authConfig(), env);
+    const token = newToken();
+    const revoke = a.addRuntimeToken("explorer", token, ["*"]);
+    expect(a.runtime(bearer(token))).toMatchObject({ kind: "runtime", name: "explorer", agents: ["*"], anonymous: false });
+    expect(error(() => a.operator(bearer(token))).code).toBe(status.PERMISSION_DENIED);
+    revoke();
+    expect(error(() => a.runtime(bearer(token))).code).toBe(status.UNAUTHENTICATED);
+  });
+
   it("a verified client certificate naming the owner (CN or subjectAltName) proves it", () => {
     const cert = (CN: string, subjectaltname?: string) => ({ subject: { CN }, subjectaltname }) as unknown as PeerCertificate;
     expect(auth.owner(md(), "acme", cert("acme"))).toEqual({ kind: "owner", owner: "acme", via: "certificate" });

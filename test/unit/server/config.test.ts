@@ -76,6 +76,7 @@ const DEFAULTS: ContextdConfig = {
   forget: { poll_interval: 5000, backoff: { initial: 1000, max: 300000 } },
   quotas: { max_sessions: 0, max_stored_bytes: 0, agents: {} },
   audit: { retention_days: 90 },
+  explorer: { enabled: false },
 };
 
 const HASH = "ab".repeat(32);
@@ -100,11 +101,12 @@ describe("defaults", () => {
     expect(load("slots:\nauth:\n  owners:\nengines:\n  timeouts:\n")).toEqual(DEFAULTS);
   });
 
-  it("the checked-in config/contextd.yaml is the defaults with auth.required false and the three sample engines managed", () => {
+  it("the checked-in config/contextd.yaml is the defaults with auth.required false, the explorer on and the three sample engines managed", () => {
     const cfg = loadConfig({ file: fileURLToPath(new URL("../../../config/contextd.yaml", import.meta.url)), env: {} });
     expect(cfg).toEqual({
       ...DEFAULTS,
       auth: { ...DEFAULTS.auth, required: false },
+      explorer: { enabled: true },
       engines: {
         ...DEFAULTS.engines,
         managed: [
@@ -239,6 +241,7 @@ limits: { max_message_bytes: 1024, max_messages_per_append: 10, max_session_entr
       forget: { poll_interval: 5000, backoff: { initial: 1000, max: 300000 } },
       quotas: { max_sessions: 0, max_stored_bytes: 0, agents: {} },
       audit: { retention_days: 90 },
+      explorer: { enabled: false },
     });
   });
 
