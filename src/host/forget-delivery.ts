@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { EngineRegistry } from "../registry/engine-registry.js";
 import type { ForgetDelivery, TranscriptStore } from "../store/types.js";
+import { PeriodicTask } from "./periodic-task.js";
 import { NO_OBSERVER, type HostObserver } from "./host-observer.js";
 
 export interface ForgetDeliverySettings {
@@ -44,10 +45,7 @@ const LEASE_MARGIN_MS = 10_000;
  * once (an engine that purged but whose answer was lost hears it again), acknowledged once.
  */
 export class ForgetDeliveries {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private again = false;
-  private readonly stopping = new AbortController();
+  private readonly task: PeriodicTask;
 
   constructor(
     private readonly store: TranscriptStore,
@@ -55,29 +53,25 @@ export class ForgetDeliveries {
     private readonly settings: ForgetDeliverySettings,
     private readonly log: Logger,
     private readonly observer: HostObserver = NO_OBSERVER,
-  ) {}
-
-  start(): void {
-    if (this.timer || this.stopping.signal.aborted) return;
-    this.schedule(0);
+  ) {
+    this.task = new PeriodicTask(
+      () => this.deliverDue(),
+      settings.pollIntervalMs,
+      (err) => log.warn({ err: (err as Error).message }, "forget delivery failed; trying again at the next poll"),
+    );
   }
 
-  async stop(): Promise<void> {
-    this.stopping.abort();
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.running;
+  start(): void {
+    this.task.start(0);
+  }
+
+  stop(): Promise<void> {
+    return this.task.stop();
   }
 
   /** Deliveries were recorded, or an engine came back: deliver now rather than at the next poll. */
   kick(): void {
-    if (this.stopping.signal.aborted) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    if (this.timer) clearTimeout(this.timer);
-    this.schedule(0);
+    this.task.kick();
   }
 
   /** An engine registered or was released: its pending deliveries are due now. */
@@ -86,29 +80,12 @@ export class ForgetDeliveries {
     if (woken > 0) this.kick();
   }
 
-  private schedule(ms: number): void {
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.running = this.deliverDue()
-        .then(() => undefined)
-        .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, "forget delivery failed; trying again at the next poll"))
-        .finally(() => {
-          this.running = undefined;
-          if (this.stopping.signal.aborted) return;
-          const again = this.again;
-          this.again = false;
-          this.schedule(again ? 0 : this.settings.pollIntervalMs);
-        });
-    }, ms);
-    this.timer.unref();
-  }
-
   /** Claims and delivers what is due, batch after batch; resolves with how many attempts were made. */
   async deliverDue(): Promise<number> {
     const batch = this.settings.batch ?? DEFAULT_BATCH;
     let attempts = 0;
     for (;;) {
-      if (this.stopping.signal.aborted) return attempts;
+      if (this.task.signal.aborted) return attempts;
       const now = Date.now();
       const maxTimeout = Math.max(...this.registry.list().map((r) => this.settings.timeoutMs(r.id)), this.settings.timeoutMs(""));
       const claimed = await this.store.claimForgetDeliveries(this.settings.owner, now, maxTimeout + LEASE_MARGIN_MS, batch);
@@ -139,7 +116,7 @@ export class ForgetDeliveries {
     try {
       const answer = await target.engine.forgetSession(
         { session: { sessionId: d.sessionId, sessionKey: d.sessionKey, agentId: d.agentId }, reason: d.reason, deletedAtMs: d.deletedAtMs },
-        { signal: this.stopping.signal, deadlineMs },
+        { signal: this.task.signal, deadlineMs },
       );
       if (await this.settle(d, { done: true })) {
         this.observer.forgetDelivery?.(d.engineId, "delivered");

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { TranscriptStore } from "../store/types.js";
 import type { RetentionPolicy } from "./retention.js";
 import type { SessionDeletions } from "./session-deletions.js";
+import { PeriodicTask } from "./periodic-task.js";
 
 /** The lease the sweeping replica holds (TranscriptStore.tryLease). */
 export const RETENTION_LEASE = "retention-sweep";
@@ -16,9 +17,7 @@ const DEFAULT_BATCH = 100;
  * written to after it was found expired is kept (the delete checks `updated_at_ms`).
  */
 export class RetentionSweeper {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private readonly stopping = new AbortController();
+  private readonly task: PeriodicTask;
 
   constructor(
     private readonly store: TranscriptStore,
@@ -27,31 +26,20 @@ export class RetentionSweeper {
     private readonly owner: string,
     private readonly log: Logger,
     private readonly batch = DEFAULT_BATCH,
-  ) {}
+  ) {
+    this.task = new PeriodicTask(
+      () => this.sweep(),
+      policy.settings.sweepIntervalMs,
+      (err) => log.warn({ err: (err as Error).message }, "retention sweep failed; trying again at the next interval"),
+    );
+  }
 
   start(): void {
-    if (this.timer || this.stopping.signal.aborted || !this.policy.active) return;
-    this.schedule();
+    if (this.policy.active) this.task.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopping.abort();
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.running;
-  }
-
-  private schedule(): void {
-    this.timer = setTimeout(() => {
-      this.running = this.sweep()
-        .then(() => undefined)
-        .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, "retention sweep failed; trying again at the next interval"))
-        .finally(() => {
-          this.running = undefined;
-          if (!this.stopping.signal.aborted) this.schedule();
-        });
-    }, this.policy.settings.sweepIntervalMs);
-    this.timer.unref();
+  stop(): Promise<void> {
+    return this.task.stop();
   }
 
   /** One sweep, when this replica holds the lease: resolves with how many sessions it deleted (-1: another replica sweeps). */
@@ -61,7 +49,7 @@ export class RetentionSweeper {
     let deleted = 0;
     for (const rule of this.policy.rules()) {
       for (;;) {
-        if (this.stopping.signal.aborted) return deleted;
+        if (this.task.signal.aborted) return deleted;
         const expired = await this.store.listExpiringSessions(rule, nowMs, this.batch);
         let progress = 0;
         for (const s of expired) {

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { SubagentEndReason, type SessionRef } from "../contract/gen/contextd/v1/types.js";
 import type { Router } from "../registry/router.js";
 import type { ExpiredSubagent, TranscriptStore } from "../store/types.js";
+import { PeriodicTask } from "./periodic-task.js";
 
 export interface SweepSettings {
   /** How often expired children are looked for (`subagents.sweep_interval`). */
@@ -29,41 +30,28 @@ const CONCURRENT_NOTIFICATIONS = 8;
  * twice.
  */
 export class SubagentSweeper {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private readonly stopping = new AbortController();
+  private readonly task: PeriodicTask;
 
   constructor(
     private readonly store: TranscriptStore,
     private readonly router: Router,
     private readonly settings: SweepSettings,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.task = new PeriodicTask(
+      () => this.sweep(),
+      settings.intervalMs,
+      (err) => log.warn({ err: (err as Error).message }, "subagent sweep failed; trying again at the next interval"),
+    );
+  }
 
   start(): void {
-    if (this.timer || this.stopping.signal.aborted) return;
-    this.schedule();
+    this.task.start();
   }
 
   /** Stops sweeping; engine calls of a sweep in progress are cancelled. */
-  async stop(): Promise<void> {
-    this.stopping.abort();
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.running;
-  }
-
-  private schedule(): void {
-    this.timer = setTimeout(() => {
-      this.running = this.sweep()
-        .then(() => undefined)
-        .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, "subagent sweep failed; trying again at the next interval"))
-        .finally(() => {
-          this.running = undefined;
-          if (!this.stopping.signal.aborted) this.schedule();
-        });
-    }, this.settings.intervalMs);
-    this.timer.unref();
+  stop(): Promise<void> {
+    return this.task.stop();
   }
 
   /** One sweep: claims every child whose TTL has passed and tells its engine. Resolves with how many. */
@@ -71,7 +59,7 @@ export class SubagentSweeper {
     const batch = this.settings.batch ?? DEFAULT_BATCH;
     let swept = 0;
     for (;;) {
-      if (this.stopping.signal.aborted) return swept;
+      if (this.task.signal.aborted) return swept;
       const claimed = await this.store.claimExpiredSubagents(nowMs, batch);
       swept += claimed.length;
       for (let i = 0; i < claimed.length; i += CONCURRENT_NOTIFICATIONS) {
@@ -86,15 +74,10 @@ export class SubagentSweeper {
     const fields = { sessionId: child.sessionId, parentSessionId: child.parentSessionId, expiresAtMs: child.expiresAtMs, lateMs: nowMs - child.expiresAtMs };
     try {
       const selection = this.router.select(ref);
-      const routed = await this.router.call(
-        selection,
-        "subagent",
-        { deadlineMs: Number.POSITIVE_INFINITY, signal: this.stopping.signal },
-        async (engine, ctx) => {
-          if (!engine.onSubagentEnded || !engine.info().capabilities?.subagents) return {};
-          return engine.onSubagentEnded({ child: ref, reason: SubagentEndReason.SUBAGENT_END_REASON_SWEPT }, ctx);
-        },
-      );
+      const routed = await this.router.call(selection, "subagent", { deadlineMs: Number.POSITIVE_INFINITY, signal: this.task.signal }, async (engine, ctx) => {
+        if (!engine.onSubagentEnded || !engine.info().capabilities?.subagents) return {};
+        return engine.onSubagentEnded({ child: ref, reason: SubagentEndReason.SUBAGENT_END_REASON_SWEPT }, ctx);
+      });
       this.log.info({ ...fields, engineId: routed.engineId, fallbackReason: routed.fallbackReason || undefined }, "subagent swept: its ttl_ms passed");
     } catch (err) {
       this.log.warn({ ...fields, err: (err as Error).message }, "subagent swept (ttl_ms passed), but its engine could not be told");

@@ -47,7 +47,9 @@ export function registerSessions(program: Command): void {
           ...(within !== undefined ? [iso(s.expiresAtMs)] : []),
         ]);
         const head = ["session", "key", "agent", "messages", "compactions", "active tokens", "total tokens", "stored bytes", "updated"];
-        writeStdout(`${table(within !== undefined ? [...head, "expires"] : head, rows)}\n${agentTotals(sessions)}`);
+        // The per-agent totals are of whole listings: what an agent holds against its quotas.
+        if (within !== undefined) writeStdout(`${table([...head, "expires"], rows)}\n`);
+        else writeStdout(`${table(head, rows)}\n${agentTotals(sessions)}`);
       }),
     );
 }
