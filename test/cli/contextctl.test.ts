@@ -134,7 +134,8 @@ describe("contextctl against a real contextd", () => {
     expect(row![1]).toBe("-"); // no session key given
     expect(int(row![3])).toBe(41);
     expect(int(row![4])).toBeGreaterThan(0);
-    expect(row![7]).toMatch(/^\d{4}-\d\d-\d\dT/);
+    expect(int(row![7])).toBeGreaterThan(0); // stored bytes
+    expect(row![8]).toMatch(/^\d{4}-\d\d-\d\dT/);
     const json = JSON.parse((await contextctl(server.address, "--json", "sessions")).stdout);
     expect(json.sessions.map((s: { session: { sessionId: string } }) => s.session.sessionId)).toContain(sessionId);
   });
@@ -144,8 +145,10 @@ describe("contextctl against a real contextd", () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/selected engine\s+legacy/);
     expect(run.stdout).toMatch(/messages\s+41/);
-    const rows = tableRows(run.stdout);
-    expect(rows.map((r) => r[0])).toEqual(["summary", "messages", "tool results", "system addition", "total"]);
+    // The context overview, then the agent's usage against its quotas.
+    const all = tableRows(run.stdout);
+    expect(all.map((r) => r[0])).toEqual(["summary", "messages", "tool results", "system addition", "total", "sessions", "stored bytes"]);
+    const rows = all.slice(0, 5);
     const [summary, messages, tools, system, total] = rows.map((r) => int(r[1]));
     expect(summary + messages + tools + system).toBe(total);
     expect(summary).toBeGreaterThan(0); // the replay compacted
