@@ -124,6 +124,7 @@ describe("a Go client generated from proto/contextd/v1 alone", () => {
     }
     // One _grpc.pb.go per file that defines a service.
     expect(generated.filter((f) => f.endsWith("_grpc.pb.go")).sort()).toEqual([
+      "audit_grpc.pb.go",
       "engine_grpc.pb.go",
       "host_grpc.pb.go",
       "registry_grpc.pb.go",

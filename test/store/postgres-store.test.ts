@@ -75,6 +75,8 @@ describe("PostgresStore: schema migrations", () => {
     // Back to version 6: no search column, no index, no record of migration 7 (nor of the later ones, undone too).
     await sql(db, "ALTER TABLE entries DROP COLUMN search");
     for (const undo of [
+      "DROP TABLE session_engines, forget_deliveries, leases",
+      "DROP INDEX sessions_by_parent, sessions_by_created",
       "DROP TABLE audit_events, config_reservations",
       "DROP TRIGGER entries_stored_bytes ON entries",
       "DROP TRIGGER revisions_stored_bytes ON entry_revisions",
