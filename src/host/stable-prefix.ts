@@ -1,11 +1,5 @@
-import { createHash } from "node:crypto";
-import { Message } from "../contract/gen/contextd/v1/types.js";
-
-/** Every field at its default: what a message's digest leaves out. */
-const BLANK = Message.fromPartial({});
-
-/** Bytes of one message's digest: 64 bits make a false "identical" vanishingly unlikely. */
-const DIGEST_BYTES = 8;
+import { hash } from "node:crypto";
+import type { Message } from "../contract/gen/contextd/v1/types.js";
 
 /** How long a prompt prefix stays identical from one Assemble answer of a session to the next. */
 export interface StablePrefix {
@@ -16,8 +10,8 @@ export interface StablePrefix {
 interface Previous {
   /** A digest of the system prompt addition (it may be long). */
   addition: string;
-  /** DIGEST_BYTES per message of the previous answer, in order. */
-  digests: Buffer;
+  /** The digest of each message of the previous answer, in order. */
+  digests: Float64Array;
 }
 
 /**
@@ -40,15 +34,15 @@ export class StablePrefixes {
    * them as its previous answer. `tokensOf` is the host's count of one message.
    */
   measure(sessionId: string, addition: string, messages: readonly Message[], tokensOf: (m: Message) => number): StablePrefix {
-    const digests = Buffer.allocUnsafe(messages.length * DIGEST_BYTES);
-    messages.forEach((m, i) => digestOf(m).copy(digests, i * DIGEST_BYTES));
-    const additionDigest = createHash("sha256").update(addition).digest("base64");
+    const digests = new Float64Array(messages.length);
+    for (let i = 0; i < messages.length; i++) digests[i] = digestOf(messages[i]);
+    const additionDigest = hash("sha256", addition, "base64");
     const previous = this.bySession.get(sessionId);
     let stable = 0;
     let tokens = 0;
     if (previous && previous.addition === additionDigest) {
-      const n = Math.min(messages.length, previous.digests.length / DIGEST_BYTES);
-      while (stable < n && sameDigest(digests, previous.digests, stable)) tokens += tokensOf(messages[stable++]);
+      const n = Math.min(messages.length, previous.digests.length);
+      while (stable < n && digests[stable] === previous.digests[stable]) tokens += tokensOf(messages[stable++]);
     }
     this.remember(sessionId, { addition: additionDigest, digests });
     return { messages: stable, tokens };
@@ -76,18 +70,98 @@ export class StablePrefixes {
   }
 }
 
-/** The message as a model provider receives it: what must be byte-identical for its cache to hit. */
-function digestOf(m: Message): Buffer {
-  // A shallow copy over a blank message: fromPartial would deep-copy every block on every Assemble.
-  const seen = Message.encode({ ...BLANK, role: m.role, content: m.content, toolCallId: m.toolCallId, toolName: m.toolName, isError: m.isError });
-  return createHash("sha256").update(seen.finish()).digest().subarray(0, DIGEST_BYTES);
+/**
+ * The message as a model provider receives it — role, content, tool call id and name, error flag —
+ * as a 53-bit digest: what must be identical for its cache to hit.
+ *
+ * Hashed in JavaScript straight from the fields rather than SHA-256 over their protobuf encoding:
+ * that encode and a native Hash object per message of every answer were a fifth of the event
+ * loop's time under a busy tenant's Assembles (a CPU profile of the noisy_neighbor bench). Nothing
+ * here needs a cryptographic hash — a collision costs at most one provider cache write, and only
+ * the session whose own text collided. A stored view message is frozen and never changes, so its
+ * digest is computed once and kept beside it for as long as the message lives.
+ */
+function digestOf(m: Message): number {
+  const frozen = Object.isFrozen(m);
+  const known = frozen ? digests.get(m) : undefined;
+  if (known !== undefined) return known;
+  const h = new Digest53();
+  h.num(m.role).str(m.toolCallId).str(m.toolName).num(m.isError ? 1 : 0).num(m.content.length);
+  for (const { block } of m.content) {
+    switch (block?.$case) {
+      case "text":
+        h.num(1).str(block.value.text).str(block.value.signature).str(block.value.extraJson);
+        break;
+      case "image":
+        h.num(2).str(block.value.mimeType).bytes(block.value.data).str(block.value.uri).str(block.value.extraJson);
+        break;
+      case "thinking":
+        h.num(3).str(block.value.thinking).str(block.value.signature).num(block.value.redacted ? 1 : 0).str(block.value.extraJson);
+        break;
+      case "toolCall":
+        h.num(4).str(block.value.id).str(block.value.name).str(block.value.argumentsJson).str(block.value.signature).str(block.value.extraJson);
+        break;
+      case undefined:
+        h.num(0);
+        break;
+      default:
+        // A block kind added to the contract must be hashed here (this stops compiling until it is).
+        block satisfies never;
+    }
+  }
+  const digest = h.finish();
+  if (frozen) digests.set(m, digest);
+  return digest;
 }
 
-function sameDigest(a: Buffer, b: Buffer, index: number): boolean {
-  const at = index * DIGEST_BYTES;
-  return a.compare(b, at, at + DIGEST_BYTES, at, at + DIGEST_BYTES) === 0;
+/** Digests of stored (frozen) view messages, for as long as each message object lives. */
+const digests = new WeakMap<Message, number>();
+
+/**
+ * Two independent 32-bit lanes (FNV-1a and a multiply-xorshift) over UTF-16 code units and bytes,
+ * every field length-prefixed so that field boundaries cannot shift; linear in the input.
+ */
+export class Digest53 {
+  private a = 0x811c9dc5;
+  private b = 0x9747b28c;
+
+  num(n: number): this {
+    this.unit(n & 0xffff);
+    this.unit(n >>> 16);
+    return this;
+  }
+
+  str(s: string): this {
+    this.num(s.length);
+    for (let i = 0; i < s.length; i++) this.unit(s.charCodeAt(i));
+    return this;
+  }
+
+  bytes(b: Uint8Array): this {
+    this.num(b.length);
+    for (let i = 0; i < b.length; i++) this.unit(b[i]);
+    return this;
+  }
+
+  /** 21 bits of one lane and 32 of the other, as an integer a double holds exactly. */
+  finish(): number {
+    return (fmix32(this.a) >>> 11) * 2 ** 32 + fmix32(this.b);
+  }
+
+  private unit(c: number): void {
+    this.a = Math.imul(this.a ^ c, 0x01000193);
+    const b = Math.imul(this.b ^ c, 0x5bd1e995);
+    this.b = b ^ (b >>> 15);
+  }
+}
+
+/** MurmurHash3's finalizer: every input bit moves every output bit. */
+function fmix32(h: number): number {
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
 }
 
 function sizeOf(sessionId: string, entry: Previous): number {
-  return entry.digests.length + 2 * (sessionId.length + entry.addition.length) + 64;
+  return entry.digests.byteLength + 2 * (sessionId.length + entry.addition.length) + 64;
 }

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { hash, randomBytes, timingSafeEqual } from "node:crypto";
 import { certificateNames } from "../contract/certificate-names.js";
 import type { PeerCertificate } from "node:tls";
 import type { Metadata } from "@grpc/grpc-js";
@@ -225,5 +225,5 @@ export function newToken(): string {
 }
 
 function sha256(token: string): Buffer {
-  return createHash("sha256").update(token, "utf8").digest();
+  return hash("sha256", token, "buffer");
 }
