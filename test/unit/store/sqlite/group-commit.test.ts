@@ -12,6 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ResourceExhaustedError } from "../../../../src/contract/errors.js";
 import { Role } from "../../../../src/contract/gen/contextd/v1/types.js";
 import { textMessage } from "../../../../src/contract/messages.js";
+import { GroupCommit } from "../../../../src/store/sqlite/group-commit.js";
 import { SqliteStore } from "../../../../src/store/sqlite/sqlite-store.js";
 
 const LABELS = { sessionKey: "", agentId: "a" };
@@ -76,5 +77,37 @@ describe("SQLite group commit", () => {
     );
     expect(texts).toEqual([0, 1, 2, 3].flatMap((k) => [`same-${k} m0`, `same-${k} m1`]));
     expect(entries.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+  });
+
+  it("a group commits once its jobs used up the slice: the jobs left commit in later groups, in order, each answered once", async () => {
+    const file = path.join(dir, "slices.db");
+    const db = new Database(file);
+    db.pragma("journal_mode = WAL");
+    db.exec("CREATE TABLE t (n INTEGER)");
+    const other = new Database(file, { readonly: true });
+    const seenByOther = () => (other.prepare("SELECT COUNT(*) AS c FROM t").get() as { c: number }).c;
+    try {
+      // A slice of 0 ms: every group holds exactly one job (a group always makes progress).
+      const commits = new GroupCommit(db, undefined, 0);
+      const jobs = [0, 1, 2, 3, 4].map((n) =>
+        commits.write(() => {
+          if (n === 2) throw new Error("job 2 fails alone");
+          db.prepare("INSERT INTO t (n) VALUES (?)").run(n);
+          // What another connection sees while this job's group is open: every earlier group, committed.
+          return seenByOther();
+        }),
+      );
+      const results = await Promise.allSettled(jobs);
+      expect(results.map((r) => (r.status === "fulfilled" ? r.value : "failed"))).toEqual([0, 1, "failed", 2, 3]);
+      expect((other.prepare("SELECT n FROM t ORDER BY rowid").all() as { n: number }[]).map((r) => r.n)).toEqual([0, 1, 3, 4]);
+
+      // With the default slice, jobs that arrive in one turn share one transaction.
+      const together = new GroupCommit(db);
+      const seen = await Promise.all([5, 6, 7].map((n) => together.write(() => (db.prepare("INSERT INTO t (n) VALUES (?)").run(n), seenByOther()))));
+      expect(seen).toEqual([4, 4, 4]);
+    } finally {
+      other.close();
+      db.close();
+    }
   });
 });

@@ -4626,7 +4626,7 @@ export const DeleteSessionResponse: MessageFns<DeleteSessionResponse> = {
  * - INVALID_ARGUMENT: a body that is no protobuf of the request type, an int64/uint64 past
  *   ±(2^53 - 1), a SessionRef that breaks the id-text rules (types.proto).
  * - RESOURCE_EXHAUSTED, with nothing processed (retry with backoff): the server is at
- *   `server.max_concurrent_calls`; the token is at `limits.tenant.max_calls_in_flight` (64), or
+ *   `server.max_concurrent_calls`; the token is at `limits.tenant.max_calls_in_flight` (16), or
  *   the session's agent at `limits.tenant.max_calls_in_flight_per_agent` (32).
  * - DEADLINE_EXCEEDED / CANCELLED: the runtime's own deadline passed, or it cancelled.
  * - UNAVAILABLE: the store (PostgreSQL) is unreachable; a transient condition, retry.
