@@ -71,8 +71,9 @@ describe("security: token counting is fair between tenants, drops work whose cal
         },
         slots: { agents: { answers: "answers" } },
         engines: { timeouts: { assemble: "60s" } },
-        // The pool is under test, not the byte rate: the backlog below is 12 MB in a burst.
-        limits: { tenant: { append_bytes_per_second: 1_000_000_000 } },
+        // The pool is under test, not the tenant limits: the backlog below is 12 MB in a burst, and
+        // the burst of 40 appends is more calls than a token may have in flight by default.
+        limits: { tenant: { append_bytes_per_second: 1_000_000_000, max_calls_in_flight: 64 } },
       },
       env: { NOISY: "noisy-token", QUIET: "quiet-token", OWNER: "owner-token" },
     });

@@ -16,7 +16,7 @@ describe("compileSettings", () => {
       locality: { replica: "", node: hostname(), zone: "" },
       overrides: {},
     });
-    expect(s.tenants).toEqual({ maxCallsInFlight: 64, maxCallsInFlightPerAgent: 32, appendBytesPerSecond: 8388608, maxWatchStreams: 16, maxCallsRunning: 2 });
+    expect(s.tenants).toEqual({ maxCallsInFlight: 16, maxCallsInFlightPerAgent: 32, appendBytesPerSecond: 8388608, maxWatchStreams: 16, maxCallsRunning: 2 });
     expect(s.compaction).toEqual({ reserveTokens: 16384, keepRecentTokens: 20000, summaryMaxChars: 16000, coldCacheCompactRatio: 0 });
     expect(s.health).toEqual({ storePingIntervalMs: 1000, storePingTimeoutMs: 5000, drainDelayMs: 0, shutdownGraceMs: 10000 });
     expect(s.server).toEqual({ maxConcurrentCalls: 1000, heapGrowthPercent: 100 });
