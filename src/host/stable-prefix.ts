@@ -86,7 +86,11 @@ function digestOf(m: Message): number {
   const known = frozen ? digests.get(m) : undefined;
   if (known !== undefined) return known;
   const h = new Digest53();
-  h.num(m.role).str(m.toolCallId).str(m.toolName).num(m.isError ? 1 : 0).num(m.content.length);
+  h.num(m.role)
+    .str(m.toolCallId)
+    .str(m.toolName)
+    .num(m.isError ? 1 : 0)
+    .num(m.content.length);
   for (const { block } of m.content) {
     switch (block?.$case) {
       case "text":
@@ -96,7 +100,11 @@ function digestOf(m: Message): number {
         h.num(2).str(block.value.mimeType).bytes(block.value.data).str(block.value.uri).str(block.value.extraJson);
         break;
       case "thinking":
-        h.num(3).str(block.value.thinking).str(block.value.signature).num(block.value.redacted ? 1 : 0).str(block.value.extraJson);
+        h.num(3)
+          .str(block.value.thinking)
+          .str(block.value.signature)
+          .num(block.value.redacted ? 1 : 0)
+          .str(block.value.extraJson);
         break;
       case "toolCall":
         h.num(4).str(block.value.id).str(block.value.name).str(block.value.argumentsJson).str(block.value.signature).str(block.value.extraJson);

@@ -59,7 +59,12 @@ describe("StablePrefixes", () => {
   });
 
   it("a tool result's call id, name and error flag are part of the digest; timestamps, usage and metadata are not", () => {
-    const base = Message.fromPartial({ role: Role.ROLE_TOOL_RESULT, toolCallId: "c1", toolName: "read", content: [{ block: { $case: "text", value: TextBlock.fromPartial({ text: "ok" }) } }] });
+    const base = Message.fromPartial({
+      role: Role.ROLE_TOOL_RESULT,
+      toolCallId: "c1",
+      toolName: "read",
+      content: [{ block: { $case: "text", value: TextBlock.fromPartial({ text: "ok" }) } }],
+    });
     const same = [{ timestampMs: 5 }, { usage: { input: 3, output: 4, cacheRead: 0, cacheWrite: 0, total: 7 } }, { metadata: { k: "v" } }];
     const differ = [{ toolCallId: "c2" }, { toolName: "write" }, { isError: true }, { role: Role.ROLE_USER }];
     for (const change of same) {
