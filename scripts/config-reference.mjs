@@ -170,7 +170,8 @@ export const DESCRIPTIONS = {
   "limits.max_session_entries":
     "Entries in one session; appends past it are refused, but a compaction is still committed at the limit, so a full session can always be compacted.",
   "limits.max_import_bytes": "One ImportTranscript file.",
-  "limits.tenant.max_calls_in_flight": "Calls in flight per runtime token.",
+  "limits.tenant.max_calls_in_flight":
+    "Calls in flight per runtime token: the running ones and a queue for their turns. Raise it for runtimes that send more calls at once; a refused call was not processed (retry it with backoff).",
   "limits.tenant.max_calls_in_flight_per_agent": "Calls in flight per agent, across tokens (the one tenant limit without auth).",
   "limits.tenant.append_bytes_per_second":
     "Bytes appended per second per runtime token (AppendMessages, ImportTranscript): a one-second burst; one append larger than that goes into debt rather than being refused forever.",

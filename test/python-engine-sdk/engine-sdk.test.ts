@@ -52,6 +52,9 @@ function contextdOptions(listen: string, ASSEMBLE_DEADLINE_MS: number): StartCon
         health: { interval: "200ms", timeout: "150ms", unhealthy_threshold: 2 },
         quarantine: { base_ejection: "1s", max_ejection: "3s" },
       },
+      // The async burst below has 21 calls of one token in flight, more than the default 16: a
+      // deployment whose runtimes fan out that wide raises the limit.
+      limits: { tenant: { max_calls_in_flight: 32 } },
     },
     env: { TEAM_TOKEN: OWNER_TOKEN, RT: RUNTIME_TOKEN },
   };
