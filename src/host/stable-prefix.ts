@@ -160,18 +160,9 @@ export class Digest53 {
     return this;
   }
 
+  /** Bytes as the code units 0–255 of a latin1 string: the same length prefix and units. */
   bytes(data: Uint8Array): this {
-    this.num(data.length);
-    let a = this.a;
-    let b = this.b;
-    for (let i = 0; i < data.length; i++) {
-      a = Math.imul(a ^ data[i], 0x01000193);
-      b = Math.imul(b ^ data[i], 0x5bd1e995);
-      b ^= b >>> 15;
-    }
-    this.a = a;
-    this.b = b;
-    return this;
+    return this.str(Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString("latin1"));
   }
 
   /** 21 bits of one lane and 32 of the other, as an integer a double holds exactly. */
