@@ -101,8 +101,8 @@ describe("SQLite group commit", () => {
       expect(results.map((r) => (r.status === "fulfilled" ? r.value : "failed"))).toEqual([0, 1, "failed", 2, 3]);
       expect((other.prepare("SELECT n FROM t ORDER BY rowid").all() as { n: number }[]).map((r) => r.n)).toEqual([0, 1, 3, 4]);
 
-      // With the default slice, jobs that arrive in one turn share one transaction.
-      const together = new GroupCommit(db);
+      // Within its slice (one no machine uses up here), jobs that arrive in one turn share one transaction.
+      const together = new GroupCommit(db, undefined, 60_000);
       const seen = await Promise.all([5, 6, 7].map((n) => together.write(() => (db.prepare("INSERT INTO t (n) VALUES (?)").run(n), seenByOther()))));
       expect(seen).toEqual([4, 4, 4]);
     } finally {
