@@ -35,8 +35,8 @@ export interface TenantLimitSettings {
  * The defaults. A token's calls in flight beyond its running ones are a queue: 16 keeps one of
  * ~100 ms at the bench's call costs. Deeper, it adds only latency to that tenant's own calls, while
  * every call it holds — waiting for a turn, or its answer still being sent — is work contextd has
- * accepted from it; at 64, a tenant at its limit held another's Assemble p99 at 2.3–2.8× its p99
- * alone, at 16 at 1.4–1.9× (docs/performance.md#noisy_neighbor).
+ * accepted from it; at 64, a tenant at its limit held another's Assemble p99 at 2.0–2.3× its p99
+ * alone, at 32 at 1.4–2.0×, at 16 at 1.4–1.6× (docs/performance.md#noisy_neighbor).
  */
 export const DEFAULT_TENANT_LIMITS: TenantLimitSettings = {
   maxCallsInFlight: 16,

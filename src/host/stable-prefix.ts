@@ -130,7 +130,7 @@ const digests = new WeakMap<Message, number>();
  * every field length-prefixed so that field boundaries cannot shift; linear in the input. The loops
  * keep the lanes in locals: through the fields, a call per character ran four times slower.
  */
-export class Digest53 {
+class Digest53 {
   private a = 0x811c9dc5;
   private b = 0x9747b28c;
 

@@ -21,8 +21,7 @@
  * has nothing to sync.
  */
 import type Database from "better-sqlite3";
-import { performance } from "node:perf_hooks";
-import { CALL_PATH_SLICE_MS } from "../../contract/time-slices.js";
+import { CALL_PATH_SLICE_MS, TimeSlices } from "../../contract/time-slices.js";
 import type { WalSync } from "./wal-sync.js";
 
 interface Job<T> {
@@ -52,10 +51,10 @@ export class GroupCommit {
     const one = db.transaction((job: Job<unknown>) => job.run());
     // The outcomes of the first jobs, as many as fit in one slice (at least one).
     this.group = db.transaction((jobs: Job<unknown>[]) => {
-      const started = performance.now();
+      const slice = new TimeSlices(this.sliceMs);
       const outcomes: Outcome[] = [];
       for (const job of jobs) {
-        if (outcomes.length > 0 && performance.now() - started >= this.sliceMs) break;
+        if (outcomes.length > 0 && slice.due()) break;
         try {
           outcomes.push({ ok: true, value: one(job) });
         } catch (err) {
